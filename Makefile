@@ -1,0 +1,56 @@
+# outrider task runner. `make help` lists the targets.
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# cargo test of the python feature links libpython: point the loader at the interpreter's.
+PYLIBDIR = $(shell $(BIN)/python -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR"))')
+
+.PHONY: help
+help: ## Show the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
+
+$(BIN)/.deps: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q "maturin>=1.9.4,<2" "pytest==9.2.0" "pytest-timeout==2.4.0" "hypothesis==6.170.15" "ruff==0.17.5" "mypy==2.4.1"
+	touch $@
+
+.PHONY: venv
+venv: $(BIN)/.deps ## Create .venv with the build, test and lint tools
+
+.PHONY: dev
+dev: venv ## Build the extension (dev profile) into .venv
+	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop -q
+
+.PHONY: dev-release
+dev-release: venv ## Build the extension (release profile) into .venv, for benchmarks
+	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop -q --release
+
+.PHONY: test-rust
+test-rust: ## Core tests without Python (cargo test --no-default-features)
+	cargo test --no-default-features -q
+
+.PHONY: test-python
+test-python: dev ## pytest on the Python API
+	$(BIN)/python -m pytest -q
+
+.PHONY: test
+test: test-rust test-python ## All tests
+
+.PHONY: lint
+lint: dev ## fmt, clippy (with and without python), ruff, mypy --strict, stubtest
+	cargo fmt --all -- --check
+	cargo clippy --all-targets --no-default-features -q -- -D warnings
+	cargo clippy --all-targets -q -- -D warnings
+	$(BIN)/ruff check python tests bench examples
+	$(BIN)/ruff format --check python tests bench examples
+	$(BIN)/mypy
+	$(BIN)/python -m mypy.stubtest outrider._core --allowlist .stubtest-allowlist
+
+.PHONY: fmt
+fmt: venv ## Format Rust and Python
+	cargo fmt --all
+	$(BIN)/ruff format python tests bench examples
+	$(BIN)/ruff check --fix python tests bench examples

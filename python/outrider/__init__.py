@@ -1,0 +1,41 @@
+"""outrider: sandboxed, read-only explore sub-agents for LLM agents.
+
+A main agent delegates a search to a child with a fresh context, only the Read/Grep/Glob tools,
+hard step and token budgets, and a strict JSON result contract::
+
+    import outrider
+
+    result = outrider.ExploreResult.from_json(
+        '{"status": "completed", "summary": "Auth is in src/auth.py", "evidence": ["src/auth.py:12"]}'
+    )
+    result.evidence  # ('src/auth.py:12',)
+"""
+
+from __future__ import annotations
+
+from outrider._core import (
+    EXPLORE_PROFILE,
+    READONLY_TOOLS,
+    VERIFICATION_PROFILE,
+    ExploreResult,
+    RuntimeProfile,
+    VerificationResult,
+    __version__,
+    check_evidence,
+)
+from outrider.exceptions import ContractError, ErrorDetails, OutriderError, ProfileError
+
+__all__ = [
+    "EXPLORE_PROFILE",
+    "READONLY_TOOLS",
+    "VERIFICATION_PROFILE",
+    "ContractError",
+    "ErrorDetails",
+    "ExploreResult",
+    "OutriderError",
+    "ProfileError",
+    "RuntimeProfile",
+    "VerificationResult",
+    "__version__",
+    "check_evidence",
+]

@@ -1,0 +1,54 @@
+"""The exceptions outrider raises. Every one derives from :class:`OutriderError`."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, TypedDict
+
+
+class ErrorDetails(TypedDict):
+    """One contract violation, shaped like a pydantic error."""
+
+    type: str
+    """A stable machine name, e.g. ``"summary_missing"`` or ``"string_array"``."""
+    loc: tuple[str | int, ...]
+    """Where in the answer: keys and list indexes, ``()`` for the whole answer."""
+    msg: str
+    """What was wrong, in words."""
+    input: Any
+    """The offending value."""
+
+
+class OutriderError(Exception):
+    """Base class of every exception raised by outrider."""
+
+
+class ProfileError(OutriderError, ValueError):
+    """A :class:`~outrider.RuntimeProfile` failed validation."""
+
+
+class ContractError(OutriderError, ValueError):
+    """A child's answer does not meet its result contract.
+
+    ``str(err)`` is the first violation's message (the reference system's wording, which the
+    completion gate feeds back to the model); :meth:`errors` lists every violation.
+    """
+
+    def __init__(self, message: str, errors: list[ErrorDetails], contract: str) -> None:
+        super().__init__(message)
+        self._errors = errors
+        self.contract = contract
+        """Which contract was checked: ``"ExploreResult"`` or ``"VerificationResult"``."""
+
+    def errors(self) -> list[ErrorDetails]:
+        """Every violation, in the order the contract checks them (a fresh copy)."""
+        return copy.deepcopy(self._errors)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self._errors, self.contract))
+
+    def __repr__(self) -> str:
+        return f"ContractError({str(self)!r}, contract={self.contract!r}, errors={len(self._errors)})"
+
+
+__all__ = ["ContractError", "ErrorDetails", "OutriderError", "ProfileError"]

@@ -1,0 +1,700 @@
+//! Result contracts: the strict JSON a child must answer with, and an explicit repair parse.
+//!
+//! `ExploreResult::from_json` and `VerificationResult::from_json` accept and reject exactly what
+//! the reference does (a whole-string JSON object, no leading fence, case-insensitive status or
+//! verdict, string arrays with blank items dropped, extra keys ignored) and keep its messages.
+//! Every violation is also reported with a location and a stable machine `type`, so callers can
+//! act on them one by one. `repair` is a separate, lenient entry point that pulls the one JSON
+//! object out of a fenced or prose-wrapped answer and says which repair it made.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+use crate::json::{self, py_repr_str, py_strip, Json};
+
+/// Status of a sub-agent run or result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubagentStatus {
+    /// The child answered with a complete result.
+    Completed,
+    /// The child answered with what it found before running out.
+    Partial,
+    /// No result.
+    Failed,
+    /// Verification could not decide.
+    Unverified,
+}
+
+impl SubagentStatus {
+    /// The wire value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SubagentStatus::Completed => "completed",
+            SubagentStatus::Partial => "partial",
+            SubagentStatus::Failed => "failed",
+            SubagentStatus::Unverified => "unverified",
+        }
+    }
+
+    /// Parse a wire value (exact, lower case).
+    pub fn parse(value: &str) -> Option<Self> {
+        Some(match value {
+            "completed" => SubagentStatus::Completed,
+            "partial" => SubagentStatus::Partial,
+            "failed" => SubagentStatus::Failed,
+            "unverified" => SubagentStatus::Unverified,
+            _ => return None,
+        })
+    }
+}
+
+/// Verdict of a verification child.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum VerificationVerdict {
+    /// The candidate meets the requirements.
+    Pass,
+    /// It does not.
+    Fail,
+    /// It meets some of them.
+    Partial,
+    /// The child could not tell.
+    Unverified,
+}
+
+impl VerificationVerdict {
+    /// The wire value (upper case).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerificationVerdict::Pass => "PASS",
+            VerificationVerdict::Fail => "FAIL",
+            VerificationVerdict::Partial => "PARTIAL",
+            VerificationVerdict::Unverified => "UNVERIFIED",
+        }
+    }
+
+    /// Parse a wire value (exact, upper case).
+    pub fn parse(value: &str) -> Option<Self> {
+        Some(match value {
+            "PASS" => VerificationVerdict::Pass,
+            "FAIL" => VerificationVerdict::Fail,
+            "PARTIAL" => VerificationVerdict::Partial,
+            "UNVERIFIED" => VerificationVerdict::Unverified,
+            _ => return None,
+        })
+    }
+}
+
+/// One step of a violation's location: an object key or an array index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LocItem {
+    /// An object key.
+    Key(String),
+    /// An array index.
+    Index(usize),
+}
+
+/// One contract violation, shaped like a pydantic error: where, what, a stable type, the input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Violation {
+    /// Where in the answer (empty for the whole answer).
+    pub loc: Vec<LocItem>,
+    /// The human message (the reference's wording where it has one).
+    pub msg: String,
+    /// A stable machine name for the kind of violation.
+    pub kind: &'static str,
+    /// The offending value.
+    pub input: Json,
+}
+
+/// A rejected result: one or more violations. Displays as the first violation's message, which
+/// is the reference's message for the same input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContractError {
+    /// Which contract was being checked (`ExploreResult` or `VerificationResult`).
+    pub contract: &'static str,
+    /// The violations, in the order the reference checks them.
+    pub violations: Vec<Violation>,
+}
+
+impl fmt::Display for ContractError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.violations.first() {
+            Some(v) => f.write_str(&v.msg),
+            None => write!(f, "invalid {}", self.contract),
+        }
+    }
+}
+
+impl std::error::Error for ContractError {}
+
+impl ContractError {
+    fn single(contract: &'static str, msg: impl Into<String>, kind: &'static str, input: Json) -> Self {
+        ContractError {
+            contract,
+            violations: vec![Violation { loc: vec![], msg: msg.into(), kind, input }],
+        }
+    }
+}
+
+/// Which repair `repair` had to make to get a JSON object out of an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Repair {
+    /// The answer was wrapped in a markdown code fence.
+    Fence,
+    /// The object was pulled out of surrounding prose.
+    Extract,
+}
+
+impl Repair {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Repair::Fence => "fence",
+            Repair::Extract => "extract",
+        }
+    }
+}
+
+/// The reference's object parse: strip, refuse a leading fence, parse the whole string, require
+/// an object.
+pub fn parse_object(contract: &'static str, raw: &str) -> Result<Json, ContractError> {
+    let text = py_strip(raw);
+    if text.starts_with("```") {
+        return Err(ContractError::single(
+            contract,
+            "structured child result must not use markdown fences",
+            "markdown_fence",
+            Json::Str(raw.to_string()),
+        ));
+    }
+    let value = json::parse(text).map_err(|e| {
+        ContractError::single(contract, e.to_string(), "json_invalid", Json::Str(raw.to_string()))
+    })?;
+    if !matches!(value, Json::Object(_)) {
+        return Err(ContractError::single(
+            contract,
+            "structured child result must be an object",
+            "object_type",
+            value,
+        ));
+    }
+    Ok(value)
+}
+
+/// The lenient parse: strict first; then the first fenced block that holds an object; then the
+/// one balanced JSON object found in the text. Returns the object and the repair made, if any.
+/// When nothing can be recovered, the strict parse's error is returned.
+pub fn repair_object(contract: &'static str, raw: &str) -> Result<(Json, Option<Repair>), ContractError> {
+    let strict_err = match parse_object(contract, raw) {
+        Ok(v) => return Ok((v, None)),
+        Err(e) => e,
+    };
+    for block in fenced_blocks(raw) {
+        if let Ok(v) = parse_object(contract, block) {
+            return Ok((v, Some(Repair::Fence)));
+        }
+    }
+    let objects = embedded_objects(raw);
+    match objects.len() {
+        1 => Ok((objects.into_iter().next().unwrap_or(Json::Null), Some(Repair::Extract))),
+        0 => Err(strict_err),
+        n => Err(ContractError::single(
+            contract,
+            format!("found {n} JSON objects in the answer; expected exactly one"),
+            "ambiguous",
+            Json::Str(raw.to_string()),
+        )),
+    }
+}
+
+fn fenced_blocks(text: &str) -> Vec<&str> {
+    static FENCE: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    let re = FENCE.get_or_init(|| {
+        Regex::new(r"(?s)```[A-Za-z0-9_-]*[ \t]*\r?\n?(.*?)```").expect("valid fence regex")
+    });
+    re.captures_iter(text)
+        .filter_map(|c| c.get(1).map(|m| m.as_str()))
+        .collect()
+}
+
+/// Top-level balanced `{...}` spans that parse as JSON objects, left to right, not nested.
+fn embedded_objects(text: &str) -> Vec<Json> {
+    let bytes = text.as_bytes();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'{' {
+            i += 1;
+            continue;
+        }
+        match balanced_end(bytes, i) {
+            Some(end) => match json::parse(&text[i..=end]) {
+                Ok(v @ Json::Object(_)) => {
+                    found.push(v);
+                    i = end + 1;
+                }
+                _ => i += 1,
+            },
+            None => i += 1,
+        }
+    }
+    found
+}
+
+fn balanced_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_str = false;
+    let mut escaped = false;
+    for (j, &b) in bytes.iter().enumerate().skip(start) {
+        if in_str {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(j);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Read a list-of-strings field: missing or null is empty; anything but a list of str is a
+/// violation; whitespace-only items are dropped and kept items are not stripped.
+fn string_list(obj: &Json, key: &str, out: &mut Vec<Violation>) -> Vec<String> {
+    let value = match obj.get(key) {
+        None | Some(Json::Null) => return Vec::new(),
+        Some(v) => v,
+    };
+    let Json::Array(items) = value else {
+        out.push(Violation {
+            loc: vec![LocItem::Key(key.into())],
+            msg: "result list fields must be string arrays".into(),
+            kind: "string_array",
+            input: value.clone(),
+        });
+        return Vec::new();
+    };
+    let mut kept = Vec::with_capacity(items.len());
+    for (idx, item) in items.iter().enumerate() {
+        match item {
+            Json::Str(s) => {
+                if !py_strip(s).is_empty() {
+                    kept.push(s.clone());
+                }
+            }
+            other => out.push(Violation {
+                loc: vec![LocItem::Key(key.into()), LocItem::Index(idx)],
+                msg: "result list fields must be string arrays".into(),
+                kind: "string_array",
+                input: other.clone(),
+            }),
+        }
+    }
+    kept
+}
+
+/// `str(payload.get(key, ""))`: the value as Python's `str()` prints it.
+fn field_str(obj: &Json, key: &str) -> (String, Json) {
+    match obj.get(key) {
+        None => (String::new(), Json::Str(String::new())),
+        Some(v) => (v.py_str(), v.clone()),
+    }
+}
+
+/// A tool-usage map: tool name → number of requested calls.
+pub type ToolUsage = BTreeMap<String, u64>;
+
+/// The result of an explore child.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExploreResult {
+    /// `completed` or `partial`.
+    pub status: SubagentStatus,
+    /// Non-empty, stripped.
+    pub summary: String,
+    /// What was found.
+    pub findings: Vec<String>,
+    /// `relative/path:line` references.
+    pub evidence: Vec<String>,
+    /// What is still open.
+    pub unresolved_questions: Vec<String>,
+    /// Requested tool calls by name (from the run, not from the model).
+    pub tool_usage: ToolUsage,
+    /// Why the child stopped (from the run).
+    pub terminal_reason: String,
+}
+
+const EXPLORE: &str = "ExploreResult";
+const VERIFICATION: &str = "VerificationResult";
+
+impl ExploreResult {
+    /// Strict parse of a model's final answer, as the reference does it.
+    pub fn from_json(raw: &str, tool_usage: ToolUsage, terminal_reason: &str) -> Result<Self, ContractError> {
+        let obj = parse_object(EXPLORE, raw)?;
+        Self::from_object(&obj, tool_usage, terminal_reason)
+    }
+
+    /// Lenient parse: also accepts a fenced or prose-wrapped answer; returns the repair made.
+    pub fn repair(raw: &str, tool_usage: ToolUsage, terminal_reason: &str) -> Result<(Self, Option<Repair>), ContractError> {
+        let (obj, repair) = repair_object(EXPLORE, raw)?;
+        Ok((Self::from_object(&obj, tool_usage, terminal_reason)?, repair))
+    }
+
+    /// Validate an already-parsed object (the reference's rules after the JSON parse).
+    pub fn from_object(obj: &Json, tool_usage: ToolUsage, terminal_reason: &str) -> Result<Self, ContractError> {
+        let mut violations = Vec::new();
+        let (raw_status, status_input) = field_str(obj, "status");
+        let lowered = raw_status.to_lowercase();
+        let status = match SubagentStatus::parse(&lowered) {
+            None => {
+                violations.push(Violation {
+                    loc: vec![LocItem::Key("status".into())],
+                    msg: format!("{} is not a valid SubagentStatus", py_repr_str(&lowered)),
+                    kind: "status_invalid",
+                    input: status_input,
+                });
+                None
+            }
+            Some(s @ (SubagentStatus::Completed | SubagentStatus::Partial)) => Some(s),
+            Some(_) => {
+                violations.push(Violation {
+                    loc: vec![LocItem::Key("status".into())],
+                    msg: "ExploreResult status must be completed or partial".into(),
+                    kind: "status_not_allowed",
+                    input: status_input,
+                });
+                None
+            }
+        };
+        let summary = match obj.get("summary") {
+            Some(Json::Str(s)) if !py_strip(s).is_empty() => Some(py_strip(s).to_string()),
+            other => {
+                violations.push(Violation {
+                    loc: vec![LocItem::Key("summary".into())],
+                    msg: "ExploreResult requires summary".into(),
+                    kind: "summary_missing",
+                    input: other.cloned().unwrap_or(Json::Null),
+                });
+                None
+            }
+        };
+        let findings = string_list(obj, "findings", &mut violations);
+        let evidence = string_list(obj, "evidence", &mut violations);
+        let unresolved_questions = string_list(obj, "unresolved_questions", &mut violations);
+        match (status, summary) {
+            (Some(status), Some(summary)) if violations.is_empty() => Ok(ExploreResult {
+                status,
+                summary,
+                findings,
+                evidence,
+                unresolved_questions,
+                tool_usage,
+                terminal_reason: terminal_reason.to_string(),
+            }),
+            _ => Err(ContractError { contract: EXPLORE, violations }),
+        }
+    }
+
+    /// Rebuild from `to_dict()` output: the contract rules plus typed `tool_usage` and
+    /// `terminal_reason` taken from the dict itself.
+    pub fn from_dict(obj: &Json) -> Result<Self, ContractError> {
+        let mut extra = Vec::new();
+        let tool_usage = dict_tool_usage(obj, &mut extra);
+        let terminal_reason = dict_str(obj, "terminal_reason", "unknown", &mut extra);
+        let built = Self::from_object(obj, tool_usage, &terminal_reason);
+        merge(EXPLORE, built, extra)
+    }
+
+    /// The JSON form (`to_dict()`): status as its value, lists as arrays.
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// The result of a verification child.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerificationResult {
+    /// PASS, FAIL, PARTIAL or UNVERIFIED.
+    pub verdict: VerificationVerdict,
+    /// Why.
+    pub reasons: Vec<String>,
+    /// What was found.
+    pub findings: Vec<String>,
+    /// `relative/path:line` references.
+    pub evidence: Vec<String>,
+    /// The child's session id, when run by a launcher.
+    pub child_session_id: Option<String>,
+    /// The child's run id, when run by a launcher.
+    pub child_run_id: Option<String>,
+    /// Why the child stopped.
+    pub terminal_reason: String,
+    /// Requested tool calls by name.
+    pub tool_usage: ToolUsage,
+    /// Tokens used by the child.
+    pub token_usage: u64,
+}
+
+/// Run metadata a verification result carries besides the model's answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VerificationMeta {
+    /// The child's session id.
+    pub child_session_id: Option<String>,
+    /// The child's run id.
+    pub child_run_id: Option<String>,
+    /// Why the child stopped (`unknown` when empty).
+    pub terminal_reason: String,
+    /// Requested tool calls by name.
+    pub tool_usage: ToolUsage,
+    /// Tokens used.
+    pub token_usage: u64,
+}
+
+impl VerificationResult {
+    /// Strict parse of a model's final answer, as the reference does it.
+    pub fn from_json(raw: &str, meta: VerificationMeta) -> Result<Self, ContractError> {
+        let obj = parse_object(VERIFICATION, raw)?;
+        Self::from_object(&obj, meta)
+    }
+
+    /// Lenient parse: also accepts a fenced or prose-wrapped answer; returns the repair made.
+    pub fn repair(raw: &str, meta: VerificationMeta) -> Result<(Self, Option<Repair>), ContractError> {
+        let (obj, repair) = repair_object(VERIFICATION, raw)?;
+        Ok((Self::from_object(&obj, meta)?, repair))
+    }
+
+    /// Validate an already-parsed object.
+    pub fn from_object(obj: &Json, meta: VerificationMeta) -> Result<Self, ContractError> {
+        let mut violations = Vec::new();
+        let (raw_verdict, input) = field_str(obj, "verdict");
+        let upper = raw_verdict.to_uppercase();
+        let verdict = VerificationVerdict::parse(&upper);
+        if verdict.is_none() {
+            violations.push(Violation {
+                loc: vec![LocItem::Key("verdict".into())],
+                msg: format!("{} is not a valid VerificationVerdict", py_repr_str(&upper)),
+                kind: "verdict_invalid",
+                input,
+            });
+        }
+        let reasons = string_list(obj, "reasons", &mut violations);
+        let findings = string_list(obj, "findings", &mut violations);
+        let evidence = string_list(obj, "evidence", &mut violations);
+        match verdict {
+            Some(verdict) if violations.is_empty() => Ok(VerificationResult {
+                verdict,
+                reasons,
+                findings,
+                evidence,
+                child_session_id: meta.child_session_id,
+                child_run_id: meta.child_run_id,
+                terminal_reason: if meta.terminal_reason.is_empty() {
+                    "unknown".into()
+                } else {
+                    meta.terminal_reason
+                },
+                tool_usage: meta.tool_usage,
+                token_usage: meta.token_usage,
+            }),
+            _ => Err(ContractError { contract: VERIFICATION, violations }),
+        }
+    }
+
+    /// Rebuild from `to_dict()` output.
+    pub fn from_dict(obj: &Json) -> Result<Self, ContractError> {
+        let mut extra = Vec::new();
+        let meta = VerificationMeta {
+            child_session_id: dict_opt_str(obj, "child_session_id", &mut extra),
+            child_run_id: dict_opt_str(obj, "child_run_id", &mut extra),
+            terminal_reason: dict_str(obj, "terminal_reason", "unknown", &mut extra),
+            tool_usage: dict_tool_usage(obj, &mut extra),
+            token_usage: dict_uint(obj, "token_usage", &mut extra),
+        };
+        merge(VERIFICATION, Self::from_object(obj, meta), extra)
+    }
+
+    /// The JSON form (`to_dict()`).
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+fn merge<T>(contract: &'static str, built: Result<T, ContractError>, extra: Vec<Violation>) -> Result<T, ContractError> {
+    match (built, extra.is_empty()) {
+        (Ok(v), true) => Ok(v),
+        (Ok(_), false) => Err(ContractError { contract, violations: extra }),
+        (Err(mut e), _) => {
+            e.violations.extend(extra);
+            Err(e)
+        }
+    }
+}
+
+fn dict_tool_usage(obj: &Json, out: &mut Vec<Violation>) -> ToolUsage {
+    let mut usage = ToolUsage::new();
+    match obj.get("tool_usage") {
+        None | Some(Json::Null) => {}
+        Some(Json::Object(items)) => {
+            for (name, count) in items {
+                match count {
+                    Json::Int(n) if *n >= 0 => {
+                        usage.insert(name.clone(), *n as u64);
+                    }
+                    other => out.push(Violation {
+                        loc: vec![LocItem::Key("tool_usage".into()), LocItem::Key(name.clone())],
+                        msg: "tool_usage counts must be non-negative integers".into(),
+                        kind: "int_type",
+                        input: other.clone(),
+                    }),
+                }
+            }
+        }
+        Some(other) => out.push(Violation {
+            loc: vec![LocItem::Key("tool_usage".into())],
+            msg: "tool_usage must be a mapping of tool name to count".into(),
+            kind: "dict_type",
+            input: other.clone(),
+        }),
+    }
+    usage
+}
+
+fn dict_str(obj: &Json, key: &str, default: &str, out: &mut Vec<Violation>) -> String {
+    match obj.get(key) {
+        None | Some(Json::Null) => default.to_string(),
+        Some(Json::Str(s)) => s.clone(),
+        Some(other) => {
+            out.push(Violation {
+                loc: vec![LocItem::Key(key.into())],
+                msg: format!("{key} must be a string"),
+                kind: "string_type",
+                input: other.clone(),
+            });
+            default.to_string()
+        }
+    }
+}
+
+fn dict_opt_str(obj: &Json, key: &str, out: &mut Vec<Violation>) -> Option<String> {
+    match obj.get(key) {
+        None | Some(Json::Null) => None,
+        Some(_) => Some(dict_str(obj, key, "", out)),
+    }
+}
+
+fn dict_uint(obj: &Json, key: &str, out: &mut Vec<Violation>) -> u64 {
+    match obj.get(key) {
+        None | Some(Json::Null) => 0,
+        Some(Json::Int(n)) if *n >= 0 => *n as u64,
+        Some(other) => {
+            out.push(Violation {
+                loc: vec![LocItem::Key(key.into())],
+                msg: format!("{key} must be a non-negative integer"),
+                kind: "int_type",
+                input: other.clone(),
+            });
+            0
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn explore(raw: &str) -> Result<ExploreResult, ContractError> {
+        ExploreResult::from_json(raw, ToolUsage::new(), "completed")
+    }
+
+    fn msg(raw: &str) -> String {
+        explore(raw).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn accepts_reference_shape() {
+        let r = explore(
+            "  {\"status\":\"COMPLETED\",\"summary\":\"  s  \",\"findings\":[\"a\",\"  \",\" b \"],\"evidence\":null,\"x\":1}\n",
+        )
+        .unwrap();
+        assert_eq!(r.status, SubagentStatus::Completed);
+        assert_eq!(r.summary, "s");
+        assert_eq!(r.findings, vec!["a".to_string(), " b ".to_string()]);
+        assert!(r.evidence.is_empty());
+        assert_eq!(r.terminal_reason, "completed");
+    }
+
+    #[test]
+    fn reference_messages() {
+        assert_eq!(msg("```json\n{}\n```"), "structured child result must not use markdown fences");
+        assert_eq!(msg(""), "Expecting value: line 1 column 1 (char 0)");
+        assert_eq!(msg("[1]"), "structured child result must be an object");
+        assert_eq!(msg("{\"summary\":\"s\"}"), "'' is not a valid SubagentStatus");
+        assert_eq!(msg("{\"status\":\"Done\",\"summary\":\"s\"}"), "'done' is not a valid SubagentStatus");
+        assert_eq!(msg("{\"status\":\"failed\",\"summary\":\"s\"}"), "ExploreResult status must be completed or partial");
+        assert_eq!(msg("{\"status\":\"partial\",\"summary\":\"  \"}"), "ExploreResult requires summary");
+        assert_eq!(msg("{\"status\":\"partial\",\"summary\":\"s\",\"findings\":[1]}"), "result list fields must be string arrays");
+        assert_eq!(msg("{\"status\":null,\"summary\":\"s\"}"), "'none' is not a valid SubagentStatus");
+        assert_eq!(msg("{\"status\":\"partial\",\"summary\":\"s\"} x"), "Extra data: line 1 column 36 (char 35)");
+    }
+
+    #[test]
+    fn all_violations_are_listed() {
+        let e = explore("{\"status\":\"nope\",\"findings\":\"x\",\"evidence\":[\"ok\",2]}").unwrap_err();
+        let kinds: Vec<_> = e.violations.iter().map(|v| v.kind).collect();
+        assert_eq!(kinds, vec!["status_invalid", "summary_missing", "string_array", "string_array"]);
+        assert_eq!(e.violations[3].loc, vec![LocItem::Key("evidence".into()), LocItem::Index(1)]);
+    }
+
+    #[test]
+    fn verification_verdicts() {
+        for v in ["pass", "FAIL", "Partial", "unverified"] {
+            let raw = format!("{{\"verdict\":\"{v}\"}}");
+            let r = VerificationResult::from_json(&raw, VerificationMeta::default()).unwrap();
+            assert_eq!(r.verdict.as_str(), v.to_uppercase());
+            assert_eq!(r.terminal_reason, "unknown");
+        }
+        let e = VerificationResult::from_json("{\"verdict\":\"bogus\"}", VerificationMeta::default()).unwrap_err();
+        assert_eq!(e.to_string(), "'BOGUS' is not a valid VerificationVerdict");
+    }
+
+    #[test]
+    fn repair_reports_what_it_did() {
+        let ok = "{\"status\":\"completed\",\"summary\":\"s\"}";
+        let (_, r) = ExploreResult::repair(ok, ToolUsage::new(), "x").unwrap();
+        assert_eq!(r, None);
+        let fenced = format!("```json\n{ok}\n```");
+        let (_, r) = ExploreResult::repair(&fenced, ToolUsage::new(), "x").unwrap();
+        assert_eq!(r, Some(Repair::Fence));
+        let prose = format!("Here you go: {ok} Hope it helps {{not json}}");
+        let (res, r) = ExploreResult::repair(&prose, ToolUsage::new(), "x").unwrap();
+        assert_eq!((res.summary.as_str(), r), ("s", Some(Repair::Extract)));
+        let two = format!("{ok} and {ok}");
+        assert_eq!(ExploreResult::repair(&two, ToolUsage::new(), "x").unwrap_err().violations[0].kind, "ambiguous");
+        assert_eq!(ExploreResult::repair("no json", ToolUsage::new(), "x").unwrap_err().violations[0].kind, "json_invalid");
+        let bad = "Result: {\"status\":\"done\",\"summary\":\"s\"}";
+        assert_eq!(ExploreResult::repair(bad, ToolUsage::new(), "x").unwrap_err().violations[0].kind, "status_invalid");
+    }
+
+    #[test]
+    fn round_trips_through_dict() {
+        let r = explore("{\"status\":\"partial\",\"summary\":\"s\",\"evidence\":[\"a.py:1\"]}").unwrap();
+        let back = ExploreResult::from_dict(&Json::from_value(&r.to_value())).unwrap();
+        assert_eq!(back, r);
+    }
+}

@@ -1,0 +1,25 @@
+//! outrider: sandboxed, read-only explore sub-agents for LLM agents.
+//!
+//! The core is plain Rust and builds without Python (`cargo test --no-default-features`); the
+//! `python` feature adds the PyO3 bindings in `py/`, the only module that knows about Python.
+//!
+//! ```
+//! use outrider::contract::{ExploreResult, ToolUsage};
+//! let raw = r#"{"status": "completed", "summary": "Auth lives in src/auth.py", "evidence": ["src/auth.py:12"]}"#;
+//! let result = ExploreResult::from_json(raw, ToolUsage::new(), "completed").unwrap();
+//! assert_eq!(result.evidence, vec!["src/auth.py:12".to_string()]);
+//! ```
+#![deny(missing_docs)]
+
+pub mod contract;
+pub mod error;
+pub mod evidence;
+pub mod json;
+pub mod profile;
+pub mod tools;
+
+#[cfg(feature = "python")]
+mod py;
+
+/// The package version, from Cargo.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,226 @@
+//! Runtime profiles: what a child may use (tools, budgets, model route) and what it must return.
+//!
+//! ```
+//! use outrider::profile::{RuntimeProfile, explore_profile};
+//! let p = RuntimeProfile { max_steps: 20, ..explore_profile() };
+//! p.validate().unwrap();
+//! assert!(p.rendered_system_prompt().contains("20 model turns"));
+//! ```
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+/// The only tools a formal sub-agent may be given.
+pub const READONLY_TOOLS: [&str; 3] = ["Glob", "Grep", "Read"];
+
+/// A profile that failed validation; the message is the reference's where it has one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ProfileError(pub String);
+
+/// What a child does when its step or token budget runs out.
+pub const BUDGET_POLICIES: [&str; 2] = ["partial", "fail"];
+
+/// The result contracts a profile can require.
+pub const RESULT_CONTRACTS: [&str; 2] = ["ExploreResult", "VerificationResult"];
+
+/// A sub-agent profile. Validated by [`RuntimeProfile::validate`]; immutable once built.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RuntimeProfile {
+    /// Name used to select the profile (`explore`).
+    pub name: String,
+    /// The system prompt; `{max_steps}`, `{context_token_budget}` and `{total_token_budget}` are
+    /// filled in from the profile when the child starts.
+    pub system_prompt: String,
+    /// Tools the child may call.
+    pub tool_allowlist: BTreeSet<String>,
+    /// Model calls per run.
+    pub max_steps: i64,
+    /// Tokens one request may hold (system prompt and tool schemas included).
+    pub context_token_budget: i64,
+    /// Tokens all calls of one run may use together.
+    pub total_token_budget: i64,
+    /// Default model route: `light` or `main`.
+    pub model_choice: String,
+    /// Label: where the child's context comes from.
+    pub context_source_policy: String,
+    /// Label: how the child finishes.
+    pub completion_policy: String,
+    /// `ExploreResult` or `VerificationResult`.
+    pub result_contract: String,
+    /// Always false: formal sub-agents cannot launch sub-agents.
+    pub recursive_subagents: bool,
+    /// Corrective retries after an invalid final answer (the reference allows 1).
+    pub gate_retries: i64,
+    /// `partial`: one last tool-less call asks for the JSON result when budgets run out;
+    /// `fail`: stop as the reference does.
+    pub on_budget_exhausted: String,
+    /// Wall-clock limit for one child, in seconds.
+    pub timeout_seconds: f64,
+}
+
+impl RuntimeProfile {
+    /// Check the profile: the reference's five rules in its order, then ours.
+    pub fn validate(&self) -> Result<(), ProfileError> {
+        let fail = |m: &str| Err(ProfileError(m.to_string()));
+        if self.name.trim().is_empty() || self.system_prompt.trim().is_empty() {
+            return fail("runtime profile requires name and system prompt");
+        }
+        if self.max_steps <= 0 || self.context_token_budget <= 0 || self.total_token_budget <= 0 {
+            return fail("runtime profile budgets must be positive");
+        }
+        if self.model_choice != "main" && self.model_choice != "light" {
+            return fail("runtime profile model choice must be main or light");
+        }
+        if self.recursive_subagents || self.tool_allowlist.contains("Task") {
+            return fail("formal subagent profiles cannot recurse");
+        }
+        if self.tool_allowlist.contains("Edit") || self.tool_allowlist.contains("Bash") {
+            return fail("formal subagent profiles must be strictly read-only");
+        }
+        let unknown: Vec<&str> = self
+            .tool_allowlist
+            .iter()
+            .map(String::as_str)
+            .filter(|t| !READONLY_TOOLS.contains(t))
+            .collect();
+        if !unknown.is_empty() {
+            return Err(ProfileError(format!(
+                "formal subagent profiles may only use Glob, Grep and Read; got {}",
+                unknown.iter().map(|t| format!("'{t}'")).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        if !RESULT_CONTRACTS.contains(&self.result_contract.as_str()) {
+            return Err(ProfileError(format!(
+                "runtime profile result contract must be ExploreResult or VerificationResult, got '{}'",
+                self.result_contract
+            )));
+        }
+        if self.gate_retries < 0 || self.gate_retries > 10 {
+            return Err(ProfileError(format!(
+                "runtime profile gate_retries must be between 0 and 10, got {}",
+                self.gate_retries
+            )));
+        }
+        if !BUDGET_POLICIES.contains(&self.on_budget_exhausted.as_str()) {
+            return Err(ProfileError(format!(
+                "runtime profile on_budget_exhausted must be 'partial' or 'fail', got '{}'",
+                self.on_budget_exhausted
+            )));
+        }
+        if !(self.timeout_seconds.is_finite() && self.timeout_seconds > 0.0) {
+            return Err(ProfileError(format!(
+                "runtime profile timeout_seconds must be a positive number of seconds, got {}",
+                self.timeout_seconds
+            )));
+        }
+        Ok(())
+    }
+
+    /// The system prompt with the profile's budgets filled in.
+    pub fn rendered_system_prompt(&self) -> String {
+        self.system_prompt
+            .replace("{max_steps}", &self.max_steps.to_string())
+            .replace("{context_token_budget}", &self.context_token_budget.to_string())
+            .replace("{total_token_budget}", &self.total_token_budget.to_string())
+    }
+}
+
+/// The explore system prompt (a template; see [`RuntimeProfile::system_prompt`]).
+pub const EXPLORE_SYSTEM_PROMPT: &str = r#"You are an Explore agent: a read-only investigator of one repository, working for another agent that needs a short, reliable answer.
+
+Tools: Glob finds files by name pattern, Grep searches file contents with a regular expression, Read shows a file with line numbers. Read returns at most `limit` lines (default 500) from `start_line`; page through a long file with start_line instead of reading it whole. You cannot change files, run commands, ask the user, or delegate to another agent.
+
+Budget: at most {max_steps} model turns and {total_token_budget} tokens for the whole run; each request must fit in {context_token_budget} tokens, so older tool output may be shortened. Search broadly first (Glob, Grep), then Read only the lines you need. Put independent tool calls in the same turn. Stop as soon as you can answer; if the budget runs short, answer with what you have and status "partial".
+
+Answer: reply with exactly one JSON object and nothing else: no markdown fences, no text before or after it.
+{"status": "completed", "summary": "one paragraph that answers the task", "findings": ["one fact per item"], "evidence": ["relative/path.py:42", "relative/path.py:10-20"], "unresolved_questions": ["what you could not settle"]}
+status is "completed" when the task is answered and "partial" when something remains open. Each evidence item is a path relative to the repository root, a colon, and a line number or line range that you actually read or matched."#;
+
+/// The verification system prompt (a template).
+pub const VERIFICATION_SYSTEM_PROMPT: &str = r#"You are a Verification agent: you independently check a completion candidate against its requirements by reading the repository. Trust nothing you have not seen yourself.
+
+Tools: Glob finds files by name pattern, Grep searches file contents with a regular expression, Read shows a file with line numbers. Read returns at most `limit` lines (default 500) from `start_line`; page through a long file with start_line. You cannot change files, run commands, ask the user, or delegate to another agent.
+
+Budget: at most {max_steps} model turns and {total_token_budget} tokens for the whole run; each request must fit in {context_token_budget} tokens. Check the claims that matter most first. If the budget runs short, answer with what you could check.
+
+Answer: reply with exactly one JSON object and nothing else: no markdown fences, no text before or after it.
+{"verdict": "PASS", "reasons": ["why, one per item"], "findings": ["what you saw"], "evidence": ["relative/path.py:42", "relative/path.py:10-20"]}
+verdict is PASS (every requirement is met), FAIL (one is not), PARTIAL (some are), or UNVERIFIED (you could not tell). Each evidence item is a path relative to the repository root, a colon, and a line number or line range that you actually read."#;
+
+fn readonly_set() -> BTreeSet<String> {
+    READONLY_TOOLS.iter().map(|s| s.to_string()).collect()
+}
+
+/// The built-in `explore` profile (the reference's numbers).
+pub fn explore_profile() -> RuntimeProfile {
+    RuntimeProfile {
+        name: "explore".into(),
+        system_prompt: EXPLORE_SYSTEM_PROMPT.into(),
+        tool_allowlist: readonly_set(),
+        max_steps: 12,
+        context_token_budget: 16_000,
+        total_token_budget: 32_000,
+        model_choice: "light".into(),
+        context_source_policy: "self_contained_task_and_structured_context".into(),
+        completion_policy: "structured_result".into(),
+        result_contract: "ExploreResult".into(),
+        recursive_subagents: false,
+        gate_retries: 1,
+        on_budget_exhausted: "partial".into(),
+        timeout_seconds: 300.0,
+    }
+}
+
+/// The built-in `verification` profile (the reference's numbers).
+pub fn verification_profile() -> RuntimeProfile {
+    RuntimeProfile {
+        name: "verification".into(),
+        system_prompt: VERIFICATION_SYSTEM_PROMPT.into(),
+        max_steps: 10,
+        context_token_budget: 20_000,
+        total_token_budget: 40_000,
+        model_choice: "main".into(),
+        context_source_policy: "completion_candidate_requirements_evidence".into(),
+        result_contract: "VerificationResult".into(),
+        ..explore_profile()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(p: RuntimeProfile) -> String {
+        p.validate().unwrap_err().0
+    }
+
+    #[test]
+    fn builtins_are_valid() {
+        explore_profile().validate().unwrap();
+        verification_profile().validate().unwrap();
+        let rendered = explore_profile().rendered_system_prompt();
+        assert!(rendered.contains("12 model turns") && rendered.contains("32000 tokens"));
+        assert!(!rendered.contains("{max_steps}"));
+    }
+
+    #[test]
+    fn reference_rules_in_order() {
+        let base = explore_profile();
+        assert_eq!(err(RuntimeProfile { name: "".into(), max_steps: 0, ..base.clone() }), "runtime profile requires name and system prompt");
+        assert_eq!(err(RuntimeProfile { total_token_budget: 0, model_choice: "x".into(), ..base.clone() }), "runtime profile budgets must be positive");
+        assert_eq!(err(RuntimeProfile { model_choice: "heavy".into(), recursive_subagents: true, ..base.clone() }), "runtime profile model choice must be main or light");
+        let mut with_task = base.clone();
+        with_task.tool_allowlist.insert("Task".into());
+        with_task.tool_allowlist.insert("Edit".into());
+        assert_eq!(err(with_task), "formal subagent profiles cannot recurse");
+        let mut with_bash = base.clone();
+        with_bash.tool_allowlist.insert("Bash".into());
+        assert_eq!(err(with_bash), "formal subagent profiles must be strictly read-only");
+        let mut with_todo = base.clone();
+        with_todo.tool_allowlist.insert("TodoWrite".into());
+        assert_eq!(err(with_todo), "formal subagent profiles may only use Glob, Grep and Read; got 'TodoWrite'");
+        assert_eq!(err(RuntimeProfile { timeout_seconds: f64::NAN, ..base }), "runtime profile timeout_seconds must be a positive number of seconds, got NaN");
+    }
+}

@@ -1,0 +1,30 @@
+//! Python bindings: the only module that knows about Python. It converts and delegates; every
+//! rule lives in the core.
+
+mod contract;
+mod convert;
+mod errors;
+mod profile;
+
+use pyo3::prelude::*;
+
+use crate::profile::{explore_profile, verification_profile, READONLY_TOOLS};
+
+/// The native core of outrider (`outrider._core`).
+#[pymodule]
+#[pyo3(name = "_core")]
+fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("__version__", crate::VERSION)?;
+    m.add_class::<profile::PyRuntimeProfile>()?;
+    m.add_class::<contract::PyExploreResult>()?;
+    m.add_class::<contract::PyVerificationResult>()?;
+    m.add_function(wrap_pyfunction!(contract::check_evidence, m)?)?;
+    m.add("EXPLORE_PROFILE", profile::PyRuntimeProfile::new(explore_profile()))?;
+    m.add("VERIFICATION_PROFILE", profile::PyRuntimeProfile::new(verification_profile()))?;
+    m.add(
+        "READONLY_TOOLS",
+        convert::frozenset(py, READONLY_TOOLS.iter().map(|s| s.to_string()))?,
+    )?;
+    Ok(())
+}

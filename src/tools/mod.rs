@@ -1,0 +1,3 @@
+//! The read-only tools. Everything a tool may touch goes through [`workspace::Workspace`].
+
+pub mod workspace;
