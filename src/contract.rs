@@ -133,10 +133,20 @@ impl fmt::Display for ContractError {
 impl std::error::Error for ContractError {}
 
 impl ContractError {
-    fn single(contract: &'static str, msg: impl Into<String>, kind: &'static str, input: Json) -> Self {
+    fn single(
+        contract: &'static str,
+        msg: impl Into<String>,
+        kind: &'static str,
+        input: Json,
+    ) -> Self {
         ContractError {
             contract,
-            violations: vec![Violation { loc: vec![], msg: msg.into(), kind, input }],
+            violations: vec![Violation {
+                loc: vec![],
+                msg: msg.into(),
+                kind,
+                input,
+            }],
         }
     }
 }
@@ -174,7 +184,12 @@ pub fn parse_object(contract: &'static str, raw: &str) -> Result<Json, ContractE
         ));
     }
     let value = json::parse(text).map_err(|e| {
-        ContractError::single(contract, e.to_string(), "json_invalid", Json::Str(raw.to_string()))
+        ContractError::single(
+            contract,
+            e.to_string(),
+            "json_invalid",
+            Json::Str(raw.to_string()),
+        )
     })?;
     if !matches!(value, Json::Object(_)) {
         return Err(ContractError::single(
@@ -190,7 +205,10 @@ pub fn parse_object(contract: &'static str, raw: &str) -> Result<Json, ContractE
 /// The lenient parse: strict first; then the first fenced block that holds an object; then the
 /// one balanced JSON object found in the text. Returns the object and the repair made, if any.
 /// When nothing can be recovered, the strict parse's error is returned.
-pub fn repair_object(contract: &'static str, raw: &str) -> Result<(Json, Option<Repair>), ContractError> {
+pub fn repair_object(
+    contract: &'static str,
+    raw: &str,
+) -> Result<(Json, Option<Repair>), ContractError> {
     let strict_err = match parse_object(contract, raw) {
         Ok(v) => return Ok((v, None)),
         Err(e) => e,
@@ -202,7 +220,10 @@ pub fn repair_object(contract: &'static str, raw: &str) -> Result<(Json, Option<
     }
     let objects = embedded_objects(raw);
     match objects.len() {
-        1 => Ok((objects.into_iter().next().unwrap_or(Json::Null), Some(Repair::Extract))),
+        1 => Ok((
+            objects.into_iter().next().unwrap_or(Json::Null),
+            Some(Repair::Extract),
+        )),
         0 => Err(strict_err),
         n => Err(ContractError::single(
             contract,
@@ -346,19 +367,34 @@ const VERIFICATION: &str = "VerificationResult";
 
 impl ExploreResult {
     /// Strict parse of a model's final answer, as the reference does it.
-    pub fn from_json(raw: &str, tool_usage: ToolUsage, terminal_reason: &str) -> Result<Self, ContractError> {
+    pub fn from_json(
+        raw: &str,
+        tool_usage: ToolUsage,
+        terminal_reason: &str,
+    ) -> Result<Self, ContractError> {
         let obj = parse_object(EXPLORE, raw)?;
         Self::from_object(&obj, tool_usage, terminal_reason)
     }
 
     /// Lenient parse: also accepts a fenced or prose-wrapped answer; returns the repair made.
-    pub fn repair(raw: &str, tool_usage: ToolUsage, terminal_reason: &str) -> Result<(Self, Option<Repair>), ContractError> {
+    pub fn repair(
+        raw: &str,
+        tool_usage: ToolUsage,
+        terminal_reason: &str,
+    ) -> Result<(Self, Option<Repair>), ContractError> {
         let (obj, repair) = repair_object(EXPLORE, raw)?;
-        Ok((Self::from_object(&obj, tool_usage, terminal_reason)?, repair))
+        Ok((
+            Self::from_object(&obj, tool_usage, terminal_reason)?,
+            repair,
+        ))
     }
 
     /// Validate an already-parsed object (the reference's rules after the JSON parse).
-    pub fn from_object(obj: &Json, tool_usage: ToolUsage, terminal_reason: &str) -> Result<Self, ContractError> {
+    pub fn from_object(
+        obj: &Json,
+        tool_usage: ToolUsage,
+        terminal_reason: &str,
+    ) -> Result<Self, ContractError> {
         let mut violations = Vec::new();
         let (raw_status, status_input) = field_str(obj, "status");
         let lowered = raw_status.to_lowercase();
@@ -408,7 +444,10 @@ impl ExploreResult {
                 tool_usage,
                 terminal_reason: terminal_reason.to_string(),
             }),
-            _ => Err(ContractError { contract: EXPLORE, violations }),
+            _ => Err(ContractError {
+                contract: EXPLORE,
+                violations,
+            }),
         }
     }
 
@@ -474,7 +513,10 @@ impl VerificationResult {
     }
 
     /// Lenient parse: also accepts a fenced or prose-wrapped answer; returns the repair made.
-    pub fn repair(raw: &str, meta: VerificationMeta) -> Result<(Self, Option<Repair>), ContractError> {
+    pub fn repair(
+        raw: &str,
+        meta: VerificationMeta,
+    ) -> Result<(Self, Option<Repair>), ContractError> {
         let (obj, repair) = repair_object(VERIFICATION, raw)?;
         Ok((Self::from_object(&obj, meta)?, repair))
     }
@@ -512,7 +554,10 @@ impl VerificationResult {
                 tool_usage: meta.tool_usage,
                 token_usage: meta.token_usage,
             }),
-            _ => Err(ContractError { contract: VERIFICATION, violations }),
+            _ => Err(ContractError {
+                contract: VERIFICATION,
+                violations,
+            }),
         }
     }
 
@@ -535,10 +580,17 @@ impl VerificationResult {
     }
 }
 
-fn merge<T>(contract: &'static str, built: Result<T, ContractError>, extra: Vec<Violation>) -> Result<T, ContractError> {
+fn merge<T>(
+    contract: &'static str,
+    built: Result<T, ContractError>,
+    extra: Vec<Violation>,
+) -> Result<T, ContractError> {
     match (built, extra.is_empty()) {
         (Ok(v), true) => Ok(v),
-        (Ok(_), false) => Err(ContractError { contract, violations: extra }),
+        (Ok(_), false) => Err(ContractError {
+            contract,
+            violations: extra,
+        }),
         (Err(mut e), _) => {
             e.violations.extend(extra);
             Err(e)
@@ -557,7 +609,10 @@ fn dict_tool_usage(obj: &Json, out: &mut Vec<Violation>) -> ToolUsage {
                         usage.insert(name.clone(), *n as u64);
                     }
                     other => out.push(Violation {
-                        loc: vec![LocItem::Key("tool_usage".into()), LocItem::Key(name.clone())],
+                        loc: vec![
+                            LocItem::Key("tool_usage".into()),
+                            LocItem::Key(name.clone()),
+                        ],
                         msg: "tool_usage counts must be non-negative integers".into(),
                         kind: "int_type",
                         input: other.clone(),
@@ -641,24 +696,60 @@ mod tests {
 
     #[test]
     fn reference_messages() {
-        assert_eq!(msg("```json\n{}\n```"), "structured child result must not use markdown fences");
+        assert_eq!(
+            msg("```json\n{}\n```"),
+            "structured child result must not use markdown fences"
+        );
         assert_eq!(msg(""), "Expecting value: line 1 column 1 (char 0)");
         assert_eq!(msg("[1]"), "structured child result must be an object");
-        assert_eq!(msg("{\"summary\":\"s\"}"), "'' is not a valid SubagentStatus");
-        assert_eq!(msg("{\"status\":\"Done\",\"summary\":\"s\"}"), "'done' is not a valid SubagentStatus");
-        assert_eq!(msg("{\"status\":\"failed\",\"summary\":\"s\"}"), "ExploreResult status must be completed or partial");
-        assert_eq!(msg("{\"status\":\"partial\",\"summary\":\"  \"}"), "ExploreResult requires summary");
-        assert_eq!(msg("{\"status\":\"partial\",\"summary\":\"s\",\"findings\":[1]}"), "result list fields must be string arrays");
-        assert_eq!(msg("{\"status\":null,\"summary\":\"s\"}"), "'none' is not a valid SubagentStatus");
-        assert_eq!(msg("{\"status\":\"partial\",\"summary\":\"s\"} x"), "Extra data: line 1 column 36 (char 35)");
+        assert_eq!(
+            msg("{\"summary\":\"s\"}"),
+            "'' is not a valid SubagentStatus"
+        );
+        assert_eq!(
+            msg("{\"status\":\"Done\",\"summary\":\"s\"}"),
+            "'done' is not a valid SubagentStatus"
+        );
+        assert_eq!(
+            msg("{\"status\":\"failed\",\"summary\":\"s\"}"),
+            "ExploreResult status must be completed or partial"
+        );
+        assert_eq!(
+            msg("{\"status\":\"partial\",\"summary\":\"  \"}"),
+            "ExploreResult requires summary"
+        );
+        assert_eq!(
+            msg("{\"status\":\"partial\",\"summary\":\"s\",\"findings\":[1]}"),
+            "result list fields must be string arrays"
+        );
+        assert_eq!(
+            msg("{\"status\":null,\"summary\":\"s\"}"),
+            "'none' is not a valid SubagentStatus"
+        );
+        assert_eq!(
+            msg("{\"status\":\"partial\",\"summary\":\"s\"} x"),
+            "Extra data: line 1 column 36 (char 35)"
+        );
     }
 
     #[test]
     fn all_violations_are_listed() {
-        let e = explore("{\"status\":\"nope\",\"findings\":\"x\",\"evidence\":[\"ok\",2]}").unwrap_err();
+        let e = explore("{\"status\":\"nope\",\"findings\":\"x\",\"evidence\":[\"ok\",2]}")
+            .unwrap_err();
         let kinds: Vec<_> = e.violations.iter().map(|v| v.kind).collect();
-        assert_eq!(kinds, vec!["status_invalid", "summary_missing", "string_array", "string_array"]);
-        assert_eq!(e.violations[3].loc, vec![LocItem::Key("evidence".into()), LocItem::Index(1)]);
+        assert_eq!(
+            kinds,
+            vec![
+                "status_invalid",
+                "summary_missing",
+                "string_array",
+                "string_array"
+            ]
+        );
+        assert_eq!(
+            e.violations[3].loc,
+            vec![LocItem::Key("evidence".into()), LocItem::Index(1)]
+        );
     }
 
     #[test]
@@ -669,7 +760,9 @@ mod tests {
             assert_eq!(r.verdict.as_str(), v.to_uppercase());
             assert_eq!(r.terminal_reason, "unknown");
         }
-        let e = VerificationResult::from_json("{\"verdict\":\"bogus\"}", VerificationMeta::default()).unwrap_err();
+        let e =
+            VerificationResult::from_json("{\"verdict\":\"bogus\"}", VerificationMeta::default())
+                .unwrap_err();
         assert_eq!(e.to_string(), "'BOGUS' is not a valid VerificationVerdict");
     }
 
@@ -685,15 +778,34 @@ mod tests {
         let (res, r) = ExploreResult::repair(&prose, ToolUsage::new(), "x").unwrap();
         assert_eq!((res.summary.as_str(), r), ("s", Some(Repair::Extract)));
         let two = format!("{ok} and {ok}");
-        assert_eq!(ExploreResult::repair(&two, ToolUsage::new(), "x").unwrap_err().violations[0].kind, "ambiguous");
-        assert_eq!(ExploreResult::repair("no json", ToolUsage::new(), "x").unwrap_err().violations[0].kind, "json_invalid");
+        assert_eq!(
+            ExploreResult::repair(&two, ToolUsage::new(), "x")
+                .unwrap_err()
+                .violations[0]
+                .kind,
+            "ambiguous"
+        );
+        assert_eq!(
+            ExploreResult::repair("no json", ToolUsage::new(), "x")
+                .unwrap_err()
+                .violations[0]
+                .kind,
+            "json_invalid"
+        );
         let bad = "Result: {\"status\":\"done\",\"summary\":\"s\"}";
-        assert_eq!(ExploreResult::repair(bad, ToolUsage::new(), "x").unwrap_err().violations[0].kind, "status_invalid");
+        assert_eq!(
+            ExploreResult::repair(bad, ToolUsage::new(), "x")
+                .unwrap_err()
+                .violations[0]
+                .kind,
+            "status_invalid"
+        );
     }
 
     #[test]
     fn round_trips_through_dict() {
-        let r = explore("{\"status\":\"partial\",\"summary\":\"s\",\"evidence\":[\"a.py:1\"]}").unwrap();
+        let r = explore("{\"status\":\"partial\",\"summary\":\"s\",\"evidence\":[\"a.py:1\"]}")
+            .unwrap();
         let back = ExploreResult::from_dict(&Json::from_value(&r.to_value())).unwrap();
         assert_eq!(back, r);
     }

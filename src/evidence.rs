@@ -46,7 +46,11 @@ pub fn check_evidence(ws: &Workspace, items: &[String]) -> Vec<EvidenceCheck> {
         .collect()
 }
 
-fn check_one(ws: &Workspace, item: &str, cache: &mut HashMap<String, Result<u64, PathError>>) -> EvidenceCheck {
+fn check_one(
+    ws: &Workspace,
+    item: &str,
+    cache: &mut HashMap<String, Result<u64, PathError>>,
+) -> EvidenceCheck {
     let mut check = EvidenceCheck {
         evidence: item.to_string(),
         path: None,
@@ -60,9 +64,8 @@ fn check_one(ws: &Workspace, item: &str, cache: &mut HashMap<String, Result<u64,
     let trimmed = item.trim();
     let Some(caps) = evidence_re().captures(trimmed) else {
         check.reason = Some("format");
-        check.message = format!(
-            "Evidence {item:?} is not 'relative/path:line' or 'relative/path:start-end'."
-        );
+        check.message =
+            format!("Evidence {item:?} is not 'relative/path:line' or 'relative/path:start-end'.");
         return check;
     };
     let path = caps[1].trim().to_string();
@@ -93,15 +96,15 @@ fn check_one(ws: &Workspace, item: &str, cache: &mut HashMap<String, Result<u64,
     match total {
         Err(e) => {
             check.reason = Some(e.kind());
-            check.message = format!("Evidence {item:?} does not point at a readable file under the root: {e}");
+            check.message =
+                format!("Evidence {item:?} does not point at a readable file under the root: {e}");
         }
         Ok(total) => {
             check.total_lines = Some(total);
             if end > total {
                 check.reason = Some("line_out_of_range");
-                check.message = format!(
-                    "Evidence {item:?} cites line {end}, but '{path}' has {total} lines."
-                );
+                check.message =
+                    format!("Evidence {item:?} cites line {end}, but '{path}' has {total} lines.");
             } else {
                 check.grounded = true;
                 check.message = format!("Lines {start}-{end} of '{path}' ({total} lines) exist.");
@@ -119,7 +122,9 @@ pub fn count_lines(ws: &Workspace, path: &str) -> Result<u64, PathError> {
     let mut lines = 0u64;
     let mut last = b'\n';
     loop {
-        let n = file.read(&mut buf).map_err(|e| PathError::Io(e.to_string()))?;
+        let n = file
+            .read(&mut buf)
+            .map_err(|e| PathError::Io(e.to_string()))?;
         if n == 0 {
             break;
         }
@@ -144,19 +149,39 @@ mod tests {
         std::fs::write(dir.path().join("empty.txt"), "").unwrap();
         let ws = Workspace::new(dir.path()).unwrap();
         let items: Vec<String> = [
-            "src/a.py:3", "src/a.py:1-3", "src/a.py:4", "src/a.py:3-2", "src/a.py:0",
-            "src/a.py", "missing.py:1", "../x.py:1", "/etc/passwd:1", "src:1", "empty.txt:1",
+            "src/a.py:3",
+            "src/a.py:1-3",
+            "src/a.py:4",
+            "src/a.py:3-2",
+            "src/a.py:0",
+            "src/a.py",
+            "missing.py:1",
+            "../x.py:1",
+            "/etc/passwd:1",
+            "src:1",
+            "empty.txt:1",
         ]
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let reasons: Vec<_> = check_evidence(&ws, &items).into_iter().map(|c| c.reason).collect();
+        let reasons: Vec<_> = check_evidence(&ws, &items)
+            .into_iter()
+            .map(|c| c.reason)
+            .collect();
         assert_eq!(
             reasons,
             vec![
-                None, None, Some("line_out_of_range"), Some("invalid_range"), Some("invalid_range"),
-                Some("format"), Some("not_found"), Some("outside"), Some("absolute"),
-                Some("directory"), Some("line_out_of_range"),
+                None,
+                None,
+                Some("line_out_of_range"),
+                Some("invalid_range"),
+                Some("invalid_range"),
+                Some("format"),
+                Some("not_found"),
+                Some("outside"),
+                Some("absolute"),
+                Some("directory"),
+                Some("line_out_of_range"),
             ]
         );
     }

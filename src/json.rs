@@ -142,7 +142,11 @@ fn py_float_repr(f: f64) -> String {
     if f.is_nan() {
         "nan".into()
     } else if f.is_infinite() {
-        if f > 0.0 { "inf".into() } else { "-inf".into() }
+        if f > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        }
     } else if f == f.trunc() && f.abs() < 1e16 {
         format!("{f:.1}")
     } else {
@@ -152,7 +156,11 @@ fn py_float_repr(f: f64) -> String {
 
 /// `repr(s)` for a Python str: single quotes unless the text has a single quote and no double.
 pub fn py_repr_str(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
     let mut out = String::with_capacity(s.len() + 2);
     out.push(quote);
     for c in s.chars() {
@@ -236,7 +244,12 @@ impl Parser<'_> {
             Some(nl) => pos - nl,
             None => pos + 1,
         };
-        JsonError { msg: msg.to_string(), pos, line, column }
+        JsonError {
+            msg: msg.to_string(),
+            pos,
+            line,
+            column,
+        }
     }
 
     fn peek(&self) -> Option<char> {
@@ -250,14 +263,9 @@ impl Parser<'_> {
     }
 
     fn starts_with(&self, word: &str) -> bool {
-        let mut j = self.i;
-        for c in word.chars() {
-            if self.s.get(j) != Some(&c) {
-                return false;
-            }
-            j += 1;
-        }
-        true
+        word.chars()
+            .enumerate()
+            .all(|(k, c)| self.s.get(self.i + k) == Some(&c))
     }
 
     fn value(&mut self, depth: usize) -> Result<Json, JsonError> {
@@ -411,7 +419,12 @@ impl Parser<'_> {
     }
 
     fn hex4(&mut self, esc_pos: usize) -> Result<u32, JsonError> {
-        let digits: String = self.s.get(self.i..self.i + 4).unwrap_or(&[]).iter().collect();
+        let digits: String = self
+            .s
+            .get(self.i..self.i + 4)
+            .unwrap_or(&[])
+            .iter()
+            .collect();
         if digits.len() != 4 || !digits.chars().all(|c| c.is_ascii_hexdigit()) {
             return Err(self.error("Invalid \\uXXXX escape", esc_pos + 1));
         }
@@ -429,10 +442,7 @@ impl Parser<'_> {
         }
         loop {
             if self.peek() != Some('"') {
-                return Err(self.error(
-                    "Expecting property name enclosed in double quotes",
-                    self.i,
-                ));
+                return Err(self.error("Expecting property name enclosed in double quotes", self.i));
             }
             let key = self.string()?;
             self.skip_ws();
@@ -498,12 +508,27 @@ mod tests {
     #[test]
     fn python_error_messages() {
         assert_eq!(err(""), "Expecting value: line 1 column 1 (char 0)");
-        assert_eq!(err("{\"a\":1,}"), "Expecting property name enclosed in double quotes: line 1 column 8 (char 7)");
+        assert_eq!(
+            err("{\"a\":1,}"),
+            "Expecting property name enclosed in double quotes: line 1 column 8 (char 7)"
+        );
         assert_eq!(err("[1,]"), "Expecting value: line 1 column 4 (char 3)");
-        assert_eq!(err("{\"a\" 1}"), "Expecting ':' delimiter: line 1 column 6 (char 5)");
-        assert_eq!(err("\"abc"), "Unterminated string starting at: line 1 column 1 (char 0)");
-        assert_eq!(err("\"a\\x\""), "Invalid \\escape: line 1 column 3 (char 2)");
-        assert_eq!(err("[1 2]"), "Expecting ',' delimiter: line 1 column 4 (char 3)");
+        assert_eq!(
+            err("{\"a\" 1}"),
+            "Expecting ':' delimiter: line 1 column 6 (char 5)"
+        );
+        assert_eq!(
+            err("\"abc"),
+            "Unterminated string starting at: line 1 column 1 (char 0)"
+        );
+        assert_eq!(
+            err("\"a\\x\""),
+            "Invalid \\escape: line 1 column 3 (char 2)"
+        );
+        assert_eq!(
+            err("[1 2]"),
+            "Expecting ',' delimiter: line 1 column 4 (char 3)"
+        );
         assert_eq!(err("01"), "Extra data: line 1 column 2 (char 1)");
         assert_eq!(err("{}\nx"), "Extra data: line 2 column 1 (char 3)");
         assert_eq!(err("-"), "Expecting value: line 1 column 1 (char 0)");
@@ -512,7 +537,10 @@ mod tests {
     #[test]
     fn python_leniencies() {
         let v = parse("{\"a\":1,\"b\":2,\"a\":3}").unwrap();
-        assert_eq!(v, Json::Object(vec![("a".into(), Json::Int(3)), ("b".into(), Json::Int(2))]));
+        assert_eq!(
+            v,
+            Json::Object(vec![("a".into(), Json::Int(3)), ("b".into(), Json::Int(2))])
+        );
         let v = parse("[NaN, Infinity, -Infinity]").unwrap();
         let Json::Array(items) = v else { panic!() };
         assert!(matches!(items[0], Json::Float(f) if f.is_nan()));
@@ -533,7 +561,10 @@ mod tests {
 
     #[test]
     fn escapes_and_surrogates() {
-        assert_eq!(parse("\"\\ud83d\\ude00\\n\"").unwrap(), Json::Str("😀\n".into()));
+        assert_eq!(
+            parse("\"\\ud83d\\ude00\\n\"").unwrap(),
+            Json::Str("😀\n".into())
+        );
         assert_eq!(parse("\"\\ud800\"").unwrap(), Json::Str("\u{FFFD}".into()));
     }
 
@@ -543,6 +574,9 @@ mod tests {
         assert_eq!(py_repr_str("it's"), "\"it's\"");
         assert_eq!(Json::Null.py_str(), "None");
         assert_eq!(Json::Float(1.0).py_str(), "1.0");
-        assert_eq!(parse("[\"a\", {\"b\": true}]").unwrap().py_repr(), "['a', {'b': True}]");
+        assert_eq!(
+            parse("[\"a\", {\"b\": true}]").unwrap().py_repr(),
+            "['a', {'b': True}]"
+        );
     }
 }

@@ -88,7 +88,11 @@ impl RuntimeProfile {
         if !unknown.is_empty() {
             return Err(ProfileError(format!(
                 "formal subagent profiles may only use Glob, Grep and Read; got {}",
-                unknown.iter().map(|t| format!("'{t}'")).collect::<Vec<_>>().join(", ")
+                unknown
+                    .iter()
+                    .map(|t| format!("'{t}'"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )));
         }
         if !RESULT_CONTRACTS.contains(&self.result_contract.as_str()) {
@@ -122,7 +126,10 @@ impl RuntimeProfile {
     pub fn rendered_system_prompt(&self) -> String {
         self.system_prompt
             .replace("{max_steps}", &self.max_steps.to_string())
-            .replace("{context_token_budget}", &self.context_token_budget.to_string())
+            .replace(
+                "{context_token_budget}",
+                &self.context_token_budget.to_string(),
+            )
             .replace("{total_token_budget}", &self.total_token_budget.to_string())
     }
 }
@@ -208,19 +215,52 @@ mod tests {
     #[test]
     fn reference_rules_in_order() {
         let base = explore_profile();
-        assert_eq!(err(RuntimeProfile { name: "".into(), max_steps: 0, ..base.clone() }), "runtime profile requires name and system prompt");
-        assert_eq!(err(RuntimeProfile { total_token_budget: 0, model_choice: "x".into(), ..base.clone() }), "runtime profile budgets must be positive");
-        assert_eq!(err(RuntimeProfile { model_choice: "heavy".into(), recursive_subagents: true, ..base.clone() }), "runtime profile model choice must be main or light");
+        assert_eq!(
+            err(RuntimeProfile {
+                name: "".into(),
+                max_steps: 0,
+                ..base.clone()
+            }),
+            "runtime profile requires name and system prompt"
+        );
+        assert_eq!(
+            err(RuntimeProfile {
+                total_token_budget: 0,
+                model_choice: "x".into(),
+                ..base.clone()
+            }),
+            "runtime profile budgets must be positive"
+        );
+        assert_eq!(
+            err(RuntimeProfile {
+                model_choice: "heavy".into(),
+                recursive_subagents: true,
+                ..base.clone()
+            }),
+            "runtime profile model choice must be main or light"
+        );
         let mut with_task = base.clone();
         with_task.tool_allowlist.insert("Task".into());
         with_task.tool_allowlist.insert("Edit".into());
         assert_eq!(err(with_task), "formal subagent profiles cannot recurse");
         let mut with_bash = base.clone();
         with_bash.tool_allowlist.insert("Bash".into());
-        assert_eq!(err(with_bash), "formal subagent profiles must be strictly read-only");
+        assert_eq!(
+            err(with_bash),
+            "formal subagent profiles must be strictly read-only"
+        );
         let mut with_todo = base.clone();
         with_todo.tool_allowlist.insert("TodoWrite".into());
-        assert_eq!(err(with_todo), "formal subagent profiles may only use Glob, Grep and Read; got 'TodoWrite'");
-        assert_eq!(err(RuntimeProfile { timeout_seconds: f64::NAN, ..base }), "runtime profile timeout_seconds must be a positive number of seconds, got NaN");
+        assert_eq!(
+            err(with_todo),
+            "formal subagent profiles may only use Glob, Grep and Read; got 'TodoWrite'"
+        );
+        assert_eq!(
+            err(RuntimeProfile {
+                timeout_seconds: f64::NAN,
+                ..base
+            }),
+            "runtime profile timeout_seconds must be a positive number of seconds, got NaN"
+        );
     }
 }

@@ -24,6 +24,7 @@ from outrider._core import (
     check_evidence,
 )
 from outrider.exceptions import ContractError, ErrorDetails, OutriderError, ProfileError
+from outrider.types import EvidenceCheck
 
 __all__ = [
     "EXPLORE_PROFILE",
@@ -31,6 +32,7 @@ __all__ = [
     "VERIFICATION_PROFILE",
     "ContractError",
     "ErrorDetails",
+    "EvidenceCheck",
     "ExploreResult",
     "OutriderError",
     "ProfileError",

@@ -48,7 +48,9 @@ class ContractError(OutriderError, ValueError):
         return (type(self), (str(self), self._errors, self.contract))
 
     def __repr__(self) -> str:
-        return f"ContractError({str(self)!r}, contract={self.contract!r}, errors={len(self._errors)})"
+        return (
+            f"ContractError({str(self)!r}, contract={self.contract!r}, errors={len(self._errors)})"
+        )
 
 
 __all__ = ["ContractError", "ErrorDetails", "OutriderError", "ProfileError"]

@@ -5,7 +5,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple, PyType};
 
 use crate::contract::{
-    ContractError, ExploreResult, Repair, ToolUsage, VerificationMeta, VerificationResult, Violation,
+    ContractError, ExploreResult, Repair, ToolUsage, VerificationMeta, VerificationResult,
+    Violation,
 };
 use crate::json::Json;
 use crate::py::convert::{req_str, str_tuple, to_json, type_name, value_to_py};
@@ -18,7 +19,9 @@ fn answer_text(py: Python<'_>, raw: &Bound<'_, PyAny>, contract: &'static str) -
     }
     if let Ok(s) = raw.cast::<PyString>() {
         return s.to_str().map(str::to_owned).map_err(|_| {
-            PyValueError::new_err(format!("{contract} text is not valid Unicode (lone surrogate)"))
+            PyValueError::new_err(format!(
+                "{contract} text is not valid Unicode (lone surrogate)"
+            ))
         });
     }
     if let Ok(b) = raw.cast::<PyBytes>() {
@@ -59,10 +62,14 @@ fn tool_usage_arg(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<ToolUs
     })?;
     for (k, v) in d.iter() {
         let name = req_str(&k, &format!("{what} key"))?;
-        let count = crate::py::convert::req_int(&v, &format!("{what}[{name:?}]"))?;
+        let count = crate::py::convert::req_int(
+            &v,
+            &format!("{what}[{}]", crate::json::py_repr_str(&name)),
+        )?;
         if count < 0 {
             return Err(PyValueError::new_err(format!(
-                "{what}[{name:?}] must be >= 0, got {count}"
+                "{what}[{}] must be >= 0, got {count}",
+                crate::json::py_repr_str(&name)
             )));
         }
         usage.insert(name, count as u64);
@@ -127,7 +134,11 @@ impl PyExploreResult {
             ("status".to_string(), to_json(status, "status")?),
             ("summary".to_string(), to_json(summary, "summary")?),
         ];
-        for (k, v) in [("findings", findings), ("evidence", evidence), ("unresolved_questions", unresolved_questions)] {
+        for (k, v) in [
+            ("findings", findings),
+            ("evidence", evidence),
+            ("unresolved_questions", unresolved_questions),
+        ] {
             if let Some(v) = v {
                 obj.push((k.to_string(), to_json(v, k)?));
             }
@@ -177,7 +188,11 @@ impl PyExploreResult {
 
     /// Rebuild from `to_dict()` output (validated).
     #[classmethod]
-    fn from_dict(_cls: &Bound<'_, PyType>, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
+    fn from_dict(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+    ) -> PyResult<Self> {
         if data.cast::<PyDict>().is_err() {
             return Err(PyTypeError::new_err(format!(
                 "ExploreResult.from_dict expects a dict, got {}",
@@ -225,14 +240,25 @@ impl PyExploreResult {
     }
 
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        other.cast::<PyExploreResult>().is_ok_and(|o| o.get().inner == self.inner)
+        other
+            .cast::<PyExploreResult>()
+            .is_ok_and(|o| o.get().inner == self.inner)
     }
 
     fn __hash__(&self) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         let r = &self.inner;
-        (r.status, &r.summary, &r.findings, &r.evidence, &r.unresolved_questions, &r.tool_usage, &r.terminal_reason).hash(&mut h);
+        (
+            r.status,
+            &r.summary,
+            &r.findings,
+            &r.evidence,
+            &r.unresolved_questions,
+            &r.tool_usage,
+            &r.terminal_reason,
+        )
+            .hash(&mut h);
         h.finish()
     }
 
@@ -261,7 +287,10 @@ impl PyExploreResult {
     fn __reduce__<'py>(slf: &Bound<'py, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let from_dict = slf.get_type().getattr("from_dict")?;
         let d = slf.get().to_dict(py)?;
-        PyTuple::new(py, [from_dict.into_any(), PyTuple::new(py, [d])?.into_any()])
+        PyTuple::new(
+            py,
+            [from_dict.into_any(), PyTuple::new(py, [d])?.into_any()],
+        )
     }
 }
 
@@ -281,7 +310,9 @@ fn verification_meta(
 ) -> PyResult<VerificationMeta> {
     let tokens = crate::py::convert::req_int(token_usage, "token_usage")?;
     if tokens < 0 {
-        return Err(PyValueError::new_err(format!("token_usage must be >= 0, got {tokens}")));
+        return Err(PyValueError::new_err(format!(
+            "token_usage must be >= 0, got {tokens}"
+        )));
     }
     Ok(VerificationMeta {
         child_session_id,
@@ -310,13 +341,23 @@ impl PyVerificationResult {
         token_usage: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let mut obj = vec![("verdict".to_string(), to_json(verdict, "verdict")?)];
-        for (k, v) in [("reasons", reasons), ("findings", findings), ("evidence", evidence)] {
+        for (k, v) in [
+            ("reasons", reasons),
+            ("findings", findings),
+            ("evidence", evidence),
+        ] {
             if let Some(v) = v {
                 obj.push((k.to_string(), to_json(v, k)?));
             }
         }
         let zero = 0i64.into_pyobject(py)?.into_any();
-        let meta = verification_meta(child_session_id, child_run_id, terminal_reason, tool_usage, token_usage.unwrap_or(&zero))?;
+        let meta = verification_meta(
+            child_session_id,
+            child_run_id,
+            terminal_reason,
+            tool_usage,
+            token_usage.unwrap_or(&zero),
+        )?;
         VerificationResult::from_object(&Json::Object(obj), meta)
             .map(|inner| PyVerificationResult { inner })
             .map_err(|e| contract_error(py, &e))
@@ -338,7 +379,13 @@ impl PyVerificationResult {
     ) -> PyResult<Self> {
         let raw = answer_text(py, text, "VerificationResult")?;
         let zero = 0i64.into_pyobject(py)?.into_any();
-        let meta = verification_meta(child_session_id, child_run_id, terminal_reason, tool_usage, token_usage.unwrap_or(&zero))?;
+        let meta = verification_meta(
+            child_session_id,
+            child_run_id,
+            terminal_reason,
+            tool_usage,
+            token_usage.unwrap_or(&zero),
+        )?;
         py.detach(|| VerificationResult::from_json(&raw, meta))
             .map(|inner| PyVerificationResult { inner })
             .map_err(|e| contract_error(py, &e))
@@ -360,7 +407,13 @@ impl PyVerificationResult {
     ) -> PyResult<(Self, Option<&'static str>)> {
         let raw = answer_text(py, text, "VerificationResult")?;
         let zero = 0i64.into_pyobject(py)?.into_any();
-        let meta = verification_meta(child_session_id, child_run_id, terminal_reason, tool_usage, token_usage.unwrap_or(&zero))?;
+        let meta = verification_meta(
+            child_session_id,
+            child_run_id,
+            terminal_reason,
+            tool_usage,
+            token_usage.unwrap_or(&zero),
+        )?;
         py.detach(|| VerificationResult::repair(&raw, meta))
             .map(|(inner, r)| (PyVerificationResult { inner }, repair_name(r)))
             .map_err(|e| contract_error(py, &e))
@@ -368,7 +421,11 @@ impl PyVerificationResult {
 
     /// Rebuild from `to_dict()` output (validated).
     #[classmethod]
-    fn from_dict(_cls: &Bound<'_, PyType>, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
+    fn from_dict(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+    ) -> PyResult<Self> {
         if data.cast::<PyDict>().is_err() {
             return Err(PyTypeError::new_err(format!(
                 "VerificationResult.from_dict expects a dict, got {}",
@@ -424,14 +481,24 @@ impl PyVerificationResult {
     }
 
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        other.cast::<PyVerificationResult>().is_ok_and(|o| o.get().inner == self.inner)
+        other
+            .cast::<PyVerificationResult>()
+            .is_ok_and(|o| o.get().inner == self.inner)
     }
 
     fn __hash__(&self) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         let r = &self.inner;
-        (r.verdict, &r.reasons, &r.findings, &r.evidence, &r.child_session_id, &r.child_run_id).hash(&mut h);
+        (
+            r.verdict,
+            &r.reasons,
+            &r.findings,
+            &r.evidence,
+            &r.child_session_id,
+            &r.child_run_id,
+        )
+            .hash(&mut h);
         (&r.terminal_reason, &r.tool_usage, r.token_usage).hash(&mut h);
         h.finish()
     }
@@ -462,15 +529,25 @@ impl PyVerificationResult {
     fn __reduce__<'py>(slf: &Bound<'py, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let from_dict = slf.get_type().getattr("from_dict")?;
         let d = slf.get().to_dict(py)?;
-        PyTuple::new(py, [from_dict.into_any(), PyTuple::new(py, [d])?.into_any()])
+        PyTuple::new(
+            py,
+            [from_dict.into_any(), PyTuple::new(py, [d])?.into_any()],
+        )
     }
 }
 
 /// Check `path:line` / `path:start-end` evidence items against the files under `root`.
 #[pyfunction]
-pub fn check_evidence<'py>(py: Python<'py>, root: &Bound<'py, PyAny>, evidence: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+pub fn check_evidence<'py>(
+    py: Python<'py>,
+    root: &Bound<'py, PyAny>,
+    evidence: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
     let root_path: std::path::PathBuf = root.extract().map_err(|_| {
-        PyTypeError::new_err(format!("root must be a str or os.PathLike, got {}", type_name(root)))
+        PyTypeError::new_err(format!(
+            "root must be a str or os.PathLike, got {}",
+            type_name(root)
+        ))
     })?;
     let items = if evidence.is_instance_of::<PyString>() {
         vec![req_str(evidence, "evidence")?]

@@ -49,7 +49,11 @@ fn to_json_at(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Json
                 ))
             })?;
             let key = py_str(key, what)?;
-            let value = to_json_at(&v, &format!("{what}[{key:?}]"), depth + 1)?;
+            let value = to_json_at(
+                &v,
+                &format!("{what}[{}]", crate::json::py_repr_str(&key)),
+                depth + 1,
+            )?;
             items.push((key, value));
         }
         return Ok(Json::Object(items));
@@ -107,11 +111,6 @@ pub fn value_to_py<'py>(py: Python<'py>, value: &serde_json::Value) -> PyResult<
     to_py(py, &Json::from_value(value))
 }
 
-/// Python value → serde_json value.
-pub fn py_to_value(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<serde_json::Value> {
-    Ok(to_json(obj, what)?.to_value())
-}
-
 /// The Python type name of an object, for messages.
 pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
     obj.get_type()
@@ -140,20 +139,25 @@ pub fn req_int(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<i64> {
         )));
     }
     obj.extract::<i64>().map_err(|_| {
-        PyValueError::new_err(format!("{what} is out of range: {}", obj.str().map(|s| s.to_string()).unwrap_or_default()))
+        PyValueError::new_err(format!(
+            "{what} is out of range: {}",
+            obj.str().map(|s| s.to_string()).unwrap_or_default()
+        ))
     })
 }
 
 /// Extract a bool argument or raise a TypeError naming it.
 pub fn req_bool(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<bool> {
-    obj.cast::<PyBool>().map(|b| b.is_true()).map_err(|_| {
-        PyTypeError::new_err(format!("{what} must be bool, got {}", type_name(obj)))
-    })
+    obj.cast::<PyBool>()
+        .map(|b| b.is_true())
+        .map_err(|_| PyTypeError::new_err(format!("{what} must be bool, got {}", type_name(obj))))
 }
 
 /// Extract a real number (int or float, not bool) or raise a TypeError naming it.
 pub fn req_float(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<f64> {
-    if obj.is_instance_of::<PyBool>() || !(obj.is_instance_of::<PyInt>() || obj.is_instance_of::<PyFloat>()) {
+    if obj.is_instance_of::<PyBool>()
+        || !(obj.is_instance_of::<PyInt>() || obj.is_instance_of::<PyFloat>())
+    {
         return Err(PyTypeError::new_err(format!(
             "{what} must be a number, got {}",
             type_name(obj)
@@ -184,7 +188,10 @@ pub fn str_iterable(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<String>>
 }
 
 /// A frozenset of names.
-pub fn frozenset<'py>(py: Python<'py>, names: impl IntoIterator<Item = String>) -> PyResult<Bound<'py, PyFrozenSet>> {
+pub fn frozenset<'py>(
+    py: Python<'py>,
+    names: impl IntoIterator<Item = String>,
+) -> PyResult<Bound<'py, PyFrozenSet>> {
     PyFrozenSet::new(py, names.into_iter().collect::<Vec<_>>())
 }
 

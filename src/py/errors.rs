@@ -10,7 +10,11 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use crate::contract::{ContractError, LocItem};
 use crate::py::convert::to_py;
 
-fn exception_class<'py>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyAny>>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+fn exception_class<'py>(
+    py: Python<'py>,
+    cell: &'static PyOnceLock<Py<PyAny>>,
+    name: &str,
+) -> PyResult<Bound<'py, PyAny>> {
     let cls = cell.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
         Ok(py.import("outrider.exceptions")?.getattr(name)?.unbind())
     })?;

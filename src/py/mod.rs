@@ -20,11 +20,28 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<contract::PyExploreResult>()?;
     m.add_class::<contract::PyVerificationResult>()?;
     m.add_function(wrap_pyfunction!(contract::check_evidence, m)?)?;
-    m.add("EXPLORE_PROFILE", profile::PyRuntimeProfile::new(explore_profile()))?;
-    m.add("VERIFICATION_PROFILE", profile::PyRuntimeProfile::new(verification_profile()))?;
+    m.add(
+        "EXPLORE_PROFILE",
+        profile::PyRuntimeProfile::new(explore_profile()),
+    )?;
+    m.add(
+        "VERIFICATION_PROFILE",
+        profile::PyRuntimeProfile::new(verification_profile()),
+    )?;
     m.add(
         "READONLY_TOOLS",
         convert::frozenset(py, READONLY_TOOLS.iter().map(|s| s.to_string()))?,
     )?;
+    let all = [
+        "EXPLORE_PROFILE",
+        "READONLY_TOOLS",
+        "VERIFICATION_PROFILE",
+        "ExploreResult",
+        "RuntimeProfile",
+        "VerificationResult",
+        "__version__",
+        "check_evidence",
+    ];
+    m.add("__all__", all.to_vec())?;
     Ok(())
 }

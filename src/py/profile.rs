@@ -31,14 +31,20 @@ pub struct PyRuntimeProfile {
     pub inner: RuntimeProfile,
 }
 
-fn apply(py: Python<'_>, mut p: RuntimeProfile, changes: &Bound<'_, PyDict>) -> PyResult<RuntimeProfile> {
+fn apply(
+    py: Python<'_>,
+    mut p: RuntimeProfile,
+    changes: &Bound<'_, PyDict>,
+) -> PyResult<RuntimeProfile> {
     for (key, value) in changes.iter() {
         let key: String = key.extract()?;
         let what = format!("RuntimeProfile.{key}");
         match key.as_str() {
             "name" => p.name = req_str(&value, &what)?,
             "system_prompt" => p.system_prompt = req_str(&value, &what)?,
-            "tool_allowlist" => p.tool_allowlist = str_iterable(&value, &what)?.into_iter().collect(),
+            "tool_allowlist" => {
+                p.tool_allowlist = str_iterable(&value, &what)?.into_iter().collect()
+            }
             "max_steps" => p.max_steps = req_int(&value, &what)?,
             "context_token_budget" => p.context_token_budget = req_int(&value, &what)?,
             "total_token_budget" => p.total_token_budget = req_int(&value, &what)?,
@@ -52,7 +58,7 @@ fn apply(py: Python<'_>, mut p: RuntimeProfile, changes: &Bound<'_, PyDict>) -> 
             "timeout_seconds" => p.timeout_seconds = req_float(&value, &what)?,
             other => {
                 return Err(PyTypeError::new_err(format!(
-                    "RuntimeProfile has no field {other:?}; fields are: {}",
+                    "RuntimeProfile has no field '{other}'; fields are: {}",
                     FIELDS.join(", ")
                 )))
             }
@@ -73,7 +79,10 @@ impl PyRuntimeProfile {
         let d = PyDict::new(py);
         d.set_item("name", &p.name)?;
         d.set_item("system_prompt", &p.system_prompt)?;
-        d.set_item("tool_allowlist", frozenset(py, p.tool_allowlist.iter().cloned())?)?;
+        d.set_item(
+            "tool_allowlist",
+            frozenset(py, p.tool_allowlist.iter().cloned())?,
+        )?;
         d.set_item("max_steps", p.max_steps)?;
         d.set_item("context_token_budget", p.context_token_budget)?;
         d.set_item("total_token_budget", p.total_token_budget)?;
@@ -136,7 +145,9 @@ impl PyRuntimeProfile {
                 given.set_item(k, v)?;
             }
         }
-        Ok(PyRuntimeProfile { inner: apply(py, explore_profile(), &given)? })
+        Ok(PyRuntimeProfile {
+            inner: apply(py, explore_profile(), &given)?,
+        })
     }
 
     /// A copy with some fields changed, validated again.
@@ -144,7 +155,9 @@ impl PyRuntimeProfile {
     fn replace(&self, py: Python<'_>, changes: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         let empty = PyDict::new(py);
         let changes = changes.unwrap_or(&empty);
-        Ok(PyRuntimeProfile { inner: apply(py, self.inner.clone(), changes)? })
+        Ok(PyRuntimeProfile {
+            inner: apply(py, self.inner.clone(), changes)?,
+        })
     }
 
     /// All fields as a dict (the allow-list as a frozenset).
@@ -154,18 +167,24 @@ impl PyRuntimeProfile {
 
     /// Build (and validate) a profile from `to_dict()` output.
     #[classmethod]
-    fn from_dict(_cls: &Bound<'_, PyType>, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let d = data.cast::<PyDict>().map_err(|_| {
-            PyTypeError::new_err("RuntimeProfile.from_dict expects a dict")
-        })?;
+    fn from_dict(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+    ) -> PyResult<Self> {
+        let d = data
+            .cast::<PyDict>()
+            .map_err(|_| PyTypeError::new_err("RuntimeProfile.from_dict expects a dict"))?;
         for req in ["name", "system_prompt"] {
             if !d.contains(req)? {
                 return Err(PyTypeError::new_err(format!(
-                    "RuntimeProfile.from_dict: missing required field {req:?}"
+                    "RuntimeProfile.from_dict: missing required field '{req}'"
                 )));
             }
         }
-        Ok(PyRuntimeProfile { inner: apply(py, explore_profile(), d)? })
+        Ok(PyRuntimeProfile {
+            inner: apply(py, explore_profile(), d)?,
+        })
     }
 
     /// The system prompt with the budgets filled in: what the child actually receives.
@@ -242,8 +261,21 @@ impl PyRuntimeProfile {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         let p = &self.inner;
-        (&p.name, &p.system_prompt, &p.tool_allowlist, p.max_steps, p.context_token_budget).hash(&mut h);
-        (p.total_token_budget, &p.model_choice, &p.result_contract, p.gate_retries).hash(&mut h);
+        (
+            &p.name,
+            &p.system_prompt,
+            &p.tool_allowlist,
+            p.max_steps,
+            p.context_token_budget,
+        )
+            .hash(&mut h);
+        (
+            p.total_token_budget,
+            &p.model_choice,
+            &p.result_contract,
+            p.gate_retries,
+        )
+            .hash(&mut h);
         (&p.on_budget_exhausted, p.timeout_seconds.to_bits()).hash(&mut h);
         h.finish()
     }
@@ -269,7 +301,10 @@ impl PyRuntimeProfile {
     fn __reduce__<'py>(slf: &Bound<'py, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let from_dict = slf.get_type().getattr("from_dict")?;
         let d = slf.get().to_dict_bound(py)?;
-        PyTuple::new(py, [from_dict.into_any(), PyTuple::new(py, [d])?.into_any()])
+        PyTuple::new(
+            py,
+            [from_dict.into_any(), PyTuple::new(py, [d])?.into_any()],
+        )
     }
 }
 

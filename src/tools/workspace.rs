@@ -132,7 +132,9 @@ impl Workspace {
             ));
         }
         if requested.contains('\0') {
-            return Err(PathError::InvalidPath("Path must not contain NUL bytes.".into()));
+            return Err(PathError::InvalidPath(
+                "Path must not contain NUL bytes.".into(),
+            ));
         }
         let req = Path::new(requested);
         if req.is_absolute() || requested.starts_with('\\') {
@@ -158,7 +160,12 @@ impl Workspace {
             Err(e) => return Err(PathError::Io(e.to_string())),
         };
         let relative = self.relative(&path);
-        Ok(Resolved { path, relative, kind, metadata })
+        Ok(Resolved {
+            path,
+            relative,
+            kind,
+            metadata,
+        })
     }
 
     /// Resolve `requested` and require an existing regular file.
@@ -225,8 +232,8 @@ impl Workspace {
                             self.relative(&candidate)
                         )));
                     }
-                    let target = std::fs::read_link(&candidate)
-                        .map_err(|e| PathError::Io(e.to_string()))?;
+                    let target =
+                        std::fs::read_link(&candidate).map_err(|e| PathError::Io(e.to_string()))?;
                     push_components(&mut pending, &target);
                 }
                 _ => out = candidate,
@@ -251,8 +258,10 @@ fn push_components(stack: &mut Vec<PathBuf>, path: &Path) {
 }
 
 fn is_missing(e: &io::Error) -> bool {
-    matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory)
-        || e.raw_os_error() == Some(libc::ENOTDIR)
+    matches!(
+        e.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+    ) || e.raw_os_error() == Some(libc::ENOTDIR)
 }
 
 #[cfg(test)]
@@ -274,7 +283,10 @@ mod tests {
     fn relative_paths_resolve_inside() {
         let (_d, ws) = tree();
         assert_eq!(ws.resolve("notes.txt").unwrap().relative, "notes.txt");
-        assert_eq!(ws.resolve("src/../notes.txt").unwrap().relative, "notes.txt");
+        assert_eq!(
+            ws.resolve("src/../notes.txt").unwrap().relative,
+            "notes.txt"
+        );
         assert_eq!(ws.resolve("./src").unwrap().kind, EntryKind::Directory);
         assert_eq!(ws.resolve(".").unwrap().relative, ".");
     }
@@ -298,7 +310,10 @@ mod tests {
         symlink("loop2", root.join("loop1")).unwrap();
         symlink("loop1", root.join("loop2")).unwrap();
         assert_eq!(ws.resolve("out").unwrap_err(), PathError::Outside);
-        assert_eq!(ws.resolve("outdir/secret.txt").unwrap_err(), PathError::Outside);
+        assert_eq!(
+            ws.resolve("outdir/secret.txt").unwrap_err(),
+            PathError::Outside
+        );
         assert_eq!(ws.resolve("in").unwrap().relative, "notes.txt");
         assert_eq!(ws.resolve("loop1").unwrap_err().kind(), "io");
     }
