@@ -17,6 +17,7 @@ pub mod evidence;
 pub mod json;
 pub mod profile;
 pub mod tools;
+pub mod trace;
 
 #[cfg(feature = "python")]
 mod py;

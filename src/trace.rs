@@ -1,0 +1,391 @@
+//! JSONL traces: one file per session, `{ts, session_id, step, event, payload}` per line, secrets
+//! redacted, never inside the explored root. Events are also kept in memory for metrics.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use regex::Regex;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+/// Payload keys whose values are always replaced by `***` (compared lower-cased, exactly).
+/// Unlike the reference, ids (`session_id`, `tool_call_id`, `call_id`) are kept: traces must
+/// correlate.
+pub const SECRET_KEYS: [&str; 14] = [
+    "api_key",
+    "apikey",
+    "api-key",
+    "secret",
+    "secret_key",
+    "secretkey",
+    "token",
+    "access_token",
+    "refresh_token",
+    "password",
+    "passwd",
+    "pwd",
+    "authorization",
+    "auth",
+];
+
+fn secret_patterns() -> &'static [(Regex, &'static str)] {
+    static PATTERNS: OnceLock<Vec<(Regex, &'static str)>> = OnceLock::new();
+    PATTERNS.get_or_init(|| {
+        [
+            (r"sk-[A-Za-z0-9_\-]{20,}", "sk-***"),
+            (r"(?i)\bbearer\s+[A-Za-z0-9._~+/=\-]{8,}", "Bearer ***"),
+            (
+                r"(?i)([?&](?:api[_-]?key|key|token|access_token)=)[^&\s]+",
+                "${1}***",
+            ),
+        ]
+        .into_iter()
+        .map(|(re, rep)| (Regex::new(re).expect("valid secret pattern"), rep))
+        .collect()
+    })
+}
+
+/// Redact secrets in one string: `sk-` keys, bearer tokens, key/token URL parameters.
+pub fn redact_str(text: &str) -> String {
+    let mut out = std::borrow::Cow::Borrowed(text);
+    for (re, rep) in secret_patterns() {
+        if re.is_match(&out) {
+            out = std::borrow::Cow::Owned(re.replace_all(&out, *rep).into_owned());
+        }
+    }
+    out.into_owned()
+}
+
+/// Redact a JSON value: secret keys get `***`, every string is scrubbed.
+pub fn redact(value: &Value) -> Value {
+    match value {
+        Value::String(s) => Value::String(redact_str(s)),
+        Value::Array(items) => Value::Array(items.iter().map(redact).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let lowered = k.to_ascii_lowercase();
+                    if SECRET_KEYS.contains(&lowered.as_str()) && !v.is_null() {
+                        (k.clone(), Value::String("***".into()))
+                    } else {
+                        (k.clone(), redact(v))
+                    }
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// A UTC timestamp in ISO 8601 with milliseconds and a `Z`.
+pub fn utc_now_iso() -> String {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = now.as_secs() as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        (rem / 60) % 60,
+        rem % 60,
+        now.subsec_millis()
+    )
+}
+
+/// A new child session id: `child-<32 hex>`.
+pub fn new_child_id() -> String {
+    format!("child-{}", uuid::Uuid::new_v4().simple())
+}
+
+/// One recorded event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TraceEvent {
+    /// UTC ISO timestamp.
+    pub ts: String,
+    /// The session the event belongs to.
+    pub session_id: String,
+    /// The step (0 outside the loop).
+    pub step: u64,
+    /// The event name (`model_output`, `tool_call`, `terminal`, ...).
+    pub event: String,
+    /// The redacted payload.
+    pub payload: Value,
+}
+
+/// Why a trace directory was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TraceDirError {
+    /// The directory is inside the explored root, where a read-only child must not write.
+    #[error("trace_dir '{dir}' is inside the explored root '{root}'; a read-only child never writes there: choose a directory outside it")]
+    InsideRoot {
+        /// The refused directory.
+        dir: String,
+        /// The explored root.
+        root: String,
+    },
+    /// The directory could not be created.
+    #[error("trace_dir '{dir}' cannot be created: {reason}")]
+    Create {
+        /// The directory.
+        dir: String,
+        /// The OS error.
+        reason: String,
+    },
+}
+
+/// The default trace directory: `$OUTRIDER_TRACE_DIR`, else `$XDG_STATE_HOME/outrider/traces`,
+/// else `~/.local/state/outrider/traces`, else the system temp dir.
+pub fn default_trace_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("OUTRIDER_TRACE_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    if let Some(dir) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir).join("outrider").join("traces");
+    }
+    if let Some(home) = std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(home).join(".local/state/outrider/traces");
+    }
+    std::env::temp_dir().join("outrider-traces")
+}
+
+/// Canonical form of `path`, resolving the longest existing ancestor (the rest may not exist yet).
+fn canonical_prefix(path: &Path) -> PathBuf {
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(path)
+    };
+    let mut existing = absolute.clone();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        match (
+            existing.file_name().map(|n| n.to_os_string()),
+            existing.parent(),
+        ) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_path_buf();
+            }
+            _ => break,
+        }
+    }
+    let mut out = std::fs::canonicalize(&existing).unwrap_or(existing);
+    for name in rest.into_iter().rev() {
+        out.push(name);
+    }
+    out
+}
+
+/// Check that `dir` is outside `root` and create it.
+pub fn prepare_trace_dir(dir: &Path, root: &Path) -> Result<PathBuf, TraceDirError> {
+    let dir_c = canonical_prefix(dir);
+    let root_c = canonical_prefix(root);
+    if dir_c.starts_with(&root_c) {
+        return Err(TraceDirError::InsideRoot {
+            dir: dir.display().to_string(),
+            root: root.display().to_string(),
+        });
+    }
+    std::fs::create_dir_all(&dir_c).map_err(|e| TraceDirError::Create {
+        dir: dir.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    Ok(dir_c)
+}
+
+/// A session's trace: events in memory, and (when a directory is given) a JSONL file
+/// `trace-<session_id>.jsonl`. Writes are buffered and flushed at step boundaries and at the end.
+#[derive(Debug)]
+pub struct Trace {
+    session_id: String,
+    path: Option<PathBuf>,
+    file: Mutex<Option<BufWriter<File>>>,
+    events: Mutex<Vec<TraceEvent>>,
+}
+
+impl Trace {
+    /// A trace that only records in memory.
+    pub fn in_memory(session_id: impl Into<String>) -> Self {
+        Trace {
+            session_id: session_id.into(),
+            path: None,
+            file: Mutex::new(None),
+            events: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A trace that also writes `<dir>/trace-<session_id>.jsonl` (dir must already be prepared).
+    pub fn to_file(session_id: impl Into<String>, dir: &Path) -> std::io::Result<Self> {
+        let session_id = session_id.into();
+        let path = dir.join(format!("trace-{session_id}.jsonl"));
+        let file = OpenOptions::new().create(true).append(true).open(&path)?;
+        Ok(Trace {
+            session_id,
+            path: Some(path),
+            file: Mutex::new(Some(BufWriter::new(file))),
+            events: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The session id.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// The JSONL file, when there is one.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Record an event (payload redacted before it is kept or written).
+    pub fn log(&self, event: &str, step: u64, payload: Value) {
+        let ev = TraceEvent {
+            ts: utc_now_iso(),
+            session_id: self.session_id.clone(),
+            step,
+            event: event.to_string(),
+            payload: redact(&payload),
+        };
+        if let Ok(mut guard) = self.file.lock() {
+            if let Some(w) = guard.as_mut() {
+                let line = serde_json::to_string(&ev).unwrap_or_default();
+                // A full disk must not stop a child; the in-memory events still hold.
+                if writeln!(w, "{line}").is_err() {
+                    *guard = None;
+                }
+            }
+        }
+        if let Ok(mut events) = self.events.lock() {
+            events.push(ev);
+        }
+    }
+
+    /// Push buffered lines to the file.
+    pub fn flush(&self) {
+        if let Ok(mut guard) = self.file.lock() {
+            if let Some(w) = guard.as_mut() {
+                let _ = w.flush();
+            }
+        }
+    }
+
+    /// A copy of the events recorded so far.
+    pub fn events(&self) -> Vec<TraceEvent> {
+        self.events.lock().map(|e| e.clone()).unwrap_or_default()
+    }
+
+    /// Append `session_summary {steps, tools_used, total_usage}` and close the file.
+    pub fn finalize(&self) {
+        let events = self.events();
+        let steps = events.iter().map(|e| e.step).max().unwrap_or(0);
+        let tools_used = events.iter().filter(|e| e.event == "tool_call").count();
+        let mut usage = Map::new();
+        for key in ["prompt_tokens", "completion_tokens", "total_tokens"] {
+            let sum: u64 = events
+                .iter()
+                .filter(|e| e.event == "model_output")
+                .filter_map(|e| {
+                    e.payload
+                        .get("usage")
+                        .and_then(|u| u.get(key))
+                        .and_then(Value::as_u64)
+                })
+                .sum();
+            usage.insert(key.into(), json!(sum));
+        }
+        self.log(
+            "session_summary",
+            steps,
+            json!({"steps": steps, "tools_used": tools_used, "total_usage": usage}),
+        );
+        if let Ok(mut guard) = self.file.lock() {
+            if let Some(mut w) = guard.take() {
+                let _ = w.flush();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redaction_covers_keys_bearer_and_sk() {
+        let v = json!({
+            "api_key": "abc", "Authorization": "Bearer abcdefghijklmnop",
+            "tool_call_id": "call_1", "session_id": "child-1",
+            "note": "use sk-abcdefghijklmnopqrstuvwx and bearer xyz.abc-def_123 at https://h/x?api_key=zzz&q=1",
+            "list": ["sk-AAAAAAAAAAAAAAAAAAAAAAAA"], "n": 3
+        });
+        assert_eq!(
+            redact(&v),
+            json!({
+                "api_key": "***", "Authorization": "***",
+                "tool_call_id": "call_1", "session_id": "child-1",
+                "note": "use sk-*** and Bearer *** at https://h/x?api_key=***&q=1",
+                "list": ["sk-***"], "n": 3
+            })
+        );
+    }
+
+    #[test]
+    fn timestamps_are_iso_utc() {
+        let ts = utc_now_iso();
+        assert!(
+            Regex::new(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
+                .unwrap()
+                .is_match(&ts),
+            "{ts}"
+        );
+        assert!(ts.starts_with("20"));
+    }
+
+    #[test]
+    fn file_trace_round_trip_and_summary() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        assert!(matches!(
+            prepare_trace_dir(&root.join("traces"), &root),
+            Err(TraceDirError::InsideRoot { .. })
+        ));
+        let tdir = prepare_trace_dir(&dir.path().join("traces"), &root).unwrap();
+        let id = new_child_id();
+        assert_eq!(id.len(), "child-".len() + 32);
+        let t = Trace::to_file(id.clone(), &tdir).unwrap();
+        t.log("tool_call", 1, json!({"tool": "Read"}));
+        t.log(
+            "model_output",
+            1,
+            json!({"usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}}),
+        );
+        t.finalize();
+        let text = std::fs::read_to_string(t.path().unwrap()).unwrap();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[2]["event"], "session_summary");
+        assert_eq!(
+            lines[2]["payload"],
+            json!({"steps": 1, "tools_used": 1, "total_usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}})
+        );
+        assert_eq!(lines[0]["session_id"], id);
+    }
+}
