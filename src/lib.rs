@@ -15,6 +15,7 @@ pub mod contract;
 pub mod error;
 pub mod evidence;
 pub mod json;
+pub mod llm;
 pub mod profile;
 pub mod tools;
 pub mod trace;
