@@ -157,6 +157,11 @@ impl Workspace {
                 (kind, Some(m))
             }
             Err(e) if is_missing(&e) => (EntryKind::Missing, None),
+            Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => {
+                return Err(PathError::InvalidPath(
+                    "Path is too long for the file system; use a shorter relative path.".into(),
+                ))
+            }
             Err(e) => return Err(PathError::Io(e.to_string())),
         };
         let relative = self.relative(&path);

@@ -1,0 +1,391 @@
+//! The standard tool result envelope `{status, data, text, stats, context[, error]}`.
+//!
+//! Every tool answers with a [`ToolResult`]; the model sees [`ToolResult::to_json`], which is
+//! byte-for-byte what the reference's `json.dumps(payload, indent=2, ensure_ascii=False)` gives.
+//!
+//! ```
+//! use outrider::tools::envelope::{ErrorCode, ToolResult};
+//! use serde_json::json;
+//! let params = json!({"path": "missing.py"});
+//! let r = ToolResult::error(&params, ErrorCode::NotFound, "File 'missing.py' does not exist.", 0);
+//! assert_eq!(
+//!     r.to_value(),
+//!     json!({
+//!         "status": "error", "data": {}, "text": "File 'missing.py' does not exist.",
+//!         "stats": {"time_ms": 0}, "context": {"cwd": ".", "params_input": {"path": "missing.py"}},
+//!         "error": {"code": "NOT_FOUND", "message": "File 'missing.py' does not exist."}
+//!     })
+//! );
+//! ```
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// How a tool call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    /// The whole answer.
+    Success,
+    /// A usable but incomplete answer (truncated, or decoded with replacement characters).
+    Partial,
+    /// No answer; `error` says why.
+    Error,
+}
+
+impl ToolStatus {
+    /// The wire name: `success`, `partial` or `error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolStatus::Success => "success",
+            ToolStatus::Partial => "partial",
+            ToolStatus::Error => "error",
+        }
+    }
+}
+
+/// The machine-readable error codes of the reference (the ones the read-only tools can produce).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ErrorCode {
+    /// The file or directory does not exist.
+    NotFound,
+    /// The path is absolute or leaves the root.
+    AccessDenied,
+    /// The permission core or the allow-list refused the tool.
+    PermissionDenied,
+    /// An argument is missing, of the wrong type, or out of range.
+    InvalidParam,
+    /// The deadline passed or the call was cancelled.
+    Timeout,
+    /// A bug or an unexpected I/O failure.
+    InternalError,
+    /// The tool ran but failed.
+    ExecutionError,
+    /// A directory where a file was wanted.
+    IsDirectory,
+    /// A binary file where text was wanted.
+    BinaryFile,
+    /// The file changed while it was being read.
+    Conflict,
+}
+
+impl ErrorCode {
+    /// The wire name, e.g. `NOT_FOUND`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::AccessDenied => "ACCESS_DENIED",
+            ErrorCode::PermissionDenied => "PERMISSION_DENIED",
+            ErrorCode::InvalidParam => "INVALID_PARAM",
+            ErrorCode::Timeout => "TIMEOUT",
+            ErrorCode::InternalError => "INTERNAL_ERROR",
+            ErrorCode::ExecutionError => "EXECUTION_ERROR",
+            ErrorCode::IsDirectory => "IS_DIRECTORY",
+            ErrorCode::BinaryFile => "BINARY_FILE",
+            ErrorCode::Conflict => "CONFLICT",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The `error` object of an error envelope: `{code, message, ...details}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolError {
+    /// The machine code.
+    pub code: ErrorCode,
+    /// What was wrong, with the offending value, and what to do.
+    pub message: String,
+    /// Extra keys merged into the `error` object after `code` and `message`.
+    pub details: Map<String, Value>,
+}
+
+/// One tool result, as the model sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult {
+    /// success, partial or error.
+    pub status: ToolStatus,
+    /// The structured answer; `{}` on error.
+    pub data: Map<String, Value>,
+    /// A short human/model-readable summary.
+    pub text: String,
+    /// Counters; always has `time_ms`.
+    pub stats: Map<String, Value>,
+    /// `{cwd, params_input[, path_resolved][, ...]}`.
+    pub context: Map<String, Value>,
+    /// Set exactly when `status` is error.
+    pub error: Option<ToolError>,
+}
+
+/// Milliseconds since `started`, at least 1 (success and partial results never report 0).
+pub fn elapsed_ms(started: Instant) -> u64 {
+    (started.elapsed().as_millis() as u64).max(1)
+}
+
+fn base_context(params_input: &Value) -> Map<String, Value> {
+    let mut context = Map::new();
+    context.insert("cwd".into(), Value::from("."));
+    context.insert("params_input".into(), params_input.clone());
+    context
+}
+
+fn time_stats(time_ms: u64) -> Map<String, Value> {
+    let mut stats = Map::new();
+    stats.insert("time_ms".into(), Value::from(time_ms));
+    stats
+}
+
+impl ToolResult {
+    fn ok(
+        status: ToolStatus,
+        params_input: &Value,
+        data: Map<String, Value>,
+        text: impl Into<String>,
+        time_ms: u64,
+    ) -> Self {
+        ToolResult {
+            status,
+            data,
+            text: text.into(),
+            stats: time_stats(time_ms.max(1)),
+            context: base_context(params_input),
+            error: None,
+        }
+    }
+
+    /// A complete answer. `time_ms` is raised to at least 1.
+    pub fn success(
+        params_input: &Value,
+        data: Map<String, Value>,
+        text: impl Into<String>,
+        time_ms: u64,
+    ) -> Self {
+        Self::ok(ToolStatus::Success, params_input, data, text, time_ms)
+    }
+
+    /// A usable but incomplete answer. `time_ms` is raised to at least 1.
+    pub fn partial(
+        params_input: &Value,
+        data: Map<String, Value>,
+        text: impl Into<String>,
+        time_ms: u64,
+    ) -> Self {
+        Self::ok(ToolStatus::Partial, params_input, data, text, time_ms)
+    }
+
+    /// An error: `data` is `{}` and `text` repeats the message.
+    pub fn error(
+        params_input: &Value,
+        code: ErrorCode,
+        message: impl Into<String>,
+        time_ms: u64,
+    ) -> Self {
+        let message = message.into();
+        ToolResult {
+            status: ToolStatus::Error,
+            data: Map::new(),
+            text: message.clone(),
+            stats: time_stats(time_ms),
+            context: base_context(params_input),
+            error: Some(ToolError {
+                code,
+                message,
+                details: Map::new(),
+            }),
+        }
+    }
+
+    /// Set `context.path_resolved` (the project-relative path the tool worked on).
+    pub fn with_path_resolved(self, path: impl Into<String>) -> Self {
+        self.with_context("path_resolved", path.into())
+    }
+
+    /// Add one key to `context`.
+    pub fn with_context(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.context.insert(key.to_string(), value.into());
+        self
+    }
+
+    /// Add one key to `stats`.
+    pub fn with_stat(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.stats.insert(key.to_string(), value.into());
+        self
+    }
+
+    /// Add one key to `error` (after `code` and `message`); no effect on a non-error result.
+    pub fn with_detail(mut self, key: &str, value: impl Into<Value>) -> Self {
+        if let Some(error) = &mut self.error {
+            error.details.insert(key.to_string(), value.into());
+        }
+        self
+    }
+
+    /// True when the status is error.
+    pub fn is_error(&self) -> bool {
+        self.status == ToolStatus::Error
+    }
+
+    /// The error code, when this is an error.
+    pub fn error_code(&self) -> Option<ErrorCode> {
+        self.error.as_ref().map(|e| e.code)
+    }
+
+    /// The envelope as JSON: keys `status, data, text, stats, context` in that order, plus
+    /// `error {code, message, ...details}` only on error.
+    pub fn to_value(&self) -> Value {
+        let mut out = Map::new();
+        out.insert("status".into(), Value::from(self.status.as_str()));
+        out.insert("data".into(), Value::Object(self.data.clone()));
+        out.insert("text".into(), Value::from(self.text.clone()));
+        out.insert("stats".into(), Value::Object(self.stats.clone()));
+        out.insert("context".into(), Value::Object(self.context.clone()));
+        if self.status == ToolStatus::Error {
+            let mut error = Map::new();
+            let (code, message, details) = match &self.error {
+                Some(e) => (e.code, e.message.clone(), Some(&e.details)),
+                None => (ErrorCode::InternalError, self.fallback_message(), None),
+            };
+            error.insert("code".into(), Value::from(code.as_str()));
+            error.insert("message".into(), Value::from(message));
+            for (k, v) in details.into_iter().flatten() {
+                if k != "code" && k != "message" {
+                    error.insert(k.clone(), v.clone());
+                }
+            }
+            out.insert("error".into(), Value::Object(error));
+        }
+        Value::Object(out)
+    }
+
+    fn fallback_message(&self) -> String {
+        if self.text.is_empty() {
+            "Tool execution error".to_string()
+        } else {
+            self.text.clone()
+        }
+    }
+
+    /// The tool message content: pretty JSON, 2-space indent, non-ASCII kept.
+    pub fn to_json(&self) -> String {
+        to_pretty_json(&self.to_value())
+    }
+}
+
+/// Pretty JSON with a 2-space indent and non-ASCII kept, as Python's
+/// `json.dumps(value, indent=2, ensure_ascii=False)` writes it.
+pub fn to_pretty_json(value: &Value) -> String {
+    // serde_json's pretty printer already uses 2 spaces, ": " and ",\n", escapes only `"`, `\`
+    // and control characters, and prints `{}`/`[]` for empty containers, as Python does.
+    serde_json::to_string_pretty(value).unwrap_or_else(|_| "{}".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn data(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn success_shape_and_min_time() {
+        let r = ToolResult::success(&json!({"a": 1}), data(json!({"x": [1]})), "done", 0)
+            .with_path_resolved("src");
+        assert_eq!(
+            r.to_value(),
+            json!({"status": "success", "data": {"x": [1]}, "text": "done", "stats": {"time_ms": 1},
+                   "context": {"cwd": ".", "params_input": {"a": 1}, "path_resolved": "src"}})
+        );
+        let keys: Vec<_> = r.to_value().as_object().unwrap().keys().cloned().collect();
+        assert_eq!(keys, ["status", "data", "text", "stats", "context"]);
+    }
+
+    #[test]
+    fn partial_shape() {
+        let r = ToolResult::partial(&json!({}), data(json!({"truncated": true})), "cut", 7);
+        assert_eq!(
+            r.to_value(),
+            json!({"status": "partial", "data": {"truncated": true}, "text": "cut",
+                   "stats": {"time_ms": 7}, "context": {"cwd": ".", "params_input": {}}})
+        );
+    }
+
+    #[test]
+    fn error_shape_with_details_in_order() {
+        let r = ToolResult::error(&json!({"p": "x"}), ErrorCode::PermissionDenied, "no", 0)
+            .with_detail("permission", json!({"action": "deny"}));
+        let v = r.to_value();
+        assert_eq!(
+            v,
+            json!({"status": "error", "data": {}, "text": "no", "stats": {"time_ms": 0},
+                   "context": {"cwd": ".", "params_input": {"p": "x"}},
+                   "error": {"code": "PERMISSION_DENIED", "message": "no", "permission": {"action": "deny"}}})
+        );
+        let keys: Vec<_> = v["error"].as_object().unwrap().keys().cloned().collect();
+        assert_eq!(keys, ["code", "message", "permission"]);
+        assert_eq!(r.error_code(), Some(ErrorCode::PermissionDenied));
+    }
+
+    #[test]
+    fn json_matches_python_dumps() {
+        let r = ToolResult::success(
+            &json!({"q": "é\n"}),
+            data(json!({"e": [], "o": {}})),
+            "ü",
+            3,
+        );
+        let expected = "{\n  \"status\": \"success\",\n  \"data\": {\n    \"e\": [],\n    \"o\": {}\n  },\n  \"text\": \"ü\",\n  \"stats\": {\n    \"time_ms\": 3\n  },\n  \"context\": {\n    \"cwd\": \".\",\n    \"params_input\": {\n      \"q\": \"é\\n\"\n    }\n  }\n}";
+        assert_eq!(r.to_json(), expected);
+    }
+
+    #[test]
+    fn error_codes_are_screaming() {
+        let all = [
+            ErrorCode::NotFound,
+            ErrorCode::AccessDenied,
+            ErrorCode::PermissionDenied,
+            ErrorCode::InvalidParam,
+            ErrorCode::Timeout,
+            ErrorCode::InternalError,
+            ErrorCode::ExecutionError,
+            ErrorCode::IsDirectory,
+            ErrorCode::BinaryFile,
+            ErrorCode::Conflict,
+        ];
+        let names: Vec<String> = all
+            .iter()
+            .map(|c| {
+                serde_json::to_value(c)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        let direct: Vec<&str> = all.iter().map(|c| c.as_str()).collect();
+        assert_eq!(names, direct);
+        assert_eq!(
+            direct,
+            [
+                "NOT_FOUND",
+                "ACCESS_DENIED",
+                "PERMISSION_DENIED",
+                "INVALID_PARAM",
+                "TIMEOUT",
+                "INTERNAL_ERROR",
+                "EXECUTION_ERROR",
+                "IS_DIRECTORY",
+                "BINARY_FILE",
+                "CONFLICT"
+            ]
+        );
+    }
+}

@@ -1,0 +1,317 @@
+//! Glob: find files by name pattern, or list one directory.
+//!
+//! With a `pattern`, the tree under `path` is walked (in parallel) and every file whose path
+//! relative to `path` matches is returned; `*` and `?` do not cross `/`, `**/` matches zero or more
+//! directories, and `[a-z]` ranges and `{a,b}` braces work. Without a pattern, the entries of
+//! `path` itself are listed, directories marked with a trailing `/`. Results are sorted by code
+//! point and cut to `limit`.
+//!
+//! ```
+//! use outrider::tools::{context::ToolContext, glob::GlobTool, registry::Tool, workspace::Workspace};
+//! use serde_json::json;
+//! let dir = tempfile::tempdir().unwrap();
+//! std::fs::create_dir(dir.path().join("src")).unwrap();
+//! std::fs::write(dir.path().join("src/main.rs"), "").unwrap();
+//! std::fs::write(dir.path().join("build.rs"), "").unwrap();
+//! let ctx = ToolContext::new(Workspace::new(dir.path()).unwrap());
+//! let r = GlobTool.run(&ctx, &json!({"pattern": "**/*.rs"}));
+//! assert_eq!(r.data["paths"], json!(["build.rs", "src/main.rs"]));
+//! let r = GlobTool.run(&ctx, &json!({}));
+//! assert_eq!(r.data["paths"], json!(["build.rs", "src/"]));
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use globset::GlobMatcher;
+use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkState};
+use serde_json::{json, Map, Value};
+
+use super::context::{Interrupt, ToolContext};
+use super::envelope::{elapsed_ms, ErrorCode, ToolResult};
+use super::grep::build_glob;
+use super::params;
+use super::registry::Tool;
+use super::walk::{self, WalkRules, DEFAULT_RESULT_LIMIT, MAX_RESULT_LIMIT};
+
+const ACCEPTED: [&str; 5] = [
+    "path",
+    "pattern",
+    "limit",
+    "include_hidden",
+    "include_ignored",
+];
+
+/// The Glob tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GlobTool;
+
+impl Tool for GlobTool {
+    fn name(&self) -> &'static str {
+        "Glob"
+    }
+
+    fn description(&self) -> &'static str {
+        "Find files by glob pattern, or list a directory. With `pattern`, returns the files under \
+         `path` whose path relative to `path` matches: '*' and '?' stay within one folder, '**/' \
+         spans any number of folders (so '**/*.py' finds Python files at any depth, '*.py' only \
+         directly in `path`), and [a-z] ranges and {a,b} braces work. Without `pattern`, lists \
+         the entries of `path` (not recursive), folders ending in '/'. Paths are relative to the \
+         project root, sorted, at most `limit` (default 100, max 200); more make the result \
+         partial. Hidden, .gitignore'd and build/dependency folders are skipped unless \
+         include_hidden / include_ignored."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "pattern": {
+                    "type": "string",
+                    "description": "Glob matched against file paths relative to `path`, e.g. '**/*.py', 'src/**/test_*.rs', '*.{json,yaml}'. Omit to list the directory."
+                },
+                "path": {
+                    "type": "string",
+                    "description": "Directory to search or list, relative to the project root.",
+                    "default": "."
+                },
+                "limit": {
+                    "type": "integer",
+                    "description": "Most paths to return.",
+                    "default": DEFAULT_RESULT_LIMIT,
+                    "minimum": 1,
+                    "maximum": MAX_RESULT_LIMIT
+                },
+                "include_hidden": {
+                    "type": "boolean",
+                    "description": "Also return entries whose name starts with '.'.",
+                    "default": false
+                },
+                "include_ignored": {
+                    "type": "boolean",
+                    "description": "Also return .gitignore'd entries and build/dependency folders (node_modules, target, dist, .venv, ...).",
+                    "default": false
+                }
+            },
+            "required": [],
+            "additionalProperties": false
+        })
+    }
+
+    fn run(&self, ctx: &ToolContext, args: &Value) -> ToolResult {
+        glob(ctx, args)
+    }
+}
+
+struct Request {
+    path: String,
+    pattern: Option<GlobMatcher>,
+    limit: usize,
+    rules: WalkRules,
+}
+
+fn parse(params: &Value) -> Result<Request, String> {
+    let args = params
+        .as_object()
+        .ok_or("Glob arguments must be a JSON object.")?;
+    let (Ok(path), Ok(pattern)) = (
+        params::str_opt(args, "path"),
+        params::str_opt(args, "pattern"),
+    ) else {
+        return Err("path and pattern must be strings.".into());
+    };
+    if pattern == Some("") {
+        return Err("pattern must not be empty when supplied.".into());
+    }
+    let Ok(limit) = params::int_in(args, "limit", DEFAULT_RESULT_LIMIT, 1, MAX_RESULT_LIMIT) else {
+        return Err("limit must be an integer between 1 and 200.".into());
+    };
+    let (Ok(include_hidden), Ok(include_ignored)) = (
+        params::bool_or(args, "include_hidden", false),
+        params::bool_or(args, "include_ignored", false),
+    ) else {
+        return Err("include_hidden and include_ignored must be booleans.".into());
+    };
+    if let Some(msg) = params::unknown_arguments("Glob", args, &ACCEPTED) {
+        return Err(msg);
+    }
+    let pattern = match pattern {
+        None => None,
+        Some(p) => Some(build_glob(&p.replace('\\', "/"))?),
+    };
+    let path = match path {
+        None | Some("") => ".".to_string(),
+        Some(p) => p.to_string(),
+    };
+    Ok(Request {
+        path,
+        pattern,
+        limit: limit as usize,
+        rules: WalkRules {
+            include_hidden,
+            include_ignored,
+            types: None,
+        },
+    })
+}
+
+fn glob(ctx: &ToolContext, params: &Value) -> ToolResult {
+    let started = Instant::now();
+    if let Err(e) = params::object("Glob", params) {
+        return *e;
+    }
+    let req = match parse(params) {
+        Ok(r) => r,
+        Err(msg) => return ToolResult::error(params, ErrorCode::InvalidParam, msg, 0),
+    };
+    let ws = &ctx.workspace;
+    let root = match walk::search_root(ws, &req.path, params, 0) {
+        Ok(r) => r,
+        Err(e) => return *e,
+    };
+    let rel_root = root.relative.clone();
+    let search_dir = root.path.clone();
+    let ws_root: PathBuf = ws.root().to_path_buf();
+
+    let found: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let interrupted: Mutex<Option<Interrupt>> = Mutex::new(None);
+    let mut builder = walk::walker(ws, &search_dir, &req.rules);
+    if req.pattern.is_none() {
+        builder.max_depth(Some(1));
+    }
+    let mut collectors = CollectorBuilder {
+        found: &found,
+        interrupted: &interrupted,
+        req: &req,
+        ws_root: &ws_root,
+        search_dir: &search_dir,
+        ctx,
+    };
+    builder.build_parallel().visit(&mut collectors);
+
+    if let Some(why) = interrupted
+        .into_inner()
+        .unwrap_or(None)
+        .or_else(|| ctx.interrupted())
+    {
+        let msg = match why {
+            Interrupt::Deadline => {
+                format!("Glob timed out walking '{rel_root}'; narrow the path or pattern.")
+            }
+            Interrupt::Cancelled => format!("Glob of '{rel_root}' was cancelled."),
+        };
+        return ToolResult::error(
+            params,
+            ErrorCode::Timeout,
+            msg,
+            started.elapsed().as_millis() as u64,
+        )
+        .with_path_resolved(rel_root);
+    }
+    let mut paths = found.into_inner().unwrap_or_else(|e| e.into_inner());
+    paths.sort_unstable();
+    let total = paths.len();
+    let truncated = total > req.limit;
+    paths.truncate(req.limit);
+    let n = paths.len();
+    let mut data = Map::new();
+    data.insert("paths".into(), json!(paths));
+    data.insert("truncated".into(), Value::from(truncated));
+    let mut text = format!("Found {n} path(s) in '{rel_root}'.");
+    if truncated {
+        text.push_str(" Results were truncated; narrow the path or pattern.");
+    }
+    let time_ms = elapsed_ms(started);
+    let result = if truncated {
+        ToolResult::partial(params, data, text, time_ms)
+    } else {
+        ToolResult::success(params, data, text, time_ms)
+    };
+    result
+        .with_stat("matched", n)
+        .with_stat("visited", total)
+        .with_path_resolved(rel_root)
+}
+
+/// Makes one [`Collector`] per walker thread.
+struct CollectorBuilder<'s> {
+    found: &'s Mutex<Vec<String>>,
+    interrupted: &'s Mutex<Option<Interrupt>>,
+    req: &'s Request,
+    ws_root: &'s Path,
+    search_dir: &'s Path,
+    ctx: &'s ToolContext,
+}
+
+impl<'s> ParallelVisitorBuilder<'s> for CollectorBuilder<'s> {
+    fn build(&mut self) -> Box<dyn ParallelVisitor + 's> {
+        Box::new(Collector {
+            found: self.found,
+            interrupted: self.interrupted,
+            req: self.req,
+            ws_root: self.ws_root,
+            search_dir: self.search_dir,
+            ctx: self.ctx,
+            local: Vec::new(),
+        })
+    }
+}
+
+/// Collects the hits of one walker thread without locking, and hands them over when dropped.
+struct Collector<'s> {
+    found: &'s Mutex<Vec<String>>,
+    interrupted: &'s Mutex<Option<Interrupt>>,
+    req: &'s Request,
+    ws_root: &'s Path,
+    search_dir: &'s Path,
+    ctx: &'s ToolContext,
+    local: Vec<String>,
+}
+
+impl Collector<'_> {
+    fn hit(&self, entry: &DirEntry) -> Option<String> {
+        if entry.depth() == 0 {
+            return None;
+        }
+        let ft = entry.file_type()?;
+        if ft.is_symlink() {
+            return None;
+        }
+        let rel = walk::rel_str(entry.path(), self.ws_root);
+        match &self.req.pattern {
+            None if ft.is_dir() => Some(format!("{rel}/")),
+            None => Some(rel),
+            Some(_) if !ft.is_file() => None,
+            Some(m) => {
+                let under = entry
+                    .path()
+                    .strip_prefix(self.search_dir)
+                    .unwrap_or(entry.path());
+                m.is_match(under).then_some(rel)
+            }
+        }
+    }
+}
+
+impl ParallelVisitor for Collector<'_> {
+    fn visit(&mut self, entry: Result<DirEntry, ignore::Error>) -> WalkState {
+        if let Some(why) = self.ctx.interrupted() {
+            *self.interrupted.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+            return WalkState::Quit;
+        }
+        if let Ok(entry) = entry {
+            if let Some(hit) = self.hit(&entry) {
+                self.local.push(hit);
+            }
+        }
+        WalkState::Continue
+    }
+}
+
+impl Drop for Collector<'_> {
+    fn drop(&mut self) {
+        let mut found = self.found.lock().unwrap_or_else(|e| e.into_inner());
+        found.append(&mut self.local);
+    }
+}

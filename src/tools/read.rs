@@ -1,0 +1,517 @@
+//! Read: one window of a text file, with line numbers.
+//!
+//! The file is streamed: only the requested window is kept, and the remaining lines are counted
+//! with `memchr`, so paging through a multi-gigabyte log costs memory for one window only. Lines
+//! are split on `\n` alone (a trailing `\r` of CRLF is dropped), the rule Grep and the evidence
+//! check use too, so line numbers agree everywhere.
+//!
+//! ```
+//! use outrider::tools::{context::ToolContext, read::ReadTool, registry::Tool, workspace::Workspace};
+//! use serde_json::json;
+//! let dir = tempfile::tempdir().unwrap();
+//! std::fs::write(dir.path().join("a.txt"), "one\ntwo\n").unwrap();
+//! let ctx = ToolContext::new(Workspace::new(dir.path()).unwrap());
+//! let r = ReadTool.run(&ctx, &json!({"path": "a.txt"}));
+//! assert_eq!(r.data["content"], "   1 | one\n   2 | two\n");
+//! ```
+
+use std::borrow::Cow;
+use std::io::{BufRead, BufReader, Cursor, Read};
+use std::os::unix::fs::MetadataExt;
+use std::time::Instant;
+
+use serde_json::{json, Map, Value};
+
+use super::context::{Interrupt, ToolContext};
+use super::envelope::{elapsed_ms, ErrorCode, ToolResult};
+use super::params;
+use super::registry::Tool;
+use super::workspace::{EntryKind, PathError};
+
+/// Lines returned when `limit` is not given.
+pub const READ_DEFAULT_LIMIT: i64 = 500;
+/// The largest `limit` Read accepts.
+pub const READ_MAX_LIMIT: i64 = 2000;
+/// A NUL byte in this many leading bytes makes a file binary.
+pub const BINARY_SNIFF_BYTES: usize = 8192;
+/// Bytes of one line that are kept; the rest of a longer line is dropped (and said so).
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+/// Bytes one window may hold; a window that would hold more ends early (as a truncation).
+pub const MAX_WINDOW_BYTES: usize = 8 << 20;
+
+const ACCEPTED: [&str; 3] = ["path", "start_line", "limit"];
+
+/// The Read tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReadTool;
+
+/// What one pass over the file found.
+struct Window {
+    lines: Vec<Vec<u8>>,
+    total_lines: u64,
+    long_lines: bool,
+}
+
+impl Tool for ReadTool {
+    fn name(&self) -> &'static str {
+        "Read"
+    }
+
+    fn description(&self) -> &'static str {
+        "Read a text file under the project root, with line numbers (`   12 | text`). Returns \
+         `limit` lines (default 500, max 2000) starting at `start_line` (1-based, default 1). \
+         When more lines remain the result is partial and the text says which start_line to use \
+         next. Paths are relative to the project root; directories are refused (use Glob to list \
+         them) and binary files are refused. Read a large file in pages, or use Grep to find the \
+         lines you need first."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "Path to the file (relative to project root). Required."
+                },
+                "start_line": {
+                    "type": "integer",
+                    "description": "First line to return, 1-based.",
+                    "default": 1,
+                    "minimum": 1
+                },
+                "limit": {
+                    "type": "integer",
+                    "description": "How many lines to return.",
+                    "default": READ_DEFAULT_LIMIT,
+                    "minimum": 1,
+                    "maximum": READ_MAX_LIMIT
+                }
+            },
+            "required": ["path"],
+            "additionalProperties": false
+        })
+    }
+
+    fn run(&self, ctx: &ToolContext, args: &Value) -> ToolResult {
+        read(ctx, args)
+    }
+}
+
+fn read(ctx: &ToolContext, params: &Value) -> ToolResult {
+    let started = Instant::now();
+    let invalid = |msg: &str| ToolResult::error(params, ErrorCode::InvalidParam, msg, 0);
+    let args = match params::object("Read", params) {
+        Ok(a) => a,
+        Err(e) => return *e,
+    };
+    let path = match params::get(args, "path") {
+        None | Some(Value::Bool(false)) => return invalid("Parameter 'path' is required."),
+        Some(Value::String(s)) if s.is_empty() => return invalid("Parameter 'path' is required."),
+        Some(Value::Number(n)) if n.as_f64() == Some(0.0) => {
+            return invalid("Parameter 'path' is required.")
+        }
+        Some(Value::Array(a)) if a.is_empty() => return invalid("Parameter 'path' is required."),
+        Some(Value::Object(o)) if o.is_empty() => return invalid("Parameter 'path' is required."),
+        Some(Value::String(s)) => s.as_str(),
+        Some(_) => return invalid("Path must be a non-empty relative string."),
+    };
+    let Ok(start_line) = params::int_in(args, "start_line", 1, 1, i64::MAX) else {
+        return invalid("start_line must be a positive integer (>= 1).");
+    };
+    let Ok(limit) = params::int_in(args, "limit", READ_DEFAULT_LIMIT, 1, READ_MAX_LIMIT) else {
+        return invalid("limit must be an integer between 1 and 2000.");
+    };
+    if let Some(msg) = params::unknown_arguments("Read", args, &ACCEPTED) {
+        return invalid(&msg);
+    }
+    let (start_line, limit) = (start_line as u64, limit as u64);
+    let ws = &ctx.workspace;
+
+    let fail = |code, msg: String| ToolResult::error(params, code, msg, 0);
+    let resolved = match ws.resolve(path) {
+        Ok(r) => r,
+        Err(e) => {
+            return match e {
+                PathError::Absolute | PathError::Outside => fail(
+                    ErrorCode::AccessDenied,
+                    format!("Access denied. Path '{path}' is outside project root."),
+                ),
+                PathError::InvalidPath(m) => fail(ErrorCode::InvalidParam, m),
+                PathError::NotFound(_) => fail(
+                    ErrorCode::NotFound,
+                    format!("File '{path}' does not exist."),
+                ),
+                other => fail(ErrorCode::InternalError, other.to_string()),
+            }
+        }
+    };
+    let rel = resolved.relative.clone();
+    let fail_at = |code, msg: String| fail(code, msg).with_path_resolved(rel.clone());
+    match resolved.kind {
+        EntryKind::File => {}
+        EntryKind::Missing => {
+            return fail_at(ErrorCode::NotFound, format!("File '{path}' does not exist."))
+        }
+        EntryKind::Directory => {
+            return fail_at(
+                ErrorCode::IsDirectory,
+                format!("Path '{path}' is a directory. Use Glob to explore it."),
+            )
+        }
+        EntryKind::Special => {
+            return fail_at(
+                ErrorCode::InvalidParam,
+                format!("Path '{path}' is not a regular file (a FIFO, socket or device); only regular files can be read."),
+            )
+        }
+    }
+    let (file, meta) = match ws.open(&resolved) {
+        Ok(f) => f,
+        Err(e) => {
+            let code = match e {
+                PathError::NotFound(_) => ErrorCode::NotFound,
+                PathError::NotRegular(_) => ErrorCode::InvalidParam,
+                _ => ErrorCode::InternalError,
+            };
+            let msg = match e {
+                PathError::NotFound(_) => format!("File '{path}' does not exist."),
+                other => other.to_string(),
+            };
+            return fail_at(code, msg);
+        }
+    };
+
+    let window = match scan(ctx, file, start_line, limit) {
+        Ok(Some(w)) => w,
+        Ok(None) => {
+            return fail_at(
+                ErrorCode::BinaryFile,
+                format!("File '{path}' appears to be binary. Cannot read as text."),
+            )
+        }
+        Err(Scan::Interrupted(why)) => {
+            let msg = match why {
+                Interrupt::Deadline => {
+                    format!("Read of '{path}' timed out; read a smaller window (start_line/limit).")
+                }
+                Interrupt::Cancelled => format!("Read of '{path}' was cancelled."),
+            };
+            return fail_at(ErrorCode::Timeout, msg);
+        }
+        Err(Scan::Io(e)) => {
+            return fail_at(
+                ErrorCode::InternalError,
+                format!("Could not read '{path}': {e}"),
+            )
+        }
+    };
+    let total = window.total_lines;
+    if total == 0 && start_line > 1 {
+        return fail_at(
+            ErrorCode::InvalidParam,
+            "start_line exceeds file length (file is empty). Valid start_line is 1.".into(),
+        )
+        .with_context("total_lines", 0);
+    }
+    if total > 0 && start_line > total {
+        return fail_at(
+            ErrorCode::InvalidParam,
+            format!(
+                "start_line ({start_line}) exceeds file length ({total} lines). Valid range: 1 to {total}."
+            ),
+        )
+        .with_context("total_lines", total);
+    }
+
+    let mut content = String::new();
+    let mut replaced = false;
+    for (i, raw) in window.lines.iter().enumerate() {
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let text = String::from_utf8_lossy(raw);
+        replaced |= matches!(text, Cow::Owned(_));
+        content.push_str(&format!("{:>4} | {}\n", start_line + i as u64, text));
+    }
+    let n = window.lines.len() as u64;
+    let end = start_line + n.saturating_sub(1);
+    let truncated = total > 0 && end < total;
+    let time_ms = elapsed_ms(started);
+
+    let mut text = Vec::new();
+    if total == 0 {
+        text.push(format!("Read 0 lines from '{path}' (file is empty)."));
+    } else {
+        text.push(format!(
+            "Read {n} lines from '{path}' (Lines {start_line}-{end})."
+        ));
+    }
+    text.push(format!("(Took {time_ms}ms)"));
+    if truncated {
+        text.push(format!(
+            "[Truncated: Showing {n} of {total} lines. Use start_line={} to continue ({} lines remaining).]",
+            end + 1,
+            total - end
+        ));
+    }
+    if replaced {
+        text.push(
+            "[Warning: Encoding issues detected. Some characters may be corrupted (using replacement).]"
+                .into(),
+        );
+    }
+    if window.long_lines {
+        text.push(format!(
+            "[Note: lines longer than {MAX_LINE_BYTES} bytes were cut to their first {MAX_LINE_BYTES} bytes.]"
+        ));
+    }
+
+    let chars_read = content.chars().count();
+    let mut data = Map::new();
+    data.insert("content".into(), Value::from(content));
+    data.insert("truncated".into(), Value::from(truncated));
+    if replaced {
+        data.insert("fallback_encoding".into(), Value::from("replace"));
+    }
+    let mtime_ms = meta.mtime() * 1000 + meta.mtime_nsec() / 1_000_000;
+    let result = if truncated || replaced {
+        ToolResult::partial(params, data, text.join("\n"), time_ms)
+    } else {
+        ToolResult::success(params, data, text.join("\n"), time_ms)
+    };
+    result
+        .with_stat("lines_read", n)
+        .with_stat("chars_read", chars_read)
+        .with_stat("total_lines", total)
+        .with_stat("file_size_bytes", meta.len())
+        .with_stat("file_mtime_ms", mtime_ms)
+        .with_stat(
+            "encoding",
+            if replaced { "utf-8 (replace)" } else { "utf-8" },
+        )
+        .with_path_resolved(rel)
+}
+
+enum Scan {
+    Interrupted(Interrupt),
+    Io(std::io::Error),
+}
+
+/// Stream the file once: keep lines `start..start+limit`, count all lines. `None` = binary.
+fn scan(
+    ctx: &ToolContext,
+    mut file: std::fs::File,
+    start: u64,
+    limit: u64,
+) -> Result<Option<Window>, Scan> {
+    let mut head = Vec::with_capacity(BINARY_SNIFF_BYTES);
+    (&mut file)
+        .take(BINARY_SNIFF_BYTES as u64)
+        .read_to_end(&mut head)
+        .map_err(Scan::Io)?;
+    if memchr::memchr(0, &head).is_some() {
+        return Ok(None);
+    }
+    let mut reader = BufReader::with_capacity(64 * 1024, Cursor::new(head).chain(file));
+    let mut window_end = start.saturating_add(limit - 1);
+    let mut lines: Vec<Vec<u8>> = Vec::new();
+    let mut current: Vec<u8> = Vec::new();
+    let mut kept_bytes = 0usize;
+    let mut long_lines = false;
+    let mut line_no = 1u64; // the line the next byte belongs to
+    let mut newlines = 0u64;
+    let mut last: Option<u8> = None;
+    loop {
+        if let Some(why) = ctx.interrupted() {
+            return Err(Scan::Interrupted(why));
+        }
+        let buf = reader.fill_buf().map_err(Scan::Io)?;
+        if buf.is_empty() {
+            break;
+        }
+        let n = buf.len();
+        last = Some(buf[n - 1]);
+        let mut pos = 0;
+        while pos < n {
+            if line_no > window_end {
+                let c = memchr::memchr_iter(b'\n', &buf[pos..]).count() as u64;
+                newlines += c;
+                line_no += c;
+                break;
+            }
+            let in_window = line_no >= start;
+            let (piece, ended) = match memchr::memchr(b'\n', &buf[pos..]) {
+                Some(i) => (&buf[pos..pos + i], true),
+                None => (&buf[pos..], false),
+            };
+            if in_window {
+                let room = MAX_LINE_BYTES.saturating_sub(current.len());
+                if piece.len() > room {
+                    long_lines = true;
+                }
+                current.extend_from_slice(&piece[..piece.len().min(room)]);
+            }
+            pos += piece.len();
+            if ended {
+                pos += 1;
+                newlines += 1;
+                if in_window {
+                    kept_bytes += current.len();
+                    lines.push(std::mem::take(&mut current));
+                    if kept_bytes >= MAX_WINDOW_BYTES {
+                        window_end = line_no;
+                    }
+                }
+                line_no += 1;
+            }
+        }
+        reader.consume(n);
+    }
+    let unterminated = last.is_some_and(|b| b != b'\n');
+    if unterminated && line_no >= start && line_no <= window_end {
+        lines.push(current);
+    }
+    Ok(Some(Window {
+        lines,
+        total_lines: newlines + unterminated as u64,
+        long_lines,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::workspace::Workspace;
+
+    fn setup(files: &[(&str, &[u8])]) -> (tempfile::TempDir, ToolContext) {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, body) in files {
+            std::fs::write(dir.path().join(name), body).unwrap();
+        }
+        let ctx = ToolContext::new(Workspace::new(dir.path()).unwrap());
+        (dir, ctx)
+    }
+
+    /// The result with the clock-dependent parts blanked, for whole-object comparison.
+    fn stable(r: &ToolResult) -> Value {
+        let mut v = r.to_value();
+        v["stats"]["time_ms"] = json!(0);
+        if v["stats"].get("file_mtime_ms").is_some() {
+            v["stats"]["file_mtime_ms"] = json!(0);
+        }
+        if let Some(t) = v["text"].as_str() {
+            let t = regex::Regex::new(r"\(Took \d+ms\)")
+                .unwrap()
+                .replace(t, "(Took Nms)");
+            v["text"] = json!(t);
+        }
+        v
+    }
+
+    #[test]
+    fn window_and_continuation() {
+        let (_d, ctx) = setup(&[("a.txt", b"l1\nl2\nl3\nl4\nl5\n")]);
+        let args = json!({"path": "a.txt", "start_line": 2, "limit": 2});
+        assert_eq!(
+            stable(&ReadTool.run(&ctx, &args)),
+            json!({
+                "status": "partial",
+                "data": {"content": "   2 | l2\n   3 | l3\n", "truncated": true},
+                "text": "Read 2 lines from 'a.txt' (Lines 2-3).\n(Took Nms)\n[Truncated: Showing 2 of 5 lines. Use start_line=4 to continue (2 lines remaining).]",
+                "stats": {"time_ms": 0, "lines_read": 2, "chars_read": 20, "total_lines": 5,
+                          "file_size_bytes": 15, "file_mtime_ms": 0, "encoding": "utf-8"},
+                "context": {"cwd": ".", "params_input": args, "path_resolved": "a.txt"}
+            })
+        );
+    }
+
+    #[test]
+    fn crlf_u2028_and_unterminated_last_line() {
+        let (_d, ctx) = setup(&[("w.txt", "a\r\nb\u{2028}c\x0cd\r\ne".as_bytes())]);
+        let r = ReadTool.run(&ctx, &json!({"path": "w.txt"}));
+        assert_eq!(r.status, crate::tools::envelope::ToolStatus::Success);
+        assert_eq!(
+            r.data["content"],
+            json!("   1 | a\n   2 | b\u{2028}c\x0cd\n   3 | e\n")
+        );
+        assert_eq!(r.stats["total_lines"], json!(3));
+    }
+
+    #[test]
+    fn invalid_utf8_is_replaced_and_flagged() {
+        let (_d, ctx) = setup(&[("l.txt", b"caf\xe9\nok\n")]);
+        let r = ReadTool.run(&ctx, &json!({"path": "l.txt"}));
+        let v = stable(&r);
+        assert_eq!(v["status"], "partial");
+        assert_eq!(
+            v["data"],
+            json!({"content": "   1 | caf\u{FFFD}\n   2 | ok\n", "truncated": false, "fallback_encoding": "replace"})
+        );
+        assert_eq!(v["stats"]["encoding"], "utf-8 (replace)");
+        assert_eq!(
+            v["text"],
+            "Read 2 lines from 'l.txt' (Lines 1-2).\n(Took Nms)\n[Warning: Encoding issues detected. Some characters may be corrupted (using replacement).]"
+        );
+    }
+
+    #[test]
+    fn long_line_is_cut() {
+        let mut body = vec![b'x'; MAX_LINE_BYTES + 10];
+        body.push(b'\n');
+        let (_d, ctx) = setup(&[("big.txt", &body)]);
+        let r = ReadTool.run(&ctx, &json!({"path": "big.txt"}));
+        assert_eq!(
+            r.data["content"].as_str().unwrap().len(),
+            MAX_LINE_BYTES + "   1 | \n".len()
+        );
+        assert!(r.text.contains("were cut"));
+    }
+
+    #[test]
+    fn window_byte_cap_ends_window_early() {
+        let line = "y".repeat(MAX_LINE_BYTES - 1) + "\n";
+        let body = line.repeat(12);
+        let (_d, ctx) = setup(&[("w.txt", body.as_bytes())]);
+        let r = ReadTool.run(&ctx, &json!({"path": "w.txt", "limit": 20}));
+        assert_eq!(r.stats["lines_read"], json!(9));
+        assert_eq!(r.stats["total_lines"], json!(12));
+        assert_eq!(r.data["truncated"], json!(true));
+    }
+
+    #[test]
+    fn binary_and_empty() {
+        let (_d, ctx) = setup(&[("b.bin", b"ab\0cd"), ("e.txt", b"")]);
+        let r = ReadTool.run(&ctx, &json!({"path": "b.bin"}));
+        assert_eq!(
+            r.error.unwrap().message,
+            "File 'b.bin' appears to be binary. Cannot read as text."
+        );
+        let e = stable(&ReadTool.run(&ctx, &json!({"path": "e.txt"})));
+        assert_eq!(e["status"], "success");
+        assert_eq!(e["data"], json!({"content": "", "truncated": false}));
+        assert_eq!(
+            e["text"],
+            "Read 0 lines from 'e.txt' (file is empty).\n(Took Nms)"
+        );
+        let past = ReadTool.run(&ctx, &json!({"path": "e.txt", "start_line": 2}));
+        assert_eq!(
+            past.to_value()["error"],
+            json!({"code": "INVALID_PARAM", "message": "start_line exceeds file length (file is empty). Valid start_line is 1."})
+        );
+        assert_eq!(past.context["total_lines"], json!(0));
+    }
+
+    #[test]
+    fn numbering_widens_past_9999() {
+        let body: String = (1..=10001).map(|i| format!("{i}\n")).collect();
+        let (_d, ctx) = setup(&[("n.txt", body.as_bytes())]);
+        let r = ReadTool.run(
+            &ctx,
+            &json!({"path": "n.txt", "start_line": 9999, "limit": 3}),
+        );
+        assert_eq!(
+            r.data["content"],
+            json!("9999 | 9999\n10000 | 10000\n10001 | 10001\n")
+        );
+        assert_eq!(r.status, crate::tools::envelope::ToolStatus::Success);
+    }
+}

@@ -1,0 +1,222 @@
+//! The rules Grep and Glob share: which entries a walk visits, and how a search root resolves.
+//!
+//! Skipped unless asked: hidden names (starting with "."), the reference's
+//! [`DEFAULT_IGNORED_NAMES`] at any depth, and `.gitignore`/`.ignore`/`.git/info/exclude` rules,
+//! also outside a git repository. Symlinks are never followed and never listed. Ignore files are
+//! read only inside the workspace: those of the directories between the root and the search
+//! directory are applied as well, but nothing above the root is consulted (no global git config).
+
+use std::path::{Path, PathBuf};
+
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use ignore::types::Types;
+use ignore::{DirEntry, WalkBuilder};
+use serde_json::Value;
+
+use super::envelope::{ErrorCode, ToolResult};
+use super::workspace::{EntryKind, PathError, Resolved, Workspace};
+
+/// Names skipped at any depth, for files and directories alike, unless `include_ignored`.
+pub const DEFAULT_IGNORED_NAMES: [&str; 16] = [
+    ".git",
+    ".hg",
+    ".svn",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".tox",
+    ".venv",
+    ".idea",
+    ".vscode",
+    "__pycache__",
+    "build",
+    "dist",
+    "node_modules",
+    "target",
+    "venv",
+];
+
+/// Results returned when `limit` is not given.
+pub const DEFAULT_RESULT_LIMIT: i64 = 100;
+/// The largest `limit` Grep and Glob accept.
+pub const MAX_RESULT_LIMIT: i64 = 200;
+
+/// Which entries a walk visits.
+#[derive(Debug, Clone, Default)]
+pub struct WalkRules {
+    /// Visit names starting with ".".
+    pub include_hidden: bool,
+    /// Visit [`DEFAULT_IGNORED_NAMES`] and entries matched by ignore files.
+    pub include_ignored: bool,
+    /// Only files of these ripgrep types (directories are unaffected).
+    pub types: Option<Types>,
+}
+
+/// A walker over `dir` (an absolute directory inside the workspace) with the shared rules.
+pub(crate) fn walker(ws: &Workspace, dir: &Path, rules: &WalkRules) -> WalkBuilder {
+    let mut b = WalkBuilder::new(dir);
+    let respect = !rules.include_ignored;
+    b.hidden(!rules.include_hidden)
+        .parents(false)
+        .ignore(respect)
+        .git_ignore(respect)
+        .git_exclude(respect)
+        .git_global(false)
+        .require_git(false)
+        .follow_links(false)
+        .same_file_system(false);
+    if let Some(types) = &rules.types {
+        b.types(types.clone());
+    }
+    if rules.include_ignored {
+        return b;
+    }
+    let ancestors = ancestor_ignores(ws.root(), dir);
+    b.filter_entry(move |entry: &DirEntry| {
+        if let Some(name) = entry.file_name().to_str() {
+            if DEFAULT_IGNORED_NAMES.contains(&name) {
+                return false;
+            }
+        }
+        if ancestors.is_empty() {
+            return true;
+        }
+        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+        // Deepest ignore file first: it overrides the ones above, as git does.
+        for gi in ancestors.iter().rev() {
+            let m = gi.matched(entry.path(), is_dir);
+            if m.is_ignore() {
+                return false;
+            }
+            if m.is_whitelist() {
+                return true;
+            }
+        }
+        true
+    });
+    b
+}
+
+/// Matchers for the ignore files of the directories from `root` down to the parent of `dir`
+/// (the walker itself reads those of `dir` and below).
+fn ancestor_ignores(root: &Path, dir: &Path) -> Vec<Gitignore> {
+    let Ok(rel) = dir.strip_prefix(root) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut current = PathBuf::from(root);
+    for component in rel.components() {
+        let mut builder = GitignoreBuilder::new(&current);
+        let mut any = false;
+        for name in [".gitignore", ".ignore"] {
+            let file = current.join(name);
+            if std::fs::symlink_metadata(&file).is_ok_and(|m| m.file_type().is_file()) {
+                any |= builder.add(&file).is_none();
+            }
+        }
+        if any {
+            if let Ok(gi) = builder.build() {
+                out.push(gi);
+            }
+        }
+        current.push(component);
+    }
+    out
+}
+
+/// The `/`-separated path of `path` relative to `base`.
+pub(crate) fn rel_str(path: &Path, base: &Path) -> String {
+    let rel = path.strip_prefix(base).unwrap_or(path);
+    rel.to_string_lossy().into_owned()
+}
+
+/// Resolve the directory a search starts from; the error envelopes of reference §5.3.
+pub(crate) fn search_root(
+    ws: &Workspace,
+    requested: &str,
+    params: &Value,
+    time_ms: u64,
+) -> Result<Resolved, Box<ToolResult>> {
+    let err = |code, msg: String| ToolResult::error(params, code, msg, time_ms);
+    let resolved = ws.resolve(requested).map_err(|e| {
+        Box::new(match e {
+            PathError::Absolute | PathError::Outside => err(ErrorCode::AccessDenied, e.to_string()),
+            PathError::InvalidPath(m) => err(ErrorCode::InvalidParam, m),
+            PathError::NotFound(_) => err(
+                ErrorCode::NotFound,
+                format!("Search path '{requested}' does not exist."),
+            ),
+            other => err(ErrorCode::InternalError, other.to_string()),
+        })
+    })?;
+    match resolved.kind {
+        EntryKind::Directory => Ok(resolved),
+        EntryKind::Missing => Err(Box::new(
+            err(
+                ErrorCode::NotFound,
+                format!("Search path '{requested}' does not exist."),
+            )
+            .with_path_resolved(resolved.relative.clone()),
+        )),
+        EntryKind::File | EntryKind::Special => Err(Box::new(
+            err(
+                ErrorCode::InvalidParam,
+                format!("Search path '{requested}' is not a directory."),
+            )
+            .with_path_resolved(resolved.relative.clone()),
+        )),
+    }
+}
+
+/// The ripgrep file-type names, for error messages and the schema.
+pub const COMMON_TYPES: &str =
+    "py, rust, js, ts, go, java, c, cpp, cs, rb, php, sh, md, json, yaml, toml, html, css";
+
+/// Build a type filter selecting `name`, or the INVALID_PARAM message.
+pub(crate) fn select_type(name: &str) -> Result<Types, String> {
+    let mut b = ignore::types::TypesBuilder::new();
+    b.add_defaults();
+    let known = b.definitions().iter().any(|d| d.name() == name);
+    if !known {
+        return Err(format!(
+            "Unknown file type '{name}' for type; use a ripgrep type name such as {COMMON_TYPES}, or use glob instead."
+        ));
+    }
+    b.select(name);
+    b.build()
+        .map_err(|e| format!("Invalid file type '{name}': {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn types_are_checked() {
+        assert!(select_type("py").is_ok());
+        assert!(select_type("rust").is_ok());
+        assert_eq!(
+            select_type("pyhton").unwrap_err(),
+            format!("Unknown file type 'pyhton' for type; use a ripgrep type name such as {COMMON_TYPES}, or use glob instead.")
+        );
+    }
+
+    #[test]
+    fn ancestor_ignores_apply_below_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("src/gen")).unwrap();
+        std::fs::write(root.join(".gitignore"), "*.log\n/src/gen/\n").unwrap();
+        std::fs::write(root.join("src/a.log"), "").unwrap();
+        std::fs::write(root.join("src/a.rs"), "").unwrap();
+        std::fs::write(root.join("src/gen/x.rs"), "").unwrap();
+        let ws = Workspace::new(&root).unwrap();
+        let mut seen: Vec<String> = walker(&ws, &root.join("src"), &WalkRules::default())
+            .build()
+            .filter_map(Result::ok)
+            .map(|e| rel_str(e.path(), &root))
+            .collect();
+        seen.sort();
+        assert_eq!(seen, ["src", "src/a.rs"]);
+    }
+}
