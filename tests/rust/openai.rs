@@ -1,0 +1,846 @@
+//! The OpenAI-compatible client against a scripted HTTP/1.1 server on 127.0.0.1, and its
+//! configuration from environment variables and `.env` text.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use outrider::error::Error;
+use outrider::llm::env::{config_from_lookup, env_or_dotenv, load_dotenv, parse_dotenv};
+use outrider::llm::openai::{OpenAICompatible, OpenAICompatibleConfig};
+use outrider::llm::{
+    ChatModel, ChatRequest, ChatResponse, Message, ModelError, ModelErrorKind, ToolCall, Usage,
+};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const KEY: &str = "sk-test-0123456789abcdef";
+
+/// What the server does with one request.
+#[derive(Clone)]
+enum Step {
+    /// Answer with a status, extra headers and a body.
+    Reply(u16, Vec<(&'static str, String)>, String),
+    /// Read the request and never answer.
+    Hang,
+}
+
+fn json_reply(status: u16, body: Value) -> Step {
+    Step::Reply(status, vec![], body.to_string())
+}
+
+/// One request the server received.
+#[derive(Debug, Clone)]
+struct Recorded {
+    request_line: String,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Recorded {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+struct Server {
+    base_url: String,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+}
+
+impl Server {
+    /// A server that answers the n-th request with `script[n]` (500 once the script is used up).
+    async fn start(script: Vec<Step>) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let recorded = Arc::clone(&requests);
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let (recorded, script) = (Arc::clone(&recorded), script.clone());
+                tokio::spawn(serve(stream, recorded, script));
+            }
+        });
+        Server { base_url, requests }
+    }
+
+    fn requests(&self) -> Vec<Recorded> {
+        self.requests.lock().unwrap().clone()
+    }
+
+    fn model(&self, configure: impl FnOnce(&mut OpenAICompatibleConfig)) -> OpenAICompatible {
+        let mut config = OpenAICompatibleConfig::new("test-model", self.base_url.as_str());
+        config.api_key = Some(KEY.into());
+        configure(&mut config);
+        OpenAICompatible::new(config).unwrap()
+    }
+
+    fn endpoint(&self) -> String {
+        format!("{}/chat/completions", self.base_url)
+    }
+}
+
+/// One connection: read the head and a Content-Length body, answer, close.
+async fn serve(mut stream: TcpStream, recorded: Arc<Mutex<Vec<Recorded>>>, script: Vec<Step>) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i;
+        }
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let request_line = lines.next().unwrap_or_default().to_owned();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    let length: usize = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = buf[head_end + 4..].to_vec();
+    while body.len() < length {
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => body.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let index = {
+        let mut all = recorded.lock().unwrap();
+        all.push(Recorded {
+            request_line,
+            headers,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        });
+        all.len() - 1
+    };
+    let step = script.get(index).cloned().unwrap_or_else(|| {
+        Step::Reply(
+            500,
+            vec![],
+            r#"{"error": {"message": "script exhausted"}}"#.into(),
+        )
+    });
+    match step {
+        Step::Hang => {
+            // Hold the connection until the client gives up and closes it.
+            while matches!(stream.read(&mut chunk).await, Ok(n) if n > 0) {}
+        }
+        Step::Reply(status, extra, body) => {
+            let mut response = format!(
+                "HTTP/1.1 {status} Scripted\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+                body.len()
+            );
+            for (k, v) in extra {
+                response.push_str(&format!("{k}: {v}\r\n"));
+            }
+            response.push_str("\r\n");
+            response.push_str(&body);
+            let _ = stream.write_all(response.as_bytes()).await;
+            let _ = stream.shutdown().await;
+        }
+    }
+}
+
+fn completion(content: &str) -> Value {
+    json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "model": "test-model",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
+    })
+}
+
+fn final_answer(content: &str) -> ChatResponse {
+    ChatResponse {
+        content: content.into(),
+        tool_calls: vec![],
+        finish_reason: Some("stop".into()),
+        usage: Some(Usage {
+            prompt_tokens: 10,
+            completion_tokens: 2,
+            total_tokens: 12,
+        }),
+    }
+}
+
+fn simple_request() -> ChatRequest {
+    ChatRequest {
+        model: None,
+        messages: vec![Message::User {
+            content: "hi".into(),
+        }],
+        tools: vec![],
+        tool_choice: None,
+    }
+}
+
+fn error(kind: ModelErrorKind, status: Option<u16>, message: String) -> ModelError {
+    ModelError {
+        kind,
+        message,
+        status,
+    }
+}
+
+#[tokio::test]
+async fn success_with_tool_calls_sends_bearer_and_full_body() {
+    let server = Server::start(vec![json_reply(
+        200,
+        json!({
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": null,
+                "tool_calls": [{"id": "call_1", "type": "function",
+                    "function": {"name": "Grep", "arguments": "{\"pattern\": \"def main\"}"}}]}}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 7, "total_tokens": 57},
+        }),
+    )])
+    .await;
+    let model = server.model(|c| {
+        c.temperature = Some(0.5);
+        c.max_tokens = Some(256);
+    });
+    let grep_schema =
+        json!({"type": "function", "function": {"name": "Grep", "parameters": {"type": "object"}}});
+    let request = ChatRequest {
+        model: None,
+        messages: vec![
+            Message::System {
+                content: "explore".into(),
+            },
+            Message::User {
+                content: "find main".into(),
+            },
+        ],
+        tools: vec![grep_schema.clone()],
+        tool_choice: Some("auto".into()),
+    };
+
+    let response = model.complete(&request).await.unwrap();
+
+    assert_eq!(
+        response,
+        ChatResponse {
+            content: String::new(),
+            tool_calls: vec![ToolCall {
+                id: "call_1".into(),
+                name: "Grep".into(),
+                arguments: r#"{"pattern": "def main"}"#.into(),
+            }],
+            finish_reason: Some("tool_calls".into()),
+            usage: Some(Usage {
+                prompt_tokens: 50,
+                completion_tokens: 7,
+                total_tokens: 57
+            }),
+        }
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let sent = &requests[0];
+    assert_eq!(sent.request_line, "POST /v1/chat/completions HTTP/1.1");
+    assert_eq!(
+        sent.header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    assert_eq!(sent.header("content-type"), Some("application/json"));
+    assert_eq!(
+        serde_json::from_str::<Value>(&sent.body).unwrap(),
+        json!({
+            "model": "test-model",
+            "messages": [{"role": "system", "content": "explore"}, {"role": "user", "content": "find main"}],
+            "tools": [grep_schema],
+            "tool_choice": "auto",
+            "temperature": 0.5,
+            "max_tokens": 256,
+        })
+    );
+}
+
+#[tokio::test]
+async fn no_tools_means_no_tool_choice_and_no_key_means_no_auth_header() {
+    let server = Server::start(vec![json_reply(200, completion("done"))]).await;
+    let model = server.model(|c| c.api_key = None);
+    let mut request = simple_request();
+    request.model = Some("other-model".into());
+    request.tool_choice = Some("none".into());
+
+    assert_eq!(
+        model.complete(&request).await.unwrap(),
+        final_answer("done")
+    );
+    let sent = &server.requests()[0];
+    assert_eq!(sent.header("authorization"), None);
+    assert_eq!(
+        serde_json::from_str::<Value>(&sent.body).unwrap(),
+        json!({"model": "other-model", "messages": [{"role": "user", "content": "hi"}]})
+    );
+}
+
+#[tokio::test]
+async fn rate_limit_waits_for_retry_after_then_succeeds() {
+    let server = Server::start(vec![
+        Step::Reply(
+            429,
+            vec![("Retry-After", "1".into())],
+            json!({"error": {"message": "slow down"}}).to_string(),
+        ),
+        json_reply(200, completion("after the wait")),
+    ])
+    .await;
+    let model = server.model(|_| {});
+    let started = Instant::now();
+
+    let response = model.complete(&simple_request()).await.unwrap();
+
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(response, final_answer("after the wait"));
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn rate_limit_gives_up_after_max_retries() {
+    let throttled = Step::Reply(
+        429,
+        vec![("Retry-After", "0".into())],
+        json!({"error": {"message": "quota exceeded"}}).to_string(),
+    );
+    let server = Server::start(vec![throttled.clone(), throttled]).await;
+    let model = server.model(|c| c.max_retries = 1);
+
+    let err = model.complete(&simple_request()).await.unwrap_err();
+
+    assert_eq!(
+        err,
+        error(
+            ModelErrorKind::RateLimit,
+            Some(429),
+            format!(
+                "{} answered HTTP 429 (rate limited): quota exceeded (gave up after 2 attempts)",
+                server.endpoint()
+            )
+        )
+    );
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn server_errors_are_retried_then_succeed() {
+    let server = Server::start(vec![
+        json_reply(500, json!({"error": {"message": "boom"}})),
+        Step::Reply(502, vec![], "<html>bad gateway</html>".into()),
+        json_reply(200, completion("third time")),
+    ])
+    .await;
+    let model = server.model(|_| {});
+
+    assert_eq!(
+        model.complete(&simple_request()).await.unwrap(),
+        final_answer("third time")
+    );
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn server_errors_past_the_retries_name_the_last_status() {
+    let server = Server::start(vec![
+        json_reply(503, json!({"error": {"message": "overloaded"}})),
+        Step::Reply(502, vec![], "<html>bad gateway</html>".into()),
+    ])
+    .await;
+    let model = server.model(|c| c.max_retries = 1);
+
+    assert_eq!(
+        model.complete(&simple_request()).await.unwrap_err(),
+        error(
+            ModelErrorKind::Server,
+            Some(502),
+            format!(
+                "{} answered HTTP 502: <html>bad gateway</html> (gave up after 2 attempts)",
+                server.endpoint()
+            )
+        )
+    );
+}
+
+#[tokio::test]
+async fn unauthorized_is_auth_without_retry_and_hides_the_key() {
+    // Providers echo the key they refused; it must not reach the message.
+    let server = Server::start(vec![json_reply(
+        401,
+        json!({"error": {"message": format!("Incorrect API key provided: {KEY}."), "type": "invalid_request_error"}}),
+    )])
+    .await;
+    let model = server.model(|_| {});
+
+    let err = model.complete(&simple_request()).await.unwrap_err();
+
+    assert_eq!(
+        err,
+        error(
+            ModelErrorKind::Auth,
+            Some(401),
+            format!(
+                "{} answered HTTP 401: Incorrect API key provided: [REDACTED].; check the API key and that it may use model 'test-model'",
+                server.endpoint()
+            )
+        )
+    );
+    assert_eq!(server.requests().len(), 1);
+    assert!(!format!("{err} {err:?} {model:?}").contains(KEY));
+}
+
+#[tokio::test]
+async fn context_length_is_not_retried() {
+    let server = Server::start(vec![json_reply(
+        400,
+        json!({"error": {"message": "This model's maximum context length is 8192 tokens.", "code": "context_length_exceeded"}}),
+    )])
+    .await;
+    let model = server.model(|_| {});
+
+    assert_eq!(
+        model.complete(&simple_request()).await.unwrap_err(),
+        error(
+            ModelErrorKind::ContextTooLong,
+            Some(400),
+            format!(
+                "{} answered HTTP 400: the prompt does not fit the model's context window: This model's maximum context length is 8192 tokens.",
+                server.endpoint()
+            )
+        )
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn other_client_errors_are_invalid_requests_without_retry() {
+    let server = Server::start(vec![json_reply(
+        422,
+        json!({"detail": "messages: field required"}),
+    )])
+    .await;
+    let model = server.model(|_| {});
+
+    assert_eq!(
+        model.complete(&simple_request()).await.unwrap_err(),
+        error(
+            ModelErrorKind::InvalidRequest,
+            Some(422),
+            format!(
+                "{} refused the request with HTTP 422: messages: field required",
+                server.endpoint()
+            )
+        )
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn hung_server_times_out_on_every_attempt() {
+    let server = Server::start(vec![Step::Hang, Step::Hang]).await;
+    let model = server.model(|c| {
+        c.timeout = Duration::from_secs(1);
+        c.max_retries = 1;
+    });
+    let started = Instant::now();
+
+    let err = model.complete(&simple_request()).await.unwrap_err();
+
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        err,
+        error(
+            ModelErrorKind::Timeout,
+            None,
+            format!(
+                "no complete answer from {} within 1 s (the timeout); raise it if the model is slow (gave up after 2 attempts)",
+                server.endpoint()
+            )
+        )
+    );
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn non_json_body_is_a_bad_response_without_retry() {
+    let server = Server::start(vec![Step::Reply(
+        200,
+        vec![],
+        "<html>login page</html>".into(),
+    )])
+    .await;
+    let model = server.model(|_| {});
+
+    let err = model.complete(&simple_request()).await.unwrap_err();
+
+    assert_eq!(
+        err,
+        error(
+            ModelErrorKind::BadResponse,
+            Some(200),
+            format!(
+                "{} answered HTTP 200 with a body that is not JSON (expected value at line 1 column 1): <html>login page</html>",
+                server.endpoint()
+            )
+        )
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn json_that_is_not_a_completion_is_a_bad_response() {
+    let server = Server::start(vec![json_reply(200, json!({"choices": []}))]).await;
+    let model = server.model(|_| {});
+
+    assert_eq!(
+        model.complete(&simple_request()).await.unwrap_err(),
+        error(
+            ModelErrorKind::BadResponse,
+            Some(200),
+            format!(
+                r#"{} answered HTTP 200 with JSON that is not a chat completion (model response has no choices: choices = []): {{"choices":[]}}"#,
+                server.endpoint()
+            )
+        )
+    );
+}
+
+#[tokio::test]
+async fn connection_refused_is_a_connection_error_after_the_retries() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let mut config =
+        OpenAICompatibleConfig::new("test-model", format!("http://127.0.0.1:{port}/v1"));
+    config.max_retries = 1;
+    let model = OpenAICompatible::new(config).unwrap();
+
+    let err = model.complete(&simple_request()).await.unwrap_err();
+
+    assert_eq!((err.kind, err.status), (ModelErrorKind::Connection, None));
+    assert_eq!(
+        err.message,
+        format!("could not connect to http://127.0.0.1:{port}/v1/chat/completions: Connection refused (os error 111) (gave up after 2 attempts)")
+    );
+}
+
+#[test]
+fn base_url_suffixes_are_stripped_and_describe_names_the_model() {
+    for raw in [
+        "http://localhost:8000/v1",
+        "http://localhost:8000/v1/",
+        "http://localhost:8000/v1/chat/completions",
+        "http://localhost:8000/v1/completions/",
+    ] {
+        let model = OpenAICompatible::new(OpenAICompatibleConfig::new("m", raw)).unwrap();
+        assert_eq!(
+            (
+                model.endpoint(),
+                model.config().base_url.as_str(),
+                model.describe(),
+                model.model_id()
+            ),
+            (
+                "http://localhost:8000/v1/chat/completions",
+                "http://localhost:8000/v1",
+                "openai-compatible m at http://localhost:8000/v1".to_string(),
+                Some("m".to_string())
+            ),
+            "{raw}"
+        );
+    }
+}
+
+#[test]
+fn config_validation_names_the_bad_value() {
+    let check = |configure: &dyn Fn(&mut OpenAICompatibleConfig)| {
+        let mut config = OpenAICompatibleConfig::new("gpt-4o-mini", "https://api.openai.com/v1");
+        configure(&mut config);
+        OpenAICompatible::new(config).unwrap_err().to_string()
+    };
+    assert_eq!(
+        check(&|c| c.model = "  ".into()),
+        "model: the model id is empty; name the model to call, e.g. gpt-4o-mini"
+    );
+    assert_eq!(
+        check(&|c| c.base_url = "ftp://example.com".into()),
+        "base_url: 'ftp://example.com' is not an http(s) URL; use an http(s) URL such as https://api.openai.com/v1"
+    );
+    assert_eq!(
+        check(&|c| c.base_url = "localhost:8000/v1".into()),
+        "base_url: 'localhost:8000/v1' is not an http(s) URL; use an http(s) URL such as https://api.openai.com/v1"
+    );
+    assert_eq!(
+        check(&|c| c.base_url = "api.openai.com/v1".into()),
+        "base_url: 'api.openai.com/v1' is not a URL (relative URL without a base); use an http(s) URL such as https://api.openai.com/v1"
+    );
+    assert_eq!(
+        check(&|c| c.timeout = Duration::ZERO),
+        "timeout: 0 s would fail every request; use a positive number of seconds"
+    );
+    assert_eq!(
+        check(&|c| c.temperature = Some(f64::NAN)),
+        "temperature: NaN is not a temperature; use a number >= 0 such as 0.5"
+    );
+    assert_eq!(
+        check(&|c| c.max_tokens = Some(0)),
+        "max_tokens: 0 leaves no room for an answer; use a positive number or leave it unset"
+    );
+    assert_eq!(
+        check(&|c| c.extra_headers = vec![("bad header".into(), "v".into())]),
+        "extra_headers: 'bad header' is not a valid HTTP header name"
+    );
+    assert_eq!(
+        check(&|c| c.api_key = Some("sk-line\nbreak".into())),
+        "api_key: the key has characters an HTTP header cannot carry (a newline or a control character?)"
+    );
+    assert_eq!(
+        outrider::llm::openai::duration_from_secs("timeout", -1.0)
+            .unwrap_err()
+            .to_string(),
+        "timeout: -1 is not a positive number of seconds; use e.g. 120"
+    );
+    assert_eq!(
+        outrider::llm::openai::duration_from_secs("timeout", f64::INFINITY)
+            .unwrap_err()
+            .to_string(),
+        "timeout: inf is not a positive number of seconds; use e.g. 120"
+    );
+}
+
+#[test]
+fn debug_output_hides_the_key_and_header_values() {
+    let mut config = OpenAICompatibleConfig::new("m", "https://user:pw@example.com/v1");
+    config.api_key = Some(KEY.into());
+    config.extra_headers = vec![("X-Gateway-Token".into(), "gw-secret-value".into())];
+    let shown = format!(
+        "{config:?} {:?}",
+        OpenAICompatible::new(config.clone()).unwrap()
+    );
+    assert!(
+        !shown.contains(KEY) && !shown.contains("gw-secret-value") && !shown.contains("pw@"),
+        "{shown}"
+    );
+    assert!(shown.contains(r#"api_key: Some("***")"#), "{shown}");
+}
+
+// ---- environment ----
+
+fn lookup_from(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let pairs: Vec<(String, String)> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    move |name| {
+        pairs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    }
+}
+
+fn expected(model: &str, base_url: &str, key: Option<&str>) -> OpenAICompatibleConfig {
+    let mut config = OpenAICompatibleConfig::new(model, base_url);
+    config.api_key = key.map(str::to_owned);
+    config
+}
+
+#[test]
+fn main_route_reads_llm_variables_with_defaults() {
+    let env = lookup_from(&[("LLM_MODEL_ID", "gpt-4o-mini"), ("LLM_API_KEY", KEY)]);
+    assert_eq!(
+        config_from_lookup("LLM", &env).unwrap(),
+        Some(expected(
+            "gpt-4o-mini",
+            "https://api.openai.com/v1",
+            Some(KEY)
+        ))
+    );
+
+    let env = lookup_from(&[
+        ("LLM_MODEL_ID", "qwen"),
+        ("LLM_BASE_URL", "http://localhost:8000/v1/chat/completions"),
+        ("LLM_TIMEOUT", "30.5"),
+        ("LLM_MAX_RETRIES", "0"),
+    ]);
+    let mut want = expected("qwen", "http://localhost:8000/v1", None);
+    want.timeout = Duration::from_secs_f64(30.5);
+    want.max_retries = 0;
+    assert_eq!(config_from_lookup("LLM", &env).unwrap(), Some(want));
+
+    assert_eq!(config_from_lookup("LLM", &lookup_from(&[])).unwrap(), None);
+    assert_eq!(
+        config_from_lookup("LLM", &lookup_from(&[("LLM_MODEL_ID", "  ")])).unwrap(),
+        None
+    );
+}
+
+#[test]
+fn light_route_falls_back_to_the_main_key_and_url() {
+    let main = [
+        ("LLM_MODEL_ID", "big"),
+        ("LLM_API_KEY", "sk-main"),
+        ("LLM_BASE_URL", "https://gateway.example/v1"),
+        ("LLM_TIMEOUT", "60"),
+    ];
+    assert_eq!(
+        config_from_lookup("LIGHT_LLM", &lookup_from(&main)).unwrap(),
+        None
+    );
+
+    let mut vars = main.to_vec();
+    vars.push(("LIGHT_LLM_MODEL_ID", "small"));
+    let mut want = expected("small", "https://gateway.example/v1", Some("sk-main"));
+    want.timeout = Duration::from_secs(60);
+    want.temperature = Some(0.5);
+    assert_eq!(
+        config_from_lookup("LIGHT_LLM", &lookup_from(&vars)).unwrap(),
+        Some(want.clone())
+    );
+
+    vars.extend([
+        ("LIGHT_LLM_API_KEY", "sk-light"),
+        ("LIGHT_LLM_BASE_URL", "http://127.0.0.1:9000/v1/"),
+        ("LIGHT_LLM_TEMPERATURE", "0"),
+    ]);
+    want.api_key = Some("sk-light".into());
+    want.base_url = "http://127.0.0.1:9000/v1".into();
+    want.temperature = Some(0.0);
+    assert_eq!(
+        config_from_lookup("LIGHT_LLM", &lookup_from(&vars)).unwrap(),
+        Some(want)
+    );
+}
+
+#[test]
+fn bad_environment_values_name_the_variable_and_value() {
+    let fail = |pairs: &[(&str, &str)], prefix: &str| {
+        let mut vars = vec![("LLM_MODEL_ID", "m"), ("LIGHT_LLM_MODEL_ID", "s")];
+        vars.extend_from_slice(pairs);
+        config_from_lookup(prefix, &lookup_from(&vars))
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(
+        fail(&[("LLM_TIMEOUT", "abc")], "LLM"),
+        "LLM_TIMEOUT: 'abc' is not a number of seconds; set it to a positive number such as 120"
+    );
+    assert_eq!(
+        fail(&[("LLM_TIMEOUT", "0")], "LLM"),
+        "LLM_TIMEOUT: 0 is not a positive number of seconds; use e.g. 120"
+    );
+    assert_eq!(
+        fail(&[("LLM_MAX_RETRIES", "-1")], "LIGHT_LLM"),
+        "LLM_MAX_RETRIES: '-1' is not a whole number >= 0; set it to the number of retries, such as 2"
+    );
+    assert_eq!(
+        fail(&[("LIGHT_LLM_TEMPERATURE", "warm")], "LIGHT_LLM"),
+        "LIGHT_LLM_TEMPERATURE: 'warm' is not a number; use a temperature such as 0.5"
+    );
+    assert_eq!(
+        fail(&[("LLM_BASE_URL", "ftp://x")], "LIGHT_LLM"),
+        "LLM_BASE_URL: 'ftp://x' is not an http(s) URL; use an http(s) URL such as https://api.openai.com/v1"
+    );
+    assert_eq!(
+        fail(&[], "llm"),
+        "prefix: 'llm' is not a variable prefix; use upper-case letters, digits and _, such as LLM or LIGHT_LLM"
+    );
+}
+
+#[test]
+fn dotenv_text_is_parsed_like_python_dotenv() {
+    let text = "\
+# a comment
+
+LLM_MODEL_ID=gpt-4o-mini
+export LLM_API_KEY = 'sk-single # not a comment'
+LLM_BASE_URL=\"http://localhost:8000/v1\"  # trailing comment
+LLM_TIMEOUT=30 # seconds
+EMPTY=
+HASH=abc#def
+ESCAPED=\"a\\nb \\\"q\\\"\"
+MULTI=\"line one
+line two\"
+not an assignment
+1BAD=x
+WINDOWS=crlf\r
+LLM_MODEL_ID=later-wins
+";
+    assert_eq!(
+        parse_dotenv(text),
+        [
+            ("LLM_MODEL_ID", "gpt-4o-mini"),
+            ("LLM_API_KEY", "sk-single # not a comment"),
+            ("LLM_BASE_URL", "http://localhost:8000/v1"),
+            ("LLM_TIMEOUT", "30"),
+            ("EMPTY", ""),
+            ("HASH", "abc#def"),
+            ("ESCAPED", "a\nb \"q\""),
+            ("MULTI", "line one\nline two"),
+            ("WINDOWS", "crlf"),
+            ("LLM_MODEL_ID", "later-wins"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+    );
+}
+
+#[test]
+fn dotenv_file_fills_in_but_never_overrides_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(".env");
+    std::fs::write(
+        &path,
+        "PATH=/from/dotenv\nOUTRIDER_TEST_ONLY_IN_DOTENV=yes\nLLM_MODEL_ID=from-file\nLLM_MODEL_ID=second\n",
+    )
+    .unwrap();
+    let dotenv = load_dotenv(&path);
+
+    assert_eq!(env_or_dotenv("PATH", &dotenv), std::env::var("PATH").ok());
+    assert_eq!(
+        env_or_dotenv("OUTRIDER_TEST_ONLY_IN_DOTENV", &dotenv),
+        Some("yes".into())
+    );
+    assert_eq!(
+        config_from_lookup("LLM", &|name| dotenv
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone()))
+        .unwrap()
+        .map(|c| c.model),
+        Some("second".into())
+    );
+    assert_eq!(load_dotenv(&dir.path().join("missing.env")), vec![]);
+}
+
+#[test]
+fn error_type_is_the_core_invalid_argument() {
+    let err = config_from_lookup(
+        "LLM",
+        &lookup_from(&[("LLM_MODEL_ID", "m"), ("LLM_TIMEOUT", "x")]),
+    )
+    .unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument { ref field, .. } if field == "LLM_TIMEOUT"));
+}
