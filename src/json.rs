@@ -183,6 +183,46 @@ pub fn py_repr_str(s: &str) -> String {
     out
 }
 
+/// `json.dumps(value, ensure_ascii=False, sort_keys=sort_keys)`: Python's default separators
+/// (`", "` and `": "`), non-ASCII kept.
+pub fn py_dumps(value: &serde_json::Value, sort_keys: bool) -> String {
+    use serde_json::Value;
+    let mut out = String::new();
+    fn go(v: &Value, sort: bool, out: &mut String) {
+        match v {
+            Value::Object(map) => {
+                let mut items: Vec<(&String, &Value)> = map.iter().collect();
+                if sort {
+                    items.sort_by(|a, b| a.0.cmp(b.0));
+                }
+                out.push('{');
+                for (i, (k, v)) in items.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    out.push_str(&serde_json::to_string(k).unwrap_or_default());
+                    out.push_str(": ");
+                    go(v, sort, out);
+                }
+                out.push('}');
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (i, v) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    go(v, sort, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    go(value, sort_keys, &mut out);
+    out
+}
+
 /// Whitespace as Python's `str.strip()` sees it.
 pub fn is_py_whitespace(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
@@ -566,6 +606,17 @@ mod tests {
             Json::Str("😀\n".into())
         );
         assert_eq!(parse("\"\\ud800\"").unwrap(), Json::Str("\u{FFFD}".into()));
+    }
+
+    #[test]
+    fn dumps_like_python() {
+        let v: serde_json::Value =
+            serde_json::from_str(r#"{"b": [1, {"d": "é", "c": null}], "a": true}"#).unwrap();
+        assert_eq!(
+            py_dumps(&v, true),
+            r#"{"a": true, "b": [1, {"c": null, "d": "é"}]}"#
+        );
+        assert_eq!(py_dumps(&serde_json::json!({}), true), "{}");
     }
 
     #[test]

@@ -15,8 +15,11 @@ pub mod contract;
 pub mod error;
 pub mod evidence;
 pub mod json;
+pub mod launcher;
 pub mod llm;
 pub mod profile;
+pub mod runner;
+pub mod task;
 pub mod tools;
 pub mod trace;
 

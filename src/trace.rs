@@ -241,6 +241,17 @@ impl Trace {
         })
     }
 
+    /// A trace that appends to the JSONL file `path` (its directory must exist).
+    pub fn at_path(session_id: impl Into<String>, path: &Path) -> std::io::Result<Self> {
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        Ok(Trace {
+            session_id: session_id.into(),
+            path: Some(path.to_path_buf()),
+            file: Mutex::new(Some(BufWriter::new(file))),
+            events: Mutex::new(Vec::new()),
+        })
+    }
+
     /// The session id.
     pub fn session_id(&self) -> &str {
         &self.session_id

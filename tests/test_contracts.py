@@ -437,7 +437,7 @@ def test_value_semantics() -> None:
     assert json.loads(json.dumps(a.to_dict())) == a.to_dict()
     assert repr(a) == (
         "ExploreResult(status='completed', summary='Found it', findings=('a',), evidence=('src/a.py:1',), "
-        "unresolved_questions=(), tool_usage={\"Read\": 1}, terminal_reason='completed')"
+        "unresolved_questions=(), tool_usage={'Read': 1}, terminal_reason='completed')"
     )
     long = ExploreResult("partial", "y" * 500)
     assert len(repr(long)) < 250 and "…" in repr(long)

@@ -18,10 +18,15 @@ from outrider._core import (
     READONLY_TOOLS,
     VERIFICATION_PROFILE,
     ExploreResult,
+    OpenAICompatible,
     RuntimeProfile,
+    SubagentLauncher,
+    SubagentLaunchResult,
+    SubagentRequest,
     VerificationResult,
     __version__,
     check_evidence,
+    run_tool,
 )
 from outrider.exceptions import ContractError, ErrorDetails, OutriderError, ProfileError
 from outrider.types import EvidenceCheck
@@ -34,10 +39,15 @@ __all__ = [
     "ErrorDetails",
     "EvidenceCheck",
     "ExploreResult",
+    "OpenAICompatible",
     "OutriderError",
     "ProfileError",
     "RuntimeProfile",
+    "SubagentLaunchResult",
+    "SubagentLauncher",
+    "SubagentRequest",
     "VerificationResult",
     "__version__",
     "check_evidence",
+    "run_tool",
 ]

@@ -1,20 +1,25 @@
 """Type stubs for the native core, ``outrider._core`` (hand-written; checked by mypy.stubtest)."""
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from os import PathLike
 from typing import Any, Final, Literal, final
 
-from outrider.types import EvidenceCheck
+from outrider.types import EvidenceCheck, ModelCallable, ToolEnvelope
 
 __all__ = [
     "EXPLORE_PROFILE",
     "READONLY_TOOLS",
     "VERIFICATION_PROFILE",
     "ExploreResult",
+    "OpenAICompatible",
     "RuntimeProfile",
+    "SubagentLaunchResult",
+    "SubagentLauncher",
+    "SubagentRequest",
     "VerificationResult",
     "__version__",
     "check_evidence",
+    "run_tool",
 ]
 
 __version__: Final[str]
@@ -229,3 +234,150 @@ class VerificationResult:
 def check_evidence(root: str | PathLike[str], evidence: str | Iterable[str]) -> list[EvidenceCheck]:
     """Say for each ``path:line`` / ``path:start-end`` item whether the file exists under
     ``root`` and the lines are in range (``reason`` names the problem when not)."""
+
+def run_tool(
+    root: str | PathLike[str],
+    name: str,
+    arguments: Mapping[str, Any] | str | None = None,
+    *,
+    runtime_mode: Literal["readonly_subagent", "main_agent"] = "readonly_subagent",
+    timeout: float | None = None,
+) -> ToolEnvelope:
+    """Run one read-only tool (Read, Grep, Glob) confined to ``root`` and return the envelope the
+    model would see. Bad arguments, denied or unknown tools give an error envelope, never an
+    exception; only a bad ``root``, ``name`` type or ``runtime_mode`` raises."""
+
+@final
+class OpenAICompatible:
+    """The built-in client for ``POST {base_url}/chat/completions`` (timeouts, retries with
+    backoff and jitter on 408/409/429/5xx honouring Retry-After, classified errors)."""
+
+    def __new__(
+        cls,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float = 120.0,
+        connect_timeout: float = 10.0,
+        max_retries: int = 2,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> OpenAICompatible: ...
+    @classmethod
+    def from_env(cls, prefix: str = "LLM") -> OpenAICompatible | None:
+        """From ``{prefix}_MODEL_ID`` / ``_API_KEY`` / ``_BASE_URL`` (and a ``.env`` file);
+        None when ``{prefix}_MODEL_ID`` is unset."""
+    def __call__(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """One call; returns ``{content, tool_calls, finish_reason, usage}``."""
+    @property
+    def model(self) -> str: ...
+    @property
+    def base_url(self) -> str: ...
+    @property
+    def timeout(self) -> float: ...
+    @property
+    def max_retries(self) -> int: ...
+
+@final
+class SubagentRequest:
+    """A request for one child (frozen)."""
+
+    def __new__(
+        cls,
+        profile_name: str | None = None,
+        task: str | None = None,
+        structured_context: Mapping[str, Any] | None = None,
+        model_choice: str | None = None,
+        parent_session_id: str | None = None,
+        parent_run_id: str | None = None,
+    ) -> SubagentRequest: ...
+    @property
+    def profile_name(self) -> str: ...
+    @property
+    def task(self) -> str: ...
+    @property
+    def structured_context(self) -> dict[str, Any]: ...
+    @property
+    def model_choice(self) -> str | None: ...
+    @property
+    def parent_session_id(self) -> str | None: ...
+    @property
+    def parent_run_id(self) -> str | None: ...
+    def render(self) -> str:
+        """The child's first message: ``<task>\\n\\nStructured context:\\n<sorted JSON>``."""
+    def to_dict(self) -> dict[str, Any]: ...
+    def __eq__(self, other: object, /) -> bool: ...
+
+@final
+class SubagentLaunchResult:
+    """What a launch produced (frozen)."""
+
+    @property
+    def status(self) -> Literal["completed", "partial", "failed", "unverified"]: ...
+    @property
+    def profile_name(self) -> str: ...
+    @property
+    def child_session_id(self) -> str: ...
+    @property
+    def child_run_id(self) -> str: ...
+    @property
+    def result(self) -> ExploreResult | VerificationResult | None: ...
+    @property
+    def model_used(self) -> Literal["light", "main"]: ...
+    @property
+    def terminal_reason(self) -> str: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def elapsed_ms(self) -> int: ...
+    @property
+    def tool_usage(self) -> dict[str, int]: ...
+    @property
+    def token_usage(self) -> int: ...
+    @property
+    def usage_estimated(self) -> bool:
+        """True when some model call reported no usage and its tokens were estimated."""
+    @property
+    def repair(self) -> Literal["fence", "extract"] | None:
+        """The repair the completion gate made to accept the final answer, if any."""
+    @property
+    def model_calls(self) -> int: ...
+    @property
+    def trace_path(self) -> str | None: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+@final
+class SubagentLauncher:
+    """Launches sandboxed read-only children over ``project_root``.
+
+    ``main_llm`` and ``light_llm`` are callables (sync or async) or :class:`OpenAICompatible`;
+    without ``light_llm`` the light route comes from ``LIGHT_LLM_*`` when set, else falls back to
+    main. ``trace_dir`` defaults to ``~/.local/state/outrider/traces`` (``False`` keeps traces in
+    memory) and must be outside the root.
+    """
+
+    def __new__(
+        cls,
+        project_root: str | PathLike[str],
+        main_llm: ModelCallable | OpenAICompatible,
+        light_llm: ModelCallable | OpenAICompatible | None = None,
+        *,
+        trace_dir: str | PathLike[str] | Literal[False] | None = None,
+        parent_trace: str | PathLike[str] | None = None,
+        profiles: Iterable[RuntimeProfile] | Mapping[str, RuntimeProfile] | None = None,
+        max_concurrency: int = 8,
+    ) -> SubagentLauncher: ...
+    def launch(self, request: SubagentRequest) -> SubagentLaunchResult:
+        """Run one child to the end (GIL released; Ctrl-C cancels it and raises)."""
+    def launch_async(self, request: SubagentRequest) -> Awaitable[SubagentLaunchResult]:
+        """The same from async code; cancelling the awaitable cancels the child."""
+    def launch_many(
+        self, requests: Iterable[SubagentRequest], max_concurrency: int | None = None
+    ) -> list[SubagentLaunchResult]:
+        """Run children concurrently; results in input order, one failure does not touch others."""
+    @property
+    def profiles(self) -> list[str]: ...
+    @property
+    def has_light_model(self) -> bool: ...

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TypedDict
+from collections.abc import Callable
+from typing import Any, TypedDict
 
 
 class EvidenceCheck(TypedDict):
@@ -27,4 +28,28 @@ class EvidenceCheck(TypedDict):
     """A sentence for the model or the user."""
 
 
-__all__ = ["EvidenceCheck"]
+class ToolError(TypedDict, total=False):
+    """The ``error`` member of an error envelope."""
+
+    code: str
+    """NOT_FOUND, ACCESS_DENIED, PERMISSION_DENIED, INVALID_PARAM, TIMEOUT, INTERNAL_ERROR, ..."""
+    message: str
+
+
+class ToolEnvelope(TypedDict, total=False):
+    """What a tool returns to the model: ``status`` is success, partial or error."""
+
+    status: str
+    data: dict[str, Any]
+    text: str
+    stats: dict[str, Any]
+    context: dict[str, Any]
+    error: ToolError
+
+
+ModelCallable = Callable[[dict[str, Any]], Any]
+"""A model: takes the chat-completions request dict; returns a ChatCompletion-shaped dict, an
+object with ``model_dump()``, a short ``{content, tool_calls, usage, finish_reason}`` dict, a str,
+or an awaitable of one of these."""
+
+__all__ = ["EvidenceCheck", "ModelCallable", "ToolEnvelope", "ToolError"]

@@ -265,13 +265,13 @@ impl PyExploreResult {
     fn __repr__(&self) -> String {
         let r = &self.inner;
         format!(
-            "ExploreResult(status='{}', summary={}, findings={}, evidence={}, unresolved_questions={}, tool_usage={:?}, terminal_reason={})",
+            "ExploreResult(status='{}', summary={}, findings={}, evidence={}, unresolved_questions={}, tool_usage={}, terminal_reason={})",
             r.status.as_str(),
             short(&r.summary),
             list_repr(&r.findings),
             list_repr(&r.evidence),
             list_repr(&r.unresolved_questions),
-            r.tool_usage,
+            crate::py::convert::usage_repr(&r.tool_usage),
             short(&r.terminal_reason)
         )
     }
@@ -506,14 +506,14 @@ impl PyVerificationResult {
     fn __repr__(&self) -> String {
         let r = &self.inner;
         format!(
-            "VerificationResult(verdict='{}', reasons={}, findings={}, evidence={}, child_session_id={:?}, terminal_reason={}, tool_usage={:?}, token_usage={})",
+            "VerificationResult(verdict='{}', reasons={}, findings={}, evidence={}, child_session_id={:?}, terminal_reason={}, tool_usage={}, token_usage={})",
             r.verdict.as_str(),
             list_repr(&r.reasons),
             list_repr(&r.findings),
             list_repr(&r.evidence),
             r.child_session_id,
             short(&r.terminal_reason),
-            r.tool_usage,
+            crate::py::convert::usage_repr(&r.tool_usage),
             r.token_usage
         )
     }

@@ -199,3 +199,12 @@ pub fn frozenset<'py>(
 pub fn str_tuple<'py>(py: Python<'py>, items: &[String]) -> PyResult<Bound<'py, PyTuple>> {
     PyTuple::new(py, items)
 }
+
+/// `repr()` of a `{str: int}` dict as Python prints it.
+pub fn usage_repr(usage: &std::collections::BTreeMap<String, u64>) -> String {
+    let parts: Vec<String> = usage
+        .iter()
+        .map(|(k, v)| format!("{}: {v}", crate::json::py_repr_str(k)))
+        .collect();
+    format!("{{{}}}", parts.join(", "))
+}

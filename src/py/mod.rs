@@ -4,7 +4,12 @@
 mod contract;
 mod convert;
 mod errors;
+mod launcher;
+mod model;
+mod openai;
 mod profile;
+mod runtime;
+mod tools;
 
 use pyo3::prelude::*;
 
@@ -20,6 +25,11 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<contract::PyExploreResult>()?;
     m.add_class::<contract::PyVerificationResult>()?;
     m.add_function(wrap_pyfunction!(contract::check_evidence, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::run_tool, m)?)?;
+    m.add_class::<launcher::PySubagentRequest>()?;
+    m.add_class::<launcher::PySubagentLaunchResult>()?;
+    m.add_class::<launcher::PySubagentLauncher>()?;
+    m.add_class::<openai::PyOpenAICompatible>()?;
     m.add(
         "EXPLORE_PROFILE",
         profile::PyRuntimeProfile::new(explore_profile()),
@@ -37,10 +47,15 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "READONLY_TOOLS",
         "VERIFICATION_PROFILE",
         "ExploreResult",
+        "OpenAICompatible",
         "RuntimeProfile",
         "VerificationResult",
         "__version__",
+        "SubagentLaunchResult",
+        "SubagentLauncher",
+        "SubagentRequest",
         "check_evidence",
+        "run_tool",
     ];
     m.add("__all__", all.to_vec())?;
     Ok(())

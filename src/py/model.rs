@@ -1,0 +1,137 @@
+//! Any Python callable as a [`ChatModel`]: sync callables run on the blocking pool (so many
+//! children can wait on slow callables at once), coroutines on a private asyncio loop.
+
+use std::sync::Arc;
+
+use pyo3::exceptions::PyKeyboardInterrupt;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyString};
+use serde_json::Value;
+
+use crate::json::Json;
+use crate::llm::{BoxFuture, ChatModel, ChatRequest, ChatResponse, ModelError, ModelErrorKind};
+use crate::py::convert::{to_json, to_py, type_name};
+
+/// A Python callable taking the chat-completions request dict.
+pub struct PyCallableModel {
+    callable: Arc<Py<PyAny>>,
+    name: String,
+}
+
+impl PyCallableModel {
+    /// Wrap `callable` (checked to be callable).
+    pub fn new(callable: &Bound<'_, PyAny>) -> Self {
+        let name = callable
+            .getattr("__qualname__")
+            .or_else(|_| callable.get_type().getattr("__qualname__"))
+            .map(|n| n.to_string())
+            .unwrap_or_else(|_| "callable".into());
+        PyCallableModel {
+            callable: Arc::new(callable.clone().unbind()),
+            name,
+        }
+    }
+}
+
+fn is_awaitable(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    static ISAWAITABLE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let f = ISAWAITABLE.get_or_try_init(obj.py(), || -> PyResult<Py<PyAny>> {
+        Ok(obj.py().import("inspect")?.getattr("isawaitable")?.unbind())
+    })?;
+    f.bind(obj.py()).call1((obj,))?.is_truthy()
+}
+
+fn callback_error(py: Python<'_>, err: PyErr, what: &str) -> ModelError {
+    if err.is_instance_of::<PyKeyboardInterrupt>(py) {
+        return ModelError::new(ModelErrorKind::Cancelled, "interrupted (KeyboardInterrupt)");
+    }
+    let kind = err
+        .get_type(py)
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "Exception".into());
+    ModelError::new(
+        ModelErrorKind::Callback,
+        format!("{what} raised {kind}: {}", err.value(py)),
+    )
+}
+
+/// Turn what a callable returned into JSON: a str, a dict, or an object with `model_dump()`.
+fn returned_value(out: &Bound<'_, PyAny>, what: &str) -> Result<Value, ModelError> {
+    let py = out.py();
+    if let Ok(s) = out.cast::<PyString>() {
+        return Ok(Value::String(s.to_string()));
+    }
+    let dict = if out.cast::<PyDict>().is_ok() {
+        out.clone()
+    } else if out.hasattr("model_dump").unwrap_or(false) {
+        out.call_method0("model_dump")
+            .map_err(|e| callback_error(py, e, &format!("{what}'s result .model_dump()")))?
+    } else {
+        let shown = out.repr().map(|r| r.to_string()).unwrap_or_default();
+        let shown: String = shown.chars().take(200).collect();
+        return Err(ModelError::new(
+            ModelErrorKind::Callback,
+            format!(
+                "{what} returned {} {shown}; a model callable must return a ChatCompletion-shaped dict, an object with model_dump() (e.g. an OpenAI SDK response), a dict with 'content'/'tool_calls', or a str",
+                type_name(out)
+            ),
+        ));
+    };
+    to_json(&dict, "model response")
+        .map(|j| j.to_value())
+        .map_err(|e| {
+            ModelError::new(
+                ModelErrorKind::Callback,
+                format!("{what} returned an unusable value: {}", e.value(py)),
+            )
+        })
+}
+
+/// Call `callable(request)` (awaiting a coroutine on the private loop) and return its value.
+fn call_blocking(callable: &Py<PyAny>, request: &Value, what: &str) -> Result<Value, ModelError> {
+    Python::attach(|py| {
+        let req = to_py(py, &Json::from_value(request))
+            .map_err(|e| callback_error(py, e, "building the request"))?;
+        let mut out = callable
+            .bind(py)
+            .call1((req,))
+            .map_err(|e| callback_error(py, e, what))?;
+        if is_awaitable(&out).unwrap_or(false) {
+            let aio = py
+                .import("outrider._aio")
+                .map_err(|e| callback_error(py, e, "outrider._aio"))?;
+            out = aio
+                .call_method1("run", (out,))
+                .map_err(|e| callback_error(py, e, what))?;
+        }
+        returned_value(&out, what)
+    })
+}
+
+impl ChatModel for PyCallableModel {
+    fn complete<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
+        let callable = self.callable.clone();
+        let body = request.to_openai();
+        let what = format!("model callable {}", self.name);
+        Box::pin(async move {
+            let value = tokio::task::spawn_blocking(move || call_blocking(&callable, &body, &what))
+                .await
+                .map_err(|e| {
+                    ModelError::new(
+                        ModelErrorKind::Callback,
+                        format!("model callable thread failed: {e}"),
+                    )
+                })??;
+            ChatResponse::from_value(&value).map_err(ModelError::from)
+        })
+    }
+
+    fn describe(&self) -> String {
+        format!("python callable {}", self.name)
+    }
+}

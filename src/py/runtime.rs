@@ -1,0 +1,126 @@
+//! The process's one tokio runtime, and blocking on it from Python without holding the GIL and
+//! without going deaf to Ctrl-C.
+
+use std::future::Future;
+use std::sync::mpsc::{channel, RecvTimeoutError};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::PyAny;
+
+use crate::runner::CancelToken;
+
+/// How often a blocked call looks for a pending signal (Ctrl-C).
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// The runtime (multi-threaded; tools and sync Python callables run on its blocking pool).
+pub fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .thread_name("outrider")
+            .max_blocking_threads(256)
+            .enable_all()
+            .build()
+            .expect("the outrider runtime could not start")
+    })
+}
+
+/// Run `fut` on the runtime and wait for it with the GIL released. A pending signal (Ctrl-C) is
+/// checked every 50 ms: it cancels `cancel`, gives the work half a second to wind down, and is
+/// raised (KeyboardInterrupt).
+pub fn block_on<F, T>(py: Python<'_>, fut: F, cancel: Option<CancelToken>) -> PyResult<T>
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let (tx, rx) = channel();
+    let handle = runtime().spawn(async move {
+        let _ = tx.send(fut.await);
+    });
+    let mut rx = rx;
+    loop {
+        let (got, back) = py.detach(move || (rx.recv_timeout(SIGNAL_POLL), rx));
+        rx = back;
+        match got {
+            Ok(v) => return Ok(v),
+            Err(RecvTimeoutError::Timeout) => {
+                if let Err(interrupt) = py.check_signals() {
+                    if let Some(c) = &cancel {
+                        c.cancel();
+                        let _ = py.detach(move || rx.recv_timeout(Duration::from_millis(500)));
+                    }
+                    handle.abort();
+                    return Err(interrupt);
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(PyRuntimeError::new_err(
+                    "outrider: the background task stopped without a result",
+                ))
+            }
+        }
+    }
+}
+
+/// Done-callback of an asyncio future made by [`spawn_awaitable`]: cancels the work when the
+/// future was cancelled.
+#[pyclass(frozen, module = "outrider._core")]
+pub struct CancelOnDone {
+    cancel: CancelToken,
+}
+
+#[pymethods]
+impl CancelOnDone {
+    fn __call__(&self, future: &Bound<'_, PyAny>) -> PyResult<()> {
+        if future.call_method0("cancelled")?.is_truthy()? {
+            self.cancel.cancel();
+        }
+        Ok(())
+    }
+}
+
+/// Run `fut` on the runtime and return an asyncio future of the running loop that resolves to
+/// `convert(output)`. Cancelling the asyncio future cancels `cancel`.
+pub fn spawn_awaitable<'py, F, T, C>(
+    py: Python<'py>,
+    fut: F,
+    cancel: CancelToken,
+    convert: C,
+) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+    C: FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
+{
+    let asyncio = py.import("asyncio")?;
+    let event_loop = asyncio.call_method0("get_running_loop")?;
+    let future = event_loop.call_method0("create_future")?;
+    future.call_method1(
+        "add_done_callback",
+        (Py::new(py, CancelOnDone { cancel })?,),
+    )?;
+    let (fut_ref, loop_ref) = (future.clone().unbind(), event_loop.unbind());
+    runtime().spawn(async move {
+        let out = fut.await;
+        Python::attach(|py| {
+            let Ok(resolve) = py
+                .import("outrider._aio")
+                .and_then(|m| m.getattr("resolve"))
+            else {
+                return;
+            };
+            let (value, error) = match convert(py, out) {
+                Ok(v) => (v, py.None()),
+                Err(e) => (py.None(), e.into_value(py).into_any()),
+            };
+            let _ = loop_ref.bind(py).call_method1(
+                "call_soon_threadsafe",
+                (resolve, fut_ref.bind(py), value, error),
+            );
+        });
+    });
+    Ok(future)
+}

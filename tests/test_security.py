@@ -1,0 +1,273 @@
+"""The sandbox: nothing outside the root is read or listed, nothing hangs, the tree is unchanged.
+
+Every case runs a real tool through `outrider.run_tool` on a tree that has a secret file beside
+the root, symlinks out of it (to files, directories, /proc and /dev), a symlink loop and a FIFO.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pathlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import outrider
+
+SECRET = "TOPSECRET-7f3a"
+
+
+def snapshot(root: pathlib.Path) -> dict[str, str]:
+    """Every entry under root: its kind, and the hash of each regular file's bytes."""
+    out: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        for name in dirnames + filenames:
+            p = pathlib.Path(dirpath) / name
+            rel = str(p.relative_to(root))
+            st = p.lstat()
+            if p.is_symlink():
+                out[rel] = "link:" + os.readlink(p)
+            elif p.is_dir():
+                out[rel] = "dir"
+            elif p.is_file():
+                out[rel] = hashlib.sha256(p.read_bytes()).hexdigest() + f":{st.st_mode:o}"
+            else:
+                out[rel] = f"special:{st.st_mode:o}"
+    return out
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[pathlib.Path]:
+    base = tmp_path_factory.mktemp("sandbox")
+    outside = base / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text(f"{SECRET}\n")
+    (base / "secret.txt").write_text(f"{SECRET}\n")
+    root = base / "root"
+    (root / "src" / "pkg").mkdir(parents=True)
+    (root / "src" / "main.py").write_text("def main():\n    return 'hello'\n")
+    (root / "src" / "pkg" / "util.py").write_text("VALUE = 1\n")
+    (root / "README.md").write_text("# demo\n")
+    os.symlink(outside / "secret.txt", root / "link_file_out")
+    os.symlink(outside, root / "link_dir_out")
+    os.symlink("/etc/passwd", root / "link_passwd")
+    os.symlink("/proc/self/environ", root / "link_proc")
+    os.symlink("/dev/zero", root / "link_devzero")
+    os.symlink("/dev/urandom", root / "src" / "link_urandom")
+    os.symlink("loop_b", root / "loop_a")
+    os.symlink("loop_a", root / "loop_b")
+    os.symlink("..", root / "src" / "pkg" / "up")  # a cycle inside the root
+    os.symlink("../../..", root / "src" / "pkg" / "upup")  # the root's parent: outside
+    os.mkfifo(root / "fifo")
+    os.mkfifo(root / "src" / "fifo.py")
+    os.symlink("fifo", root / "link_fifo")
+    before = snapshot(root)
+    yield root
+    assert snapshot(root) == before, "the explored tree changed"
+
+
+def run(root: pathlib.Path, name: str, args: Any) -> dict[str, Any]:
+    result: dict[str, Any] = dict(outrider.run_tool(root, name, args))
+    text = json.dumps(result)
+    assert SECRET not in text, f"secret leaked through {name} {args!r}"
+    assert "root:x:0:0" not in text, "passwd leaked"
+    assert set(result) <= {"status", "data", "text", "stats", "context", "error"}
+    return result
+
+
+def code(result: dict[str, Any]) -> str | None:
+    return result["error"]["code"] if result["status"] == "error" else None
+
+
+READ_DENIED = [
+    "../secret.txt",
+    "../../../../../../etc/passwd",
+    "/etc/passwd",
+    "/proc/self/environ",
+    "src/../../secret.txt",
+    "./../secret.txt",
+    "src/pkg/../../../outside/secret.txt",
+    "link_file_out",
+    "link_dir_out/secret.txt",
+    "link_passwd",
+    "link_proc",
+    "link_devzero",
+    "src/link_urandom",
+    "src/pkg/upup/secret.txt",
+    "src/pkg/upup/outside/secret.txt",
+    "../" * 200 + "etc/passwd",
+    "/" + "a/" * 100,
+]
+
+
+@pytest.mark.parametrize("path", READ_DENIED)
+def test_read_outside_is_access_denied(sandbox: pathlib.Path, path: str) -> None:
+    assert code(run(sandbox, "Read", {"path": path})) == "ACCESS_DENIED"
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("fifo", "INVALID_PARAM"),
+        ("src/fifo.py", "INVALID_PARAM"),
+        ("link_fifo", "INVALID_PARAM"),
+        ("loop_a", "INTERNAL_ERROR"),
+        ("loop_b/x", "INTERNAL_ERROR"),
+        ("", "INVALID_PARAM"),
+        ("a\x00b", "INVALID_PARAM"),
+        ("src/main.py\x00../../secret.txt", "INVALID_PARAM"),
+        ("x" * 10_000, "INVALID_PARAM"),
+        ("~/.bashrc", "NOT_FOUND"),
+        ("$HOME/.bashrc", "NOT_FOUND"),
+        ("file:///etc/passwd", "NOT_FOUND"),
+        ("..\\secret.txt", "NOT_FOUND"),
+        ("src", "IS_DIRECTORY"),
+        ("src/pkg/up/main.py", None),
+    ],
+)
+def test_read_odd_paths(sandbox: pathlib.Path, path: str, expected: str | None) -> None:
+    assert code(run(sandbox, "Read", {"path": path})) == expected
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"path": 123},
+        {"path": ["src/main.py"]},
+        {"path": None},
+        {"path": {"p": 1}},
+        {},
+        {"path": "src/main.py", "start_line": 10**30},
+        {"path": "src/main.py", "limit": "1e9"},
+        {"path": "src/main.py", "limit": 2001},
+        {"path": "src/main.py", "start_line": 0},
+        {"path": "src/main.py", "start_line": 1.5},
+    ],
+)
+def test_read_wrong_argument_types(sandbox: pathlib.Path, args: dict[str, Any]) -> None:
+    assert code(run(sandbox, "Read", args)) == "INVALID_PARAM"
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["..", "../", "/", "/etc", "/proc", "/dev", "link_dir_out", "src/pkg/upup", "../outside"],
+)
+def test_grep_and_glob_roots_outside_are_denied(sandbox: pathlib.Path, path: str) -> None:
+    assert code(run(sandbox, "Grep", {"pattern": "TOPSECRET", "path": path})) == "ACCESS_DENIED"
+    assert code(run(sandbox, "Glob", {"path": path})) == "ACCESS_DENIED"
+    assert code(run(sandbox, "Glob", {"path": path, "pattern": "**/*"})) == "ACCESS_DENIED"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"pattern": "TOPSECRET"},
+        {"pattern": "TOPSECRET", "include_hidden": True, "include_ignored": True},
+        {"pattern": "TOPSECRET", "glob": "../**"},
+        {"pattern": "TOPSECRET", "glob": "/**/*"},
+        {"pattern": "TOPSECRET", "glob": "link_dir_out/**"},
+        {"pattern": "root:x", "glob": "**/*"},
+        {"pattern": ".", "path": "src"},
+        {"pattern": "(a+)+$"},
+        {"pattern": "x" * 20_000},
+    ],
+)
+def test_grep_never_reads_outside_or_hangs(sandbox: pathlib.Path, args: dict[str, Any]) -> None:
+    result = run(sandbox, "Grep", args)
+    if result["status"] != "error":
+        files = {m["file"] for m in result["data"].get("matches", [])}
+        assert all(not f.startswith(("link_", "src/link_", "loop_", "src/pkg/up")) for f in files)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"pattern": "["},
+        {"pattern": ""},
+        {"pattern": 5},
+        {"pattern": "a", "limit": 0},
+        {"pattern": "a", "limit": 201},
+        {"pattern": "a", "limit": True},
+        {"pattern": "a", "case_sensitive": "yes"},
+        {"pattern": "a", "glob": ""},
+        {"pattern": "a", "path": 7},
+        {"pattern": "a", "path": "a\x00"},
+    ],
+)
+def test_grep_bad_arguments(sandbox: pathlib.Path, args: dict[str, Any]) -> None:
+    assert code(run(sandbox, "Grep", args)) == "INVALID_PARAM"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {},
+        {"pattern": "**/*"},
+        {"pattern": "**/*", "include_hidden": True, "include_ignored": True},
+        {"pattern": "../*"},
+        {"pattern": "../**/*"},
+        {"pattern": "/etc/*"},
+        {"pattern": "**/../../*"},
+        {"pattern": "link_dir_out/*"},
+        {"path": "src/pkg"},
+    ],
+)
+def test_glob_never_lists_outside(sandbox: pathlib.Path, args: dict[str, Any]) -> None:
+    result = run(sandbox, "Glob", args)
+    assert result["status"] in ("success", "partial")
+    for path in result["data"]["paths"]:
+        assert not path.startswith(("/", "..")), path
+        assert "secret" not in path and "passwd" not in path
+        assert not path.startswith(("link_dir_out/", "src/pkg/up/", "src/pkg/upup/")), path
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"pattern": 3},
+        {"pattern": ""},
+        {"limit": 0},
+        {"limit": "3"},
+        {"include_hidden": "no"},
+        {"path": 5},
+    ],
+)
+def test_glob_bad_arguments(sandbox: pathlib.Path, args: dict[str, Any]) -> None:
+    assert code(run(sandbox, "Glob", args)) == "INVALID_PARAM"
+
+
+@pytest.mark.parametrize(
+    "name", ["Edit", "Bash", "Task", "Write", "read", "", "Read ", "mcp__fs__write"]
+)
+def test_non_read_only_and_unknown_tools_are_denied(sandbox: pathlib.Path, name: str) -> None:
+    result = run(sandbox, name, {"path": "src/main.py", "command": "rm -rf /"})
+    assert code(result) == "PERMISSION_DENIED"
+
+
+def test_allowed_but_absent_tools_are_not_found(sandbox: pathlib.Path) -> None:
+    # The reference classifies TodoWrite as allowed; a child has no such tool, so it is not found.
+    assert code(run(sandbox, "TodoWrite", {"todos": []})) == "NOT_FOUND"
+
+
+@pytest.mark.parametrize("args", ["not json", "[1, 2]", "42", '"str"', [1, 2], 3.5])
+def test_malformed_arguments_are_error_envelopes(sandbox: pathlib.Path, args: Any) -> None:
+    assert code(run(sandbox, "Read", args)) == "INVALID_PARAM"
+
+
+def test_arguments_may_be_a_json_string(sandbox: pathlib.Path) -> None:
+    result = run(sandbox, "Read", '{"path": "src/main.py"}')
+    assert result["status"] == "success"
+    assert "def main" in result["data"]["content"]
+
+
+def test_nothing_is_written_into_the_root_even_for_huge_output(sandbox: pathlib.Path) -> None:
+    big = sandbox.parent / "bigroot"
+    big.mkdir(exist_ok=True)
+    (big / "big.txt").write_text(("x" * 200 + "\n") * 2000)
+    before = snapshot(big)
+    result = run(big, "Read", {"path": "big.txt", "limit": 2000})
+    assert result["data"]["truncated"] is True
+    assert snapshot(big) == before
