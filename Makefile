@@ -14,7 +14,7 @@ help: ## Show the targets
 $(BIN)/.deps: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q "maturin>=1.9.4,<2" "pytest==9.2.0" "pytest-timeout==2.4.0" "hypothesis==6.170.15" "ruff==0.17.5" "mypy==2.4.1"
+	$(BIN)/pip install -q "maturin>=1.9.4,<2" "pytest==9.2.0" "pytest-timeout==2.4.0" "hypothesis==6.170.15" "llmock==0.2.2" "ruff==0.17.5" "mypy==2.4.1"
 	touch $@
 
 .PHONY: venv

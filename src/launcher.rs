@@ -148,6 +148,8 @@ impl LauncherConfig {
 /// Launches children. Cheap to share: one semaphore bounds all launches through it.
 pub struct SubagentLauncher {
     config: LauncherConfig,
+    /// Per profile: the filtered registry and its schemas, built once.
+    tools: BTreeMap<String, (Arc<ToolRegistry>, Arc<Vec<Value>>)>,
     trace_dir: Option<PathBuf>,
     semaphore: Arc<Semaphore>,
 }
@@ -168,8 +170,18 @@ impl SubagentLauncher {
             None => None,
         };
         let semaphore = Arc::new(Semaphore::new(config.max_concurrency));
+        let tools = config
+            .profiles
+            .iter()
+            .map(|(name, p)| {
+                let registry = ToolRegistry::readonly().filtered(p.tool_allowlist.iter().cloned());
+                let schemas = Arc::new(registry.openai_tools());
+                (name.clone(), (Arc::new(registry), schemas))
+            })
+            .collect();
         Ok(SubagentLauncher {
             config,
+            tools,
             trace_dir,
             semaphore,
         })
@@ -223,6 +235,7 @@ impl SubagentLauncher {
             return Err(LaunchError::BadModelChoice(requested));
         }
         let (model, route) = self.select(&requested);
+        let route = model.route_label().unwrap_or(route);
         let child_session_id = new_child_id();
         let trace = Arc::new(
             self.trace_dir
@@ -249,11 +262,18 @@ impl SubagentLauncher {
         let _permit = self.semaphore.acquire().await.ok();
         self.parent_event("subagent_started", common.clone());
 
-        let registry = ToolRegistry::readonly().filtered(profile.tool_allowlist.iter().cloned());
+        let (registry, tool_schemas) =
+            self.tools.get(&profile.name).cloned().unwrap_or_else(|| {
+                let registry =
+                    ToolRegistry::readonly().filtered(profile.tool_allowlist.iter().cloned());
+                let schemas = Arc::new(registry.openai_tools());
+                (Arc::new(registry), schemas)
+            });
         let runner = RuntimeRunner {
             model,
             profile: profile.clone(),
-            registry: Arc::new(registry),
+            registry,
+            tool_schemas,
             workspace: self.config.workspace.clone(),
             permissions: PermissionContext::readonly_subagent(),
             trace: trace.clone(),
@@ -307,7 +327,7 @@ impl SubagentLauncher {
                 r.child_run_id = Some(CHILD_RUN_ID.into());
                 r.token_usage = outcome.token_usage;
             }
-            None => {}
+            Some(ParsedResult::Text(_)) | None => {}
         }
         let budget_ran_out = matches!(
             reason,
@@ -320,6 +340,7 @@ impl SubagentLauncher {
                 VerificationVerdict::Unverified => SubagentStatus::Unverified,
                 VerificationVerdict::Fail | VerificationVerdict::Partial => SubagentStatus::Partial,
             },
+            (Some(ParsedResult::Text(_)), true) => SubagentStatus::Completed,
             _ => SubagentStatus::Failed,
         };
         let status = if budget_ran_out && status == SubagentStatus::Completed {
@@ -363,6 +384,7 @@ fn verdict_of(result: &SubagentLaunchResult) -> Value {
     match &result.result {
         Some(ParsedResult::Explore(r)) => json!(r.status.as_str()),
         Some(ParsedResult::Verification(v)) => json!(v.verdict.as_str()),
+        Some(ParsedResult::Text(_)) => json!("completed"),
         None => Value::Null,
     }
 }

@@ -17,11 +17,13 @@ pub mod evidence;
 pub mod json;
 pub mod launcher;
 pub mod llm;
+pub mod main_agent;
 pub mod profile;
 pub mod runner;
 pub mod task;
 pub mod tools;
 pub mod trace;
+pub mod verify;
 
 #[cfg(feature = "python")]
 mod py;

@@ -122,6 +122,22 @@ impl RuntimeProfile {
         Ok(())
     }
 
+    /// Check only the budgets (for profiles that are not formal sub-agents, like a main agent).
+    pub fn validate_budgets(&self) -> Result<(), ProfileError> {
+        if self.max_steps <= 0 || self.context_token_budget <= 0 || self.total_token_budget <= 0 {
+            return Err(ProfileError(
+                "runtime profile budgets must be positive".into(),
+            ));
+        }
+        if !(self.timeout_seconds.is_finite() && self.timeout_seconds > 0.0) {
+            return Err(ProfileError(format!(
+                "runtime profile timeout_seconds must be a positive number of seconds, got {}",
+                self.timeout_seconds
+            )));
+        }
+        Ok(())
+    }
+
     /// The system prompt with the profile's budgets filled in.
     pub fn rendered_system_prompt(&self) -> String {
         self.system_prompt

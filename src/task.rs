@@ -144,6 +144,11 @@ pub fn launch_envelope(
             }
             (v.to_value(), text, v.tool_usage.values().sum::<u64>())
         }
+        Some(ParsedResult::Text(t)) => (
+            json!(t),
+            t.clone(),
+            launched.tool_usage.values().sum::<u64>(),
+        ),
         None => (Value::Null, String::new(), 0),
     };
     if launched.status == SubagentStatus::Failed || launched.result.is_none() {

@@ -48,8 +48,20 @@ fn secret_patterns() -> &'static [(Regex, &'static str)] {
     })
 }
 
+/// Whether `text` could hold a secret at all (cheap checks before any regex runs).
+fn may_hold_secret(text: &str) -> bool {
+    let b = text.as_bytes();
+    memchr::memmem::find(b, b"sk-").is_some()
+        || memchr::memchr(b'=', b).is_some()
+        || memchr::memmem::find(b, b"earer").is_some()
+        || memchr::memmem::find(b, b"EARER").is_some()
+}
+
 /// Redact secrets in one string: `sk-` keys, bearer tokens, key/token URL parameters.
 pub fn redact_str(text: &str) -> String {
+    if !may_hold_secret(text) {
+        return text.to_string();
+    }
     let mut out = std::borrow::Cow::Borrowed(text);
     for (re, rep) in secret_patterns() {
         if re.is_match(&out) {
@@ -59,25 +71,29 @@ pub fn redact_str(text: &str) -> String {
     out.into_owned()
 }
 
+/// Redact a JSON value in place: secret keys get `***`, every string is scrubbed.
+pub fn redact_in_place(value: &mut Value) {
+    match value {
+        Value::String(s) if may_hold_secret(s) => *s = redact_str(s),
+        Value::Array(items) => items.iter_mut().for_each(redact_in_place),
+        Value::Object(map) => {
+            for (k, v) in map.iter_mut() {
+                if !v.is_null() && SECRET_KEYS.iter().any(|s| k.eq_ignore_ascii_case(s)) {
+                    *v = Value::String("***".into());
+                } else {
+                    redact_in_place(v);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Redact a JSON value: secret keys get `***`, every string is scrubbed.
 pub fn redact(value: &Value) -> Value {
-    match value {
-        Value::String(s) => Value::String(redact_str(s)),
-        Value::Array(items) => Value::Array(items.iter().map(redact).collect()),
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| {
-                    let lowered = k.to_ascii_lowercase();
-                    if SECRET_KEYS.contains(&lowered.as_str()) && !v.is_null() {
-                        (k.clone(), Value::String("***".into()))
-                    } else {
-                        (k.clone(), redact(v))
-                    }
-                })
-                .collect(),
-        ),
-        other => other.clone(),
-    }
+    let mut out = value.clone();
+    redact_in_place(&mut out);
+    out
 }
 
 /// A UTC timestamp in ISO 8601 with milliseconds and a `Z`.
@@ -263,13 +279,14 @@ impl Trace {
     }
 
     /// Record an event (payload redacted before it is kept or written).
-    pub fn log(&self, event: &str, step: u64, payload: Value) {
+    pub fn log(&self, event: &str, step: u64, mut payload: Value) {
+        redact_in_place(&mut payload);
         let ev = TraceEvent {
             ts: utc_now_iso(),
             session_id: self.session_id.clone(),
             step,
             event: event.to_string(),
-            payload: redact(&payload),
+            payload,
         };
         if let Ok(mut guard) = self.file.lock() {
             if let Some(w) = guard.as_mut() {

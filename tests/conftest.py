@@ -6,9 +6,9 @@ import pathlib
 import pytest
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def no_llm_env(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> pathlib.Path:
-    """No ``LLM_*`` / ``LIGHT_LLM_*`` variables and a working directory without a ``.env``.
+    """No ``LLM_*`` / ``LIGHT_LLM_*`` variables and a working directory without a ``.env`` (every test).
 
     A launcher without ``light_llm`` reads ``LIGHT_LLM_*`` (and ``.env``) itself: without this, a
     developer's own settings would route a test's child to a real provider. Returns the new cwd.

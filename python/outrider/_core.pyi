@@ -1,6 +1,6 @@
 """Type stubs for the native core, ``outrider._core`` (hand-written; checked by mypy.stubtest)."""
 
-from collections.abc import Awaitable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from os import PathLike
 from typing import Any, Final, Literal, final
 
@@ -10,12 +10,16 @@ __all__ = [
     "EXPLORE_PROFILE",
     "READONLY_TOOLS",
     "VERIFICATION_PROFILE",
+    "CompletionVerdict",
     "ExploreResult",
+    "MainAgent",
+    "OfflineScout",
     "OpenAICompatible",
     "RuntimeProfile",
     "SubagentLaunchResult",
     "SubagentLauncher",
     "SubagentRequest",
+    "TaskTool",
     "VerificationResult",
     "__version__",
     "check_evidence",
@@ -352,17 +356,18 @@ class SubagentLaunchResult:
 class SubagentLauncher:
     """Launches sandboxed read-only children over ``project_root``.
 
-    ``main_llm`` and ``light_llm`` are callables (sync or async) or :class:`OpenAICompatible`;
-    without ``light_llm`` the light route comes from ``LIGHT_LLM_*`` when set, else falls back to
-    main. ``trace_dir`` defaults to ``~/.local/state/outrider/traces`` (``False`` keeps traces in
+    ``main_llm`` and ``light_llm`` are callables (sync or async), :class:`OpenAICompatible` or
+    :class:`OfflineScout`. Without ``main_llm``, ``LLM_*`` from the environment is used, else the
+    offline scout (model-free; ``model_used`` is then ``"offline"``). Without ``light_llm`` the
+    light route comes from ``LIGHT_LLM_*`` when set, else falls back to main. ``trace_dir`` defaults to ``~/.local/state/outrider/traces`` (``False`` keeps traces in
     memory) and must be outside the root.
     """
 
     def __new__(
         cls,
         project_root: str | PathLike[str],
-        main_llm: ModelCallable | OpenAICompatible,
-        light_llm: ModelCallable | OpenAICompatible | None = None,
+        main_llm: ModelCallable | OpenAICompatible | OfflineScout | None = None,
+        light_llm: ModelCallable | OpenAICompatible | OfflineScout | None = None,
         *,
         trace_dir: str | PathLike[str] | Literal[False] | None = None,
         parent_trace: str | PathLike[str] | None = None,
@@ -377,7 +382,93 @@ class SubagentLauncher:
         self, requests: Iterable[SubagentRequest], max_concurrency: int | None = None
     ) -> list[SubagentLaunchResult]:
         """Run children concurrently; results in input order, one failure does not touch others."""
+    def verify(
+        self,
+        candidate: str,
+        requirements: Mapping[str, Any] | None = None,
+        evidence: Iterable[str] | None = None,
+    ) -> CompletionVerdict:
+        """Run the verification profile on a completion candidate (the reference's completion
+        gate): PASS, FAIL with feedback, or UNVERIFIED when the child gives no verdict."""
     @property
     def profiles(self) -> list[str]: ...
     @property
     def has_light_model(self) -> bool: ...
+
+@final
+class CompletionVerdict:
+    """The verdict of :meth:`SubagentLauncher.verify`."""
+
+    @property
+    def verdict(self) -> Literal["PASS", "FAIL", "UNVERIFIED"]: ...
+    @property
+    def reasons(self) -> list[str]: ...
+    @property
+    def feedback(self) -> str | None:
+        """``Independent verification did not pass: ...`` on FAIL."""
+    @property
+    def launch(self) -> SubagentLaunchResult: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+@final
+class OfflineScout:
+    """A deterministic, model-free explorer: Glob and Grep for terms from the task, Read the best
+    hits, answer with grounded ``path:line`` evidence. The default when no LLM is configured."""
+
+    def __new__(cls) -> OfflineScout: ...
+    @staticmethod
+    def terms(task: str) -> list[str]:
+        """The search terms the scout takes from ``task``."""
+
+@final
+class TaskTool:
+    """The Task tool for a main agent: validates arguments (reference messages and order),
+    launches a child, and returns the standard envelope. ``launcher`` may be a zero-argument
+    factory, built on first use. ``subagent_types`` are the profiles reachable (default
+    ``["explore"]``)."""
+
+    def __new__(
+        cls,
+        launcher: SubagentLauncher | Callable[[], SubagentLauncher],
+        *,
+        subagent_types: Iterable[str] | None = None,
+    ) -> TaskTool: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def parameters(self) -> dict[str, Any]: ...
+    @property
+    def subagent_types(self) -> list[str]: ...
+    def openai_schema(self) -> dict[str, Any]: ...
+    def anthropic_schema(self) -> dict[str, Any]: ...
+    def run(self, args: Mapping[str, Any] | str) -> dict[str, Any]:
+        """The envelope dict; bad arguments give an INVALID_PARAM envelope, never an exception."""
+    def run_json(self, args: Mapping[str, Any] | str) -> str:
+        """The envelope as the tool message carries it (JSON, indent 2, non-ASCII kept)."""
+    def run_async(self, args: Mapping[str, Any] | str) -> Awaitable[dict[str, Any]]: ...
+
+@final
+class MainAgent:
+    """A main agent (``main_agent`` mode) with Read, Grep, Glob and the Task tool, running the same
+    loop as a child, so a whole parent-to-child exploration runs in one call. Its trace links to
+    each child's trace."""
+
+    def __new__(
+        cls,
+        project_root: str | PathLike[str],
+        llm: ModelCallable | OpenAICompatible | OfflineScout,
+        light_llm: ModelCallable | OpenAICompatible | OfflineScout | None = None,
+        *,
+        launcher: SubagentLauncher | None = None,
+        trace_dir: str | PathLike[str] | Literal[False] | None = None,
+        subagent_types: Iterable[str] | None = None,
+        max_steps: int | None = None,
+        total_token_budget: int | None = None,
+        context_token_budget: int | None = None,
+        timeout_seconds: float | None = None,
+    ) -> MainAgent: ...
+    def run(self, task: str) -> dict[str, Any]:
+        """``{session_id, final_text, terminal_reason, error, steps, model_calls, tool_usage,
+        token_usage, trace_path}``."""

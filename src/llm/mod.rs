@@ -8,6 +8,7 @@
 
 pub mod env;
 pub mod openai;
+pub mod scout;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -129,8 +130,9 @@ pub struct ChatRequest {
     pub model: Option<String>,
     /// The conversation.
     pub messages: Vec<Message>,
-    /// Function schemas, OpenAI form; empty means no tools.
-    pub tools: Vec<Value>,
+    /// Function schemas, OpenAI form; empty means no tools. Shared: a run sends the same ones
+    /// on every call.
+    pub tools: std::sync::Arc<Vec<Value>>,
     /// `auto` with tools, `none` without.
     pub tool_choice: Option<String>,
 }
@@ -148,7 +150,7 @@ impl ChatRequest {
             Value::Array(self.messages.iter().map(Message::to_openai).collect()),
         );
         if !self.tools.is_empty() {
-            body.insert("tools".into(), Value::Array(self.tools.clone()));
+            body.insert("tools".into(), Value::Array(self.tools.as_ref().clone()));
         }
         if let Some(choice) = &self.tool_choice {
             body.insert("tool_choice".into(), Value::String(choice.clone()));
@@ -545,4 +547,9 @@ pub trait ChatModel: Send + Sync {
 
     /// A short description for traces and messages (`openai-compatible gpt-4o-mini`, ...).
     fn describe(&self) -> String;
+
+    /// The route name to report instead of `light`/`main` (the offline scout says `offline`).
+    fn route_label(&self) -> Option<&'static str> {
+        None
+    }
 }

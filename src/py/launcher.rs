@@ -164,6 +164,7 @@ impl PySubagentLaunchResult {
             "result": match &r.result {
                 Some(ParsedResult::Explore(e)) => e.to_value(),
                 Some(ParsedResult::Verification(v)) => v.to_value(),
+                Some(ParsedResult::Text(t)) => json!(t),
                 None => Value::Null,
             },
             "model_used": r.model_used, "terminal_reason": r.terminal_reason, "error": r.error,
@@ -200,6 +201,9 @@ impl PySubagentLaunchResult {
             }
             Some(ParsedResult::Verification(r)) => {
                 Some(Py::new(py, PyVerificationResult { inner: r.clone() })?.into_any())
+            }
+            Some(ParsedResult::Text(t)) => {
+                Some(pyo3::types::PyString::new(py, t).into_any().unbind())
             }
             None => None,
         })
@@ -272,6 +276,9 @@ impl PySubagentLaunchResult {
 pub fn model_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Arc<dyn ChatModel>> {
     if let Ok(m) = obj.cast::<crate::py::openai::PyOpenAICompatible>() {
         return Ok(m.get().model.clone());
+    }
+    if obj.cast::<crate::py::agent::PyOfflineScout>().is_ok() {
+        return Ok(crate::py::agent::scout());
     }
     if obj.is_callable() {
         return Ok(Arc::new(PyCallableModel::new(obj)));
@@ -352,11 +359,11 @@ impl PySubagentLauncher {
 #[pymethods]
 impl PySubagentLauncher {
     #[new]
-    #[pyo3(signature = (project_root, main_llm, light_llm=None, *, trace_dir=None, parent_trace=None, profiles=None, max_concurrency=8))]
+    #[pyo3(signature = (project_root, main_llm=None, light_llm=None, *, trace_dir=None, parent_trace=None, profiles=None, max_concurrency=8))]
     #[allow(clippy::too_many_arguments)]
     fn py_new(
         project_root: &Bound<'_, PyAny>,
-        main_llm: &Bound<'_, PyAny>,
+        main_llm: Option<&Bound<'_, PyAny>>,
         light_llm: Option<&Bound<'_, PyAny>>,
         trace_dir: Option<&Bound<'_, PyAny>>,
         parent_trace: Option<&Bound<'_, PyAny>>,
@@ -364,7 +371,16 @@ impl PySubagentLauncher {
         max_concurrency: i64,
     ) -> PyResult<Self> {
         let workspace = workspace_arg(project_root)?;
-        let main = model_arg(main_llm, "main_llm")?;
+        let main = match main_llm {
+            Some(m) if !m.is_none() => model_arg(m, "main_llm")?,
+            // No model given: LLM_* from the environment, else the offline scout.
+            _ => match crate::llm::openai::OpenAICompatible::from_env("LLM")
+                .map_err(|e| PyValueError::new_err(e.to_string()))?
+            {
+                Some(m) => Arc::new(m) as Arc<dyn ChatModel>,
+                None => crate::py::agent::scout(),
+            },
+        };
         let mut config = LauncherConfig::new(workspace, main);
         config.light_model = match light_llm {
             Some(l) if !l.is_none() => Some(model_arg(l, "light_llm")?),
@@ -524,6 +540,45 @@ impl PySubagentLauncher {
                 Err(e) => Err(PyValueError::new_err(e.to_string())),
             },
         )
+    }
+
+    /// Run the verification profile on a completion candidate, as the reference's completion
+    /// gate does, and return its verdict (PASS, FAIL with feedback, or UNVERIFIED).
+    #[pyo3(signature = (candidate, requirements=None, evidence=None))]
+    fn verify(
+        &self,
+        py: Python<'_>,
+        candidate: &str,
+        requirements: Option<&Bound<'_, PyAny>>,
+        evidence: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<crate::py::agent::PyCompletionVerdict> {
+        if candidate.trim().is_empty() {
+            return Err(PyValueError::new_err(
+                "candidate must be the non-empty text of the completion to verify",
+            ));
+        }
+        let requirements = match requirements {
+            Some(r) if !r.is_none() => to_json(r, "requirements")?.to_value(),
+            _ => Value::Object(Map::new()),
+        };
+        let evidence = match evidence {
+            Some(e) if !e.is_none() => crate::py::convert::str_iterable(e, "evidence")?,
+            _ => vec![],
+        };
+        let req = crate::verify::verification_request(candidate, requirements, evidence);
+        self.check(&req)?;
+        let launcher = self.inner.clone();
+        let cancel = CancelToken::new();
+        let c = cancel.clone();
+        let out = block_on(
+            py,
+            async move { launcher.launch(req, c).await },
+            Some(cancel),
+        )?
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let inner = crate::verify::verdict_of(&out);
+        let launch = Py::new(py, PySubagentLaunchResult { inner: out })?.into_any();
+        Ok(crate::py::agent::PyCompletionVerdict { inner, launch })
     }
 
     /// Names of the registered profiles.

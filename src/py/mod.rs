@@ -1,6 +1,7 @@
 //! Python bindings: the only module that knows about Python. It converts and delegates; every
 //! rule lives in the core.
 
+mod agent;
 mod contract;
 mod convert;
 mod errors;
@@ -9,6 +10,7 @@ mod model;
 mod openai;
 mod profile;
 mod runtime;
+mod task;
 mod tools;
 
 use pyo3::prelude::*;
@@ -30,6 +32,10 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<launcher::PySubagentLaunchResult>()?;
     m.add_class::<launcher::PySubagentLauncher>()?;
     m.add_class::<openai::PyOpenAICompatible>()?;
+    m.add_class::<task::PyTaskTool>()?;
+    m.add_class::<agent::PyOfflineScout>()?;
+    m.add_class::<agent::PyMainAgent>()?;
+    m.add_class::<agent::PyCompletionVerdict>()?;
     m.add(
         "EXPLORE_PROFILE",
         profile::PyRuntimeProfile::new(explore_profile()),
@@ -46,7 +52,10 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "EXPLORE_PROFILE",
         "READONLY_TOOLS",
         "VERIFICATION_PROFILE",
+        "CompletionVerdict",
         "ExploreResult",
+        "MainAgent",
+        "OfflineScout",
         "OpenAICompatible",
         "RuntimeProfile",
         "VerificationResult",
@@ -54,6 +63,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "SubagentLaunchResult",
         "SubagentLauncher",
         "SubagentRequest",
+        "TaskTool",
         "check_evidence",
         "run_tool",
     ];

@@ -94,11 +94,12 @@ fn request_from_py(obj: &Bound<'_, PyAny>) -> PyResult<ChatRequest> {
     Ok(ChatRequest {
         model: v.get("model").and_then(Value::as_str).map(str::to_owned),
         messages: out,
-        tools: v
-            .get("tools")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default(),
+        tools: std::sync::Arc::new(
+            v.get("tools")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
+        ),
         tool_choice: v
             .get("tool_choice")
             .and_then(Value::as_str)

@@ -2,11 +2,9 @@
 //! without going deaf to Ctrl-C.
 
 use std::future::Future;
-use std::sync::mpsc::{channel, RecvTimeoutError};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyAny;
 
@@ -28,41 +26,48 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
     })
 }
 
-/// Run `fut` on the runtime and wait for it with the GIL released. A pending signal (Ctrl-C) is
-/// checked every 50 ms: it cancels `cancel`, gives the work half a second to wind down, and is
-/// raised (KeyboardInterrupt).
+/// Run `fut` to completion with the GIL released, driving it on the calling thread (no hand-off
+/// to a worker and back). A pending signal (Ctrl-C) is checked every 50 ms: it cancels `cancel`,
+/// gives the work half a second to wind down, and is raised (KeyboardInterrupt).
 pub fn block_on<F, T>(py: Python<'_>, fut: F, cancel: Option<CancelToken>) -> PyResult<T>
 where
-    F: Future<Output = T> + Send + 'static,
-    T: Send + 'static,
+    F: Future<Output = T> + Send,
+    T: Send,
 {
-    let (tx, rx) = channel();
-    let handle = runtime().spawn(async move {
-        let _ = tx.send(fut.await);
-    });
-    let mut rx = rx;
-    loop {
-        let (got, back) = py.detach(move || (rx.recv_timeout(SIGNAL_POLL), rx));
-        rx = back;
-        match got {
-            Ok(v) => return Ok(v),
-            Err(RecvTimeoutError::Timeout) => {
-                if let Err(interrupt) = py.check_signals() {
-                    if let Some(c) = &cancel {
-                        c.cancel();
-                        let _ = py.detach(move || rx.recv_timeout(Duration::from_millis(500)));
+    if tokio::runtime::Handle::try_current().is_ok() {
+        // Called from a thread of the runtime itself (e.g. a model callable that launches a
+        // child): it cannot block on the runtime, so a scoped thread does.
+        return std::thread::scope(|scope| {
+            let worker = scope.spawn(|| Python::attach(|py| block_on(py, fut, cancel)));
+            py.detach(|| worker.join()).unwrap_or_else(|_| {
+                Err(pyo3::exceptions::PyRuntimeError::new_err(
+                    "outrider: the blocking call panicked",
+                ))
+            })
+        });
+    }
+    py.detach(|| {
+        runtime().block_on(async {
+            let mut fut = std::pin::pin!(fut);
+            let mut tick = tokio::time::interval(SIGNAL_POLL);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    biased;
+                    out = &mut fut => return Ok(out),
+                    _ = tick.tick() => {
+                        if let Err(interrupt) = Python::attach(|py| py.check_signals()) {
+                            if let Some(c) = &cancel {
+                                c.cancel();
+                                let _ = tokio::time::timeout(Duration::from_millis(500), &mut fut).await;
+                            }
+                            return Err(interrupt);
+                        }
                     }
-                    handle.abort();
-                    return Err(interrupt);
                 }
             }
-            Err(RecvTimeoutError::Disconnected) => {
-                return Err(PyRuntimeError::new_err(
-                    "outrider: the background task stopped without a result",
-                ))
-            }
-        }
-    }
+        })
+    })
 }
 
 /// Done-callback of an asyncio future made by [`spawn_awaitable`]: cancels the work when the

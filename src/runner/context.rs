@@ -108,17 +108,17 @@ pub fn fit(
     messages: &[Message],
     schema_chars: usize,
     budget: u64,
-) -> Result<(Vec<Message>, Compaction), u64> {
+) -> Result<(Option<Vec<Message>>, Compaction), u64> {
     let before = estimate(messages, schema_chars);
-    let mut out = messages.to_vec();
     let mut done = Compaction {
         before_tokens: before,
         after_tokens: before,
         ..Default::default()
     };
     if before <= budget {
-        return Ok((out, done));
+        return Ok((None, done));
     }
+    let mut out = messages.to_vec();
     let fixed = out.len().min(2);
     let latest = latest_turn(&out).unwrap_or(out.len()).max(fixed);
 
@@ -175,7 +175,7 @@ pub fn fit(
         return Err(after);
     }
     done.after_tokens = after;
-    Ok((out, done))
+    Ok((Some(out), done))
 }
 
 #[cfg(test)]
@@ -220,7 +220,7 @@ mod tests {
     fn small_requests_are_untouched() {
         let h = history(2, 100);
         let (out, c) = fit(&h, 0, 10_000).unwrap();
-        assert_eq!(out, h);
+        assert_eq!(out, None);
         assert_eq!((c.shortened, c.summarised), (0, 0));
     }
 
@@ -231,6 +231,7 @@ mod tests {
                 let h = history(turns, 20_000);
                 match fit(&h, 900, budget) {
                     Ok((out, _)) => {
+                        let out = out.unwrap_or_else(|| h.clone());
                         assert!(
                             estimate(&out, 900) <= budget,
                             "budget {budget} turns {turns}"

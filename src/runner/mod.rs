@@ -141,6 +141,8 @@ pub enum ParsedResult {
     Explore(ExploreResult),
     /// A verification answer.
     Verification(VerificationResult),
+    /// Free text, for a profile without a result contract (a main agent).
+    Text(String),
 }
 
 impl ParsedResult {
@@ -148,6 +150,7 @@ impl ParsedResult {
         match self {
             ParsedResult::Explore(r) => &r.evidence,
             ParsedResult::Verification(r) => &r.evidence,
+            ParsedResult::Text(_) => &[],
         }
     }
 }
@@ -189,6 +192,8 @@ pub struct RuntimeRunner {
     pub profile: RuntimeProfile,
     /// Tools, already filtered to the profile's allow-list.
     pub registry: Arc<ToolRegistry>,
+    /// The registry's OpenAI schemas (computed once, shared by every call).
+    pub tool_schemas: Arc<Vec<Value>>,
     /// The confined root.
     pub workspace: Workspace,
     /// `readonly_subagent` for a child.
@@ -244,7 +249,8 @@ impl RuntimeRunner {
             calls: 0,
             tool_usage: BTreeMap::new(),
         };
-        let tools = self.registry.openai_tools();
+        let tools = self.tool_schemas.clone();
+        let schema_chars: usize = tools.iter().map(|t| t.to_string().len()).sum();
         self.trace.log(
             "run_start",
             0,
@@ -264,7 +270,10 @@ impl RuntimeRunner {
             step += 1;
             let mut hint = None;
             let resp = loop {
-                match self.call(step, &mut st, &tools, hint, deadline).await {
+                match self
+                    .call(step, &mut st, &tools, schema_chars, hint, deadline)
+                    .await
+                {
                     Err(stop) => break Err(stop),
                     Ok(r) if r.tool_calls.is_empty() && r.content.trim().is_empty() => {
                         if empty_retry_used {
@@ -381,7 +390,8 @@ impl RuntimeRunner {
         &self,
         step: u64,
         st: &mut State,
-        tools: &[Value],
+        tools: &Arc<Vec<Value>>,
+        schema_chars: usize,
         hint: Option<&str>,
         deadline: Instant,
     ) -> Result<ChatResponse, Stop> {
@@ -391,15 +401,22 @@ impl RuntimeRunner {
                 "the run was cancelled".into(),
             ));
         }
-        let mut messages = st.messages.clone();
-        if let Some(h) = hint {
-            messages.push(Message::User {
-                content: h.to_string(),
-            });
-        }
-        let schema_chars: usize = tools.iter().map(|t| t.to_string().len()).sum();
+        let with_hint;
+        let messages: &[Message] = match hint {
+            Some(h) => {
+                with_hint = [
+                    st.messages.as_slice(),
+                    &[Message::User {
+                        content: h.to_string(),
+                    }],
+                ]
+                .concat();
+                &with_hint
+            }
+            None => &st.messages,
+        };
         let budget = self.profile.context_token_budget as u64;
-        let (view, compaction) = context::fit(&messages, schema_chars, budget).map_err(|needed| {
+        let (view, compaction) = context::fit(messages, schema_chars, budget).map_err(|needed| {
             Stop::Terminal(
                 TerminalReason::ContextBudget,
                 format!(
@@ -417,15 +434,15 @@ impl RuntimeRunner {
         }
         let request = ChatRequest {
             model: self.model.model_id(),
-            messages: view,
-            tools: tools.to_vec(),
+            messages: view.unwrap_or_else(|| messages.to_vec()),
+            tools: tools.clone(),
             tool_choice: if tools.is_empty() {
                 None
             } else {
                 Some("auto".into())
             },
         };
-        let estimated_prompt = estimate_tokens(request.char_len());
+        let estimated_prompt = compaction.after_tokens;
         st.calls += 1;
         let outcome = tokio::select! {
             r = tokio::time::timeout_at(deadline.into(), self.model.complete(&request)) => r,
@@ -545,6 +562,18 @@ impl RuntimeRunner {
             results.push((call.name.clone(), result));
         }
         let results = OutputBudget::default().apply_batch(results);
+        self.record_results(step, st, calls, results, deadline)
+    }
+
+    /// Log and append a turn's results in call order; stop on cancellation or the deadline.
+    fn record_results(
+        &self,
+        step: u64,
+        st: &mut State,
+        calls: &[ToolCall],
+        results: Vec<ToolResult>,
+        deadline: Instant,
+    ) -> Result<(), Stop> {
         for (result, call) in results.iter().zip(calls) {
             self.trace.log(
                 "tool_result",
@@ -577,6 +606,9 @@ impl RuntimeRunner {
     }
 
     fn parse(&self, text: &str) -> Result<(ParsedResult, Option<Repair>), ContractError> {
+        if self.profile.result_contract.is_empty() {
+            return Ok((ParsedResult::Text(text.to_string()), None));
+        }
         if self.profile.result_contract == "ExploreResult" {
             ExploreResult::repair(text, ToolUsage::new(), "completed")
                 .map(|(r, rep)| (ParsedResult::Explore(r), rep))
@@ -657,7 +689,9 @@ impl RuntimeRunner {
         let saved_budget = st.tokens;
         // The wrap-up call is allowed past the token budget: it is the one that salvages the run.
         st.tokens = 0;
-        let resp = self.call(step, &mut st, &[], None, deadline).await;
+        let resp = self
+            .call(step, &mut st, &Arc::new(Vec::new()), 0, None, deadline)
+            .await;
         st.tokens += saved_budget;
         let text = match resp {
             Ok(r) if !r.content.trim().is_empty() => r.content.trim().to_string(),

@@ -112,6 +112,7 @@ fn runner(dir: &tempfile::TempDir, model: Arc<Scripted>, profile: RuntimeProfile
     let registry = ToolRegistry::readonly().filtered(profile.tool_allowlist.iter().cloned());
     RuntimeRunner {
         model,
+        tool_schemas: Arc::new(registry.openai_tools()),
         registry: Arc::new(registry),
         workspace: Workspace::new(dir.path()).unwrap(),
         permissions: PermissionContext::readonly_subagent(),

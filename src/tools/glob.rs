@@ -52,7 +52,7 @@ impl Tool for GlobTool {
         "Glob"
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> std::borrow::Cow<'static, str> {
         "Find files by glob pattern, or list a directory. With `pattern`, returns the files under \
          `path` whose path relative to `path` matches: '*' and '?' stay within one folder, '**/' \
          spans any number of folders (so '**/*.py' finds Python files at any depth, '*.py' only \
@@ -61,6 +61,7 @@ impl Tool for GlobTool {
          project root, sorted, at most `limit` (default 100, max 200); more make the result \
          partial. Hidden, .gitignore'd and build/dependency folders are skipped unless \
          include_hidden / include_ignored."
+            .into()
     }
 
     fn parameters(&self) -> Value {
@@ -188,7 +189,7 @@ fn glob(ctx: &ToolContext, params: &Value) -> ToolResult {
         search_dir: &search_dir,
         ctx,
     };
-    builder.build_parallel().visit(&mut collectors);
+    walk::visit_walk(&builder, &mut collectors);
 
     if let Some(why) = interrupted
         .into_inner()

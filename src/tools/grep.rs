@@ -93,7 +93,7 @@ impl Tool for GrepTool {
         "Grep"
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> std::borrow::Cow<'static, str> {
         "Search file contents with a regular expression (Rust regex syntax: no look-around or \
          backreferences) under a directory of the project. Case-insensitive unless \
          case_sensitive is true. Returns matching lines as {file, line, text}, sorted by file \
@@ -103,6 +103,7 @@ impl Tool for GrepTool {
          unless include_hidden / include_ignored. Use output_mode \"files_with_matches\" to find \
          files, \"count\" for counts per file, and context/before/after for surrounding lines. \
          Follow up with Read on the lines you need."
+            .into()
     }
 
     fn parameters(&self) -> Value {
@@ -217,13 +218,16 @@ impl FileGlob {
 
 /// Build a `*`-does-not-cross-`/` glob; leading `./` and `/` are dropped.
 pub(crate) fn build_glob(pattern: &str) -> Result<GlobMatcher, String> {
-    let normalized = normalize_glob(pattern);
-    GlobBuilder::new(&normalized)
-        .literal_separator(true)
-        .backslash_escape(true)
-        .build()
-        .map(|g| g.compile_matcher())
-        .map_err(|e| format!("Invalid glob pattern '{pattern}': {}", e.kind()))
+    static GLOBS: super::memo::Memo<GlobMatcher> = super::memo::Memo::new();
+    GLOBS.get_or_try(pattern, || {
+        let normalized = normalize_glob(pattern);
+        GlobBuilder::new(&normalized)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()
+            .map(|g| g.compile_matcher())
+            .map_err(|e| format!("Invalid glob pattern '{pattern}': {}", e.kind()))
+    })
 }
 
 /// The reference's normalisation: leading "/" and "./" are stripped.
@@ -329,14 +333,18 @@ fn parse(params: &Value) -> Result<Request, String> {
 }
 
 fn build_matcher(req: &Request) -> Result<RegexMatcher, String> {
-    RegexMatcherBuilder::new()
-        .case_insensitive(!req.case_sensitive)
-        // (?m): ^ and $ match at line boundaries inside the searcher's buffer, as in ripgrep.
-        .multi_line(true)
-        .crlf(true)
-        .ban_byte(Some(0))
-        .build(&req.pattern)
-        .map_err(|e| format!("Invalid regex pattern: {e}"))
+    static REGEXES: super::memo::Memo<RegexMatcher> = super::memo::Memo::new();
+    let key = format!("{}\0{}", req.case_sensitive, req.pattern);
+    REGEXES.get_or_try(&key, || {
+        RegexMatcherBuilder::new()
+            .case_insensitive(!req.case_sensitive)
+            // (?m): ^ and $ match at line boundaries inside the searcher's buffer, as in ripgrep.
+            .multi_line(true)
+            .crlf(true)
+            .ban_byte(Some(0))
+            .build(&req.pattern)
+            .map_err(|e| format!("Invalid regex pattern: {e}"))
+    })
 }
 
 /// One match, or one file, as collected from a file.
@@ -594,9 +602,10 @@ fn grep(ctx: &ToolContext, params: &Value) -> ToolResult {
     }
     let ws_root: PathBuf = ws.root().to_path_buf();
 
-    walk::walker(ws, &search_dir, &req.rules)
-        .build_parallel()
-        .run(|| {
+    let builder = walk::walker(ws, &search_dir, &req.rules);
+    walk::visit_walk(
+        &builder,
+        &mut walk::FnVisitors(|| -> Box<dyn FnMut(Result<ignore::DirEntry, ignore::Error>) -> WalkState + Send + '_> {
             let mut searcher = searcher_builder.build();
             let (shared, matcher, req, ws_root, search_dir) =
                 (&shared, &matcher, &req, &ws_root, &search_dir);
@@ -666,7 +675,8 @@ fn grep(ctx: &ToolContext, params: &Value) -> ToolResult {
                 }
                 WalkState::Continue
             })
-        });
+        }),
+    );
 
     let interrupted = *shared.interrupted.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(why) = interrupted.or_else(|| ctx.interrupted()) {

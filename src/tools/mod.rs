@@ -16,6 +16,7 @@ pub mod context;
 pub mod envelope;
 pub mod glob;
 pub mod grep;
+mod memo;
 mod params;
 pub mod permissions;
 pub mod read;

@@ -57,13 +57,14 @@ impl Tool for ReadTool {
         "Read"
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> std::borrow::Cow<'static, str> {
         "Read a text file under the project root, with line numbers (`   12 | text`). Returns \
          `limit` lines (default 500, max 2000) starting at `start_line` (1-based, default 1). \
          When more lines remain the result is partial and the text says which start_line to use \
          next. Paths are relative to the project root; directories are refused (use Glob to list \
          them) and binary files are refused. Read a large file in pages, or use Grep to find the \
          lines you need first."
+            .into()
     }
 
     fn parameters(&self) -> Value {

@@ -34,7 +34,7 @@ pub trait Tool: Send + Sync {
     /// The name the model calls it by (`Read`).
     fn name(&self) -> &'static str;
     /// What it does and how to use it well, written for the model.
-    fn description(&self) -> &'static str;
+    fn description(&self) -> std::borrow::Cow<'static, str>;
     /// The JSON schema of its arguments (an object schema, `additionalProperties: false`).
     fn parameters(&self) -> Value;
     /// Run one call. `args` is the argument object as the model sent it.
@@ -296,8 +296,8 @@ mod tests {
         fn name(&self) -> &'static str {
             "Read"
         }
-        fn description(&self) -> &'static str {
-            "panics"
+        fn description(&self) -> std::borrow::Cow<'static, str> {
+            "panics".into()
         }
         fn parameters(&self) -> Value {
             json!({"type": "object", "properties": {}, "additionalProperties": false})

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::types::Types;
-use ignore::{DirEntry, WalkBuilder};
+use ignore::{DirEntry, ParallelVisitorBuilder, WalkBuilder, WalkState};
 use serde_json::Value;
 
 use super::envelope::{ErrorCode, ToolResult};
@@ -95,6 +95,64 @@ pub(crate) fn walker(ws: &Workspace, dir: &Path, rules: &WalkRules) -> WalkBuild
         true
     });
     b
+}
+
+/// Trees with at most this many entries are walked in the calling thread: the parallel walker
+/// costs about a millisecond per call in thread start-up and idle sleeps, which dominates on
+/// small trees, while on big ones its parallelism wins.
+pub(crate) const SMALL_TREE_ENTRIES: usize = 2_000;
+
+/// Visit every entry of the walk: in this thread for a small tree, in parallel otherwise. The
+/// first [`SMALL_TREE_ENTRIES`] entries are collected sequentially; a tree that has more is
+/// walked again by the parallel walker.
+pub(crate) fn visit_walk<'s>(builder: &WalkBuilder, visitors: &mut dyn ParallelVisitorBuilder<'s>) {
+    let mut entries = Vec::new();
+    for entry in builder.build() {
+        if entries.len() == SMALL_TREE_ENTRIES {
+            builder.build_parallel().visit(visitors);
+            return;
+        }
+        entries.push(entry);
+    }
+    let mut visitor = visitors.build();
+    // A skipped directory's entries were already collected: pass over them.
+    let mut skipped: Option<PathBuf> = None;
+    for entry in entries {
+        if let (Some(dir), Ok(e)) = (&skipped, &entry) {
+            if e.path().starts_with(dir) {
+                continue;
+            }
+        }
+        let path = entry.as_ref().ok().map(|e| e.path().to_path_buf());
+        match visitor.visit(entry) {
+            WalkState::Quit => break,
+            WalkState::Skip => skipped = path,
+            WalkState::Continue => {}
+        }
+    }
+}
+
+/// A [`ParallelVisitorBuilder`] from a closure factory, as `WalkParallel::run` takes.
+pub(crate) struct FnVisitors<F>(pub F);
+
+/// One visitor made by [`FnVisitors`].
+type EntryFn<'s> = Box<dyn FnMut(Result<DirEntry, ignore::Error>) -> WalkState + Send + 's>;
+
+struct FnVisitor<'s>(EntryFn<'s>);
+
+impl ignore::ParallelVisitor for FnVisitor<'_> {
+    fn visit(&mut self, entry: Result<DirEntry, ignore::Error>) -> WalkState {
+        (self.0)(entry)
+    }
+}
+
+impl<'s, F> ParallelVisitorBuilder<'s> for FnVisitors<F>
+where
+    F: FnMut() -> EntryFn<'s>,
+{
+    fn build(&mut self) -> Box<dyn ignore::ParallelVisitor + 's> {
+        Box::new(FnVisitor((self.0)()))
+    }
 }
 
 /// Matchers for the ignore files of the directories from `root` down to the parent of `dir`

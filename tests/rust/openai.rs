@@ -182,7 +182,7 @@ fn simple_request() -> ChatRequest {
         messages: vec![Message::User {
             content: "hi".into(),
         }],
-        tools: vec![],
+        tools: Default::default(),
         tool_choice: None,
     }
 }
@@ -224,7 +224,7 @@ async fn success_with_tool_calls_sends_bearer_and_full_body() {
                 content: "find main".into(),
             },
         ],
-        tools: vec![grep_schema.clone()],
+        tools: vec![grep_schema.clone()].into(),
         tool_choice: Some("auto".into()),
     };
 

@@ -1,0 +1,192 @@
+"""The ``outrider`` command: run an explore child from the shell, or read a trace.
+
+outrider explore "Where is the config loaded?" --root path/to/repo
+outrider explore TASK --model offline --json
+outrider trace ~/.local/state/outrider/traces/trace-child-....jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import sys
+import textwrap
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import outrider
+
+
+def _model(choice: str) -> tuple[Any, Any, str]:
+    """(main_llm, light_llm, note) for a --model choice."""
+    if choice == "offline":
+        return outrider.OfflineScout(), None, "offline scout (no LLM)"
+    main = outrider.OpenAICompatible.from_env("LLM")
+    if main is None:
+        return (
+            outrider.OfflineScout(),
+            None,
+            "offline scout: LLM_MODEL_ID is not set, so no LLM is configured",
+        )
+    light = outrider.OpenAICompatible.from_env("LIGHT_LLM")
+    return main, light, f"{choice} route"
+
+
+def _print_result(result: outrider.SubagentLaunchResult, note: str) -> None:
+    data = result.to_dict()
+    body = data.get("result") or {}
+    print(
+        f"status: {data['status']}  ({data['terminal_reason']}; model: {data['model_used']} - {note})"
+    )
+    if data["error"]:
+        print(f"error: {data['error']}")
+    if isinstance(body, dict):
+        if body.get("summary"):
+            print()
+            print(textwrap.fill(body["summary"], width=100))
+        for title, key in (
+            ("Findings", "findings"),
+            ("Evidence", "evidence"),
+            ("Open questions", "unresolved_questions"),
+        ):
+            items = body.get(key) or []
+            if items:
+                print(f"\n{title}:")
+                for item in items:
+                    print(f"  - {item}")
+    tools = ", ".join(f"{k} x{v}" for k, v in sorted(data["tool_usage"].items())) or "none"
+    est = " (estimated)" if data["usage_estimated"] else ""
+    print(
+        f"\n{data['model_calls']} model call(s), tools: {tools}, {data['token_usage']} tokens{est}, {data['elapsed_ms']} ms"
+    )
+    if data["trace_path"]:
+        print(f"trace: {data['trace_path']}   (outrider trace FILE shows it step by step)")
+
+
+def _explore(args: argparse.Namespace) -> int:
+    root = pathlib.Path(args.root)
+    if not root.is_dir():
+        print(f"outrider: --root {args.root!r} is not a directory", file=sys.stderr)
+        return 2
+    main, light, note = _model(args.model)
+    trace_dir: Any = args.trace_dir if args.trace_dir else None
+    try:
+        launcher = outrider.SubagentLauncher(root, main, light, trace_dir=trace_dir)
+        route = None if args.model == "offline" else args.model
+        result = launcher.launch(outrider.SubagentRequest(task=args.task, model_choice=route))
+    except (ValueError, TypeError) as err:
+        print(f"outrider: {err}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        _print_result(result, note)
+    return 1 if result.status == "failed" else 0
+
+
+def _short(value: Any, width: int = 110) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _describe(event: str, p: dict[str, Any]) -> str:
+    if event == "model_output":
+        calls = p.get("tool_calls") or []
+        if calls:
+            return "calls " + ", ".join(
+                f"{c.get('name')}({_short(c.get('arguments', ''), 60)})" for c in calls
+            )
+        usage = p.get("usage") or {}
+        return f"answer {_short(p.get('raw', ''), 80)}  [{usage.get('total_tokens', '?')} tokens]"
+    if event == "tool_call":
+        return f"{p.get('tool')} {_short(p.get('args', {}), 90)}"
+    if event == "tool_result":
+        code = p.get("error_code")
+        return f"{p.get('tool')} -> {p.get('status')}" + (f" {code}" if code else "")
+    if event == "completion_gate_verdict":
+        return f"{p.get('verdict')}" + (
+            f": {_short(p.get('feedback', ''), 90)}" if p.get("feedback") else ""
+        )
+    if event == "terminal":
+        details = p.get("details") or {}
+        return f"{p.get('reason')}" + (
+            f": {_short(details.get('error'), 90)}" if details.get("error") else ""
+        )
+    if event in ("subagent_requested", "subagent_started", "subagent_completed", "subagent_failed"):
+        return f"{p.get('child_session_id')} {p.get('profile')} ({p.get('terminal_reason', '')}) trace={p.get('trace_path')}"
+    if event == "session_summary":
+        return f"steps={p.get('steps')} tools={p.get('tools_used')} usage={p.get('total_usage')}"
+    return _short(p, 100)
+
+
+def _trace(args: argparse.Namespace) -> int:
+    path = pathlib.Path(args.file)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as err:
+        print(f"outrider: cannot read trace {args.file!r}: {err.strerror or err}", file=sys.stderr)
+        return 2
+    start: datetime | None = None
+    shown = 0
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            ev = json.loads(line)
+            ts = datetime.fromisoformat(ev["ts"].replace("Z", "+00:00"))
+            event, step, payload = ev["event"], ev["step"], ev.get("payload") or {}
+        except (ValueError, KeyError, TypeError, AttributeError) as err:
+            print(f"outrider: {args.file}:{n} is not a trace event ({err})", file=sys.stderr)
+            return 2
+        start = start or ts
+        ms = (ts - start).total_seconds() * 1000
+        if shown == 0:
+            print(f"session {ev.get('session_id')}")
+        shown += 1
+        print(f"{step:>4}  {ms:>8.1f} ms  {event:<24} {_describe(event, payload)}")
+    if shown == 0:
+        print(f"outrider: {args.file!r} holds no events", file=sys.stderr)
+        return 2
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="outrider", description="Sandboxed, read-only explore sub-agents."
+    )
+    parser.add_argument("--version", action="version", version=f"outrider {outrider.__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    ex = sub.add_parser("explore", help="run an explore child on a repository and print its result")
+    ex.add_argument("task", help="what to find out (self-contained)")
+    ex.add_argument("--root", default=os.curdir, help="the repository to explore (default: .)")
+    ex.add_argument(
+        "--model",
+        choices=("light", "main", "offline"),
+        default="light",
+        help="model route; without LLM_MODEL_ID set, the offline scout is used (default: light)",
+    )
+    ex.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    ex.add_argument("--trace-dir", help="where the child's JSONL trace goes (outside the root)")
+    ex.set_defaults(func=_explore)
+    tr = sub.add_parser("trace", help="print a JSONL trace as a step-by-step timeline")
+    tr.add_argument("file", help="a trace-*.jsonl file")
+    tr.set_defaults(func=_trace)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except KeyboardInterrupt:
+        print("outrider: interrupted", file=sys.stderr)
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

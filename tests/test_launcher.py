@@ -1,0 +1,567 @@
+"""SubagentLauncher, TaskTool, parallel children, verification, MainAgent, the scout and the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from typing import Any
+
+import pytest
+
+import outrider
+from outrider import EXPLORE_PROFILE, SubagentLauncher, SubagentRequest, TaskTool
+from outrider.testing import ScriptedLLM, call, delay, final
+
+FINAL = final(
+    status="completed",
+    summary="Auth is in src/auth.py",
+    findings=["login()"],
+    evidence=["src/auth.py:1"],
+)
+TASK_ARGS = {
+    "description": "Explore auth",
+    "prompt": "Find the login code.",
+    "subagent_type": "explore",
+}
+
+
+@pytest.fixture
+def repo(tmp_path: pathlib.Path) -> pathlib.Path:
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "auth.py").write_text("def login(user):\n    return session_token(user)\n")
+    (root / "src" / "db.py").write_text("def connect():\n    pass\n")
+    return root
+
+
+@pytest.fixture
+def traces(tmp_path: pathlib.Path) -> pathlib.Path:
+    return tmp_path / "traces"
+
+
+# --- TaskTool -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({}, "Parameter 'description' is required and must be non-empty."),
+        (
+            {"description": 5, "prompt": "p", "subagent_type": "explore"},
+            "Parameter 'description' is required and must be non-empty.",
+        ),
+        (
+            {"description": "  ", "prompt": "p", "subagent_type": "explore"},
+            "Parameter 'description' is required and must be non-empty.",
+        ),
+        (
+            {"description": "d", "subagent_type": "explore"},
+            "Parameter 'prompt' is required and must be non-empty.",
+        ),
+        (
+            {"description": "d", "prompt": "\n", "subagent_type": "explore"},
+            "Parameter 'prompt' is required and must be non-empty.",
+        ),
+        ({"description": "d", "prompt": "p"}, "Parameter 'subagent_type' must be 'explore'."),
+        (
+            {"description": "d", "prompt": "p", "subagent_type": "general", "model": "bad"},
+            "Parameter 'subagent_type' must be 'explore'.",
+        ),
+        (
+            {"description": "d", "prompt": "p", "subagent_type": "plan"},
+            "Parameter 'subagent_type' must be 'explore'.",
+        ),
+        (
+            {"description": "d", "prompt": "p", "subagent_type": "explore", "model": "heavy"},
+            "Parameter 'model' must be 'main' or 'light'.",
+        ),
+        (
+            {"description": "d", "prompt": "p", "subagent_type": "explore", "model": 5},
+            "Parameter 'model' must be 'main' or 'light'.",
+        ),
+    ],
+)
+def test_task_validation_messages(
+    repo: pathlib.Path, traces: pathlib.Path, args: dict[str, Any], message: str
+) -> None:
+    llm = ScriptedLLM([])
+    tool = TaskTool(SubagentLauncher(repo, llm, trace_dir=traces))
+    assert tool.run(args) == {
+        "status": "error",
+        "data": {},
+        "text": message,
+        "stats": {"time_ms": 0},
+        "context": {"cwd": ".", "params_input": args},
+        "error": {"code": "INVALID_PARAM", "message": message},
+    }
+    assert llm.calls == 0, "no child is launched for invalid arguments"
+
+
+def test_task_success_envelope_key_by_key(repo: pathlib.Path, traces: pathlib.Path) -> None:
+    llm = ScriptedLLM([[call("Grep", pattern="login")], FINAL])
+    light = ScriptedLLM([])
+    tool = TaskTool(SubagentLauncher(repo, llm, trace_dir=traces))
+    args = dict(TASK_ARGS, subagent_type=" EXPLORE ", model="MAIN")
+    env = tool.run(args)
+    assert list(env) == ["status", "data", "text", "stats", "context"]
+    assert list(env["data"]) == ["status", "profile", "child_session_id", "child_run_id", "result"]
+    assert env["status"] == "success"
+    assert env["data"]["status"] == "completed" and env["data"]["profile"] == "explore"
+    assert env["data"]["child_run_id"] == "run-1" and env["data"]["child_session_id"].startswith(
+        "child-"
+    )
+    assert env["data"]["result"] == {
+        "status": "completed",
+        "summary": "Auth is in src/auth.py",
+        "findings": ["login()"],
+        "evidence": ["src/auth.py:1"],
+        "unresolved_questions": [],
+        "tool_usage": {"Grep": 1},
+        "terminal_reason": "completed",
+    }
+    assert env["text"] == "Auth is in src/auth.py"
+    assert set(env["stats"]) == {"time_ms", "tool_calls", "token_usage", "model"}
+    assert (
+        env["stats"]["time_ms"] >= 1
+        and env["stats"]["tool_calls"] == 1
+        and env["stats"]["model"] == "main"
+    )
+    assert env["context"] == {"cwd": ".", "params_input": args}
+    assert (
+        llm.requests[0]["messages"][1]["content"]
+        == "Explore auth\n\nFind the login code.\n\nStructured context:\n{}"
+    )
+    assert light.calls == 0
+    assert "history" not in env["data"] and "session_memory" not in env["data"]
+    text = tool.run_json(dict(TASK_ARGS))
+    assert json.loads(text)["status"] == "error"  # the script is used up: the child fails
+    assert text.startswith('{\n  "status": "error",\n  "data": {}')
+
+
+def test_task_failure_envelope(repo: pathlib.Path, traces: pathlib.Path) -> None:
+    tool = TaskTool(
+        SubagentLauncher(repo, ScriptedLLM(["not json", "still not json"]), trace_dir=traces)
+    )
+    env = tool.run(TASK_ARGS)
+    assert env == {
+        "status": "error",
+        "data": {},
+        "text": env["text"],
+        "stats": {"time_ms": 0},
+        "context": {"cwd": ".", "params_input": TASK_ARGS},
+        "error": {"code": "INTERNAL_ERROR", "message": env["text"]},
+    }
+    assert env["text"].startswith(
+        "Explore subagent failed: child terminal reason: completion_gate_blocked"
+    )
+
+
+def test_task_partial_result_is_success(repo: pathlib.Path, traces: pathlib.Path) -> None:
+    partial = final(status="partial", summary="Only found part", evidence=[])
+    env = TaskTool(SubagentLauncher(repo, ScriptedLLM([partial]), trace_dir=traces)).run(TASK_ARGS)
+    assert (env["status"], env["data"]["status"]) == ("success", "partial")
+
+
+def test_task_schemas_and_description(repo: pathlib.Path, traces: pathlib.Path) -> None:
+    tool = TaskTool(SubagentLauncher(repo, ScriptedLLM([]), trace_dir=traces))
+    assert tool.name == "Task"
+    assert tool.parameters == {
+        "type": "object",
+        "properties": {
+            "description": {
+                "type": "string",
+                "description": "Short summary of the delegated search task",
+            },
+            "prompt": {
+                "type": "string",
+                "description": "Self-contained read-only exploration instructions",
+            },
+            "subagent_type": {
+                "type": "string",
+                "enum": ["explore"],
+                "description": "Formal profile; one of: explore",
+            },
+            "model": {
+                "type": "string",
+                "enum": ["main", "light"],
+                "default": "light",
+                "description": "Optional model route: main or light",
+            },
+        },
+        "required": ["description", "prompt", "subagent_type"],
+        "additionalProperties": False,
+    }
+    assert list(tool.parameters["properties"]) == [
+        "description",
+        "prompt",
+        "subagent_type",
+        "model",
+    ]
+    assert tool.openai_schema() == {
+        "type": "function",
+        "function": {
+            "name": "Task",
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    }
+    assert tool.anthropic_schema() == {
+        "name": "Task",
+        "description": tool.description,
+        "input_schema": tool.parameters,
+    }
+    for phrase in (
+        "When NOT to use it",
+        "Glob, Grep and Read",
+        "cannot edit files",
+        "fresh context",
+    ):
+        assert phrase in tool.description
+
+
+def test_task_with_custom_profiles_and_a_factory(repo: pathlib.Path, traces: pathlib.Path) -> None:
+    deep = EXPLORE_PROFILE.replace(name="deep", max_steps=3)
+    built: list[int] = []
+
+    def factory() -> SubagentLauncher:
+        built.append(1)
+        return SubagentLauncher(
+            repo, ScriptedLLM([FINAL, FINAL]), trace_dir=traces, profiles=[deep]
+        )
+
+    tool = TaskTool(factory, subagent_types=["explore", "Deep"])
+    assert built == [] and tool.subagent_types == ["explore", "deep"]
+    assert tool.parameters["properties"]["subagent_type"]["enum"] == ["explore", "deep"]
+    bad = tool.run(dict(TASK_ARGS, subagent_type="plan"))
+    assert bad["error"]["message"] == "Parameter 'subagent_type' must be one of 'explore', 'deep'."
+    assert tool.run(dict(TASK_ARGS, subagent_type="deep"))["data"]["profile"] == "deep"
+    assert tool.run(TASK_ARGS)["status"] == "success"
+    assert built == [1]
+    with pytest.raises(ValueError, match="not registered in the launcher"):
+        TaskTool(SubagentLauncher(repo, ScriptedLLM([]), trace_dir=traces), subagent_types=["deep"])
+    with pytest.raises(TypeError, match="TaskTool needs an outrider.SubagentLauncher"):
+        TaskTool(42)  # type: ignore[arg-type]
+    broken = TaskTool(lambda: 1 / 0)  # type: ignore[arg-type, return-value]
+    env = broken.run(TASK_ARGS)
+    assert env["error"] == {
+        "code": "INTERNAL_ERROR",
+        "message": "Task could not start: the launcher factory raised ZeroDivisionError: division by zero",
+    }
+
+
+def test_task_run_async(repo: pathlib.Path, traces: pathlib.Path) -> None:
+    tool = TaskTool(SubagentLauncher(repo, ScriptedLLM([FINAL], is_async=True), trace_dir=traces))
+
+    async def main() -> dict[str, Any]:
+        return await tool.run_async(TASK_ARGS)
+
+    assert asyncio.run(main())["status"] == "success"
+
+
+# --- launcher -----------------------------------------------------------------------------------
+
+
+def test_model_routing(
+    repo: pathlib.Path, traces: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    main, light = ScriptedLLM([FINAL, FINAL]), ScriptedLLM([FINAL])
+    launcher = SubagentLauncher(repo, main, light, trace_dir=traces)
+    assert (
+        launcher.launch(SubagentRequest(task="t")).model_used == "light"
+    )  # explore defaults to light
+    assert launcher.launch(SubagentRequest(task="t", model_choice="main")).model_used == "main"
+    assert (main.calls, light.calls) == (1, 1)
+    no_light = SubagentLauncher(repo, main, trace_dir=traces)
+    assert not no_light.has_light_model
+    assert no_light.launch(SubagentRequest(task="t", model_choice="light")).model_used == "main"
+    monkeypatch.setenv("LIGHT_LLM_MODEL_ID", "small-model")
+    monkeypatch.setenv("LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    assert SubagentLauncher(repo, main, trace_dir=traces).has_light_model
+    with pytest.raises(ValueError, match="unsupported runtime profile: nope"):
+        launcher.launch(SubagentRequest("nope", "t"))
+    with pytest.raises(ValueError, match="unsupported subagent model choice: heavy"):
+        launcher.launch(SubagentRequest(task="t", model_choice="heavy"))
+    with pytest.raises(TypeError, match="main_llm must be a callable"):
+        SubagentLauncher(repo, 42)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_concurrency must be at least 1, got 0"):
+        SubagentLauncher(repo, main, max_concurrency=0)
+    with pytest.raises(TypeError, match="SubagentRequest.task is required"):
+        SubagentRequest("explore")
+
+
+def test_parent_events_and_failures_keep_their_metrics(
+    repo: pathlib.Path, traces: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    parent = tmp_path / "parent.jsonl"
+    llm = ScriptedLLM([[call("Glob"), call("Bash", command="ls")], "no json", "no json"])
+    launcher = SubagentLauncher(repo, llm, trace_dir=traces, parent_trace=parent)
+    r = launcher.launch(
+        SubagentRequest(task="t", parent_session_id="s-parent", parent_run_id="run-7")
+    )
+    assert (r.status, r.terminal_reason, r.tool_usage) == (
+        "failed",
+        "completion_gate_blocked",
+        {"Bash": 1, "Glob": 1},
+    )
+    assert r.token_usage > 0 and r.error is not None
+    events = [json.loads(line) for line in parent.read_text().splitlines()]
+    assert [e["event"] for e in events] == [
+        "subagent_requested",
+        "subagent_started",
+        "subagent_failed",
+    ]
+    assert all(e["step"] == 0 for e in events)
+    common = {
+        "parent_session_id": "s-parent",
+        "parent_run_id": "run-7",
+        "profile": "explore",
+        "max_steps": 12,
+        "context_token_budget": 16000,
+        "total_token_budget": 32000,
+        "child_session_id": r.child_session_id,
+        "child_run_id": "run-1",
+        "model": "main",
+        "trace_path": r.trace_path,
+    }
+    assert events[0]["payload"] == common
+    assert events[2]["payload"] == common | {
+        "terminal_reason": "completion_gate_blocked",
+        "tool_usage": {"Bash": 1, "Glob": 1},
+        "token_usage": r.token_usage,
+        "elapsed_ms": r.elapsed_ms,
+        "error": r.error,
+    }
+
+
+def test_launch_many_keeps_order_and_isolates_failures(
+    repo: pathlib.Path, traces: pathlib.Path
+) -> None:
+    def model(request: dict[str, Any]) -> str:
+        task = request["messages"][1]["content"]
+        if task.startswith("boom"):
+            raise RuntimeError("child model down")
+        time.sleep(0.05 if task.startswith("slow") else 0)
+        return final(status="completed", summary=task.split("\n")[0])
+
+    launcher = SubagentLauncher(repo, model, trace_dir=traces)
+    tasks = ["slow one", "fast two", "boom three", "fast four"]
+    results = launcher.launch_many([SubagentRequest(task=t) for t in tasks], max_concurrency=4)
+    assert [r.status for r in results] == ["completed", "completed", "failed", "completed"]
+    assert [r.result.summary for r in results if isinstance(r.result, outrider.ExploreResult)] == [
+        "slow one",
+        "fast two",
+        "fast four",
+    ]
+    assert "child model down" in (results[2].error or "")
+    with pytest.raises(ValueError, match=r"requests\[1\]: unsupported runtime profile: x"):
+        launcher.launch_many([SubagentRequest(task="a"), SubagentRequest("x", "b")])
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+def test_sixteen_children_wait_together(
+    repo: pathlib.Path, traces: pathlib.Path, is_async: bool
+) -> None:
+    llm = ScriptedLLM([delay(0.3, FINAL) for _ in range(16)], is_async=is_async)
+    launcher = SubagentLauncher(repo, llm, trace_dir=traces, max_concurrency=16)
+    started = time.monotonic()
+    results = launcher.launch_many([SubagentRequest(task=f"t{i}") for i in range(16)])
+    assert [r.status for r in results] == ["completed"] * 16
+    assert time.monotonic() - started < 1.0
+
+
+def test_launch_async_and_sync_launch_inside_a_running_loop(
+    repo: pathlib.Path, traces: pathlib.Path
+) -> None:
+    async_llm = ScriptedLLM([delay(0.2, FINAL) for _ in range(8)], is_async=True)
+    launcher = SubagentLauncher(repo, async_llm, trace_dir=traces, max_concurrency=8)
+
+    async def gathered() -> list[outrider.SubagentLaunchResult]:
+        return list(
+            await asyncio.gather(
+                *(launcher.launch_async(SubagentRequest(task=f"t{i}")) for i in range(8))
+            )
+        )
+
+    started = time.monotonic()
+    assert [r.status for r in asyncio.run(gathered())] == ["completed"] * 8
+    assert time.monotonic() - started < 1.0
+
+    for llm in (ScriptedLLM([FINAL]), ScriptedLLM([FINAL], is_async=True)):
+        inner = SubagentLauncher(repo, llm, trace_dir=traces)
+
+        async def in_loop(inner: SubagentLauncher = inner) -> str:
+            return inner.launch(SubagentRequest(task="t")).status  # like a Jupyter cell
+
+        assert asyncio.run(in_loop()) == "completed"
+
+
+def test_verify(repo: pathlib.Path, traces: pathlib.Path) -> None:
+    passing = SubagentLauncher(
+        repo,
+        ScriptedLLM(
+            ['{"verdict": "PASS", "reasons": ["login exists"], "evidence": ["src/auth.py:1"]}']
+        ),
+        trace_dir=traces,
+    )
+    v = passing.verify("Added login()", requirements={"must": "login"}, evidence=["src/auth.py:1"])
+    assert (v.verdict, v.reasons, v.feedback) == ("PASS", ["login exists"], None)
+    assert v.launch.profile_name == "verification" and v.launch.model_used == "main"
+    failing = SubagentLauncher(
+        repo, ScriptedLLM(['{"verdict": "partial", "reasons": ["no tests"]}']), trace_dir=traces
+    )
+    v = failing.verify("Added login()")
+    assert v.to_dict() == {
+        "verdict": "FAIL",
+        "reasons": ["no tests"],
+        "feedback": "Independent verification did not pass: no tests",
+    }
+    broken = SubagentLauncher(repo, ScriptedLLM(["?", "?"]), trace_dir=traces)
+    v = broken.verify("Added login()")
+    assert v.verdict == "UNVERIFIED" and v.reasons[0] == "verification_agent_error"
+    llm = ScriptedLLM(['{"verdict": "UNVERIFIED"}'])
+    assert SubagentLauncher(repo, llm, trace_dir=traces).verify("x").reasons == [
+        "verification_agent_unverified"
+    ]
+    ctx = json.loads(llm.requests[0]["messages"][1]["content"].split("Structured context:\n")[1])
+    assert ctx == {"candidate": {"final_text": "x"}, "evidence": [], "requirements": {}}
+
+
+def test_main_agent_runs_parent_and_child(repo: pathlib.Path, traces: pathlib.Path) -> None:
+    llm = ScriptedLLM(
+        [
+            [{"id": "t1", "name": "Task", "arguments": TASK_ARGS}],  # parent delegates
+            [call("Grep", pattern="login")],  # child searches
+            FINAL,  # child answers
+            "Login is handled in src/auth.py:1.",  # parent answers
+        ]
+    )
+    agent = outrider.MainAgent(repo, llm, trace_dir=traces)
+    out = agent.run("How does login work?")
+    llm.assert_complete()
+    assert (out["terminal_reason"], out["final_text"], out["tool_usage"]) == (
+        "completed",
+        "Login is handled in src/auth.py:1.",
+        {"Task": 1},
+    )
+    assert sorted(t["function"]["name"] for t in llm.requests[0]["tools"]) == [
+        "Glob",
+        "Grep",
+        "Read",
+        "Task",
+    ]
+    envelope = json.loads(llm.requests[3]["messages"][-1]["content"])
+    assert (
+        envelope["status"] == "success"
+        and envelope["data"]["result"]["summary"] == "Auth is in src/auth.py"
+    )
+    events = [json.loads(line) for line in pathlib.Path(out["trace_path"]).read_text().splitlines()]
+    done = [e for e in events if e["event"] == "subagent_completed"]
+    assert len(done) == 1 and done[0]["payload"]["parent_session_id"] == out["session_id"]
+    assert pathlib.Path(done[0]["payload"]["trace_path"]).exists()
+
+
+def test_offline_scout_is_the_default_and_grounded(
+    repo: pathlib.Path, traces: pathlib.Path
+) -> None:
+    r = SubagentLauncher(repo, trace_dir=traces).launch(
+        SubagentRequest(task="Where is `session_token` used by login?")
+    )
+    assert (r.status, r.model_used) == ("completed", "offline")
+    assert isinstance(r.result, outrider.ExploreResult)
+    assert r.result.summary.startswith("Offline scout (no LLM configured)")
+    assert "src/auth.py:2" in r.result.evidence
+    assert all(c["grounded"] for c in outrider.check_evidence(repo, r.result.evidence))
+    assert outrider.OfflineScout.terms("Find `load_config` in ConfigLoader") == [
+        "load_config",
+        "ConfigLoader",
+    ]
+
+
+# --- CLI and Ctrl-C -----------------------------------------------------------------------------
+
+
+def run_cli(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "LIGHT_LLM_"))}
+    return subprocess.run(
+        [sys.executable, "-m", "outrider", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_cli_explore_and_trace(
+    repo: pathlib.Path, traces: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    out = run_cli(
+        "explore",
+        "Where is session_token used?",
+        "--root",
+        str(repo),
+        "--json",
+        "--trace-dir",
+        str(traces),
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert (data["status"], data["model_used"]) == ("completed", "offline")
+    assert "src/auth.py:2" in data["result"]["evidence"]
+    text = run_cli(
+        "explore",
+        "Where is session_token used?",
+        "--root",
+        str(repo),
+        "--trace-dir",
+        str(traces),
+        cwd=tmp_path,
+    )
+    assert text.returncode == 0 and "Evidence:" in text.stdout and "offline scout" in text.stdout
+    timeline = run_cli("trace", data["trace_path"], cwd=tmp_path)
+    assert timeline.returncode == 0
+    assert "tool_call" in timeline.stdout and "completion_gate_verdict  PASS" in timeline.stdout
+    bad = run_cli("explore", "x", "--root", str(tmp_path / "missing"), cwd=tmp_path)
+    assert bad.returncode == 2 and "is not a directory" in bad.stderr
+    missing = run_cli("trace", str(tmp_path / "none.jsonl"), cwd=tmp_path)
+    assert missing.returncode == 2 and "cannot read trace" in missing.stderr
+
+
+def test_ctrl_c_interrupts_a_blocking_launch(repo: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    script = tmp_path / "hang.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import sys, time, outrider
+            def slow(request):
+                time.sleep(30)
+                return "x"
+            launcher = outrider.SubagentLauncher({str(repo)!r}, slow, trace_dir=False)
+            print("ready", flush=True)
+            try:
+                launcher.launch(outrider.SubagentRequest(task="t"))
+            except KeyboardInterrupt:
+                print("interrupted", flush=True)
+                sys.exit(42)
+            """
+        )
+    )
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(0.5)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    code = proc.wait(timeout=10)
+    elapsed = time.monotonic() - sent
+    assert (code, proc.stdout.read().strip()) == (42, "interrupted")
+    assert elapsed < 1.0, f"KeyboardInterrupt took {elapsed:.2f}s"
