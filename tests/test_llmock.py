@@ -301,11 +301,6 @@ def test_a_slow_answer_past_the_timeout_is_abandoned_and_retried(chaos: LLMockPr
     assert chaos.verdict() == passing_verdict(calls=2, attempts=2, faults=0), chaos.report()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Retry-After is only honoured on 429 and 503: llmock sends it on 504 too and its verdict "
-    "reports retry_after_ignored",
-)
 def test_retry_after_on_a_504_is_honoured(chaos: LLMockProcess) -> None:
     chaos.queue(fail(504, retry_after=1), reply("through the gateway"))
     answer, _ = elapsed_call(chaos.client(max_retries=1))

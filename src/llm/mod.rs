@@ -158,6 +158,18 @@ impl ChatRequest {
         Value::Object(body)
     }
 
+    /// The same JSON as [`ChatRequest::to_openai`], written straight to text without building a
+    /// value tree first (the request is re-sent on every call, schemas and history included).
+    pub fn to_openai_string(&self) -> String {
+        let body = WireRequest {
+            model: self.model.as_deref(),
+            messages: self.messages.iter().map(WireMessage::from).collect(),
+            tools: &self.tools,
+            tool_choice: self.tool_choice.as_deref(),
+        };
+        serde_json::to_string(&body).unwrap_or_default()
+    }
+
     /// Characters in the request, schemas included.
     pub fn char_len(&self) -> usize {
         self.messages.iter().map(Message::char_len).sum::<usize>()
@@ -167,6 +179,100 @@ impl ChatRequest {
                 .map(|t| t.to_string().len())
                 .sum::<usize>()
     }
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+#[derive(Serialize)]
+struct WireCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum WireMessage<'a> {
+    Text {
+        role: &'static str,
+        content: &'a str,
+    },
+    Calls {
+        role: &'static str,
+        content: &'a str,
+        tool_calls: Vec<WireCall<'a>>,
+    },
+    Tool {
+        role: &'static str,
+        tool_call_id: &'a str,
+        name: &'a str,
+        content: &'a str,
+    },
+}
+
+impl<'a> From<&'a Message> for WireMessage<'a> {
+    fn from(m: &'a Message) -> Self {
+        match m {
+            Message::System { content } => WireMessage::Text {
+                role: "system",
+                content,
+            },
+            Message::User { content } => WireMessage::Text {
+                role: "user",
+                content,
+            },
+            Message::Assistant {
+                content,
+                tool_calls,
+            } if tool_calls.is_empty() => WireMessage::Text {
+                role: "assistant",
+                content,
+            },
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => WireMessage::Calls {
+                role: "assistant",
+                content,
+                tool_calls: tool_calls
+                    .iter()
+                    .map(|c| WireCall {
+                        id: &c.id,
+                        kind: "function",
+                        function: WireFunction {
+                            name: &c.name,
+                            arguments: &c.arguments,
+                        },
+                    })
+                    .collect(),
+            },
+            Message::Tool {
+                tool_call_id,
+                name,
+                content,
+            } => WireMessage::Tool {
+                role: "tool",
+                tool_call_id,
+                name,
+                content,
+            },
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct WireRequest<'a> {
+    model: Option<&'a str>,
+    messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: &'a Vec<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'a str>,
 }
 
 /// Tokens for a number of characters: a deliberately pessimistic 3 characters per token, so that
@@ -413,6 +519,30 @@ mod tests {
                 completion_tokens: 2,
                 total_tokens: 5
             })
+        );
+        let req = ChatRequest {
+            model: None,
+            messages: vec![
+                Message::System {
+                    content: "s".into(),
+                },
+                Message::Assistant {
+                    content: String::new(),
+                    tool_calls: a.tool_calls.clone(),
+                },
+                Message::Tool {
+                    tool_call_id: "c1".into(),
+                    name: "Read".into(),
+                    content: "é".into(),
+                },
+            ],
+            tools: std::sync::Arc::new(vec![json!({"type": "function"})]),
+            tool_choice: Some("auto".into()),
+        };
+        let text = req.to_openai_string();
+        assert_eq!(
+            serde_json::from_str::<Value>(&text).unwrap(),
+            req.to_openai()
         );
         let s = ChatResponse::from_value(&json!("done")).unwrap();
         assert_eq!(

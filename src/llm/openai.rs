@@ -42,6 +42,9 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 const BACKOFF_BASE: Duration = Duration::from_millis(500);
 /// The longest backoff delay drawn from.
 const BACKOFF_CAP: Duration = Duration::from_secs(8);
+/// The most retries a client may be configured with.
+pub const MAX_RETRIES_LIMIT: u32 = 10;
+
 /// The longest `Retry-After` honoured: a provider asking for more is waited on for this long.
 const RETRY_AFTER_CAP: Duration = Duration::from_secs(60);
 /// How much of a body goes into an error message.
@@ -106,6 +109,12 @@ impl OpenAICompatibleConfig {
         check_duration(self.connect_timeout).map_err(|m| invalid("connect_timeout", m))?;
         if let Some(t) = self.temperature {
             check_temperature(t).map_err(|m| invalid("temperature", m))?;
+        }
+        if self.max_retries > MAX_RETRIES_LIMIT {
+            return Err(invalid(
+                "max_retries",
+                format!("{} is more than {MAX_RETRIES_LIMIT}; each retry waits longer, so use at most {MAX_RETRIES_LIMIT}", self.max_retries),
+            ));
         }
         if self.max_tokens == Some(0) {
             return Err(invalid(
@@ -221,6 +230,28 @@ fn parse_base_url(raw: &str) -> Result<Url, Error> {
     let path = path.to_owned();
     url.set_path(&path);
     Ok(url)
+}
+
+/// Standard base64 (for recognising a Basic credential echoed back in an error body).
+fn base64_encode(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 /// The URL as shown in messages: no user, password or query (where keys may hide).
@@ -345,6 +376,18 @@ impl OpenAICompatible {
 
         let headers = build_headers(&config)?;
         let mut secrets: Vec<String> = api_key(&config).map(str::to_owned).into_iter().collect();
+        // Credentials in the URL itself (user:password@, ?api-key=) and the Basic header they
+        // turn into must not come back in messages either.
+        if let Some(password) = base.password().filter(|p| !p.is_empty()) {
+            secrets.push(password.to_owned());
+            let pair = format!("{}:{password}", base.username());
+            secrets.push(base64_encode(pair.as_bytes()));
+        }
+        for (_, value) in base.query_pairs() {
+            if value.len() >= 8 {
+                secrets.push(value.into_owned());
+            }
+        }
         for (name, value) in &config.extra_headers {
             let name = name.to_ascii_lowercase();
             let credential = ["key", "token", "auth", "secret", "cookie"]
@@ -371,6 +414,11 @@ impl OpenAICompatible {
         crate::llm::env::from_env(prefix)?
             .map(OpenAICompatible::new)
             .transpose()
+    }
+
+    /// The base URL without credentials (user, password and query removed).
+    pub fn display_base_url(&self) -> &str {
+        &self.shown_base
     }
 
     /// The validated config (base URL normalised).
@@ -442,8 +490,9 @@ impl OpenAICompatible {
             .await
             .map_err(|e| self.transport_failure(e))?;
         let status = response.status();
+        // Honoured on every retryable status that sends it (providers send it on 504 too).
         let retry_after = match status.as_u16() {
-            429 | 503 => response
+            408 | 409 | 429 | 500..=599 => response
                 .headers()
                 .get(reqwest::header::RETRY_AFTER)
                 .and_then(|v| v.to_str().ok())

@@ -88,18 +88,16 @@ fn returned_value(out: &Bound<'_, PyAny>, what: &str) -> Result<Value, ModelErro
         })
 }
 
-fn json_loads<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
+fn json_loads<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
     static LOADS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     let loads = LOADS.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
         Ok(py.import("json")?.getattr("loads")?.unbind())
     })?;
-    let text = serde_json::to_string(value)
-        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
     loads.bind(py).call1((text,))
 }
 
 /// Call `callable(request)` (awaiting a coroutine on the private loop) and return its value.
-fn call_blocking(callable: &Py<PyAny>, request: &Value, what: &str) -> Result<Value, ModelError> {
+fn call_blocking(callable: &Py<PyAny>, request: &str, what: &str) -> Result<Value, ModelError> {
     Python::attach(|py| {
         // json.loads builds the request dict faster than converting node by node.
         let req =
@@ -126,7 +124,7 @@ impl ChatModel for PyCallableModel {
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
         let callable = self.callable.clone();
-        let body = request.to_openai();
+        let body = request.to_openai_string();
         let what = format!("model callable {}", self.name);
         Box::pin(async move {
             let value = tokio::task::spawn_blocking(move || call_blocking(&callable, &body, &what))

@@ -199,9 +199,10 @@ impl PyOpenAICompatible {
     fn model(&self) -> String {
         self.client.config().model.clone()
     }
+    /// The base URL, without any credentials it carried.
     #[getter]
     fn base_url(&self) -> String {
-        self.client.config().base_url.clone()
+        self.client.display_base_url().to_string()
     }
     #[getter]
     fn timeout(&self) -> f64 {
@@ -215,11 +216,11 @@ impl PyOpenAICompatible {
     fn __repr__(&self) -> String {
         let c = self.client.config();
         format!(
-            "OpenAICompatible(model={:?}, base_url={:?}, api_key={}, timeout={}, max_retries={})",
-            c.model,
-            c.base_url,
+            "OpenAICompatible(model={}, base_url={}, api_key={}, timeout={}, max_retries={})",
+            crate::json::py_repr_str(&c.model),
+            crate::json::py_repr_str(self.client.display_base_url()),
             if c.api_key.is_some() { "'***'" } else { "None" },
-            c.timeout.as_secs_f64(),
+            crate::json::Json::Float(c.timeout.as_secs_f64()).py_repr(),
             c.max_retries
         )
     }

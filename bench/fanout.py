@@ -1,0 +1,133 @@
+"""Parallel children: wall time of 16 and 64 children whose model call takes 0.3 s.
+
+    python bench/fanout.py [--latency 0.3]
+
+Three kinds of model, each answering one final ExploreResult after `--latency` seconds: a sync
+Python callable (time.sleep), an async one (asyncio.sleep), and `outrider.OpenAICompatible`
+against a loopback OpenAI-compatible server started here (127.0.0.1, stopped at the end) that
+waits `--latency` before answering. For each it prints one child's time, 16 and 64 children
+through `launch_many`, the serial time (N x one child) and the ratio to one child.
+Target: 16 children within 1.3x of one child's time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import pathlib
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import outrider
+
+ANSWER = json.dumps({"status": "completed", "summary": "done", "findings": [], "evidence": []})
+
+
+def completion() -> dict[str, Any]:
+    return {
+        "id": "bench",
+        "object": "chat.completion",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": ANSWER},
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+
+
+def serve(latency: float) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            time.sleep(latency)
+            body = json.dumps(completion()).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    ThreadingHTTPServer.request_queue_size = 128
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--latency", type=float, default=0.3)
+    opts = ap.parse_args()
+    latency = opts.latency
+
+    def sync_model(request: dict[str, Any]) -> str:
+        time.sleep(latency)
+        return ANSWER
+
+    async def async_model(request: dict[str, Any]) -> str:
+        await asyncio.sleep(latency)
+        return ANSWER
+
+    server = serve(latency)
+    http = outrider.OpenAICompatible(
+        "bench-model",
+        f"http://127.0.0.1:{server.server_address[1]}/v1",
+        timeout=30.0,
+        max_retries=0,
+    )
+    models: list[tuple[str, Any]] = [
+        ("sync callable", sync_model),
+        ("async callable", async_model),
+        ("OpenAICompatible", http),
+    ]
+    print(
+        f"outrider {outrider.__version__}: children answering after {latency:.2f}s (one model call each)"
+    )
+    print(
+        f"{'model':<18}{'1 child':>9}{'16 children':>13}{'ratio':>7}{'serial 16':>11}{'64 children':>13}{'serial 64':>11}"
+    )
+    worst = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        root = pathlib.Path(tmp) / "repo"
+        root.mkdir()
+        (root / "a.py").write_text("x = 1\n")
+        for name, model in models:
+            launcher = outrider.SubagentLauncher(root, model, trace_dir=False, max_concurrency=64)
+            one_req = outrider.SubagentRequest(task="t")
+            launcher.launch(one_req)  # warm up
+            t0 = time.perf_counter()
+            r = launcher.launch(one_req)
+            one = time.perf_counter() - t0
+            assert r.status == "completed", r
+            times = {}
+            for n in (16, 64):
+                t0 = time.perf_counter()
+                results = launcher.launch_many(
+                    [outrider.SubagentRequest(task=f"t{i}") for i in range(n)]
+                )
+                times[n] = time.perf_counter() - t0
+                assert all(x.status == "completed" for x in results), [x.error for x in results]
+            worst = max(worst, times[16] / one)
+            print(
+                f"{name:<18}{one:>8.2f}s{times[16]:>12.2f}s{times[16] / one:>6.2f}x{16 * one:>10.2f}s"
+                f"{times[64]:>12.2f}s{64 * one:>10.2f}s"
+            )
+    server.shutdown()
+    print(f"worst 16-children ratio: {worst:.2f}x (target: <= 1.3x)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
