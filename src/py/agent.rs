@@ -11,11 +11,11 @@ use crate::llm::scout::OfflineScout;
 use crate::llm::ChatModel;
 use crate::main_agent::{main_profile, run_main_agent};
 use crate::py::convert::{req_float, req_int, str_iterable, type_name, value_to_py};
-use crate::py::launcher::{model_arg, PySubagentLauncher};
+use crate::py::launcher::{model_arg, trace_dir_arg, PySubagentLauncher};
 use crate::py::runtime::block_on;
 use crate::py::tools::workspace_arg;
 use crate::runner::{CancelToken, ParsedResult};
-use crate::trace::{default_trace_dir, new_child_id, prepare_trace_dir, Trace};
+use crate::trace::{new_child_id, prepare_trace_dir, Trace};
 use crate::verify::CompletionVerdict;
 
 /// The deterministic, model-free explorer (no LLM, no network).
@@ -138,17 +138,7 @@ impl PyMainAgent {
             ),
             _ => None,
         };
-        let trace_dir = match trace_dir {
-            None => Some(default_trace_dir()),
-            Some(t) if t.is_none() => Some(default_trace_dir()),
-            Some(t) if t.cast::<pyo3::types::PyBool>().is_ok_and(|b| !b.is_true()) => None,
-            Some(t) => Some(t.extract::<std::path::PathBuf>().map_err(|_| {
-                PyTypeError::new_err(format!(
-                    "trace_dir must be a str, os.PathLike, None or False, got {}",
-                    type_name(t)
-                ))
-            })?),
-        };
+        let trace_dir = trace_dir_arg(trace_dir)?;
         let trace_dir = match trace_dir {
             Some(d) => Some(
                 prepare_trace_dir(&d, workspace.root())

@@ -272,6 +272,21 @@ impl PySubagentLaunchResult {
     }
 }
 
+/// A `trace_dir` argument: None means the default directory, False keeps traces in memory.
+pub fn trace_dir_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<std::path::PathBuf>> {
+    match obj {
+        None => Ok(Some(default_trace_dir())),
+        Some(t) if t.is_none() => Ok(Some(default_trace_dir())),
+        Some(t) if t.cast::<PyBool>().is_ok_and(|b| !b.is_true()) => Ok(None),
+        Some(t) => t.extract::<std::path::PathBuf>().map(Some).map_err(|_| {
+            PyTypeError::new_err(format!(
+                "trace_dir must be a str, os.PathLike, None or False, got {}",
+                type_name(t)
+            ))
+        }),
+    }
+}
+
 /// A Python model argument: an `OpenAICompatible`, or any callable.
 pub fn model_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Arc<dyn ChatModel>> {
     if let Ok(m) = obj.cast::<crate::py::openai::PyOpenAICompatible>() {
@@ -389,17 +404,7 @@ impl PySubagentLauncher {
                 .map_err(|e| PyValueError::new_err(e.to_string()))?
                 .map(|m| Arc::new(m) as Arc<dyn ChatModel>),
         };
-        config.trace_dir = match trace_dir {
-            None => Some(default_trace_dir()),
-            Some(t) if t.is_none() => Some(default_trace_dir()),
-            Some(t) if t.cast::<PyBool>().is_ok_and(|b| !b.is_true()) => None,
-            Some(t) => Some(t.extract::<std::path::PathBuf>().map_err(|_| {
-                PyTypeError::new_err(format!(
-                    "trace_dir must be a str, os.PathLike, None or False, got {}",
-                    type_name(t)
-                ))
-            })?),
-        };
+        config.trace_dir = trace_dir_arg(trace_dir)?;
         config.parent_trace = match parent_trace {
             Some(p) if !p.is_none() => {
                 let path: std::path::PathBuf = p.extract().map_err(|_| {

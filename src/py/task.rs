@@ -35,6 +35,17 @@ enum Prepared {
 }
 
 impl PyTaskTool {
+    /// Validate, launch (blocking, GIL released) and build the envelope.
+    fn envelope(&self, py: Python<'_>, args: &Bound<'_, PyAny>) -> PyResult<ToolResult> {
+        match self.prepare(py, args) {
+            Prepared::Done(r) => Ok(r),
+            Prepared::Ready(l, req, params) => {
+                let cancel = CancelToken::new();
+                block_on(py, run_launch(l, req, params, cancel.clone()), Some(cancel))
+            }
+        }
+    }
+
     fn check_reachable(&self, launcher: &SubagentLauncher) -> Result<(), String> {
         let missing: Vec<&String> = self
             .reachable
@@ -237,26 +248,12 @@ impl PyTaskTool {
 
     /// Validate, launch, and return the envelope dict (never raises for bad arguments).
     fn run<'py>(&self, py: Python<'py>, args: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let envelope = match self.prepare(py, args) {
-            Prepared::Done(r) => r,
-            Prepared::Ready(l, req, params) => {
-                let cancel = CancelToken::new();
-                block_on(py, run_launch(l, req, params, cancel.clone()), Some(cancel))?
-            }
-        };
-        value_to_py(py, &envelope.to_value())
+        value_to_py(py, &self.envelope(py, args)?.to_value())
     }
 
     /// `run`, serialised as the tool message content (JSON, indent 2, non-ASCII kept).
     fn run_json(&self, py: Python<'_>, args: &Bound<'_, PyAny>) -> PyResult<String> {
-        let envelope = match self.prepare(py, args) {
-            Prepared::Done(r) => r,
-            Prepared::Ready(l, req, params) => {
-                let cancel = CancelToken::new();
-                block_on(py, run_launch(l, req, params, cancel.clone()), Some(cancel))?
-            }
-        };
-        Ok(to_pretty_json(&envelope.to_value()))
+        Ok(to_pretty_json(&self.envelope(py, args)?.to_value()))
     }
 
     /// `run` from async code: an awaitable of the envelope dict.
