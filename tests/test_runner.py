@@ -282,6 +282,27 @@ def test_timeouts(repo: pathlib.Path, traces: pathlib.Path) -> None:
     assert time.monotonic() - started < 2
 
 
+def test_a_hung_sync_callable_cannot_outlive_the_timeout(
+    repo: pathlib.Path, traces: pathlib.Path
+) -> None:
+    release = threading.Event()
+
+    def model(request: dict[str, Any]) -> str:
+        if request["messages"][1]["content"].startswith("hang"):
+            release.wait(10)
+        return FINAL
+
+    profile = [EXPLORE_PROFILE.replace(name="quick", timeout_seconds=0.3)]
+    launcher = SubagentLauncher(repo, model, trace_dir=traces, profiles=profile)
+    started = time.monotonic()
+    r = launcher.launch(SubagentRequest("quick", "hang here"))
+    assert (r.status, r.terminal_reason) == ("failed", "timeout")
+    assert time.monotonic() - started < 1.0
+    # The same model still answers other children while the hung call is stuck.
+    assert launcher.launch(SubagentRequest("quick", "fine")).status == "completed"
+    release.set()
+
+
 def test_cancellation_from_async_code(repo: pathlib.Path, traces: pathlib.Path) -> None:
     llm = ScriptedLLM([delay(5, FINAL)], is_async=True)
     launcher = SubagentLauncher(repo, llm, trace_dir=traces)

@@ -5,6 +5,7 @@ mod agent;
 mod contract;
 mod convert;
 mod errors;
+mod hot;
 mod launcher;
 mod model;
 mod openai;

@@ -16,6 +16,7 @@ use crate::py::convert::{to_json, type_name};
 pub struct PyCallableModel {
     callable: Arc<Py<PyAny>>,
     name: String,
+    hot: Arc<crate::py::hot::HotCaller>,
 }
 
 impl PyCallableModel {
@@ -29,6 +30,7 @@ impl PyCallableModel {
         PyCallableModel {
             callable: Arc::new(callable.clone().unbind()),
             name,
+            hot: crate::py::hot::HotCaller::start("outrider-model"),
         }
     }
 }
@@ -124,17 +126,20 @@ impl ChatModel for PyCallableModel {
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
         let callable = self.callable.clone();
+        let hot = self.hot.clone();
         let body = request.to_openai_string();
         let what = format!("model callable {}", self.name);
         Box::pin(async move {
-            let value = tokio::task::spawn_blocking(move || call_blocking(&callable, &body, &what))
-                .await
-                .map_err(|e| {
-                    ModelError::new(
-                        ModelErrorKind::Callback,
-                        format!("model callable thread failed: {e}"),
-                    )
-                })??;
+            let value = crate::py::hot::run_off_thread(&hot, move || {
+                call_blocking(&callable, &body, &what)
+            })
+            .await
+            .map_err(|e| {
+                ModelError::new(
+                    ModelErrorKind::Callback,
+                    format!("model callable thread failed: {e}"),
+                )
+            })??;
             ChatResponse::from_value(&value).map_err(ModelError::from)
         })
     }

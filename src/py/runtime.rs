@@ -47,6 +47,9 @@ where
         });
     }
     py.detach(|| {
+        // This thread only waits for the future: it may spin briefly for answers (see `hot`).
+        crate::py::hot::allow_spin(true);
+        let _reset = ResetSpin;
         runtime().block_on(async {
             let mut fut = std::pin::pin!(fut);
             let mut tick = tokio::time::interval(SIGNAL_POLL);
@@ -128,4 +131,13 @@ where
         });
     });
     Ok(future)
+}
+
+/// Clears the spin permission when a blocking call ends, however it ends.
+struct ResetSpin;
+
+impl Drop for ResetSpin {
+    fn drop(&mut self) {
+        crate::py::hot::allow_spin(false);
+    }
 }
