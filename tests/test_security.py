@@ -271,3 +271,33 @@ def test_nothing_is_written_into_the_root_even_for_huge_output(sandbox: pathlib.
     result = run(big, "Read", {"path": "big.txt", "limit": 2000})
     assert result["data"]["truncated"] is True
     assert snapshot(big) == before
+
+
+def test_tool_schemas_are_complete_in_both_formats() -> None:
+    openai = outrider.tool_schemas()
+    assert [t["function"]["name"] for t in openai] == ["Glob", "Grep", "Read"]
+    for tool in openai:
+        params = tool["function"]["parameters"]
+        assert tool["type"] == "function" and tool["function"]["description"]
+        assert params["type"] == "object" and params["additionalProperties"] is False
+        assert params["properties"], tool["function"]["name"]
+        for spec in params["properties"].values():
+            assert spec.get("type") and spec.get("description")
+    grep = openai[1]["function"]["parameters"]
+    assert grep["required"] == ["pattern"]
+    assert grep["properties"]["output_mode"]["enum"] == ["content", "files_with_matches", "count"]
+    assert grep["properties"]["limit"]["maximum"] == 200
+    anthropic = outrider.tool_schemas("anthropic", names=["Read"])
+    assert anthropic == [
+        {
+            "name": "Read",
+            "description": openai[2]["function"]["description"],
+            "input_schema": openai[2]["function"]["parameters"],
+        }
+    ]
+    with pytest.raises(
+        ValueError, match="unknown tool 'Bash'; the read-only tools are Glob, Grep, Read"
+    ):
+        outrider.tool_schemas(names=["Bash"])
+    with pytest.raises(ValueError, match="format must be 'openai' or 'anthropic', got 'xml'"):
+        outrider.tool_schemas("xml")  # type: ignore[arg-type]

@@ -31,6 +31,7 @@ from outrider._core import (
     __version__,
     check_evidence,
     run_tool,
+    tool_schemas,
 )
 from outrider.exceptions import ContractError, ErrorDetails, OutriderError, ProfileError
 from outrider.types import EvidenceCheck
@@ -58,4 +59,5 @@ __all__ = [
     "__version__",
     "check_evidence",
     "run_tool",
+    "tool_schemas",
 ]

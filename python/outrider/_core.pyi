@@ -24,6 +24,7 @@ __all__ = [
     "__version__",
     "check_evidence",
     "run_tool",
+    "tool_schemas",
 ]
 
 __version__: Final[str]
@@ -250,6 +251,13 @@ def run_tool(
     """Run one read-only tool (Read, Grep, Glob) confined to ``root`` and return the envelope the
     model would see. Bad arguments, denied or unknown tools give an error envelope, never an
     exception; only a bad ``root``, ``name`` type or ``runtime_mode`` raises."""
+
+def tool_schemas(
+    format: Literal["openai", "anthropic"] = "openai", names: Iterable[str] | None = None
+) -> list[dict[str, Any]]:
+    """The complete JSON schemas of Read, Grep and Glob (or of ``names``), sorted by name, as
+    OpenAI ``{"type": "function", "function": {...}}`` or Anthropic ``{name, description,
+    input_schema}`` tool definitions."""
 
 @final
 class OpenAICompatible:

@@ -29,6 +29,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<contract::PyVerificationResult>()?;
     m.add_function(wrap_pyfunction!(contract::check_evidence, m)?)?;
     m.add_function(wrap_pyfunction!(tools::run_tool, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::tool_schemas, m)?)?;
     m.add_class::<launcher::PySubagentRequest>()?;
     m.add_class::<launcher::PySubagentLaunchResult>()?;
     m.add_class::<launcher::PySubagentLauncher>()?;
@@ -67,6 +68,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "TaskTool",
         "check_evidence",
         "run_tool",
+        "tool_schemas",
     ];
     m.add("__all__", all.to_vec())?;
     Ok(())

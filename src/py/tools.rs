@@ -96,3 +96,41 @@ pub fn run_tool<'py>(
     });
     value_to_py(py, &envelope)
 }
+
+/// The JSON schemas of the read-only tools, in OpenAI or Anthropic tool format.
+#[pyfunction]
+#[pyo3(signature = (format="openai", names=None))]
+pub fn tool_schemas<'py>(
+    py: Python<'py>,
+    format: &str,
+    names: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut registry = ToolRegistry::readonly();
+    if let Some(n) = names.filter(|n| !n.is_none()) {
+        let wanted = crate::py::convert::str_iterable(n, "names")?;
+        let known = registry
+            .names()
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>();
+        if let Some(bad) = wanted.iter().find(|w| !known.contains(w)) {
+            return Err(PyValueError::new_err(format!(
+                "unknown tool {}; the read-only tools are {}",
+                crate::json::py_repr_str(bad),
+                known.join(", ")
+            )));
+        }
+        registry = registry.filtered(wanted);
+    }
+    let schemas = match format {
+        "openai" => registry.openai_tools(),
+        "anthropic" => registry.anthropic_tools(),
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "format must be 'openai' or 'anthropic', got {}",
+                crate::json::py_repr_str(other)
+            )))
+        }
+    };
+    value_to_py(py, &Value::Array(schemas))
+}
