@@ -108,6 +108,24 @@ pub enum LaunchError {
     BadModelChoice(String),
 }
 
+/// The main model when none is given: `LLM_*` from the environment (and `.env`), else the
+/// offline scout.
+pub fn default_main_model() -> Result<Arc<dyn ChatModel>, crate::error::Error> {
+    Ok(
+        match crate::llm::openai::OpenAICompatible::from_env("LLM")? {
+            Some(m) => Arc::new(m),
+            None => Arc::new(crate::llm::scout::OfflineScout),
+        },
+    )
+}
+
+/// The light model when none is given: `LIGHT_LLM_*` when `LIGHT_LLM_MODEL_ID` is set, as in the
+/// reference; otherwise there is no light route and light requests fall back to main.
+pub fn default_light_model() -> Result<Option<Arc<dyn ChatModel>>, crate::error::Error> {
+    Ok(crate::llm::openai::OpenAICompatible::from_env("LIGHT_LLM")?
+        .map(|m| Arc::new(m) as Arc<dyn ChatModel>))
+}
+
 /// How the launcher is set up.
 pub struct LauncherConfig {
     /// The explored root.
@@ -197,6 +215,28 @@ impl SubagentLauncher {
         self.config.profiles.get(name)
     }
 
+    /// The profile a request names and the model route it asks for (its own, else the
+    /// profile's), or why the launcher refuses it before starting a child.
+    pub fn check(
+        &self,
+        request: &SubagentRequest,
+    ) -> Result<(&RuntimeProfile, String), LaunchError> {
+        let profile = self
+            .config
+            .profiles
+            .get(&request.profile_name)
+            .ok_or_else(|| LaunchError::UnknownProfile(request.profile_name.clone()))?;
+        let route = request
+            .model_choice
+            .clone()
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| profile.model_choice.clone());
+        if route != "light" && route != "main" {
+            return Err(LaunchError::BadModelChoice(route));
+        }
+        Ok((profile, route))
+    }
+
     /// Pick the model for a route: light when configured, else main. Returns the route used.
     fn select(&self, requested: &str) -> (Arc<dyn ChatModel>, &'static str) {
         match (&self.config.light_model, requested) {
@@ -220,20 +260,8 @@ impl SubagentLauncher {
         cancel: CancelToken,
     ) -> Result<SubagentLaunchResult, LaunchError> {
         let started = Instant::now();
-        let profile = self
-            .config
-            .profiles
-            .get(&request.profile_name)
-            .cloned()
-            .ok_or_else(|| LaunchError::UnknownProfile(request.profile_name.clone()))?;
-        let requested = request
-            .model_choice
-            .clone()
-            .filter(|m| !m.is_empty())
-            .unwrap_or_else(|| profile.model_choice.clone());
-        if requested != "light" && requested != "main" {
-            return Err(LaunchError::BadModelChoice(requested));
-        }
+        let (profile, requested) = self.check(&request)?;
+        let profile = profile.clone();
         let (model, route) = self.select(&requested);
         let route = model.route_label().unwrap_or(route);
         let child_session_id = new_child_id();

@@ -71,6 +71,25 @@ fn required_text(args: &Json, key: &str) -> Result<String, String> {
     }
 }
 
+/// Check that every reachable profile is registered in the launcher.
+pub fn check_reachable(
+    launcher: &crate::launcher::SubagentLauncher,
+    reachable: &[String],
+) -> Result<(), String> {
+    let missing: Vec<&String> = reachable
+        .iter()
+        .filter(|p| launcher.profile(p).is_none())
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "subagent_types {:?} are not registered in the launcher (its profiles: {:?})",
+        missing,
+        launcher.config().profiles.keys().collect::<Vec<_>>()
+    ))
+}
+
 /// The message for an unreachable `subagent_type`.
 pub fn subagent_type_message(reachable: &[String]) -> String {
     match reachable {

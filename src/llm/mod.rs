@@ -158,6 +158,49 @@ impl ChatRequest {
         Value::Object(body)
     }
 
+    /// Read a chat-completions request (`{model?, messages, tools?, tool_choice?}`), the inverse
+    /// of [`ChatRequest::to_openai`]. The error names the offending field.
+    pub fn from_openai(v: &Value) -> Result<ChatRequest, BadResponse> {
+        let messages = v.get("messages").and_then(Value::as_array).ok_or_else(|| {
+            BadResponse("request['messages'] must be a list of chat messages".into())
+        })?;
+        let text = |m: &Value, key: &str| {
+            m.get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let mut out = Vec::with_capacity(messages.len());
+        for (i, m) in messages.iter().enumerate() {
+            let content = content_text(m.get("content"))?;
+            out.push(match m.get("role").and_then(Value::as_str).unwrap_or_default() {
+                "system" | "developer" => Message::System { content },
+                "user" => Message::User { content },
+                "assistant" => Message::Assistant { content, tool_calls: parse_tool_calls(m.get("tool_calls"))? },
+                "tool" => Message::Tool { tool_call_id: text(m, "tool_call_id"), name: text(m, "name"), content },
+                other => {
+                    return Err(BadResponse(format!(
+                        "request['messages'][{i}]['role'] must be system, user, assistant or tool, got {other:?}"
+                    )))
+                }
+            });
+        }
+        Ok(ChatRequest {
+            model: v.get("model").and_then(Value::as_str).map(str::to_owned),
+            messages: out,
+            tools: std::sync::Arc::new(
+                v.get("tools")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default(),
+            ),
+            tool_choice: v
+                .get("tool_choice")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        })
+    }
+
     /// The same JSON as [`ChatRequest::to_openai`], written straight to text without building a
     /// value tree first (the request is re-sent on every call, schemas and history included).
     pub fn to_openai_string(&self) -> String {
@@ -428,6 +471,16 @@ fn parse_tool_calls(v: Option<&Value>) -> Result<Vec<ToolCall>, BadResponse> {
 }
 
 impl ChatResponse {
+    /// The short form `{content, tool_calls: [{id, name, arguments}], finish_reason, usage}`.
+    pub fn to_short_value(&self) -> Value {
+        json!({
+            "content": self.content,
+            "tool_calls": self.tool_calls.iter().map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments})).collect::<Vec<_>>(),
+            "finish_reason": self.finish_reason,
+            "usage": self.usage,
+        })
+    }
+
     /// Normalise a backend's answer: a ChatCompletion, a short dict, or a string.
     pub fn from_value(v: &Value) -> Result<Self, BadResponse> {
         match v {

@@ -306,9 +306,12 @@ fn verification_meta(
     child_run_id: Option<String>,
     terminal_reason: &str,
     tool_usage: Option<&Bound<'_, PyAny>>,
-    token_usage: &Bound<'_, PyAny>,
+    token_usage: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<VerificationMeta> {
-    let tokens = crate::py::convert::req_int(token_usage, "token_usage")?;
+    let tokens = match token_usage.filter(|t| !t.is_none()) {
+        Some(t) => crate::py::convert::req_int(t, "token_usage")?,
+        None => 0,
+    };
     if tokens < 0 {
         return Err(PyValueError::new_err(format!(
             "token_usage must be >= 0, got {tokens}"
@@ -350,13 +353,12 @@ impl PyVerificationResult {
                 obj.push((k.to_string(), to_json(v, k)?));
             }
         }
-        let zero = 0i64.into_pyobject(py)?.into_any();
         let meta = verification_meta(
             child_session_id,
             child_run_id,
             terminal_reason,
             tool_usage,
-            token_usage.unwrap_or(&zero),
+            token_usage,
         )?;
         VerificationResult::from_object(&Json::Object(obj), meta)
             .map(|inner| PyVerificationResult { inner })
@@ -378,13 +380,12 @@ impl PyVerificationResult {
         token_usage: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let raw = answer_text(py, text, "VerificationResult")?;
-        let zero = 0i64.into_pyobject(py)?.into_any();
         let meta = verification_meta(
             child_session_id,
             child_run_id,
             terminal_reason,
             tool_usage,
-            token_usage.unwrap_or(&zero),
+            token_usage,
         )?;
         py.detach(|| VerificationResult::from_json(&raw, meta))
             .map(|inner| PyVerificationResult { inner })
@@ -406,13 +407,12 @@ impl PyVerificationResult {
         token_usage: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(Self, Option<&'static str>)> {
         let raw = answer_text(py, text, "VerificationResult")?;
-        let zero = 0i64.into_pyobject(py)?.into_any();
         let meta = verification_meta(
             child_session_id,
             child_run_id,
             terminal_reason,
             tool_usage,
-            token_usage.unwrap_or(&zero),
+            token_usage,
         )?;
         py.detach(|| VerificationResult::repair(&raw, meta))
             .map(|(inner, r)| (PyVerificationResult { inner }, repair_name(r)))

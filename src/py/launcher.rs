@@ -354,20 +354,10 @@ fn request_arg(obj: &Bound<'_, PyAny>) -> PyResult<SubagentRequest> {
 
 impl PySubagentLauncher {
     fn check(&self, req: &SubagentRequest) -> PyResult<()> {
-        let profile = self.inner.profile(&req.profile_name).ok_or_else(|| {
-            PyValueError::new_err(format!("unsupported runtime profile: {}", req.profile_name))
-        })?;
-        let m = req
-            .model_choice
-            .clone()
-            .filter(|m| !m.is_empty())
-            .unwrap_or_else(|| profile.model_choice.clone());
-        if m != "light" && m != "main" {
-            return Err(PyValueError::new_err(format!(
-                "unsupported subagent model choice: {m}"
-            )));
-        }
-        Ok(())
+        self.inner
+            .check(req)
+            .map(|_| ())
+            .map_err(|e| PyValueError::new_err(e.to_string()))
     }
 }
 
@@ -388,21 +378,14 @@ impl PySubagentLauncher {
         let workspace = workspace_arg(project_root)?;
         let main = match main_llm {
             Some(m) if !m.is_none() => model_arg(m, "main_llm")?,
-            // No model given: LLM_* from the environment, else the offline scout.
-            _ => match crate::llm::openai::OpenAICompatible::from_env("LLM")
-                .map_err(|e| PyValueError::new_err(e.to_string()))?
-            {
-                Some(m) => Arc::new(m) as Arc<dyn ChatModel>,
-                None => crate::py::agent::scout(),
-            },
+            _ => crate::launcher::default_main_model()
+                .map_err(|e| PyValueError::new_err(e.to_string()))?,
         };
         let mut config = LauncherConfig::new(workspace, main);
         config.light_model = match light_llm {
             Some(l) if !l.is_none() => Some(model_arg(l, "light_llm")?),
-            // Like the reference: the light route comes from LIGHT_LLM_* when not passed.
-            _ => crate::llm::openai::OpenAICompatible::from_env("LIGHT_LLM")
-                .map_err(|e| PyValueError::new_err(e.to_string()))?
-                .map(|m| Arc::new(m) as Arc<dyn ChatModel>),
+            _ => crate::launcher::default_light_model()
+                .map_err(|e| PyValueError::new_err(e.to_string()))?,
         };
         config.trace_dir = trace_dir_arg(trace_dir)?;
         config.parent_trace = match parent_trace {

@@ -7,10 +7,9 @@ use std::time::Duration;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
-use serde_json::{json, Value};
 
 use crate::llm::openai::{OpenAICompatible, OpenAICompatibleConfig};
-use crate::llm::{ChatModel, ChatRequest, Message, ToolCall};
+use crate::llm::{ChatModel, ChatRequest};
 use crate::py::convert::{py_str, to_json, type_name, value_to_py};
 use crate::py::runtime::block_on;
 
@@ -48,63 +47,8 @@ fn request_from_py(obj: &Bound<'_, PyAny>) -> PyResult<ChatRequest> {
             type_name(obj)
         )));
     }
-    let v = to_json(obj, "request")?.to_value();
-    let messages = v.get("messages").and_then(Value::as_array).ok_or_else(|| {
-        PyValueError::new_err("request['messages'] must be a list of chat messages")
-    })?;
-    let mut out = Vec::with_capacity(messages.len());
-    for (i, m) in messages.iter().enumerate() {
-        let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
-        let content = m
-            .get("content")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        out.push(match role {
-            "system" | "developer" => Message::System { content },
-            "user" => Message::User { content },
-            "assistant" => {
-                let calls = m.get("tool_calls").and_then(Value::as_array).cloned().unwrap_or_default();
-                let tool_calls = calls
-                    .iter()
-                    .map(|c| ToolCall {
-                        id: c.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
-                        name: c.pointer("/function/name").and_then(Value::as_str).unwrap_or_default().to_string(),
-                        arguments: match c.pointer("/function/arguments") {
-                            Some(Value::String(s)) => s.clone(),
-                            Some(other) => other.to_string(),
-                            None => "{}".into(),
-                        },
-                    })
-                    .collect();
-                Message::Assistant { content, tool_calls }
-            }
-            "tool" => Message::Tool {
-                tool_call_id: m.get("tool_call_id").and_then(Value::as_str).unwrap_or_default().to_string(),
-                name: m.get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
-                content,
-            },
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "request['messages'][{i}]['role'] must be system, user, assistant or tool, got {other:?}"
-                )))
-            }
-        });
-    }
-    Ok(ChatRequest {
-        model: v.get("model").and_then(Value::as_str).map(str::to_owned),
-        messages: out,
-        tools: std::sync::Arc::new(
-            v.get("tools")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default(),
-        ),
-        tool_choice: v
-            .get("tool_choice")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-    })
+    ChatRequest::from_openai(&to_json(obj, "request")?.to_value())
+        .map_err(|e| PyValueError::new_err(e.0))
 }
 
 #[pymethods]
@@ -184,15 +128,7 @@ impl PyOpenAICompatible {
         let client = self.client.clone();
         let out = block_on(py, async move { client.complete(&req).await }, None)?;
         let resp = out.map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-        value_to_py(
-            py,
-            &json!({
-                "content": resp.content,
-                "tool_calls": resp.tool_calls.iter().map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments})).collect::<Vec<_>>(),
-                "finish_reason": resp.finish_reason,
-                "usage": resp.usage,
-            }),
-        )
+        value_to_py(py, &resp.to_short_value())
     }
 
     #[getter]

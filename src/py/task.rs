@@ -47,19 +47,7 @@ impl PyTaskTool {
     }
 
     fn check_reachable(&self, launcher: &SubagentLauncher) -> Result<(), String> {
-        let missing: Vec<&String> = self
-            .reachable
-            .iter()
-            .filter(|p| launcher.profile(p).is_none())
-            .collect();
-        if missing.is_empty() {
-            return Ok(());
-        }
-        Err(format!(
-            "subagent_types {:?} are not registered in the launcher (its profiles: {:?})",
-            missing,
-            launcher.config().profiles.keys().collect::<Vec<_>>()
-        ))
+        task::check_reachable(launcher, &self.reachable)
     }
 
     /// The launcher, building it from the factory on first use.
