@@ -11,19 +11,37 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod agent;
 pub mod contract;
 pub mod error;
 pub mod evidence;
 pub mod json;
-pub mod launcher;
 pub mod llm;
-pub mod main_agent;
 pub mod profile;
 pub mod runner;
-pub mod task;
 pub mod tools;
 pub mod trace;
-pub mod verify;
+
+// The front door: what an embedder (and the Python binding) needs, in one place.
+pub use agent::{
+    CompletionVerdict, LaunchError, LauncherOptions, MainAgent, MainAgentOptions, MainRun,
+    ModelRoute, RequestInit, SubagentLaunchResult, SubagentLauncher, SubagentRequest, TaskInput,
+    TaskTool, TraceDirSetting, Verification,
+};
+pub use contract::{
+    ContractError, ExploreResult, Repair, SubagentStatus, ToolUsage, VerificationResult,
+};
+pub use error::{Error, Result};
+pub use evidence::{check_evidence, EvidenceCheck};
+pub use llm::openai::{OpenAICompatible, OpenAICompatibleConfig};
+pub use llm::scout::OfflineScout;
+pub use llm::{ChatModel, ModelError};
+pub use profile::{
+    explore_profile, verification_profile, BudgetPolicy, ModelChoice, ProfileError,
+    ResultContract, RuntimeProfile, READONLY_TOOLS,
+};
+pub use runner::{CancelToken, TerminalReason};
+pub use tools::workspace::{PathError, Workspace};
 
 #[cfg(feature = "python")]
 mod py;

@@ -25,6 +25,101 @@ pub const BUDGET_POLICIES: [&str; 2] = ["partial", "fail"];
 /// The result contracts a profile can require.
 pub const RESULT_CONTRACTS: [&str; 2] = ["ExploreResult", "VerificationResult"];
 
+/// Declares a domain enum whose string forms are fixed wire names: `as_str`, `Display`,
+/// `FromStr` (exact match) and serde all use the same names.
+macro_rules! wire_enum {
+    ($(#[$meta:meta])* $name:ident, $what:literal { $($(#[$vmeta:meta])* $variant:ident = $wire:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+        pub enum $name {
+            $($(#[$vmeta])* #[serde(rename = $wire)] $variant,)+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The wire name.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $wire,)+
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = $crate::profile::UnknownValue;
+            fn from_str(s: &str) -> Result<Self, $crate::profile::UnknownValue> {
+                match s {
+                    $($wire => Ok($name::$variant),)+
+                    _ => Err($crate::profile::UnknownValue {
+                        what: $what,
+                        value: s.to_string(),
+                        expected: &[$($wire),+],
+                    }),
+                }
+            }
+        }
+    };
+}
+pub(crate) use wire_enum;
+
+/// A string that is not one of a domain enum's wire names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{what} must be one of {}, got {}", quoted(expected), crate::json::py_repr_str(value))]
+pub struct UnknownValue {
+    /// What the value was for.
+    pub what: &'static str,
+    /// The value given.
+    pub value: String,
+    /// The accepted values.
+    pub expected: &'static [&'static str],
+}
+
+fn quoted(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| format!("'{n}'"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+wire_enum! {
+    /// The model route a profile or request asks for.
+    ModelChoice, "model choice" {
+        /// The cheaper model (falls back to main when none is configured).
+        Light = "light",
+        /// The main model.
+        Main = "main",
+    }
+}
+
+wire_enum! {
+    /// The contract a child's final answer must meet.
+    ResultContract, "result contract" {
+        /// `ExploreResult`: status, summary, findings, evidence, unresolved questions.
+        Explore = "ExploreResult",
+        /// `VerificationResult`: verdict, reasons, findings, evidence.
+        Verification = "VerificationResult",
+    }
+}
+
+wire_enum! {
+    /// What a child does when its step or token budget runs out.
+    BudgetPolicy, "on_budget_exhausted" {
+        /// One last tool-less call asks for the result, which comes back `partial`.
+        Partial = "partial",
+        /// Stop without a result, as the reference does.
+        Fail = "fail",
+    }
+}
+
 /// A sub-agent profile. Validated by [`RuntimeProfile::validate`]; immutable once built.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RuntimeProfile {

@@ -64,6 +64,9 @@ pub enum TerminalReason {
     Cancelled,
     /// Even a fully compacted request does not fit the context budget.
     ContextBudget,
+    /// The reference's name for every failed child; the launch result's `failure_reason` says
+    /// which of the reasons above it was.
+    RuntimeError,
 }
 
 impl TerminalReason {
@@ -80,6 +83,7 @@ impl TerminalReason {
             TerminalReason::Timeout => "timeout",
             TerminalReason::Cancelled => "cancelled",
             TerminalReason::ContextBudget => "context_budget",
+            TerminalReason::RuntimeError => "runtime_error",
         }
     }
 

@@ -33,6 +33,9 @@ pub enum ToolStatus {
     Partial,
     /// No answer; `error` says why.
     Error,
+    /// An answer whose evidence could not be found in the files (only the Task tool gives it):
+    /// usable as a lead, not as a verified finding.
+    Unverified,
 }
 
 impl ToolStatus {
@@ -42,6 +45,7 @@ impl ToolStatus {
             ToolStatus::Success => "success",
             ToolStatus::Partial => "partial",
             ToolStatus::Error => "error",
+            ToolStatus::Unverified => "unverified",
         }
     }
 }
@@ -168,6 +172,16 @@ impl ToolResult {
         time_ms: u64,
     ) -> Self {
         Self::ok(ToolStatus::Success, params_input, data, text, time_ms)
+    }
+
+    /// An answer whose evidence could not be verified. `time_ms` is raised to at least 1.
+    pub fn unverified(
+        params_input: &Value,
+        data: Map<String, Value>,
+        text: impl Into<String>,
+        time_ms: u64,
+    ) -> Self {
+        Self::ok(ToolStatus::Unverified, params_input, data, text, time_ms)
     }
 
     /// A usable but incomplete answer. `time_ms` is raised to at least 1.

@@ -1,0 +1,525 @@
+//! The sub-agent launcher: profile lookup, model routing, a child trace, parent events, the
+//! runner, metrics and the validated result, for one request or many at once.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::{json, Value};
+use tokio::sync::Semaphore;
+use tracing::Instrument;
+
+use crate::agent::request::SubagentRequest;
+use crate::agent::result::{ModelRoute, SubagentLaunchResult, CHILD_RUN_ID};
+use crate::contract::{SubagentStatus, VerificationVerdict};
+use crate::error::Error;
+use crate::llm::ChatModel;
+use crate::profile::{explore_profile, verification_profile, ModelChoice, RuntimeProfile};
+use crate::runner::{CancelToken, ParsedResult, RunOutcome, RuntimeRunner, TerminalReason};
+use crate::tools::permissions::PermissionContext;
+use crate::tools::registry::ToolRegistry;
+use crate::tools::workspace::Workspace;
+use crate::trace::{default_trace_dir, new_child_id, prepare_trace_dir, Trace, TraceDirError};
+
+/// Children running at once through one launcher, unless configured otherwise.
+pub const DEFAULT_MAX_CONCURRENCY: usize = 8;
+
+/// A request the launcher refuses before starting a child.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LaunchError {
+    /// No profile of that name is registered.
+    #[error("unsupported runtime profile: {name} (registered profiles: {})", quoted(known))]
+    UnknownProfile {
+        /// The name asked for.
+        name: String,
+        /// The registered names.
+        known: Vec<String>,
+    },
+    /// The model choice is not light or main.
+    #[error("unsupported subagent model choice: {0} (expected 'light' or 'main')")]
+    BadModelChoice(String),
+    /// One request of a batch was refused.
+    #[error("{index}: {source}")]
+    InBatch {
+        /// Which one (`requests[2]`).
+        index: String,
+        /// Why.
+        source: Box<LaunchError>,
+    },
+}
+
+fn quoted(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| crate::json::py_repr_str(n))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Where traces go: the default directory, nowhere (in memory only), or a given directory.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum TraceDirSetting {
+    /// `$OUTRIDER_TRACE_DIR`, else the user's state directory (see [`default_trace_dir`]).
+    #[default]
+    Default,
+    /// Keep traces in memory only.
+    Off,
+    /// This directory (created; refused when inside the explored root).
+    Dir(PathBuf),
+}
+
+impl TraceDirSetting {
+    /// The checked, created directory for a launcher exploring `root`; None keeps traces in
+    /// memory.
+    pub fn prepare(&self, root: &Path) -> Result<Option<PathBuf>, TraceDirError> {
+        let dir = match self {
+            TraceDirSetting::Off => return Ok(None),
+            TraceDirSetting::Default => default_trace_dir(),
+            TraceDirSetting::Dir(d) => d.clone(),
+        };
+        prepare_trace_dir(&dir, root).map(Some)
+    }
+}
+
+/// The main model when none is given: `LLM_*` from the environment (and `.env`), else the
+/// offline scout.
+pub fn default_main_model() -> Result<Arc<dyn ChatModel>, Error> {
+    Ok(
+        match crate::llm::openai::OpenAICompatible::from_env("LLM")? {
+            Some(m) => Arc::new(m),
+            None => Arc::new(crate::llm::scout::OfflineScout),
+        },
+    )
+}
+
+/// The light model when none is given: `LIGHT_LLM_*` when `LIGHT_LLM_MODEL_ID` is set, as in the
+/// reference; otherwise there is no light route and light requests fall back to main.
+pub fn default_light_model() -> Result<Option<Arc<dyn ChatModel>>, Error> {
+    Ok(crate::llm::openai::OpenAICompatible::from_env("LIGHT_LLM")?
+        .map(|m| Arc::new(m) as Arc<dyn ChatModel>))
+}
+
+/// How a launcher is set up, as a caller gives it. [`Default`] is what the Python constructor's
+/// defaults mean.
+#[derive(Clone, Default)]
+pub struct LauncherOptions {
+    /// The main model; None reads `LLM_*` (and `.env`), else uses the offline scout.
+    pub main_model: Option<Arc<dyn ChatModel>>,
+    /// The light model; None reads `LIGHT_LLM_*`, else light requests use the main model.
+    pub light_model: Option<Arc<dyn ChatModel>>,
+    /// Where child traces go.
+    pub trace_dir: TraceDirSetting,
+    /// A JSONL file that receives the parent's `subagent_*` events.
+    pub parent_trace: Option<PathBuf>,
+    /// An already open parent trace (a main agent's); wins over `parent_trace`.
+    pub parent_trace_handle: Option<Arc<Trace>>,
+    /// Extra profiles; one named like a built-in replaces it.
+    pub profiles: Vec<RuntimeProfile>,
+    /// Children running at once, at least 1; None means [`DEFAULT_MAX_CONCURRENCY`].
+    pub max_concurrency: Option<i64>,
+}
+
+/// Launches children. Cheap to share: one semaphore bounds all launches through it.
+pub struct SubagentLauncher {
+    workspace: Workspace,
+    main_model: Arc<dyn ChatModel>,
+    light_model: Option<Arc<dyn ChatModel>>,
+    parent_trace: Option<Arc<Trace>>,
+    profiles: BTreeMap<String, RuntimeProfile>,
+    /// Per profile: the filtered registry and its schemas, built once.
+    tools: BTreeMap<String, (Arc<ToolRegistry>, Arc<Vec<Value>>)>,
+    trace_dir: Option<PathBuf>,
+    max_concurrency: usize,
+    semaphore: Arc<Semaphore>,
+}
+
+/// A concurrency limit given by a caller: at least 1.
+pub fn concurrency_limit(field: &str, value: i64) -> Result<usize, Error> {
+    if value < 1 {
+        return Err(Error::config(
+            field,
+            format!("must be at least 1, got {value}"),
+        ));
+    }
+    Ok(value as usize)
+}
+
+impl SubagentLauncher {
+    /// Check the options (a usable root, trace dir outside it, valid profiles, concurrency >= 1),
+    /// fill in the defaults, and build the launcher.
+    pub fn new(root: &Path, options: LauncherOptions) -> Result<Self, Error> {
+        Self::with_workspace(Workspace::new(root)?, options)
+    }
+
+    /// [`SubagentLauncher::new`] over an already confined root.
+    pub fn with_workspace(workspace: Workspace, options: LauncherOptions) -> Result<Self, Error> {
+        let max_concurrency = concurrency_limit(
+            "max_concurrency",
+            options
+                .max_concurrency
+                .unwrap_or(DEFAULT_MAX_CONCURRENCY as i64),
+        )?;
+        let mut profiles: BTreeMap<String, RuntimeProfile> =
+            [explore_profile(), verification_profile()]
+                .into_iter()
+                .map(|p| (p.name.clone(), p))
+                .collect();
+        for p in options.profiles {
+            p.validate().map_err(|e| {
+                crate::profile::ProfileError(format!("profile '{}': {}", p.name, e.0))
+            })?;
+            profiles.insert(p.name.clone(), p);
+        }
+        let trace_dir = options.trace_dir.prepare(workspace.root())?;
+        let parent_trace = match (options.parent_trace_handle, options.parent_trace) {
+            (Some(handle), _) => Some(handle),
+            (None, Some(path)) => Some(Arc::new(open_parent_trace(&path, workspace.root())?)),
+            (None, None) => None,
+        };
+        let main_model = match options.main_model {
+            Some(m) => m,
+            None => default_main_model()?,
+        };
+        let light_model = match options.light_model {
+            Some(m) => Some(m),
+            None => default_light_model()?,
+        };
+        let tools = profiles
+            .iter()
+            .map(|(name, p)| {
+                let registry = ToolRegistry::readonly().filtered(p.tool_allowlist.iter().cloned());
+                let schemas = Arc::new(registry.openai_tools());
+                (name.clone(), (Arc::new(registry), schemas))
+            })
+            .collect();
+        Ok(SubagentLauncher {
+            workspace,
+            main_model,
+            light_model,
+            parent_trace,
+            profiles,
+            tools,
+            trace_dir,
+            max_concurrency,
+            semaphore: Arc::new(Semaphore::new(max_concurrency)),
+        })
+    }
+
+    /// The confined root.
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    /// The main model.
+    pub fn main_model(&self) -> &Arc<dyn ChatModel> {
+        &self.main_model
+    }
+
+    /// The light model, when one is configured.
+    pub fn light_model(&self) -> Option<&Arc<dyn ChatModel>> {
+        self.light_model.as_ref()
+    }
+
+    /// Registered profile names, sorted.
+    pub fn profile_names(&self) -> Vec<String> {
+        self.profiles.keys().cloned().collect()
+    }
+
+    /// The profile registered under `name`.
+    pub fn profile(&self, name: &str) -> Option<&RuntimeProfile> {
+        self.profiles.get(name)
+    }
+
+    /// Children running at once, at most.
+    pub fn max_concurrency(&self) -> usize {
+        self.max_concurrency
+    }
+
+    /// The directory child traces go to, when they are written.
+    pub fn trace_dir(&self) -> Option<&Path> {
+        self.trace_dir.as_deref()
+    }
+
+    /// The profile a request names and the model route it asks for (its own, else the
+    /// profile's), or why the launcher refuses it before starting a child.
+    pub fn check(
+        &self,
+        request: &SubagentRequest,
+    ) -> Result<(&RuntimeProfile, ModelChoice), LaunchError> {
+        let profile =
+            self.profiles
+                .get(&request.profile_name)
+                .ok_or_else(|| LaunchError::UnknownProfile {
+                    name: request.profile_name.clone(),
+                    known: self.profile_names(),
+                })?;
+        let route = match request.model_choice {
+            Some(c) => c,
+            None => profile
+                .model_choice
+                .parse()
+                .map_err(|_| LaunchError::BadModelChoice(profile.model_choice.clone()))?,
+        };
+        Ok((profile, route))
+    }
+
+    /// Pick the model for a route: light when configured, else main. Returns the route used.
+    fn select(&self, requested: ModelChoice) -> (Arc<dyn ChatModel>, ModelRoute) {
+        match (&self.light_model, requested) {
+            (Some(light), ModelChoice::Light) => (light.clone(), ModelRoute::Light),
+            _ => (self.main_model.clone(), ModelRoute::Main),
+        }
+    }
+
+    fn parent_event(&self, event: &str, payload: Value) {
+        if let Some(parent) = &self.parent_trace {
+            parent.log(event, 0, payload);
+            parent.flush();
+        }
+    }
+
+    /// The parent trace's session id, when there is a parent trace.
+    pub fn parent_session_id(&self) -> Option<&str> {
+        self.parent_trace.as_ref().map(|t| t.session_id())
+    }
+
+    /// Launch one child and wait for it. Only a request the launcher refuses (unknown profile,
+    /// bad model choice) is an error; everything that happens in the child is in the result.
+    pub async fn launch(
+        &self,
+        request: SubagentRequest,
+        cancel: CancelToken,
+    ) -> Result<SubagentLaunchResult, Error> {
+        let started = Instant::now();
+        let (profile, requested) = self.check(&request)?;
+        let profile = profile.clone();
+        let (model, chosen) = self.select(requested);
+        let route = ModelRoute::reported(model.route_label(), chosen);
+        let child_session_id = new_child_id();
+        let span = tracing::info_span!(
+            "launch",
+            session_id = %child_session_id,
+            profile = %profile.name,
+            route = %route,
+            status = tracing::field::Empty,
+            terminal_reason = tracing::field::Empty,
+            tokens = tracing::field::Empty,
+            elapsed_ms = tracing::field::Empty,
+        );
+        let run = async {
+            let trace = Arc::new(
+                self.trace_dir
+                    .as_ref()
+                    .and_then(|dir| Trace::to_file(child_session_id.clone(), dir).ok())
+                    .unwrap_or_else(|| Trace::in_memory(child_session_id.clone())),
+            );
+            let parent_session = request
+                .parent_session_id
+                .clone()
+                .or_else(|| self.parent_session_id().map(str::to_string));
+            let mut common = json!({
+                "parent_session_id": parent_session,
+                "parent_run_id": request.parent_run_id.clone().unwrap_or_default(),
+                "profile": profile.name, "max_steps": profile.max_steps,
+                "context_token_budget": profile.context_token_budget,
+                "total_token_budget": profile.total_token_budget,
+                "child_session_id": child_session_id, "child_run_id": CHILD_RUN_ID,
+                "model": route.as_str(),
+                "trace_path": trace.path().map(|p| p.display().to_string()),
+            });
+            self.parent_event("subagent_requested", common.clone());
+            let _permit = self.semaphore.acquire().await.ok();
+            self.parent_event("subagent_started", common.clone());
+
+            let (registry, tool_schemas) = self.tools[&profile.name].clone();
+            let runner = RuntimeRunner {
+                model,
+                profile: profile.clone(),
+                registry,
+                tool_schemas,
+                workspace: self.workspace.clone(),
+                permissions: PermissionContext::readonly_subagent(),
+                trace: trace.clone(),
+                cancel,
+                extra_system: None,
+            };
+            let outcome = runner.run(&request.render()).await;
+            let result = assemble(&profile, route, &child_session_id, outcome, started, &trace);
+
+            let reason = result.failure_reason.unwrap_or(result.terminal_reason);
+            let extra = if result.status == SubagentStatus::Failed {
+                json!({"terminal_reason": result.terminal_reason.as_str(),
+                       "failure_reason": reason.as_str(), "tool_usage": result.tool_usage,
+                       "token_usage": result.token_usage, "elapsed_ms": result.elapsed_ms,
+                       "error": result.error})
+            } else {
+                json!({"terminal_reason": reason.as_str(), "tool_usage": result.tool_usage,
+                       "token_usage": result.token_usage, "verdict": result.answer_verdict(),
+                       "elapsed_ms": result.elapsed_ms})
+            };
+            if let (Some(c), Value::Object(e)) = (common.as_object_mut(), extra) {
+                c.extend(e);
+            }
+            let event = if result.status == SubagentStatus::Failed {
+                "subagent_failed"
+            } else {
+                "subagent_completed"
+            };
+            self.parent_event(event, common);
+            trace.finalize();
+            let span = tracing::Span::current();
+            span.record("status", result.status.as_str());
+            span.record("terminal_reason", reason.as_str());
+            span.record("tokens", result.token_usage);
+            span.record("elapsed_ms", result.elapsed_ms);
+            tracing::info!(status = result.status.as_str(), terminal_reason = reason.as_str(), "child finished");
+            result
+        };
+        Ok(run.instrument(span).await)
+    }
+
+    /// Launch many children at once, at most `max_concurrency` of them at a time (and never more
+    /// than the launcher's own limit); results come back in input order. Every request is checked
+    /// before any child starts, so a bad one launches nothing.
+    pub async fn launch_many(
+        self: &Arc<Self>,
+        requests: Vec<SubagentRequest>,
+        max_concurrency: Option<i64>,
+        cancel: CancelToken,
+    ) -> Result<Vec<SubagentLaunchResult>, Error> {
+        for (i, r) in requests.iter().enumerate() {
+            self.check(r)
+                .map_err(|e| Error::from(e).within(&format!("requests[{i}]")))?;
+        }
+        let limit = match max_concurrency {
+            None => requests.len().max(1),
+            Some(n) => concurrency_limit("max_concurrency", n)?,
+        };
+        let sem = Arc::new(Semaphore::new(limit));
+        let handles: Vec<_> = requests
+            .into_iter()
+            .map(|req| {
+                let (launcher, sem, c) = (self.clone(), sem.clone(), cancel.clone());
+                tokio::spawn(
+                    async move {
+                        let _permit = sem.acquire_owned().await.ok();
+                        launcher.launch(req, c).await
+                    }
+                    .in_current_span(),
+                )
+            })
+            .collect();
+        let mut out = Vec::with_capacity(handles.len());
+        for (i, h) in handles.into_iter().enumerate() {
+            let r = h
+                .await
+                .map_err(|e| Error::Internal(format!("child requests[{i}] did not finish: {e}")))?;
+            out.push(r?);
+        }
+        Ok(out)
+    }
+}
+
+/// Open (append) the parent trace file, refusing one inside the explored root.
+fn open_parent_trace(path: &Path, root: &Path) -> Result<Trace, Error> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    prepare_trace_dir(dir, root).map_err(|e| match e {
+        TraceDirError::InsideRoot { .. } => Error::config(
+            "parent_trace",
+            format!(
+                "'{}' is inside the explored root '{}'; a read-only child never writes there: choose a file outside it",
+                path.display(),
+                root.display()
+            ),
+        ),
+        other => Error::TraceDir(other),
+    })?;
+    let session = format!("parent-{}", uuid::Uuid::new_v4().simple());
+    Trace::at_path(session, path).map_err(|e| {
+        Error::config(
+            "parent_trace",
+            format!("'{}' cannot be opened: {e}", path.display()),
+        )
+    })
+}
+
+/// Turn a run's outcome into the launch result: the status from the answer and the way the run
+/// ended, the reference's terminal reason with the precise cause beside it, and the metrics.
+fn assemble(
+    profile: &RuntimeProfile,
+    route: ModelRoute,
+    child_session_id: &str,
+    outcome: RunOutcome,
+    started: Instant,
+    trace: &Trace,
+) -> SubagentLaunchResult {
+    let reason = outcome.terminal_reason;
+    let mut result = outcome.result;
+    match &mut result {
+        Some(ParsedResult::Explore(r)) => {
+            r.tool_usage = outcome.tool_usage.clone();
+            r.terminal_reason = reason.as_str().into();
+        }
+        Some(ParsedResult::Verification(r)) => {
+            r.tool_usage = outcome.tool_usage.clone();
+            r.terminal_reason = reason.as_str().into();
+            r.child_session_id = Some(child_session_id.into());
+            r.child_run_id = Some(CHILD_RUN_ID.into());
+            r.token_usage = outcome.token_usage;
+        }
+        Some(ParsedResult::Text(_)) | None => {}
+    }
+    let budget_ran_out = matches!(
+        reason,
+        TerminalReason::MaxSteps | TerminalReason::TokenBudget
+    );
+    let status = match (&result, reason.is_success() || budget_ran_out) {
+        (Some(ParsedResult::Explore(r)), true) => r.status,
+        (Some(ParsedResult::Verification(v)), true) => match v.verdict {
+            VerificationVerdict::Pass => SubagentStatus::Completed,
+            VerificationVerdict::Unverified => SubagentStatus::Unverified,
+            VerificationVerdict::Fail | VerificationVerdict::Partial => SubagentStatus::Partial,
+        },
+        (Some(ParsedResult::Text(_)), true) => SubagentStatus::Completed,
+        _ => SubagentStatus::Failed,
+    };
+    let status = match status {
+        SubagentStatus::Completed if budget_ran_out => SubagentStatus::Partial,
+        // An answer whose evidence could not be grounded is never reported as a success.
+        SubagentStatus::Completed | SubagentStatus::Partial
+            if reason == TerminalReason::CompletedUnverified =>
+        {
+            SubagentStatus::Unverified
+        }
+        other => other,
+    };
+    let failed = status == SubagentStatus::Failed;
+    let error = failed.then(|| match &outcome.error {
+        Some(detail) => format!("child terminal reason: {}: {detail}", reason.as_str()),
+        None => format!("child terminal reason: {}", reason.as_str()),
+    });
+    SubagentLaunchResult {
+        status,
+        profile_name: profile.name.clone(),
+        child_session_id: child_session_id.into(),
+        child_run_id: CHILD_RUN_ID.into(),
+        result: if failed { None } else { result },
+        model_used: route,
+        terminal_reason: if failed {
+            TerminalReason::RuntimeError
+        } else {
+            reason
+        },
+        error,
+        elapsed_ms: started.elapsed().as_millis().max(1) as u64,
+        tool_usage: outcome.tool_usage,
+        token_usage: outcome.token_usage,
+        usage_estimated: outcome.usage_estimated,
+        repair: outcome.repair,
+        model_calls: outcome.model_calls,
+        trace_path: trace.path().map(PathBuf::from),
+        failure_reason: failed.then_some(reason),
+        ungrounded_evidence: outcome.ungrounded_evidence,
+    }
+}

@@ -1,0 +1,282 @@
+//! A main agent: the same runner as a child, in `main_agent` mode, with Read, Grep, Glob and the
+//! Task tool (no write tools), so a whole parent → child exploration can be watched in one call.
+//! The parent's trace links to each child's (`subagent_*` events carry the child's trace path).
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::agent::launcher::{LauncherOptions, SubagentLauncher, TraceDirSetting};
+use crate::agent::task_tool::{TaskInput, TaskTool, TASK_TOOL_NAME};
+use crate::contract::ToolUsage;
+use crate::error::Error;
+use crate::json::Json;
+use crate::llm::ChatModel;
+use crate::profile::{explore_profile, BudgetPolicy, ModelChoice, RuntimeProfile};
+use crate::runner::{CancelToken, ParsedResult, RuntimeRunner, TerminalReason};
+use crate::tools::context::ToolContext;
+use crate::tools::envelope::{ErrorCode, ToolResult};
+use crate::tools::permissions::PermissionContext;
+use crate::tools::registry::{Tool, ToolRegistry};
+use crate::tools::workspace::Workspace;
+use crate::trace::{new_child_id, Trace};
+
+/// A main agent's model turns, unless configured.
+pub const MAIN_MAX_STEPS: i64 = 50;
+/// A main agent's tokens for the whole run, unless configured.
+pub const MAIN_TOTAL_TOKEN_BUDGET: i64 = 200_000;
+/// A main agent's tokens per request, unless configured.
+pub const MAIN_CONTEXT_TOKEN_BUDGET: i64 = 64_000;
+/// A main agent's wall-clock limit in seconds, unless configured.
+pub const MAIN_TIMEOUT_SECONDS: f64 = 1800.0;
+
+/// The main agent's system prompt (a template, like a profile's).
+pub const MAIN_SYSTEM_PROMPT: &str = "You are a coding assistant working in one repository, with read-only tools: Glob, Grep, Read, and Task, which delegates a self-contained exploration to an isolated read-only sub-agent and returns its validated findings. Use Task for broad or noisy explorations; use Glob, Grep and Read directly for quick look-ups. You have at most {max_steps} turns and {total_token_budget} tokens. When you are done, answer the user in plain text, citing files as relative/path:line.";
+
+/// How a main agent is set up; None fields take the defaults above.
+#[derive(Clone, Default)]
+pub struct MainAgentOptions {
+    /// The light model for children (None: the launcher's default, `LIGHT_LLM_*`).
+    pub light_model: Option<Arc<dyn ChatModel>>,
+    /// A launcher to use for every run instead of one built per run (linked to its trace).
+    pub launcher: Option<Arc<SubagentLauncher>>,
+    /// Where the main agent's and its children's traces go.
+    pub trace_dir: TraceDirSetting,
+    /// Profiles the Task tool reaches (None: `explore`).
+    pub subagent_types: Option<Vec<String>>,
+    /// Model turns.
+    pub max_steps: Option<i64>,
+    /// Tokens for the whole run.
+    pub total_token_budget: Option<i64>,
+    /// Tokens per request.
+    pub context_token_budget: Option<i64>,
+    /// Wall-clock limit in seconds.
+    pub timeout_seconds: Option<f64>,
+}
+
+/// The main agent's profile: no result contract (a plain-text answer), Task allowed.
+pub fn main_profile(
+    max_steps: i64,
+    total_token_budget: i64,
+    context_token_budget: i64,
+    timeout_seconds: f64,
+) -> RuntimeProfile {
+    RuntimeProfile {
+        name: "main".into(),
+        system_prompt: MAIN_SYSTEM_PROMPT.into(),
+        tool_allowlist: ["Glob", "Grep", "Read", "Task"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        max_steps,
+        context_token_budget,
+        total_token_budget,
+        model_choice: ModelChoice::Main.as_str().into(),
+        result_contract: String::new(),
+        on_budget_exhausted: BudgetPolicy::Partial.as_str().into(),
+        timeout_seconds,
+        ..explore_profile()
+    }
+}
+
+/// What one main-agent run produced.
+#[derive(Debug, Clone, Serialize)]
+pub struct MainRun {
+    /// `main-<32 hex>`.
+    pub session_id: String,
+    /// The answer, when there is one.
+    pub final_text: Option<String>,
+    /// Why it stopped.
+    pub terminal_reason: TerminalReason,
+    /// What went wrong, if anything.
+    pub error: Option<String>,
+    /// Steps used.
+    pub steps: u64,
+    /// Model calls made.
+    pub model_calls: u64,
+    /// Tool calls by name (Task included).
+    pub tool_usage: ToolUsage,
+    /// Tokens used.
+    pub token_usage: u64,
+    /// The main agent's trace, when written.
+    pub trace_path: Option<PathBuf>,
+}
+
+/// The Task tool as a registry tool: launches block their runtime thread (tools run on the
+/// blocking pool) and return the envelope the parent model reads.
+struct TaskToolAdapter {
+    task: TaskTool,
+    cancel: CancelToken,
+}
+
+impl Tool for TaskToolAdapter {
+    fn name(&self) -> &'static str {
+        TASK_TOOL_NAME
+    }
+
+    fn description(&self) -> Cow<'static, str> {
+        self.task.description().into()
+    }
+
+    fn parameters(&self) -> Value {
+        self.task.parameters()
+    }
+
+    fn run(&self, _ctx: &ToolContext, args: &Value) -> ToolResult {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return ToolResult::error(
+                args,
+                ErrorCode::InternalError,
+                "Task needs the outrider runtime",
+                0,
+            );
+        };
+        handle.block_on(
+            self.task
+                .run(TaskInput::Json(Json::from_value(args)), self.cancel.clone()),
+        )
+    }
+}
+
+/// A main agent over one root (see the module docs).
+pub struct MainAgent {
+    model: Arc<dyn ChatModel>,
+    workspace: Workspace,
+    options: MainAgentOptions,
+    trace_dir: Option<PathBuf>,
+    reachable: Vec<String>,
+    profile: RuntimeProfile,
+}
+
+impl MainAgent {
+    /// Check the options (budgets positive, trace dir outside the root, reachable profiles) and
+    /// build the agent.
+    pub fn new(
+        root: &Path,
+        model: Arc<dyn ChatModel>,
+        options: MainAgentOptions,
+    ) -> Result<Self, Error> {
+        let workspace = Workspace::new(root)?;
+        let profile = main_profile(
+            options.max_steps.unwrap_or(MAIN_MAX_STEPS),
+            options.total_token_budget.unwrap_or(MAIN_TOTAL_TOKEN_BUDGET),
+            options
+                .context_token_budget
+                .unwrap_or(MAIN_CONTEXT_TOKEN_BUDGET),
+            options.timeout_seconds.unwrap_or(MAIN_TIMEOUT_SECONDS),
+        );
+        profile.validate_budgets()?;
+        let trace_dir = options.trace_dir.prepare(workspace.root())?;
+        let reachable =
+            crate::agent::task_tool::reachable_profiles(options.subagent_types.clone())?;
+        if let Some(l) = &options.launcher {
+            crate::agent::task_tool::check_reachable(l, &reachable)?;
+        }
+        Ok(MainAgent {
+            model,
+            workspace,
+            options,
+            trace_dir,
+            reachable,
+            profile,
+        })
+    }
+
+    /// The confined root.
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    /// The main model.
+    pub fn model(&self) -> &Arc<dyn ChatModel> {
+        &self.model
+    }
+
+    /// The profiles its Task tool reaches.
+    pub fn reachable(&self) -> &[String] {
+        &self.reachable
+    }
+
+    /// Run on `task` with a fresh trace; Task launches children through the configured launcher
+    /// or one built for this run (linked to the run's trace).
+    pub async fn run(&self, task: &str, cancel: CancelToken) -> Result<MainRun, Error> {
+        if task.trim().is_empty() {
+            return Err(Error::config("task", "must be a non-empty string"));
+        }
+        let session = format!("main-{}", new_child_id().trim_start_matches("child-"));
+        let trace = Arc::new(match &self.trace_dir {
+            Some(dir) => Trace::to_file(session.clone(), dir).map_err(|e| {
+                Error::config("trace_dir", format!("cannot write the trace: {e}"))
+            })?,
+            None => Trace::in_memory(session.clone()),
+        });
+        let launcher = match &self.options.launcher {
+            Some(l) => l.clone(),
+            None => Arc::new(SubagentLauncher::with_workspace(
+                self.workspace.clone(),
+                LauncherOptions {
+                    main_model: Some(self.model.clone()),
+                    light_model: self.options.light_model.clone(),
+                    trace_dir: match &self.trace_dir {
+                        Some(d) => TraceDirSetting::Dir(d.clone()),
+                        None => TraceDirSetting::Off,
+                    },
+                    parent_trace_handle: Some(trace.clone()),
+                    ..LauncherOptions::default()
+                },
+            )?),
+        };
+        let task_tool = TaskTool::new(launcher, Some(self.reachable.clone()))?
+            .with_parent(trace.session_id().to_string());
+        let mut registry = ToolRegistry::readonly();
+        registry.register(Arc::new(TaskToolAdapter {
+            task: task_tool,
+            cancel: cancel.clone(),
+        }));
+        let schemas = Arc::new(registry.openai_tools());
+        let runner = RuntimeRunner {
+            model: self.model.clone(),
+            profile: self.profile.clone(),
+            registry: Arc::new(registry),
+            tool_schemas: schemas,
+            workspace: self.workspace.clone(),
+            permissions: PermissionContext::main_agent(),
+            trace: trace.clone(),
+            cancel,
+            extra_system: None,
+        };
+        let span = tracing::info_span!("main_agent", session_id = %session);
+        let out = tracing::Instrument::instrument(runner.run(task), span).await;
+        trace.finalize();
+        let final_text = match &out.result {
+            Some(ParsedResult::Text(t)) => Some(t.clone()),
+            _ => out.final_text.clone(),
+        };
+        Ok(MainRun {
+            session_id: session,
+            final_text,
+            terminal_reason: out.terminal_reason,
+            error: out.error,
+            steps: out.steps,
+            model_calls: out.model_calls,
+            tool_usage: out.tool_usage,
+            token_usage: out.token_usage,
+            trace_path: trace.path().map(PathBuf::from),
+        })
+    }
+}
+
+impl std::fmt::Debug for MainAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "MainAgent(project_root={}, llm={}, subagent_types={})",
+            crate::json::py_repr_str(&self.workspace.root().display().to_string()),
+            self.model.describe(),
+            crate::agent::task_tool::py_list(&self.reachable)
+        )
+    }
+}

@@ -1,0 +1,46 @@
+//! The launch layer: everything a launch does, one file per job.
+//!
+//! - [`request`]: what a caller asks for ([`SubagentRequest`], validated by [`RequestInit`]).
+//! - [`launcher`]: [`SubagentLauncher`] — profile lookup, model routing, the child's trace,
+//!   parent events, the runner, `launch` and `launch_many`.
+//! - [`result`]: what a launch produced ([`SubagentLaunchResult`], one serialisable shape).
+//! - [`task_tool`]: the Task tool a main agent calls ([`TaskTool`]: arguments, envelopes).
+//! - [`main_agent`]: a main agent with Read/Grep/Glob and Task ([`MainAgent`]).
+//! - [`verify`]: the completion gate ([`SubagentLauncher::verify`]).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use outrider::agent::{LauncherOptions, SubagentLauncher, SubagentRequest, TraceDirSetting};
+//! use outrider::llm::scout::OfflineScout;
+//! use outrider::runner::CancelToken;
+//! let dir = tempfile::tempdir().unwrap();
+//! std::fs::write(dir.path().join("auth.py"), "def login(user):\n    return token(user)\n").unwrap();
+//! let launcher = SubagentLauncher::new(dir.path(), LauncherOptions {
+//!     main_model: Some(Arc::new(OfflineScout)),
+//!     trace_dir: TraceDirSetting::Off,
+//!     ..LauncherOptions::default()
+//! }).unwrap();
+//! let rt = tokio::runtime::Runtime::new().unwrap();
+//! let result = rt.block_on(launcher.launch(SubagentRequest::explore("Where is login defined?"), CancelToken::new())).unwrap();
+//! assert_eq!(result.child_run_id, "run-1");
+//! ```
+
+pub mod launcher;
+pub mod main_agent;
+pub mod request;
+pub mod result;
+pub mod task_tool;
+pub mod verify;
+
+pub use launcher::{
+    default_light_model, default_main_model, LaunchError, LauncherOptions, SubagentLauncher,
+    TraceDirSetting,
+};
+pub use main_agent::{MainAgent, MainAgentOptions, MainRun};
+pub use request::{RequestInit, SubagentRequest};
+pub use result::{ModelRoute, SubagentLaunchResult, CHILD_RUN_ID};
+pub use task_tool::{LauncherFactory, Prepared, TaskInput, TaskTool, TASK_TOOL_NAME};
+pub use verify::{CompletionVerdict, Verification};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,185 @@
+//! What a caller asks for: one child's request, validated once, here.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::error::Error;
+use crate::json::{py_dumps, Json};
+use crate::profile::ModelChoice;
+
+/// The profile a request uses when it names none.
+pub const DEFAULT_PROFILE: &str = "explore";
+
+/// A request for one child (validated: a non-empty task, a known model choice).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SubagentRequest {
+    /// Which profile (`explore`, `verification`, or a registered one).
+    pub profile_name: String,
+    /// The self-contained task.
+    pub task: String,
+    /// Extra context, rendered as sorted JSON after the task.
+    pub structured_context: Map<String, Value>,
+    /// The model route; None uses the profile's default.
+    pub model_choice: Option<ModelChoice>,
+    /// The parent's session id, for parent events.
+    pub parent_session_id: Option<String>,
+    /// The parent's run id, for parent events.
+    pub parent_run_id: Option<String>,
+}
+
+/// The fields of a request as a caller gives them, before validation. Every field is optional
+/// so that a missing one gets the same message from every front end.
+#[derive(Debug, Clone, Default)]
+pub struct RequestInit {
+    /// Defaults to `explore`.
+    pub profile_name: Option<String>,
+    /// Required, non-blank.
+    pub task: Option<String>,
+    /// A JSON object, or None for no context.
+    pub structured_context: Option<Json>,
+    /// `light`, `main`, or None/empty for the profile's default.
+    pub model_choice: Option<String>,
+    /// The parent's session id.
+    pub parent_session_id: Option<String>,
+    /// The parent's run id.
+    pub parent_run_id: Option<String>,
+}
+
+impl RequestInit {
+    /// Validate into a request.
+    pub fn build(self) -> Result<SubagentRequest, Error> {
+        let task = self.task.ok_or_else(|| Error::Type {
+            field: "SubagentRequest.task".into(),
+            message: "missing; pass the self-contained instructions for the child".into(),
+        })?;
+        if task.trim().is_empty() {
+            return Err(Error::config(
+                "SubagentRequest.task",
+                "must be a non-empty string: the self-contained instructions for the child",
+            ));
+        }
+        let structured_context = match self.structured_context {
+            None | Some(Json::Null) => Map::new(),
+            Some(obj @ Json::Object(_)) => match obj.to_value() {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            },
+            Some(other) => {
+                return Err(Error::wrong_type(
+                    "SubagentRequest.structured_context",
+                    "a dict",
+                    other.type_name(),
+                ))
+            }
+        };
+        let model_choice = match self.model_choice.as_deref() {
+            None | Some("") => None,
+            Some(m) => Some(
+                m.parse()
+                    .map_err(|_| crate::agent::LaunchError::BadModelChoice(m.to_string()))?,
+            ),
+        };
+        Ok(SubagentRequest {
+            profile_name: self
+                .profile_name
+                .unwrap_or_else(|| DEFAULT_PROFILE.to_string()),
+            task,
+            structured_context,
+            model_choice,
+            parent_session_id: self.parent_session_id,
+            parent_run_id: self.parent_run_id,
+        })
+    }
+}
+
+impl SubagentRequest {
+    /// An explore request with no context.
+    pub fn explore(task: impl Into<String>) -> Self {
+        SubagentRequest {
+            profile_name: DEFAULT_PROFILE.into(),
+            task: task.into(),
+            structured_context: Map::new(),
+            model_choice: None,
+            parent_session_id: None,
+            parent_run_id: None,
+        }
+    }
+
+    /// The child's first user message: `<task>\n\nStructured context:\n<sorted JSON>`.
+    pub fn render(&self) -> String {
+        format!(
+            "{}\n\nStructured context:\n{}",
+            self.task.trim(),
+            py_dumps(&Value::Object(self.structured_context.clone()), true)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn init(task: &str) -> RequestInit {
+        RequestInit {
+            task: Some(task.into()),
+            ..RequestInit::default()
+        }
+    }
+
+    #[test]
+    fn defaults_and_rendering() {
+        let r = init("  Find X ").build().unwrap();
+        assert_eq!(r, SubagentRequest::explore("  Find X "));
+        assert_eq!(r.render(), "Find X\n\nStructured context:\n{}");
+        let with_ctx = RequestInit {
+            structured_context: Some(Json::from_value(&json!({"b": 1, "a": [true]}))),
+            model_choice: Some("main".into()),
+            ..init("t")
+        }
+        .build()
+        .unwrap();
+        assert_eq!(with_ctx.model_choice, Some(ModelChoice::Main));
+        assert_eq!(
+            with_ctx.render(),
+            "t\n\nStructured context:\n{\"a\": [true], \"b\": 1}"
+        );
+        assert_eq!(
+            serde_json::to_value(&with_ctx).unwrap(),
+            json!({"profile_name": "explore", "task": "t", "structured_context": {"b": 1, "a": [true]},
+                   "model_choice": "main", "parent_session_id": null, "parent_run_id": null})
+        );
+        let empty_choice = RequestInit {
+            model_choice: Some(String::new()),
+            ..init("t")
+        };
+        assert_eq!(empty_choice.build().unwrap().model_choice, None);
+    }
+
+    #[test]
+    fn every_refusal_names_the_field() {
+        let msg = |i: RequestInit| i.build().unwrap_err().to_string();
+        assert_eq!(
+            msg(RequestInit::default()),
+            "SubagentRequest.task: missing; pass the self-contained instructions for the child"
+        );
+        assert_eq!(
+            msg(init(" \n")),
+            "SubagentRequest.task: must be a non-empty string: the self-contained instructions for the child"
+        );
+        assert_eq!(
+            msg(RequestInit {
+                structured_context: Some(Json::Array(vec![])),
+                ..init("t")
+            }),
+            "SubagentRequest.structured_context: must be a dict, got list"
+        );
+        assert_eq!(
+            msg(RequestInit {
+                model_choice: Some("heavy".into()),
+                ..init("t")
+            }),
+            "unsupported subagent model choice: heavy (expected 'light' or 'main')"
+        );
+    }
+}

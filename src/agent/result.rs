@@ -1,0 +1,147 @@
+//! What a launch produced: the result a caller keeps, in one serialisable shape.
+
+use std::path::PathBuf;
+
+use serde::{Serialize, Serializer};
+use serde_json::{json, Value};
+
+use crate::contract::{Repair, SubagentStatus, ToolUsage};
+use crate::evidence::EvidenceCheck;
+use crate::profile::wire_enum;
+use crate::runner::{ParsedResult, TerminalReason};
+
+/// The run id of every child (one run per child session, as in the reference).
+pub const CHILD_RUN_ID: &str = "run-1";
+
+wire_enum! {
+    /// The model route a child actually used.
+    ModelRoute, "model route" {
+        /// The light model.
+        Light = "light",
+        /// The main model (also when light was asked for but none is configured).
+        Main = "main",
+        /// The offline scout (no model).
+        Offline = "offline",
+    }
+}
+
+/// What a launch produced.
+#[derive(Debug, Clone, Serialize)]
+pub struct SubagentLaunchResult {
+    /// completed | partial | failed | unverified.
+    pub status: SubagentStatus,
+    /// The profile used.
+    pub profile_name: String,
+    /// `child-<32 hex>`.
+    pub child_session_id: String,
+    /// Always `run-1`.
+    pub child_run_id: String,
+    /// The validated result, when there is one.
+    #[serde(serialize_with = "serialize_parsed")]
+    pub result: Option<ParsedResult>,
+    /// The route used.
+    pub model_used: ModelRoute,
+    /// Why the child stopped: the reference's names; every failure is `runtime_error`, with the
+    /// precise cause in `failure_reason`.
+    pub terminal_reason: TerminalReason,
+    /// What went wrong, on failure.
+    pub error: Option<String>,
+    /// Wall time of the launch.
+    pub elapsed_ms: u64,
+    /// Requested tool calls by name.
+    pub tool_usage: ToolUsage,
+    /// Tokens used (reported or estimated).
+    pub token_usage: u64,
+    /// Whether some usage was estimated.
+    pub usage_estimated: bool,
+    /// The repair the gate made to the final answer, if any.
+    pub repair: Option<Repair>,
+    /// Model calls made.
+    pub model_calls: u64,
+    /// The child's JSONL trace, when written.
+    pub trace_path: Option<PathBuf>,
+    /// The precise terminal reason of a failed child (`timeout`, `model_error`, ...).
+    pub failure_reason: Option<TerminalReason>,
+    /// Evidence items that could not be grounded in the files (status `unverified`).
+    pub ungrounded_evidence: Vec<EvidenceCheck>,
+}
+
+fn serialize_parsed<S: Serializer>(r: &Option<ParsedResult>, s: S) -> Result<S::Ok, S::Error> {
+    parsed_value(r.as_ref()).serialize(s)
+}
+
+/// The JSON form of a parsed result (a text answer is a string).
+pub fn parsed_value(r: Option<&ParsedResult>) -> Value {
+    match r {
+        Some(ParsedResult::Explore(e)) => e.to_value(),
+        Some(ParsedResult::Verification(v)) => v.to_value(),
+        Some(ParsedResult::Text(t)) => json!(t),
+        None => Value::Null,
+    }
+}
+
+impl SubagentLaunchResult {
+    /// The JSON form (`to_dict()` in Python).
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// Tool calls the child requested, all tools together.
+    pub fn tool_calls(&self) -> u64 {
+        self.tool_usage.values().sum()
+    }
+
+    /// The verdict or status the child's own answer gave (`completed`, `PASS`, ...), for the
+    /// parent's `subagent_completed` event.
+    pub fn answer_verdict(&self) -> Value {
+        match &self.result {
+            Some(ParsedResult::Explore(r)) => json!(r.status.as_str()),
+            Some(ParsedResult::Verification(v)) => json!(v.verdict.as_str()),
+            Some(ParsedResult::Text(_)) => json!("completed"),
+            None => Value::Null,
+        }
+    }
+}
+
+impl std::fmt::Display for SubagentLaunchResult {
+    /// A Python-style repr: `SubagentLaunchResult(status='completed', ...)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use crate::json::py_repr_str as q;
+        write!(
+            f,
+            "SubagentLaunchResult(status={}, profile_name={}, terminal_reason={}, model_used={}, tool_usage={}, token_usage={}, elapsed_ms={}",
+            q(self.status.as_str()),
+            q(&self.profile_name),
+            q(self.terminal_reason.as_str()),
+            q(self.model_used.as_str()),
+            usage_repr(&self.tool_usage),
+            self.token_usage,
+            self.elapsed_ms
+        )?;
+        if let Some(reason) = self.failure_reason {
+            write!(f, ", failure_reason={}", q(reason.as_str()))?;
+        }
+        if let Some(e) = &self.error {
+            write!(f, ", error={}", q(e))?;
+        }
+        f.write_str(")")
+    }
+}
+
+/// `repr()` of a `{str: int}` dict as Python prints it.
+pub fn usage_repr(usage: &ToolUsage) -> String {
+    let parts: Vec<String> = usage
+        .iter()
+        .map(|(k, v)| format!("{}: {v}", crate::json::py_repr_str(k)))
+        .collect();
+    format!("{{{}}}", parts.join(", "))
+}
+
+impl ModelRoute {
+    /// The route a backend reports for itself (`offline` for the scout), else the one chosen.
+    pub fn reported(label: Option<&str>, chosen: ModelRoute) -> ModelRoute {
+        label
+            .and_then(|l| l.parse::<ModelRoute>().ok())
+            .unwrap_or(chosen)
+    }
+}

@@ -1,0 +1,566 @@
+//! The Task tool: what a main agent calls to delegate a read-only exploration. Argument
+//! normalisation, validation order and messages, and the envelopes follow the reference (§1); the
+//! reachable profiles are configurable instead of only `explore`. The Python `TaskTool` and the
+//! built-in main agent both use this one type.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::{json, Map, Value};
+
+use crate::agent::launcher::SubagentLauncher;
+use crate::agent::request::SubagentRequest;
+use crate::agent::result::{parsed_value, SubagentLaunchResult, CHILD_RUN_ID};
+use crate::contract::SubagentStatus;
+use crate::error::Error;
+use crate::json::Json;
+use crate::profile::ModelChoice;
+use crate::runner::{CancelToken, ParsedResult};
+use crate::tools::envelope::{ErrorCode, ToolResult};
+
+/// The tool's name.
+pub const TASK_TOOL_NAME: &str = "Task";
+
+/// Builds the launcher on first use (a factory the caller gave instead of a launcher).
+pub type LauncherFactory = Box<dyn Fn() -> Result<Arc<SubagentLauncher>, String> + Send + Sync>;
+
+/// Validated Task arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskArgs {
+    /// Short summary of the delegated search.
+    pub description: String,
+    /// Self-contained instructions.
+    pub prompt: String,
+    /// The profile (normalised: trimmed, lower case).
+    pub subagent_type: String,
+    /// The route (`light` when missing or empty).
+    pub model: ModelChoice,
+}
+
+impl TaskArgs {
+    /// The child request: `description.strip() + "\n\n" + prompt.strip()`.
+    pub fn to_request(&self) -> SubagentRequest {
+        SubagentRequest {
+            profile_name: self.subagent_type.clone(),
+            task: format!("{}\n\n{}", self.description.trim(), self.prompt.trim()),
+            structured_context: Map::new(),
+            model_choice: Some(self.model),
+            parent_session_id: None,
+            parent_run_id: None,
+        }
+    }
+}
+
+/// The arguments a caller passed, before parsing: JSON text, a JSON value, or something that
+/// could not be turned into JSON (with the reason and how to show it).
+#[derive(Debug, Clone)]
+pub enum TaskInput {
+    /// A JSON document (what a model's tool call carries).
+    Text(String),
+    /// Already-parsed arguments.
+    Json(Json),
+    /// A value with no JSON form.
+    Unusable {
+        /// The value as the caller's language shows it.
+        shown: String,
+        /// Why it is not JSON.
+        reason: String,
+    },
+}
+
+/// Python truthiness of a JSON value.
+fn truthy(v: &Json) -> bool {
+    match v {
+        Json::Null => false,
+        Json::Bool(b) => *b,
+        Json::Int(i) => *i != 0,
+        Json::Float(f) => *f != 0.0,
+        Json::BigInt(_) => true,
+        Json::Str(s) => !s.is_empty(),
+        Json::Array(a) => !a.is_empty(),
+        Json::Object(o) => !o.is_empty(),
+    }
+}
+
+/// `str(value or default).strip().lower()`.
+fn normalise(v: Option<&Json>, default: &str) -> String {
+    match v.filter(|v| truthy(v)) {
+        Some(v) => v.py_str().trim().to_lowercase(),
+        None => default.to_string(),
+    }
+}
+
+fn required_text(args: &Json, key: &str) -> Result<String, String> {
+    match args.get(key) {
+        Some(Json::Str(s)) if !s.trim().is_empty() => Ok(s.clone()),
+        _ => Err(format!(
+            "Parameter '{key}' is required and must be non-empty."
+        )),
+    }
+}
+
+/// The message for an unreachable `subagent_type`.
+pub fn subagent_type_message(reachable: &[String]) -> String {
+    match reachable {
+        [one] => format!("Parameter 'subagent_type' must be '{one}'."),
+        many => format!(
+            "Parameter 'subagent_type' must be one of {}.",
+            many.iter()
+                .map(|p| format!("'{p}'"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// Validate in the reference's order; the first failure is the message.
+pub fn validate(args: &Json, reachable: &[String]) -> Result<TaskArgs, String> {
+    let empty = Json::Object(vec![]);
+    let args = if matches!(args, Json::Object(_)) {
+        args
+    } else {
+        &empty
+    };
+    let subagent_type = normalise(args.get("subagent_type"), "");
+    let model = normalise(args.get("model"), "light");
+    let description = required_text(args, "description")?;
+    let prompt = required_text(args, "prompt")?;
+    if !reachable.contains(&subagent_type) {
+        return Err(subagent_type_message(reachable));
+    }
+    let model = model
+        .parse()
+        .map_err(|_| "Parameter 'model' must be 'main' or 'light'.".to_string())?;
+    Ok(TaskArgs {
+        description,
+        prompt,
+        subagent_type,
+        model,
+    })
+}
+
+/// The profiles a Task tool reaches: names trimmed, lower-cased, deduplicated, at least one;
+/// None means `["explore"]`.
+pub fn reachable_profiles(names: Option<Vec<String>>) -> Result<Vec<String>, Error> {
+    let Some(names) = names else {
+        return Ok(vec!["explore".to_string()]);
+    };
+    let mut out: Vec<String> = Vec::new();
+    for n in names {
+        let n = n.trim().to_lowercase();
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    if out.is_empty() || out.iter().any(String::is_empty) {
+        return Err(Error::config(
+            "subagent_types",
+            "must name at least one registered profile, e.g. ['explore'] (no empty names)",
+        ));
+    }
+    Ok(out)
+}
+
+/// Check that every reachable profile is registered in the launcher.
+pub fn check_reachable(launcher: &SubagentLauncher, reachable: &[String]) -> Result<(), Error> {
+    let missing: Vec<&String> = reachable
+        .iter()
+        .filter(|p| launcher.profile(p).is_none())
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::config(
+        "subagent_types",
+        format!(
+            "{:?} are not registered in the launcher (its profiles: {:?})",
+            missing,
+            launcher.profile_names()
+        ),
+    ))
+}
+
+fn capitalised(name: &str) -> String {
+    let mut c = name.chars();
+    match c.next() {
+        Some(first) => first.to_uppercase().collect::<String>() + c.as_str(),
+        None => String::new(),
+    }
+}
+
+/// The envelope the parent model receives for a finished launch: `success` for a completed or
+/// partial answer, `unverified` (with the ungrounded items listed) for an answer whose evidence
+/// is not in the files, and an `INTERNAL_ERROR` error for a failed child.
+pub fn launch_envelope(
+    launched: &SubagentLaunchResult,
+    params_input: &Value,
+    elapsed_ms: u64,
+) -> ToolResult {
+    let (text, tool_calls) = match &launched.result {
+        Some(ParsedResult::Explore(r)) => (r.summary.clone(), r.tool_usage.values().sum::<u64>()),
+        Some(ParsedResult::Verification(v)) => {
+            let mut text = format!("Verdict: {}.", v.verdict.as_str());
+            if !v.reasons.is_empty() {
+                text.push(' ');
+                text.push_str(&v.reasons.join("; "));
+            }
+            (text, v.tool_usage.values().sum::<u64>())
+        }
+        Some(ParsedResult::Text(t)) => (t.clone(), launched.tool_calls()),
+        None => (String::new(), 0),
+    };
+    if launched.status == SubagentStatus::Failed || launched.result.is_none() {
+        let why = launched
+            .error
+            .clone()
+            .unwrap_or_else(|| launched.terminal_reason.as_str().to_string());
+        return ToolResult::error(
+            params_input,
+            ErrorCode::InternalError,
+            format!(
+                "{} subagent failed: {why}",
+                capitalised(&launched.profile_name)
+            ),
+            0,
+        );
+    }
+    let mut data = Map::new();
+    data.insert("status".into(), json!(launched.status.as_str()));
+    data.insert("profile".into(), json!(launched.profile_name));
+    data.insert("child_session_id".into(), json!(launched.child_session_id));
+    data.insert("child_run_id".into(), json!(launched.child_run_id));
+    data.insert("result".into(), parsed_value(launched.result.as_ref()));
+    let mut out = if launched.status == SubagentStatus::Unverified
+        && !launched.ungrounded_evidence.is_empty()
+    {
+        data.insert(
+            "ungrounded_evidence".into(),
+            json!(launched.ungrounded_evidence),
+        );
+        let listed: Vec<String> = launched
+            .ungrounded_evidence
+            .iter()
+            .map(|c| c.message.clone())
+            .collect();
+        let text = format!(
+            "UNVERIFIED: the child's evidence could not be found in the files ({}). Treat its answer as a lead, not a finding: {text}",
+            listed.join("; ")
+        );
+        ToolResult::unverified(params_input, data, text, elapsed_ms.max(1))
+    } else {
+        ToolResult::success(params_input, data, text, elapsed_ms.max(1))
+    };
+    out.stats.insert("tool_calls".into(), json!(tool_calls));
+    out.stats
+        .insert("token_usage".into(), json!(launched.token_usage));
+    out.stats
+        .insert("model".into(), json!(launched.model_used.as_str()));
+    out
+}
+
+/// The tool description the parent model reads: when to delegate, and the boundaries.
+pub fn description(reachable: &[String]) -> String {
+    let types = reachable
+        .iter()
+        .map(|p| format!("\"{p}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "Launch an isolated, read-only sub-agent that explores the repository and returns a small, validated JSON result instead of its whole search history.
+
+When to use it:
+- an exploration that would take many Glob/Grep/Read steps and fill your context with noise (\"how does authentication flow through the code?\", \"find every place that writes to the cache\");
+- a focused scan where you want findings with file:line evidence.
+
+When NOT to use it:
+- you already know the file: use Read;
+- one quick search answers it: use Glob or Grep;
+- simple single-step tasks.
+
+How it works: the sub-agent starts with a fresh context (it cannot see this conversation), may use only Glob, Grep and Read, cannot edit files, run commands, ask the user or launch sub-agents, and has hard step and token budgets. It returns status (completed or partial), summary, findings, evidence (relative/path:line) and unresolved_questions. A partial result is still useful: it says what is missing. A result whose evidence could not be found in the files comes back with status \"unverified\": treat it as a lead to check, not a finding.
+
+Arguments:
+- description: a short summary of the delegated search (3-10 words).
+- prompt: self-contained instructions. Say exactly what to find and what to return; include names, paths and anything already known, since the sub-agent sees nothing else.
+- subagent_type: one of {types}.
+- model: \"light\" (default; cheaper, for simple searches) or \"main\" (for complex or accuracy-critical analysis). Choose by complexity.
+
+Example: {{\"description\": \"Explore auth flow\", \"prompt\": \"Find the files that implement login and session handling. Return each file's path and purpose, and the function where the session token is created.\", \"subagent_type\": \"explore\", \"model\": \"light\"}}"
+    )
+}
+
+/// The JSON schema of the arguments (order pinned: description, prompt, subagent_type, model).
+pub fn parameters(reachable: &[String]) -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "description": {"type": "string", "description": "Short summary of the delegated search task"},
+            "prompt": {"type": "string", "description": "Self-contained read-only exploration instructions"},
+            "subagent_type": {"type": "string", "enum": reachable, "description": format!("Formal profile; one of: {}", reachable.join(", "))},
+            "model": {"type": "string", "enum": ["main", "light"], "default": "light", "description": "Optional model route: main or light"},
+        },
+        "required": ["description", "prompt", "subagent_type"],
+        "additionalProperties": false,
+    })
+}
+
+/// A validated call, ready to launch.
+pub struct PreparedTask {
+    launcher: Arc<SubagentLauncher>,
+    request: SubagentRequest,
+    params: Value,
+}
+
+impl PreparedTask {
+    /// Launch the child and build the envelope.
+    pub async fn run(self, cancel: CancelToken) -> ToolResult {
+        let started = Instant::now();
+        match self.launcher.launch(self.request, cancel).await {
+            Ok(r) => launch_envelope(&r, &self.params, started.elapsed().as_millis() as u64),
+            Err(e) => ToolResult::error(&self.params, ErrorCode::InvalidParam, e.to_string(), 0),
+        }
+    }
+}
+
+/// What preparing a call gave: an envelope already (bad arguments), or a launch to run.
+pub enum Prepared {
+    /// The answer, without a launch (an error envelope).
+    Done(ToolResult),
+    /// A launch to run.
+    Launch(PreparedTask),
+}
+
+/// The Task tool over one launcher (given, or built on first use by a factory).
+pub struct TaskTool {
+    launcher: Mutex<Option<Arc<SubagentLauncher>>>,
+    factory: Option<LauncherFactory>,
+    reachable: Vec<String>,
+    parent: Option<(String, String)>,
+}
+
+impl TaskTool {
+    /// A Task tool over `launcher`; `subagent_types` None reaches only `explore`. Every
+    /// reachable profile must be registered in the launcher.
+    pub fn new(
+        launcher: Arc<SubagentLauncher>,
+        subagent_types: Option<Vec<String>>,
+    ) -> Result<Self, Error> {
+        let reachable = reachable_profiles(subagent_types)?;
+        check_reachable(&launcher, &reachable)?;
+        Ok(TaskTool {
+            launcher: Mutex::new(Some(launcher)),
+            factory: None,
+            reachable,
+            parent: None,
+        })
+    }
+
+    /// A Task tool whose launcher `factory` builds on the first call (checked then).
+    pub fn with_factory(
+        factory: LauncherFactory,
+        subagent_types: Option<Vec<String>>,
+    ) -> Result<Self, Error> {
+        Ok(TaskTool {
+            launcher: Mutex::new(None),
+            factory: Some(factory),
+            reachable: reachable_profiles(subagent_types)?,
+            parent: None,
+        })
+    }
+
+    /// Children launched through this tool name `session_id` (run `run-1`) as their parent.
+    pub fn with_parent(mut self, session_id: impl Into<String>) -> Self {
+        self.parent = Some((session_id.into(), CHILD_RUN_ID.to_string()));
+        self
+    }
+
+    /// The reachable profile names.
+    pub fn reachable(&self) -> &[String] {
+        &self.reachable
+    }
+
+    /// What the parent model reads.
+    pub fn description(&self) -> String {
+        description(&self.reachable)
+    }
+
+    /// The JSON schema of the arguments.
+    pub fn parameters(&self) -> Value {
+        parameters(&self.reachable)
+    }
+
+    /// `{"type": "function", "function": {name, description, parameters}}`.
+    pub fn openai_schema(&self) -> Value {
+        json!({"type": "function", "function": {"name": TASK_TOOL_NAME, "description": self.description(), "parameters": self.parameters()}})
+    }
+
+    /// `{name, description, input_schema}`.
+    pub fn anthropic_schema(&self) -> Value {
+        json!({"name": TASK_TOOL_NAME, "description": self.description(), "input_schema": self.parameters()})
+    }
+
+    /// The launcher, building it from the factory on first use.
+    fn launcher(&self) -> Result<Arc<SubagentLauncher>, String> {
+        let mut slot = self.launcher.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(l) = slot.as_ref() {
+            return Ok(l.clone());
+        }
+        let factory = self.factory.as_ref().ok_or("TaskTool has no launcher")?;
+        let launcher = factory()?;
+        check_reachable(&launcher, &self.reachable).map_err(|e| e.to_string())?;
+        *slot = Some(launcher.clone());
+        Ok(launcher)
+    }
+
+    /// Parse and validate the arguments and find the launcher: an error envelope, or a launch.
+    pub fn prepare(&self, input: TaskInput) -> Prepared {
+        let (raw, parsed) = match input {
+            TaskInput::Text(text) => match crate::json::parse(&text) {
+                Ok(j) => (Value::String(text), j),
+                Err(e) => {
+                    return Prepared::Done(ToolResult::error(
+                        &Value::String(text),
+                        ErrorCode::InvalidParam,
+                        format!("Task arguments must be a JSON object: {e}"),
+                        0,
+                    ))
+                }
+            },
+            TaskInput::Json(j) => (j.to_value(), j),
+            TaskInput::Unusable { shown, reason } => {
+                return Prepared::Done(ToolResult::error(
+                    &Value::String(shown),
+                    ErrorCode::InvalidParam,
+                    format!("Task arguments must be a JSON object: {reason}"),
+                    0,
+                ))
+            }
+        };
+        let params = if matches!(parsed, Json::Object(_)) {
+            parsed.to_value()
+        } else {
+            raw
+        };
+        let valid = match validate(&parsed, &self.reachable) {
+            Ok(v) => v,
+            Err(msg) => {
+                return Prepared::Done(ToolResult::error(
+                    &params,
+                    ErrorCode::InvalidParam,
+                    msg,
+                    0,
+                ))
+            }
+        };
+        let mut request = valid.to_request();
+        if let Some((session, run)) = &self.parent {
+            request.parent_session_id = Some(session.clone());
+            request.parent_run_id = Some(run.clone());
+        }
+        match self.launcher() {
+            Ok(launcher) => Prepared::Launch(PreparedTask {
+                launcher,
+                request,
+                params,
+            }),
+            Err(msg) => Prepared::Done(ToolResult::error(
+                &params,
+                ErrorCode::InternalError,
+                format!("Task could not start: {msg}"),
+                0,
+            )),
+        }
+    }
+
+    /// Validate, launch and build the envelope. Bad arguments give an error envelope, never an
+    /// error.
+    pub async fn run(&self, input: TaskInput, cancel: CancelToken) -> ToolResult {
+        match self.prepare(input) {
+            Prepared::Done(r) => r,
+            Prepared::Launch(p) => p.run(cancel).await,
+        }
+    }
+}
+
+impl std::fmt::Debug for TaskTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TaskTool(subagent_types={})", py_list(&self.reachable))
+    }
+}
+
+/// A Python-style list of strings: `['explore', 'deep']`.
+pub fn py_list(items: &[String]) -> String {
+    let parts: Vec<String> = items
+        .iter()
+        .map(|s| crate::json::py_repr_str(s))
+        .collect();
+    format!("[{}]", parts.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(v: Value) -> Result<TaskArgs, String> {
+        validate(&Json::from_value(&v), &["explore".to_string()])
+    }
+
+    #[test]
+    fn reference_messages_in_order() {
+        assert_eq!(
+            check(json!({})).unwrap_err(),
+            "Parameter 'description' is required and must be non-empty."
+        );
+        assert_eq!(
+            check(json!({"description": 3, "prompt": ""})).unwrap_err(),
+            "Parameter 'description' is required and must be non-empty."
+        );
+        assert_eq!(
+            check(json!({"description": "d", "prompt": "  "})).unwrap_err(),
+            "Parameter 'prompt' is required and must be non-empty."
+        );
+        assert_eq!(
+            check(
+                json!({"description": "d", "prompt": "p", "subagent_type": "general", "model": "x"})
+            )
+            .unwrap_err(),
+            "Parameter 'subagent_type' must be 'explore'."
+        );
+        assert_eq!(
+            check(
+                json!({"description": "d", "prompt": "p", "subagent_type": "explore", "model": 5})
+            )
+            .unwrap_err(),
+            "Parameter 'model' must be 'main' or 'light'."
+        );
+        let ok = check(json!({"description": " d ", "prompt": " p\n", "subagent_type": " EXPLORE ", "model": "MAIN"})).unwrap();
+        assert_eq!(
+            (ok.subagent_type.as_str(), ok.model),
+            ("explore", ModelChoice::Main)
+        );
+        assert_eq!(ok.to_request().task, "d\n\np");
+        for falsy in [json!(null), json!(""), json!(0), json!(false)] {
+            let a = check(json!({"description": "d", "prompt": "p", "subagent_type": "explore", "model": falsy})).unwrap();
+            assert_eq!(a.model, ModelChoice::Light);
+        }
+        let many = ["explore".to_string(), "deep".to_string()];
+        assert_eq!(
+            subagent_type_message(&many),
+            "Parameter 'subagent_type' must be one of 'explore', 'deep'."
+        );
+    }
+
+    #[test]
+    fn reachable_names_are_normalised() {
+        assert_eq!(reachable_profiles(None).unwrap(), vec!["explore"]);
+        assert_eq!(
+            reachable_profiles(Some(vec![" Explore".into(), "explore".into(), "DEEP".into()]))
+                .unwrap(),
+            vec!["explore", "deep"]
+        );
+        assert_eq!(
+            reachable_profiles(Some(vec![])).unwrap_err().to_string(),
+            "subagent_types: must name at least one registered profile, e.g. ['explore'] (no empty names)"
+        );
+    }
+}

@@ -1,0 +1,676 @@
+//! The launch layer end to end: scripted models over real tools on temporary trees.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::*;
+use crate::contract::SubagentStatus;
+use crate::error::Error;
+use crate::json::Json;
+use crate::llm::{
+    BoxFuture, ChatModel, ChatRequest, ChatResponse, Message, ModelError, ModelErrorKind, ToolCall,
+};
+use crate::profile::{explore_profile, ModelChoice};
+use crate::runner::{CancelToken, TerminalReason};
+use crate::tools::envelope::ToolStatus;
+use crate::trace::Trace;
+
+type Script = dyn Fn(&ChatRequest) -> Result<ChatResponse, ModelError> + Send + Sync;
+
+/// A model whose answer is computed from the request, with an optional delay; it records the
+/// most calls it saw in flight at once.
+struct FnModel {
+    script: Box<Script>,
+    delay: Duration,
+    in_flight: AtomicUsize,
+    peak: AtomicUsize,
+    seen: Mutex<Vec<String>>,
+}
+
+impl FnModel {
+    fn new(
+        delay: Duration,
+        script: impl Fn(&ChatRequest) -> Result<ChatResponse, ModelError> + Send + Sync + 'static,
+    ) -> Arc<Self> {
+        Arc::new(FnModel {
+            script: Box::new(script),
+            delay,
+            in_flight: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+            seen: Mutex::new(vec![]),
+        })
+    }
+}
+
+impl ChatModel for FnModel {
+    fn complete<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
+        Box::pin(async move {
+            let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            self.peak.fetch_max(now, Ordering::SeqCst);
+            self.seen.lock().unwrap().push(first_user(request));
+            tokio::time::sleep(self.delay).await;
+            let out = (self.script)(request);
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
+            out
+        })
+    }
+    fn describe(&self) -> String {
+        "fn model".into()
+    }
+}
+
+fn first_user(r: &ChatRequest) -> String {
+    r.messages
+        .iter()
+        .find_map(|m| match m {
+            Message::User { content } => Some(content.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+fn tool_results(r: &ChatRequest) -> usize {
+    r.messages
+        .iter()
+        .filter(|m| matches!(m, Message::Tool { .. }))
+        .count()
+}
+
+fn call(name: &str, args: Value) -> ChatResponse {
+    ChatResponse {
+        tool_calls: vec![ToolCall {
+            id: "call_1".into(),
+            name: name.into(),
+            arguments: args.to_string(),
+        }],
+        ..Default::default()
+    }
+}
+
+fn say(text: impl Into<String>) -> ChatResponse {
+    ChatResponse {
+        content: text.into(),
+        ..Default::default()
+    }
+}
+
+fn answer(summary: &str, evidence: &str) -> ChatResponse {
+    say(json!({"status": "completed", "summary": summary, "findings": [summary], "evidence": [evidence]}).to_string())
+}
+
+/// Reads `src/app.py`, then answers with its task's first word as the summary.
+fn explorer(delay: Duration) -> Arc<FnModel> {
+    FnModel::new(delay, |r| {
+        Ok(if tool_results(r) == 0 {
+            call("Read", json!({"path": "src/app.py"}))
+        } else {
+            let task = first_user(r);
+            answer(task.split_whitespace().next().unwrap_or(""), "src/app.py:1-2")
+        })
+    })
+}
+
+fn tree() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/app.py"), "def main():\n    return 1\n").unwrap();
+    dir
+}
+
+fn launcher(dir: &tempfile::TempDir, model: Arc<dyn ChatModel>) -> SubagentLauncher {
+    launcher_with(dir, model, LauncherOptions::default())
+}
+
+fn launcher_with(
+    dir: &tempfile::TempDir,
+    model: Arc<dyn ChatModel>,
+    options: LauncherOptions,
+) -> SubagentLauncher {
+    SubagentLauncher::new(
+        dir.path(),
+        LauncherOptions {
+            main_model: Some(model),
+            light_model: options.light_model.clone(),
+            trace_dir: TraceDirSetting::Off,
+            ..options
+        },
+    )
+    .unwrap()
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn launch_completes_and_reports_to_the_parent() {
+    let dir = tree();
+    let parent = Arc::new(Trace::in_memory("parent-1"));
+    let l = launcher_with(
+        &dir,
+        explorer(Duration::ZERO),
+        LauncherOptions {
+            parent_trace_handle: Some(parent.clone()),
+            ..LauncherOptions::default()
+        },
+    );
+    let r = rt()
+        .block_on(l.launch(SubagentRequest::explore("main lives where?"), CancelToken::new()))
+        .unwrap();
+    assert_eq!(
+        (r.status, r.terminal_reason, r.model_used, r.failure_reason),
+        (SubagentStatus::Completed, TerminalReason::Completed, ModelRoute::Main, None)
+    );
+    assert_eq!(r.tool_usage, [("Read".to_string(), 1)].into());
+    assert_eq!((r.model_calls, r.child_run_id.as_str()), (2, "run-1"));
+    let v = r.to_value();
+    assert_eq!(v["result"]["summary"], json!("main"));
+    assert_eq!(v["terminal_reason"], json!("completed"));
+    assert_eq!(v["ungrounded_evidence"], json!([]));
+    let events: Vec<(String, Value)> = parent
+        .events()
+        .into_iter()
+        .map(|e| (e.event, e.payload))
+        .collect();
+    let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        ["subagent_requested", "subagent_started", "subagent_completed"]
+    );
+    let done = &events[2].1;
+    assert_eq!(done["parent_session_id"], json!("parent-1"));
+    assert_eq!(done["child_session_id"], json!(r.child_session_id));
+    assert_eq!(done["verdict"], json!("completed"));
+    assert_eq!(done["tool_usage"], json!({"Read": 1}));
+}
+
+#[test]
+fn a_failed_child_keeps_the_reference_reason_and_the_precise_cause() {
+    let dir = tree();
+    let model = FnModel::new(Duration::ZERO, |_| {
+        Err(ModelError::new(ModelErrorKind::Auth, "401 bad key"))
+    });
+    let r = rt()
+        .block_on(launcher(&dir, model).launch(SubagentRequest::explore("x"), CancelToken::new()))
+        .unwrap();
+    assert_eq!(
+        (r.status, r.terminal_reason, r.failure_reason),
+        (
+            SubagentStatus::Failed,
+            TerminalReason::RuntimeError,
+            Some(TerminalReason::ModelError)
+        )
+    );
+    assert!(r.result.is_none());
+    assert_eq!(
+        r.error.as_deref(),
+        Some("child terminal reason: model_error: auth error: 401 bad key")
+    );
+    assert_eq!(r.to_value()["failure_reason"], json!("model_error"));
+}
+
+#[test]
+fn ungrounded_evidence_is_unverified_never_completed() {
+    let dir = tree();
+    let model = FnModel::new(Duration::ZERO, |_| Ok(answer("made up", "src/nope.py:3")));
+    let l = launcher(&dir, model);
+    let r = rt()
+        .block_on(l.launch(SubagentRequest::explore("x"), CancelToken::new()))
+        .unwrap();
+    assert_eq!(r.status, SubagentStatus::Unverified);
+    assert_eq!(r.terminal_reason, TerminalReason::CompletedUnverified);
+    assert_eq!(r.ungrounded_evidence.len(), 1);
+    assert_eq!(r.ungrounded_evidence[0].reason, Some("not_found"));
+    let envelope = task_tool::launch_envelope(&r, &json!({}), 5);
+    assert_eq!(envelope.status, ToolStatus::Unverified);
+    assert_eq!(
+        envelope.data["ungrounded_evidence"][0]["evidence"],
+        json!("src/nope.py:3")
+    );
+    assert!(envelope.text.starts_with("UNVERIFIED: "), "{}", envelope.text);
+}
+
+#[test]
+fn refused_requests_name_what_is_registered() {
+    let dir = tree();
+    let l = launcher(&dir, explorer(Duration::ZERO));
+    let bad = SubagentRequest {
+        profile_name: "nope".into(),
+        ..SubagentRequest::explore("x")
+    };
+    let err = rt().block_on(l.launch(bad, CancelToken::new())).unwrap_err();
+    assert!(matches!(err, Error::Launch(LaunchError::UnknownProfile { .. })));
+    assert_eq!(
+        err.to_string(),
+        "unsupported runtime profile: nope (registered profiles: 'explore', 'verification')"
+    );
+}
+
+#[test]
+fn launcher_options_are_checked_once_here() {
+    let dir = tree();
+    let model: Arc<dyn ChatModel> = explorer(Duration::ZERO);
+    let build = |o: LauncherOptions| {
+        SubagentLauncher::new(
+            dir.path(),
+            LauncherOptions {
+                main_model: Some(model.clone()),
+                ..o
+            },
+        )
+        .err()
+        .map(|e| e.to_string())
+    };
+    assert_eq!(
+        build(LauncherOptions {
+            max_concurrency: Some(0),
+            ..LauncherOptions::default()
+        }),
+        Some("max_concurrency: must be at least 1, got 0".into())
+    );
+    let inside = dir.path().join("traces");
+    let msg = build(LauncherOptions {
+        trace_dir: TraceDirSetting::Dir(inside),
+        ..LauncherOptions::default()
+    })
+    .unwrap();
+    assert!(msg.contains("is inside the explored root"), "{msg}");
+    let bad_profile = crate::profile::RuntimeProfile {
+        name: "deep".into(),
+        max_steps: 0,
+        ..explore_profile()
+    };
+    assert_eq!(
+        build(LauncherOptions {
+            profiles: vec![bad_profile],
+            trace_dir: TraceDirSetting::Off,
+            ..LauncherOptions::default()
+        }),
+        Some("profile 'deep': runtime profile budgets must be positive".into())
+    );
+    let parent_inside = dir.path().join("parent.jsonl");
+    let msg = build(LauncherOptions {
+        parent_trace: Some(parent_inside.clone()),
+        trace_dir: TraceDirSetting::Off,
+        ..LauncherOptions::default()
+    })
+    .unwrap();
+    assert!(msg.starts_with("parent_trace: "), "{msg}");
+    assert!(!parent_inside.exists());
+    // A profile named like a built-in replaces it; the defaults fill the rest.
+    let quick = crate::profile::RuntimeProfile {
+        max_steps: 3,
+        ..explore_profile()
+    };
+    let l = SubagentLauncher::new(
+        dir.path(),
+        LauncherOptions {
+            main_model: Some(model.clone()),
+            trace_dir: TraceDirSetting::Off,
+            profiles: vec![quick],
+            ..LauncherOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(l.profile("explore").unwrap().max_steps, 3);
+    assert_eq!(l.max_concurrency(), 8);
+    assert_eq!(l.profile_names(), ["explore", "verification"]);
+}
+
+#[test]
+fn light_requests_fall_back_to_main_and_use_light_when_configured() {
+    let dir = tree();
+    let main = explorer(Duration::ZERO);
+    let light = explorer(Duration::ZERO);
+    let with_light = launcher_with(
+        &dir,
+        main.clone(),
+        LauncherOptions {
+            light_model: Some(light.clone()),
+            ..LauncherOptions::default()
+        },
+    );
+    let rt = rt();
+    let r = rt
+        .block_on(with_light.launch(SubagentRequest::explore("a"), CancelToken::new()))
+        .unwrap();
+    assert_eq!(r.model_used, ModelRoute::Light);
+    let r = rt
+        .block_on(with_light.launch(
+            SubagentRequest {
+                model_choice: Some(ModelChoice::Main),
+                ..SubagentRequest::explore("b")
+            },
+            CancelToken::new(),
+        ))
+        .unwrap();
+    assert_eq!(r.model_used, ModelRoute::Main);
+    assert_eq!(
+        (main.seen.lock().unwrap().len(), light.seen.lock().unwrap().len()),
+        (2, 2)
+    );
+}
+
+#[test]
+fn launch_many_keeps_order_isolates_children_and_bounds_concurrency() {
+    let dir = tree();
+    let model = explorer(Duration::from_millis(30));
+    let l = Arc::new(launcher(&dir, model.clone()));
+    let words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"];
+    let requests: Vec<SubagentRequest> = words
+        .iter()
+        .map(|w| SubagentRequest::explore(format!("{w} task")))
+        .collect();
+    let rt = rt();
+    let results = rt
+        .block_on(l.launch_many(requests.clone(), Some(2), CancelToken::new()))
+        .unwrap();
+    let summaries: Vec<String> = results
+        .iter()
+        .map(|r| r.to_value()["result"]["summary"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(summaries, words);
+    let ids: std::collections::BTreeSet<&str> =
+        results.iter().map(|r| r.child_session_id.as_str()).collect();
+    assert_eq!(ids.len(), words.len());
+    assert!(model.peak.load(Ordering::SeqCst) <= 2);
+    assert_eq!(model.peak.load(Ordering::SeqCst), 2);
+    // Each child saw only its own task.
+    for seen in model.seen.lock().unwrap().iter() {
+        assert_eq!(words.iter().filter(|w| seen.contains(*w)).count(), 1, "{seen}");
+    }
+    // One bad request refuses the batch before anything starts.
+    let before = model.seen.lock().unwrap().len();
+    let mut bad = requests;
+    bad[3].profile_name = "nope".into();
+    let err = rt
+        .block_on(l.launch_many(bad, None, CancelToken::new()))
+        .unwrap_err();
+    assert!(err.to_string().starts_with("requests[3]: unsupported runtime profile: nope"));
+    assert_eq!(model.seen.lock().unwrap().len(), before);
+    let err = rt
+        .block_on(l.launch_many(vec![], Some(0), CancelToken::new()))
+        .unwrap_err();
+    assert_eq!(err.to_string(), "max_concurrency: must be at least 1, got 0");
+}
+
+#[test]
+fn the_launchers_own_limit_bounds_every_launch_through_it() {
+    let dir = tree();
+    let model = explorer(Duration::from_millis(30));
+    let l = Arc::new(launcher_with(
+        &dir,
+        model.clone(),
+        LauncherOptions {
+            max_concurrency: Some(1),
+            ..LauncherOptions::default()
+        },
+    ));
+    let requests = (0..3).map(|i| SubagentRequest::explore(format!("t{i}"))).collect();
+    rt().block_on(l.launch_many(requests, None, CancelToken::new()))
+        .unwrap();
+    assert_eq!(model.peak.load(Ordering::SeqCst), 1);
+}
+
+fn task_tool(dir: &tempfile::TempDir, model: Arc<dyn ChatModel>) -> TaskTool {
+    TaskTool::new(Arc::new(launcher(dir, model)), None).unwrap()
+}
+
+fn run_task(tool: &TaskTool, input: TaskInput) -> Value {
+    rt().block_on(tool.run(input, CancelToken::new())).to_value()
+}
+
+#[test]
+fn task_envelopes_success_and_every_failure() {
+    let dir = tree();
+    let tool = task_tool(&dir, explorer(Duration::ZERO));
+    let args = json!({"description": "Find main", "prompt": "Where is main?", "subagent_type": "explore"});
+    let ok = run_task(&tool, TaskInput::Json(Json::from_value(&args)));
+    assert_eq!(ok["status"], json!("success"));
+    assert_eq!(ok["text"], json!("Find"));
+    assert_eq!(ok["data"]["status"], json!("completed"));
+    assert_eq!(ok["data"]["profile"], json!("explore"));
+    assert_eq!(ok["data"]["child_run_id"], json!("run-1"));
+    assert_eq!(ok["data"]["result"]["evidence"], json!(["src/app.py:1-2"]));
+    assert_eq!(
+        (&ok["stats"]["tool_calls"], &ok["stats"]["model"]),
+        (&json!(1), &json!("main"))
+    );
+    assert_eq!(ok["context"], json!({"cwd": ".", "params_input": args}));
+
+    let bad_json = run_task(&tool, TaskInput::Text("{not json".into()));
+    assert_eq!(bad_json["error"]["code"], json!("INVALID_PARAM"));
+    assert!(bad_json["error"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("Task arguments must be a JSON object: "));
+    assert_eq!(bad_json["context"]["params_input"], json!("{not json"));
+
+    let missing = run_task(&tool, TaskInput::Json(Json::from_value(&json!({"prompt": "p"}))));
+    assert_eq!(
+        missing,
+        json!({"status": "error", "data": {}, "text": "Parameter 'description' is required and must be non-empty.",
+               "stats": {"time_ms": 0}, "context": {"cwd": ".", "params_input": {"prompt": "p"}},
+               "error": {"code": "INVALID_PARAM", "message": "Parameter 'description' is required and must be non-empty."}})
+    );
+    let unusable = run_task(
+        &tool,
+        TaskInput::Unusable {
+            shown: "<object>".into(),
+            reason: "arguments must hold only JSON values".into(),
+        },
+    );
+    assert_eq!(
+        unusable["error"]["message"],
+        json!("Task arguments must be a JSON object: arguments must hold only JSON values")
+    );
+
+    let failing = FnModel::new(Duration::ZERO, |_| {
+        Err(ModelError::new(ModelErrorKind::Server, "503"))
+    });
+    let failed = run_task(
+        &task_tool(&dir, failing),
+        TaskInput::Json(Json::from_value(&args)),
+    );
+    assert_eq!(failed["error"]["code"], json!("INTERNAL_ERROR"));
+    assert_eq!(
+        failed["text"],
+        json!("Explore subagent failed: child terminal reason: model_error: server error: 503")
+    );
+
+    let broken: task_tool::LauncherFactory = Box::new(|| Err("the factory raised OSError: disk".into()));
+    let lazy = TaskTool::with_factory(broken, None).unwrap();
+    let not_started = run_task(&lazy, TaskInput::Json(Json::from_value(&args)));
+    assert_eq!(
+        not_started["error"]["message"],
+        json!("Task could not start: the factory raised OSError: disk")
+    );
+    let err = TaskTool::new(
+        Arc::new(launcher(&dir, explorer(Duration::ZERO))),
+        Some(vec!["deep".into()]),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "subagent_types: [\"deep\"] are not registered in the launcher (its profiles: [\"explore\", \"verification\"])"
+    );
+}
+
+#[test]
+fn main_agent_runs_task_and_links_the_child() {
+    let dir = tree();
+    // The main model delegates once, then answers with the child's summary.
+    let main = FnModel::new(Duration::ZERO, |r| {
+        if first_user(r).starts_with("Find main") {
+            // A child request (the Task description comes first).
+            return Ok(if tool_results(r) == 0 {
+                call("Read", json!({"path": "src/app.py"}))
+            } else {
+                answer("main is in src/app.py", "src/app.py:1")
+            });
+        }
+        Ok(match tool_results(r) {
+            0 => call(
+                "Task",
+                json!({"description": "Find main", "prompt": "Where is main?", "subagent_type": "explore"}),
+            ),
+            _ => say("main is defined in src/app.py:1"),
+        })
+    });
+    let agent = MainAgent::new(
+        dir.path(),
+        main,
+        MainAgentOptions {
+            trace_dir: TraceDirSetting::Off,
+            ..MainAgentOptions::default()
+        },
+    )
+    .unwrap();
+    let run = rt()
+        .block_on(agent.run("How does main work?", CancelToken::new()))
+        .unwrap();
+    assert_eq!(run.terminal_reason, TerminalReason::Completed);
+    assert_eq!(run.final_text.as_deref(), Some("main is defined in src/app.py:1"));
+    assert_eq!(run.tool_usage, [("Task".to_string(), 1)].into());
+    assert!(run.session_id.starts_with("main-"));
+    let bad = MainAgent::new(
+        dir.path(),
+        explorer(Duration::ZERO),
+        MainAgentOptions {
+            max_steps: Some(0),
+            ..MainAgentOptions::default()
+        },
+    );
+    assert_eq!(
+        bad.err().unwrap().to_string(),
+        "runtime profile budgets must be positive"
+    );
+    let empty = rt().block_on(agent.run("  ", CancelToken::new())).unwrap_err();
+    assert_eq!(empty.to_string(), "task: must be a non-empty string");
+}
+
+#[test]
+fn verify_runs_the_deterministic_gate_first() {
+    let dir = tree();
+    let verifier = FnModel::new(Duration::ZERO, |_| {
+        Ok(say(json!({"verdict": "FAIL", "reasons": ["main returns 1, not 2"], "findings": [], "evidence": ["src/app.py:2"]}).to_string()))
+    });
+    let l = launcher(&dir, verifier.clone());
+    let rt = rt();
+    let todo = rt
+        .block_on(l.verify(
+            "done",
+            json!({"todos": [{"content": "tests", "status": "pending"}]}),
+            vec![],
+            CancelToken::new(),
+        ))
+        .unwrap();
+    assert_eq!(todo.verdict.verdict, "FAIL");
+    assert!(todo.launch.is_none());
+    assert!(verifier.seen.lock().unwrap().is_empty());
+    let v = rt
+        .block_on(l.verify("main returns 2", Value::Null, vec!["src/app.py:2".into()], CancelToken::new()))
+        .unwrap();
+    assert_eq!(
+        v.verdict,
+        CompletionVerdict {
+            verdict: "FAIL",
+            reasons: vec!["main returns 1, not 2".into()],
+            feedback: Some("Independent verification did not pass: main returns 1, not 2".into()),
+        }
+    );
+    assert_eq!(v.launch.unwrap().profile_name, "verification");
+    let err = rt
+        .block_on(l.verify(" ", Value::Null, vec![], CancelToken::new()))
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "candidate: must be the non-empty text of the completion to verify"
+    );
+    let err = rt
+        .block_on(l.verify("x", json!([1]), vec![], CancelToken::new()))
+        .unwrap_err();
+    assert_eq!(err.to_string(), "requirements: must be a dict, got list");
+}
+
+#[test]
+fn launch_is_traced_with_the_fields_a_person_debugging_needs() {
+    use tracing_subscriber::layer::SubscriberExt;
+    #[derive(Default, Clone)]
+    struct Spans(Arc<Mutex<Vec<(String, Vec<(String, String)>)>>>);
+    struct Visitor<'a>(&'a mut Vec<(String, String)>);
+    impl tracing::field::Visit for Visitor<'_> {
+        fn record_debug(&mut self, f: &tracing::field::Field, v: &dyn std::fmt::Debug) {
+            self.0.push((f.name().to_string(), format!("{v:?}")));
+        }
+    }
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Spans {
+        fn on_new_span(
+            &self,
+            attrs: &tracing::span::Attributes<'_>,
+            _id: &tracing::span::Id,
+            _ctx: tracing_subscriber::layer::Context<'_, S>,
+        ) {
+            let mut fields = vec![];
+            attrs.record(&mut Visitor(&mut fields));
+            self.0
+                .lock()
+                .unwrap()
+                .push((attrs.metadata().name().to_string(), fields));
+        }
+        fn on_record(
+            &self,
+            _id: &tracing::span::Id,
+            values: &tracing::span::Record<'_>,
+            _ctx: tracing_subscriber::layer::Context<'_, S>,
+        ) {
+            let mut fields = vec![];
+            values.record(&mut Visitor(&mut fields));
+            self.0
+                .lock()
+                .unwrap()
+                .push(("record".to_string(), fields));
+        }
+    }
+    let spans = Spans::default();
+    let subscriber = tracing_subscriber::registry().with(spans.clone());
+    let dir = tree();
+    let l = launcher(&dir, explorer(Duration::ZERO));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let r = tracing::subscriber::with_default(subscriber, || {
+        rt.block_on(l.launch(SubagentRequest::explore("x"), CancelToken::new()))
+            .unwrap()
+    });
+    let seen = spans.0.lock().unwrap().clone();
+    let launch = seen.iter().find(|(n, _)| n == "launch").expect("a launch span");
+    let field = |name: &str| {
+        launch
+            .1
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(field("session_id"), Some(r.child_session_id.clone()));
+    assert_eq!(field("profile").as_deref(), Some("explore"));
+    assert_eq!(field("route").as_deref(), Some("main"));
+    let recorded: Vec<(String, String)> = seen
+        .iter()
+        .filter(|(n, _)| n == "record")
+        .flat_map(|(_, f)| f.clone())
+        .collect();
+    assert!(recorded.contains(&("status".into(), "\"completed\"".into())), "{recorded:?}");
+    assert!(recorded.iter().any(|(k, _)| k == "tokens"), "{recorded:?}");
+}

@@ -1,0 +1,253 @@
+//! Completion verification: the reference's optional completion gate (§2.14). Deterministic
+//! checks run first and decide alone when they can; only then does a verification child
+//! independently check the candidate against its requirements and evidence.
+
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use crate::agent::launcher::SubagentLauncher;
+use crate::agent::request::SubagentRequest;
+use crate::agent::result::SubagentLaunchResult;
+use crate::contract::VerificationVerdict;
+use crate::error::Error;
+use crate::runner::{CancelToken, ParsedResult};
+
+/// The task the verification child receives.
+pub const VERIFY_TASK: &str = "Independently verify this completion candidate.";
+
+/// The verdict of a verification gate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CompletionVerdict {
+    /// `PASS`, `FAIL` or `UNVERIFIED`.
+    pub verdict: &'static str,
+    /// Why (the child's reasons, or a fixed reason when it gave none).
+    pub reasons: Vec<String>,
+    /// What to tell the agent whose work failed verification.
+    pub feedback: Option<String>,
+}
+
+/// A verification: the verdict, and the child's launch when one was needed.
+#[derive(Debug, Clone)]
+pub struct Verification {
+    /// The verdict.
+    pub verdict: CompletionVerdict,
+    /// The verification child's launch; None when the deterministic checks decided alone.
+    pub launch: Option<SubagentLaunchResult>,
+}
+
+/// The deterministic part of the gate (§2.14 steps 1-2), which needs no model: an incomplete
+/// todo fails the candidate, and `requires_verification: false` passes it without a child.
+/// Returns None when a verification child must decide.
+pub fn deterministic_verdict(requirements: &Map<String, Value>) -> Option<CompletionVerdict> {
+    let open: Vec<String> = requirements
+        .get("todos")
+        .and_then(Value::as_array)
+        .map(|todos| todos.iter().filter_map(open_todo).collect())
+        .unwrap_or_default();
+    if !open.is_empty() {
+        let reasons: Vec<String> = open
+            .iter()
+            .map(|t| format!("incomplete_todo: {t}"))
+            .collect();
+        return Some(CompletionVerdict {
+            verdict: "FAIL",
+            feedback: Some(format!(
+                "Finish the incomplete todo items before completing: {}",
+                open.join("; ")
+            )),
+            reasons,
+        });
+    }
+    if requirements.get("requires_verification") == Some(&Value::Bool(false)) {
+        return Some(CompletionVerdict {
+            verdict: "PASS",
+            reasons: vec!["verification_not_required".into()],
+            feedback: None,
+        });
+    }
+    None
+}
+
+/// A todo item that is not done: `{"content"|"title"|"task": ..., "status": ...}` whose status
+/// is not `completed`/`done`/`cancelled`, or `{"done": false}`. Its text, when it is open.
+fn open_todo(item: &Value) -> Option<String> {
+    let obj = item.as_object()?;
+    let text = ["content", "title", "task", "text"]
+        .iter()
+        .find_map(|k| obj.get(*k).and_then(Value::as_str))
+        .unwrap_or("(unnamed todo)");
+    let open = match (obj.get("status"), obj.get("done")) {
+        (Some(Value::String(s)), _) => !matches!(
+            s.to_ascii_lowercase().as_str(),
+            "completed" | "complete" | "done" | "cancelled" | "canceled"
+        ),
+        (_, Some(Value::Bool(done))) => !done,
+        _ => false,
+    };
+    open.then(|| text.to_string())
+}
+
+/// The request: the candidate, requirements and evidence as structured context, route from the
+/// profile (`main`).
+pub fn verification_request(
+    candidate: &str,
+    requirements: Map<String, Value>,
+    evidence: Vec<String>,
+) -> SubagentRequest {
+    let mut context = Map::new();
+    context.insert("candidate".into(), json!({"final_text": candidate}));
+    context.insert("requirements".into(), Value::Object(requirements));
+    context.insert("evidence".into(), json!(evidence));
+    SubagentRequest {
+        profile_name: "verification".into(),
+        task: VERIFY_TASK.into(),
+        structured_context: context,
+        model_choice: None,
+        parent_session_id: None,
+        parent_run_id: None,
+    }
+}
+
+/// Map a finished verification launch to a verdict, as the reference does: PASS stays PASS,
+/// UNVERIFIED stays UNVERIFIED, FAIL and PARTIAL become FAIL with feedback, and a child without a
+/// verification result is UNVERIFIED (`verification_agent_error`).
+pub fn verdict_of(launched: &SubagentLaunchResult) -> CompletionVerdict {
+    let Some(ParsedResult::Verification(v)) = &launched.result else {
+        let mut reasons = vec!["verification_agent_error".to_string()];
+        if let Some(e) = &launched.error {
+            reasons.push(e.clone());
+        }
+        return CompletionVerdict {
+            verdict: "UNVERIFIED",
+            reasons,
+            feedback: None,
+        };
+    };
+    let or = |fallback: &str| {
+        if v.reasons.is_empty() {
+            vec![fallback.to_string()]
+        } else {
+            v.reasons.clone()
+        }
+    };
+    match v.verdict {
+        VerificationVerdict::Pass => CompletionVerdict {
+            verdict: "PASS",
+            reasons: v.reasons.clone(),
+            feedback: None,
+        },
+        VerificationVerdict::Unverified => CompletionVerdict {
+            verdict: "UNVERIFIED",
+            reasons: or("verification_agent_unverified"),
+            feedback: None,
+        },
+        VerificationVerdict::Fail | VerificationVerdict::Partial => {
+            let fallback = if v.verdict == VerificationVerdict::Fail {
+                "verification_agent_fail"
+            } else {
+                "verification_agent_partial"
+            };
+            let reasons = or(fallback);
+            let feedback = format!(
+                "Independent verification did not pass: {}",
+                reasons.join("; ")
+            );
+            CompletionVerdict {
+                verdict: "FAIL",
+                reasons,
+                feedback: Some(feedback),
+            }
+        }
+    }
+}
+
+impl SubagentLauncher {
+    /// Verify a completion candidate: the deterministic checks first, then (when they do not
+    /// decide) a verification child. `requirements` must be a JSON object or null.
+    pub async fn verify(
+        &self,
+        candidate: &str,
+        requirements: Value,
+        evidence: Vec<String>,
+        cancel: CancelToken,
+    ) -> Result<Verification, Error> {
+        if candidate.trim().is_empty() {
+            return Err(Error::config(
+                "candidate",
+                "must be the non-empty text of the completion to verify",
+            ));
+        }
+        let requirements = match requirements {
+            Value::Null => Map::new(),
+            Value::Object(m) => m,
+            other => {
+                return Err(Error::wrong_type(
+                    "requirements",
+                    "a dict",
+                    crate::json::Json::from_value(&other).type_name(),
+                ))
+            }
+        };
+        if let Some(verdict) = deterministic_verdict(&requirements) {
+            return Ok(Verification {
+                verdict,
+                launch: None,
+            });
+        }
+        let launched = self
+            .launch(
+                verification_request(candidate, requirements, evidence),
+                cancel,
+            )
+            .await?;
+        Ok(Verification {
+            verdict: verdict_of(&launched),
+            launch: Some(launched),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reqs(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn deterministic_checks_decide_without_a_child() {
+        assert_eq!(
+            deterministic_verdict(&reqs(json!({"todos": [
+                {"content": "write tests", "status": "in_progress"},
+                {"content": "ship", "status": "completed"},
+                {"title": "docs", "done": false}
+            ]}))),
+            Some(CompletionVerdict {
+                verdict: "FAIL",
+                reasons: vec!["incomplete_todo: write tests".into(), "incomplete_todo: docs".into()],
+                feedback: Some(
+                    "Finish the incomplete todo items before completing: write tests; docs".into()
+                ),
+            })
+        );
+        assert_eq!(
+            deterministic_verdict(&reqs(json!({"requires_verification": false}))),
+            Some(CompletionVerdict {
+                verdict: "PASS",
+                reasons: vec!["verification_not_required".into()],
+                feedback: None
+            })
+        );
+        // Incomplete todos fail even when verification is not required.
+        assert_eq!(
+            deterministic_verdict(&reqs(json!({"requires_verification": false,
+                "todos": [{"content": "x", "status": "pending"}]})))
+            .unwrap()
+            .verdict,
+            "FAIL"
+        );
+        assert_eq!(deterministic_verdict(&reqs(json!({"todos": [{"content": "x", "status": "done"}]}))), None);
+        assert_eq!(deterministic_verdict(&Map::new()), None);
+    }
+}
