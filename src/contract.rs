@@ -344,7 +344,7 @@ fn field_str(obj: &Json, key: &str) -> (String, Json) {
 pub type ToolUsage = BTreeMap<String, u64>;
 
 /// The result of an explore child.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ExploreResult {
     /// `completed` or `partial`.
     pub status: SubagentStatus,
@@ -468,7 +468,7 @@ impl ExploreResult {
 }
 
 /// The result of a verification child.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct VerificationResult {
     /// PASS, FAIL, PARTIAL or UNVERIFIED.
     pub verdict: VerificationVerdict,
@@ -577,6 +577,148 @@ impl VerificationResult {
     /// The JSON form (`to_dict()`).
     pub fn to_value(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// A tool-usage map given by a caller: `{tool name: call count >= 0}`; null means empty.
+pub fn tool_usage_from_json(value: &Json, field: &str) -> Result<ToolUsage, crate::Error> {
+    let items = match value {
+        Json::Null => return Ok(ToolUsage::new()),
+        Json::Object(items) => items,
+        other => {
+            return Err(crate::Error::wrong_type(
+                field,
+                "a dict of tool name to call count",
+                other.type_name(),
+            ))
+        }
+    };
+    let mut usage = ToolUsage::new();
+    for (name, count) in items {
+        let at = format!("{field}[{}]", py_repr_str(name));
+        match count {
+            Json::Int(n) if *n >= 0 => usage.insert(name.clone(), *n as u64),
+            Json::Int(n) => return Err(crate::Error::config(at, format!("must be >= 0, got {n}"))),
+            other => return Err(crate::Error::wrong_type(at, "int", other.type_name())),
+        };
+    }
+    Ok(usage)
+}
+
+/// The text of a model answer given as bytes: UTF-8, or a contract error saying where it breaks.
+pub fn answer_from_bytes(bytes: &[u8], contract: &'static str) -> Result<String, ContractError> {
+    String::from_utf8(bytes.to_vec()).map_err(|e| {
+        let pos = e.utf8_error().valid_up_to();
+        ContractError {
+            contract,
+            violations: vec![Violation {
+                loc: vec![],
+                msg: format!(
+                    "structured child result is not valid UTF-8: invalid byte at offset {pos}"
+                ),
+                kind: "utf8_invalid",
+                input: Json::Str(String::from_utf8_lossy(bytes).into_owned()),
+            }],
+        }
+    })
+}
+
+impl VerificationMeta {
+    /// The metadata a caller gives beside a verification answer, checked: `tool_usage` a
+    /// `{name: count}` dict, `token_usage` an int >= 0 (null means 0).
+    pub fn from_parts(
+        child_session_id: Option<String>,
+        child_run_id: Option<String>,
+        terminal_reason: &str,
+        tool_usage: &Json,
+        token_usage: &Json,
+    ) -> Result<Self, crate::Error> {
+        let token_usage = match token_usage {
+            Json::Null => 0,
+            Json::Int(n) if *n >= 0 => *n as u64,
+            Json::Int(n) => {
+                return Err(crate::Error::config(
+                    "token_usage",
+                    format!("must be >= 0, got {n}"),
+                ))
+            }
+            other => {
+                return Err(crate::Error::wrong_type(
+                    "token_usage",
+                    "int",
+                    other.type_name(),
+                ))
+            }
+        };
+        Ok(VerificationMeta {
+            child_session_id,
+            child_run_id,
+            terminal_reason: terminal_reason.to_string(),
+            tool_usage: tool_usage_from_json(tool_usage, "tool_usage")?,
+            token_usage,
+        })
+    }
+}
+
+/// Python's repr of a string, cut to 80 characters with an ellipsis.
+fn short(s: &str) -> String {
+    const MAX: usize = 80;
+    if s.chars().count() > MAX {
+        let head: String = s.chars().take(MAX - 1).collect();
+        py_repr_str(&format!("{head}…"))
+    } else {
+        py_repr_str(s)
+    }
+}
+
+/// Python's repr of a tuple of (shortened) strings.
+fn tuple_repr(items: &[String]) -> String {
+    let parts: Vec<String> = items.iter().map(|s| short(s)).collect();
+    match parts.len() {
+        0 => "()".into(),
+        1 => format!("({},)", parts[0]),
+        _ => format!("({})", parts.join(", ")),
+    }
+}
+
+fn optional_repr(v: &Option<String>) -> String {
+    v.as_deref()
+        .map(py_repr_str)
+        .unwrap_or_else(|| "None".into())
+}
+
+impl fmt::Display for ExploreResult {
+    /// The Python repr.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "ExploreResult(status='{}', summary={}, findings={}, evidence={}, unresolved_questions={}, tool_usage={}, terminal_reason={})",
+            self.status.as_str(),
+            short(&self.summary),
+            tuple_repr(&self.findings),
+            tuple_repr(&self.evidence),
+            tuple_repr(&self.unresolved_questions),
+            crate::agent::result::usage_repr(&self.tool_usage),
+            short(&self.terminal_reason)
+        )
+    }
+}
+
+impl fmt::Display for VerificationResult {
+    /// The Python repr.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "VerificationResult(verdict='{}', reasons={}, findings={}, evidence={}, child_session_id={}, terminal_reason={}, tool_usage={}, token_usage={})",
+            self.verdict.as_str(),
+            tuple_repr(&self.reasons),
+            tuple_repr(&self.findings),
+            tuple_repr(&self.evidence),
+            optional_repr(&self.child_session_id),
+            short(&self.terminal_reason),
+            crate::agent::result::usage_repr(&self.tool_usage),
+            self.token_usage
+        )
     }
 }
 

@@ -37,8 +37,8 @@ pub use llm::openai::{OpenAICompatible, OpenAICompatibleConfig};
 pub use llm::scout::OfflineScout;
 pub use llm::{ChatModel, ModelError};
 pub use profile::{
-    explore_profile, verification_profile, BudgetPolicy, ModelChoice, ProfileError,
-    ResultContract, RuntimeProfile, READONLY_TOOLS,
+    explore_profile, verification_profile, BudgetPolicy, ModelChoice, ProfileError, ResultContract,
+    RuntimeProfile, READONLY_TOOLS,
 };
 pub use runner::{CancelToken, TerminalReason};
 pub use tools::workspace::{PathError, Workspace};

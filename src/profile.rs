@@ -11,6 +11,26 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
+use crate::json::Json;
+
+/// The fields of a profile, in the constructor's order.
+pub const PROFILE_FIELDS: [&str; 14] = [
+    "name",
+    "system_prompt",
+    "tool_allowlist",
+    "max_steps",
+    "context_token_budget",
+    "total_token_budget",
+    "model_choice",
+    "context_source_policy",
+    "completion_policy",
+    "result_contract",
+    "recursive_subagents",
+    "gate_retries",
+    "on_budget_exhausted",
+    "timeout_seconds",
+];
+
 /// The only tools a formal sub-agent may be given.
 pub const READONLY_TOOLS: [&str; 3] = ["Glob", "Grep", "Read"];
 
@@ -72,7 +92,11 @@ pub(crate) use wire_enum;
 
 /// A string that is not one of a domain enum's wire names.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{what} must be one of {}, got {}", quoted(expected), crate::json::py_repr_str(value))]
+#[error(
+    "{what} must be one of {}, got {}",
+    quoted(expected),
+    crate::json::py_repr_str(value)
+)]
 pub struct UnknownValue {
     /// What the value was for.
     pub what: &'static str,
@@ -233,6 +257,114 @@ impl RuntimeProfile {
         Ok(())
     }
 
+    /// A copy with `fields` changed (names as in [`PROFILE_FIELDS`], values as a caller gives
+    /// them), then validated. A value of the wrong type is refused naming the field.
+    pub fn with_fields(mut self, fields: &[(String, Json)]) -> Result<Self, crate::Error> {
+        for (key, value) in fields {
+            let field = format!("RuntimeProfile.{key}");
+            let text = || match value {
+                Json::Str(s) => Ok(s.clone()),
+                other => Err(crate::Error::wrong_type(&field, "str", other.type_name())),
+            };
+            let int = || match value {
+                Json::Int(i) => Ok(*i),
+                Json::BigInt(digits) => Err(crate::Error::config(
+                    &field,
+                    format!("is out of range: {digits}"),
+                )),
+                other => Err(crate::Error::wrong_type(&field, "int", other.type_name())),
+            };
+            match key.as_str() {
+                "name" => self.name = text()?,
+                "system_prompt" => self.system_prompt = text()?,
+                "tool_allowlist" => {
+                    self.tool_allowlist = match value {
+                        Json::Array(items) => items
+                            .iter()
+                            .map(|t| match t {
+                                Json::Str(s) => Ok(s.clone()),
+                                other => Err(crate::Error::wrong_type(
+                                    format!("{field} item"),
+                                    "str",
+                                    other.type_name(),
+                                )),
+                            })
+                            .collect::<Result<_, _>>()?,
+                        Json::Str(_) => {
+                            return Err(crate::Error::Type {
+                                field,
+                                message: "must be an iterable of tool names such as {'Read', 'Grep', 'Glob'}, not a single str".into(),
+                            })
+                        }
+                        other => {
+                            return Err(crate::Error::wrong_type(
+                                &field,
+                                "an iterable of str",
+                                other.type_name(),
+                            ))
+                        }
+                    }
+                }
+                "max_steps" => self.max_steps = int()?,
+                "context_token_budget" => self.context_token_budget = int()?,
+                "total_token_budget" => self.total_token_budget = int()?,
+                "model_choice" => self.model_choice = text()?,
+                "context_source_policy" => self.context_source_policy = text()?,
+                "completion_policy" => self.completion_policy = text()?,
+                "result_contract" => self.result_contract = text()?,
+                "recursive_subagents" => {
+                    self.recursive_subagents = match value {
+                        Json::Bool(b) => *b,
+                        other => {
+                            return Err(crate::Error::wrong_type(&field, "bool", other.type_name()))
+                        }
+                    }
+                }
+                "gate_retries" => self.gate_retries = int()?,
+                "on_budget_exhausted" => self.on_budget_exhausted = text()?,
+                "timeout_seconds" => {
+                    self.timeout_seconds = match value {
+                        Json::Int(i) => *i as f64,
+                        Json::Float(f) => *f,
+                        other => {
+                            return Err(crate::Error::wrong_type(
+                                &field,
+                                "a number",
+                                other.type_name(),
+                            ))
+                        }
+                    }
+                }
+                other => {
+                    return Err(crate::Error::Type {
+                        field: "RuntimeProfile".into(),
+                        message: format!(
+                            "has no field {}; fields are: {}",
+                            crate::json::py_repr_str(other),
+                            PROFILE_FIELDS.join(", ")
+                        ),
+                    })
+                }
+            }
+        }
+        self.validate()?;
+        Ok(self)
+    }
+
+    /// A new profile from `fields` (which must include `name` and `system_prompt`); the other
+    /// fields default to the explore profile's.
+    pub fn from_fields(fields: &[(String, Json)]) -> Result<Self, crate::Error> {
+        for required in ["name", "system_prompt"] {
+            if !fields.iter().any(|(k, _)| k == required) {
+                return Err(crate::Error::Type {
+                    field: format!("RuntimeProfile.{required}"),
+                    message: "missing; a profile needs a name and a system prompt".into(),
+                });
+            }
+        }
+        explore_profile().with_fields(fields)
+    }
+
     /// The system prompt with the profile's budgets filled in.
     pub fn rendered_system_prompt(&self) -> String {
         self.system_prompt
@@ -242,6 +374,35 @@ impl RuntimeProfile {
                 &self.context_token_budget.to_string(),
             )
             .replace("{total_token_budget}", &self.total_token_budget.to_string())
+    }
+}
+
+impl std::hash::Hash for RuntimeProfile {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        (&self.name, &self.system_prompt, &self.tool_allowlist).hash(h);
+        (
+            self.max_steps,
+            self.context_token_budget,
+            self.total_token_budget,
+        )
+            .hash(h);
+        (&self.model_choice, &self.result_contract, self.gate_retries).hash(h);
+        (&self.on_budget_exhausted, self.timeout_seconds.to_bits()).hash(h);
+    }
+}
+
+impl std::fmt::Display for RuntimeProfile {
+    /// The Python repr.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use crate::json::py_repr_str as q;
+        let tools: Vec<String> = self.tool_allowlist.iter().map(|t| q(t)).collect();
+        write!(
+            f,
+            "RuntimeProfile(name={}, tool_allowlist={{{}}}, max_steps={}, context_token_budget={}, total_token_budget={}, model_choice={}, result_contract={}, gate_retries={}, on_budget_exhausted={}, timeout_seconds={})",
+            q(&self.name), tools.join(", "), self.max_steps, self.context_token_budget,
+            self.total_token_budget, q(&self.model_choice), q(&self.result_contract),
+            self.gate_retries, q(&self.on_budget_exhausted), Json::Float(self.timeout_seconds).py_repr()
+        )
     }
 }
 

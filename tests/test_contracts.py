@@ -390,7 +390,7 @@ def test_repair_is_separate_and_reports_what_it_did() -> None:
 def test_bad_input_types_and_bytes() -> None:
     with pytest.raises(
         TypeError,
-        match="ExploreResult.from_json expects the model's answer as str or bytes, got int",
+        match="ExploreResult text: must be str or bytes, got int",
     ):
         ExploreResult.from_json(5)  # type: ignore[arg-type]
     assert ExploreResult.from_json(OK.encode()).summary == "Found it"
@@ -398,12 +398,12 @@ def test_bad_input_types_and_bytes() -> None:
     assert msg == "structured child result is not valid UTF-8: invalid byte at offset 36"
     assert errors[0]["type"] == "utf8_invalid"
     with pytest.raises(
-        TypeError, match=r"tool_usage must be a dict of tool name to call count, got list"
+        TypeError, match=r"tool_usage: must be a dict of tool name to call count, got list"
     ):
         ExploreResult.from_json(OK, tool_usage=[("Read", 1)])  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match=r"tool_usage\['Read'\] must be int, got str"):
+    with pytest.raises(TypeError, match=r"tool_usage\['Read'\]: must be int, got str"):
         ExploreResult.from_json(OK, tool_usage={"Read": "1"})  # type: ignore[dict-item]
-    with pytest.raises(ValueError, match=r"tool_usage\['Read'\] must be >= 0, got -1"):
+    with pytest.raises(ValueError, match=r"tool_usage\['Read'\]: must be >= 0, got -1"):
         ExploreResult.from_json(OK, tool_usage={"Read": -1})
     with pytest.raises(TypeError):
         ExploreResult.from_json(OK, terminal_reason=3)  # type: ignore[arg-type]
@@ -480,9 +480,9 @@ def test_constructor_and_from_dict_validate() -> None:
             "input": 7,
         },
     ]
-    with pytest.raises(TypeError, match="ExploreResult.from_dict expects a dict, got str"):
+    with pytest.raises(TypeError, match="ExploreResult.from_dict data: must be a dict, got str"):
         ExploreResult.from_dict("{}")  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match=r"data\['findings'\]\[0\] must hold only JSON values"):
+    with pytest.raises(TypeError, match=r"data\['findings'\]\[0\]: must be JSON values only"):
         ExploreResult.from_dict({"status": "completed", "summary": "s", "findings": [object()]})
     with pytest.raises(ContractError, match="^ExploreResult status must be completed or partial$"):
         ExploreResult("failed", "s")

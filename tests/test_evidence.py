@@ -89,9 +89,9 @@ def test_reasons(repo: pathlib.Path, item: str, reason: str | None) -> None:
 
 def test_single_string_and_bad_arguments(repo: pathlib.Path) -> None:
     assert outrider.check_evidence(str(repo), "src/auth.py:1")[0]["grounded"] is True
-    with pytest.raises(TypeError, match="evidence item must be str, got int"):
+    with pytest.raises(TypeError, match="evidence item: must be str, got int"):
         outrider.check_evidence(repo, ["a:1", 3])  # type: ignore[list-item]
-    with pytest.raises(TypeError, match="root must be a str or os.PathLike, got int"):
+    with pytest.raises(TypeError, match="root: must be a str or os.PathLike, got int"):
         outrider.check_evidence(3, [])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="Project root '.*nope' cannot be used"):
         outrider.check_evidence(repo / "nope", [])

@@ -246,7 +246,7 @@ def test_task_with_custom_profiles_and_a_factory(repo: pathlib.Path, traces: pat
     assert built == [1]
     with pytest.raises(ValueError, match="not registered in the launcher"):
         TaskTool(SubagentLauncher(repo, ScriptedLLM([]), trace_dir=traces), subagent_types=["deep"])
-    with pytest.raises(TypeError, match="TaskTool needs an outrider.SubagentLauncher"):
+    with pytest.raises(TypeError, match="TaskTool launcher: must be an outrider.SubagentLauncher"):
         TaskTool(42)  # type: ignore[arg-type]
     broken = TaskTool(lambda: 1 / 0)  # type: ignore[arg-type, return-value]
     env = broken.run(TASK_ARGS)
@@ -288,11 +288,11 @@ def test_model_routing(
         launcher.launch(SubagentRequest("nope", "t"))
     with pytest.raises(ValueError, match="unsupported subagent model choice: heavy"):
         launcher.launch(SubagentRequest(task="t", model_choice="heavy"))
-    with pytest.raises(TypeError, match="main_llm must be a callable"):
+    with pytest.raises(TypeError, match="main_llm: must be a callable"):
         SubagentLauncher(repo, 42)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="max_concurrency must be at least 1, got 0"):
+    with pytest.raises(ValueError, match="max_concurrency: must be at least 1, got 0"):
         SubagentLauncher(repo, main, max_concurrency=0)
-    with pytest.raises(TypeError, match="SubagentRequest.task is required"):
+    with pytest.raises(TypeError, match="SubagentRequest.task: missing"):
         SubagentRequest("explore")
 
 
@@ -305,8 +305,9 @@ def test_parent_events_and_failures_keep_their_metrics(
     r = launcher.launch(
         SubagentRequest(task="t", parent_session_id="s-parent", parent_run_id="run-7")
     )
-    assert (r.status, r.terminal_reason, r.tool_usage) == (
+    assert (r.status, r.terminal_reason, r.failure_reason, r.tool_usage) == (
         "failed",
+        "runtime_error",
         "completion_gate_blocked",
         {"Bash": 1, "Glob": 1},
     )
@@ -332,7 +333,8 @@ def test_parent_events_and_failures_keep_their_metrics(
     }
     assert events[0]["payload"] == common
     assert events[2]["payload"] == common | {
-        "terminal_reason": "completion_gate_blocked",
+        "terminal_reason": "runtime_error",
+        "failure_reason": "completion_gate_blocked",
         "tool_usage": {"Bash": 1, "Glob": 1},
         "token_usage": r.token_usage,
         "elapsed_ms": r.elapsed_ms,

@@ -125,24 +125,24 @@ def test_validation_order_and_messages(changes: dict[str, Any], message: str) ->
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"name": 5}, "RuntimeProfile.name must be str, got int"),
-        ({"max_steps": "12"}, "RuntimeProfile.max_steps must be int, got str"),
-        ({"max_steps": True}, "RuntimeProfile.max_steps must be int, got bool"),
-        ({"max_steps": 1.5}, "RuntimeProfile.max_steps must be int, got float"),
+        ({"name": 5}, "RuntimeProfile.name: must be str, got int"),
+        ({"max_steps": "12"}, "RuntimeProfile.max_steps: must be int, got str"),
+        ({"max_steps": True}, "RuntimeProfile.max_steps: must be int, got bool"),
+        ({"max_steps": 1.5}, "RuntimeProfile.max_steps: must be int, got float"),
         (
             {"tool_allowlist": "Read"},
-            "RuntimeProfile.tool_allowlist must be an iterable of tool names such as {'Read', 'Grep', 'Glob'}, not a single str",
+            "RuntimeProfile.tool_allowlist: must be an iterable of tool names such as {'Read', 'Grep', 'Glob'}, not a single str",
         ),
         (
             {"tool_allowlist": 3},
-            "RuntimeProfile.tool_allowlist must be an iterable of str, got int",
+            "RuntimeProfile.tool_allowlist: must be an iterable of str, got int",
         ),
         (
             {"tool_allowlist": ["Read", 1]},
-            "RuntimeProfile.tool_allowlist item must be str, got int",
+            "RuntimeProfile.tool_allowlist item: must be str, got int",
         ),
-        ({"recursive_subagents": 0}, "RuntimeProfile.recursive_subagents must be bool, got int"),
-        ({"timeout_seconds": "10"}, "RuntimeProfile.timeout_seconds must be a number, got str"),
+        ({"recursive_subagents": 0}, "RuntimeProfile.recursive_subagents: must be bool, got int"),
+        ({"timeout_seconds": "10"}, "RuntimeProfile.timeout_seconds: must be a number, got str"),
     ],
 )
 def test_wrong_types_name_the_field(changes: dict[str, Any], message: str) -> None:
@@ -152,7 +152,7 @@ def test_wrong_types_name_the_field(changes: dict[str, Any], message: str) -> No
 
 
 def test_huge_int_is_a_clear_value_error() -> None:
-    with pytest.raises(ValueError, match=r"RuntimeProfile.max_steps is out of range: 1{30}"):
+    with pytest.raises(ValueError, match=r"RuntimeProfile.max_steps: is out of range: 1{30}"):
         make(max_steps=int("1" * 30))
 
 
@@ -198,13 +198,13 @@ def test_replace_validates_again() -> None:
     with pytest.raises(ProfileError, match="^runtime profile budgets must be positive$"):
         EXPLORE_PROFILE.replace(max_steps=0)
     with pytest.raises(
-        TypeError, match="RuntimeProfile has no field 'max_step'; fields are: name, system_prompt"
+        TypeError, match="RuntimeProfile: has no field 'max_step'; fields are: name, system_prompt"
     ):
         EXPLORE_PROFILE.replace(max_step=3)
 
 
 def test_from_dict_requires_the_identity_fields() -> None:
-    with pytest.raises(TypeError, match="missing required field 'system_prompt'"):
+    with pytest.raises(TypeError, match="RuntimeProfile.system_prompt: missing"):
         RuntimeProfile.from_dict({"name": "x"})
-    with pytest.raises(TypeError, match="expects a dict"):
+    with pytest.raises(TypeError, match="RuntimeProfile.from_dict data: must be a dict, got list"):
         RuntimeProfile.from_dict([("name", "x")])  # type: ignore[arg-type]

@@ -154,7 +154,12 @@ def test_gate_retry_then_block(repo: pathlib.Path, traces: pathlib.Path) -> None
     ]
     llm = ScriptedLLM(["nope", '{"status": "done"}'])
     r = launch(repo, traces, llm)
-    assert (r.status, r.terminal_reason, r.result) == ("failed", "completion_gate_blocked", None)
+    assert (r.status, r.terminal_reason, r.failure_reason, r.result) == (
+        "failed",
+        "runtime_error",
+        "completion_gate_blocked",
+        None,
+    )
     assert r.error is not None and r.error.startswith(
         "child terminal reason: completion_gate_blocked"
     )
@@ -179,7 +184,7 @@ def test_ungrounded_evidence_is_sent_back(repo: pathlib.Path, traces: pathlib.Pa
 def test_max_steps_fail_and_wrap_up(repo: pathlib.Path, traces: pathlib.Path) -> None:
     turns = [[call("Glob")] for _ in range(3)]
     r = launch(repo, traces, ScriptedLLM(turns), max_steps=3, on_budget_exhausted="fail")
-    assert (r.status, r.terminal_reason, r.tool_usage, r.model_calls) == (
+    assert (r.status, r.failure_reason, r.tool_usage, r.model_calls) == (
         "failed",
         "max_steps",
         {"Glob": 3},
@@ -207,7 +212,11 @@ def test_token_budget_with_and_without_reported_usage(
     assert r.token_usage > 32_001 and llm.calls == 3
     llm = ScriptedLLM([[call("Read", path="big.txt", limit=100)] for _ in range(12)])
     r = launch(repo, traces, llm, total_token_budget=6_000, on_budget_exhausted="fail")
-    assert (r.terminal_reason, r.usage_estimated) == ("token_budget", True)
+    assert (r.terminal_reason, r.failure_reason, r.usage_estimated) == (
+        "runtime_error",
+        "token_budget",
+        True,
+    )
     assert llm.calls < 12
 
 
@@ -260,7 +269,7 @@ def test_raising_and_malformed_models_fail_with_a_named_error(
     repo: pathlib.Path, traces: pathlib.Path, model: Any, message: str
 ) -> None:
     r = launch(repo, traces, model)
-    assert (r.status, r.terminal_reason) == ("failed", "model_error")
+    assert (r.status, r.terminal_reason, r.failure_reason) == ("failed", "runtime_error", "model_error")
     assert r.error is not None and message in r.error, r.error
 
 
@@ -278,7 +287,7 @@ def test_async_models(repo: pathlib.Path, traces: pathlib.Path) -> None:
 def test_timeouts(repo: pathlib.Path, traces: pathlib.Path) -> None:
     started = time.monotonic()
     r = launch(repo, traces, ScriptedLLM([delay(3, FINAL)], is_async=True), timeout_seconds=0.3)
-    assert (r.status, r.terminal_reason) == ("failed", "timeout")
+    assert (r.status, r.terminal_reason, r.failure_reason) == ("failed", "runtime_error", "timeout")
     assert time.monotonic() - started < 2
 
 
@@ -296,7 +305,7 @@ def test_a_hung_sync_callable_cannot_outlive_the_timeout(
     launcher = SubagentLauncher(repo, model, trace_dir=traces, profiles=profile)
     started = time.monotonic()
     r = launcher.launch(SubagentRequest("quick", "hang here"))
-    assert (r.status, r.terminal_reason) == ("failed", "timeout")
+    assert (r.status, r.terminal_reason, r.failure_reason) == ("failed", "runtime_error", "timeout")
     assert time.monotonic() - started < 1.0
     # The same model still answers other children while the hung call is stuck.
     assert launcher.launch(SubagentRequest("quick", "fine")).status == "completed"
@@ -324,7 +333,7 @@ def test_empty_answers_retry_once(repo: pathlib.Path, traces: pathlib.Path) -> N
     assert launch(repo, traces, llm).status == "completed"
     assert llm.requests[1]["messages"][-1]["content"].startswith("Your last reply had no content")
     r = launch(repo, traces, ScriptedLLM(["", " "]))
-    assert (r.status, r.terminal_reason) == ("failed", "empty_response_failed")
+    assert (r.status, r.terminal_reason, r.failure_reason) == ("failed", "runtime_error", "empty_response_failed")
 
 
 def test_trace_file_is_outside_the_root_and_redacted(

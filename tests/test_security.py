@@ -299,5 +299,5 @@ def test_tool_schemas_are_complete_in_both_formats() -> None:
         ValueError, match="unknown tool 'Bash'; the read-only tools are Glob, Grep, Read"
     ):
         outrider.tool_schemas(names=["Bash"])
-    with pytest.raises(ValueError, match="format must be 'openai' or 'anthropic', got 'xml'"):
+    with pytest.raises(ValueError, match="format: must be 'openai' or 'anthropic', got 'xml'"):
         outrider.tool_schemas("xml")  # type: ignore[arg-type]

@@ -27,6 +27,47 @@ class ProfileError(OutriderError, ValueError):
     """A :class:`~outrider.RuntimeProfile` failed validation."""
 
 
+class ConfigError(OutriderError, ValueError):
+    """A setting or argument has a value outside what is accepted.
+
+    The message starts with the field's name: ``max_concurrency: must be at least 1, got 0``.
+    """
+
+
+class ArgumentTypeError(OutriderError, TypeError):
+    """A setting or argument has the wrong type (``trace_dir: must be ..., got int``)."""
+
+
+class PathError(OutriderError, ValueError):
+    """A root or path cannot be used (missing, not a directory, outside the root, ...)."""
+
+
+class TraceDirError(OutriderError, ValueError):
+    """A trace directory cannot be used (inside the explored root, or not creatable)."""
+
+
+class LaunchError(OutriderError, ValueError):
+    """The launcher refused a request before starting a child (unknown profile or model choice)."""
+
+
+class ModelError(OutriderError, RuntimeError):
+    """A direct model call failed. ``kind`` classifies it (``auth``, ``rate_limit``, ...)."""
+
+    def __init__(self, message: str, kind: str = "unknown", status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        """``auth``, ``rate_limit``, ``context_too_long``, ``server``, ``timeout``, ..."""
+        self.status = status
+        """The HTTP status, when there was one."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.kind, self.status))
+
+
+class InternalError(OutriderError, RuntimeError):
+    """Something inside outrider failed that the caller could not have caused. Please report it."""
+
+
 class ContractError(OutriderError, ValueError):
     """A child's answer does not meet its result contract.
 
@@ -53,4 +94,16 @@ class ContractError(OutriderError, ValueError):
         )
 
 
-__all__ = ["ContractError", "ErrorDetails", "OutriderError", "ProfileError"]
+__all__ = [
+    "ArgumentTypeError",
+    "ConfigError",
+    "ContractError",
+    "ErrorDetails",
+    "InternalError",
+    "LaunchError",
+    "ModelError",
+    "OutriderError",
+    "PathError",
+    "ProfileError",
+    "TraceDirError",
+]

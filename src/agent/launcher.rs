@@ -29,7 +29,10 @@ pub const DEFAULT_MAX_CONCURRENCY: usize = 8;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LaunchError {
     /// No profile of that name is registered.
-    #[error("unsupported runtime profile: {name} (registered profiles: {})", quoted(known))]
+    #[error(
+        "unsupported runtime profile: {name} (registered profiles: {})",
+        quoted(known)
+    )]
     UnknownProfile {
         /// The name asked for.
         name: String,
@@ -247,13 +250,12 @@ impl SubagentLauncher {
         &self,
         request: &SubagentRequest,
     ) -> Result<(&RuntimeProfile, ModelChoice), LaunchError> {
-        let profile =
-            self.profiles
-                .get(&request.profile_name)
-                .ok_or_else(|| LaunchError::UnknownProfile {
-                    name: request.profile_name.clone(),
-                    known: self.profile_names(),
-                })?;
+        let profile = self.profiles.get(&request.profile_name).ok_or_else(|| {
+            LaunchError::UnknownProfile {
+                name: request.profile_name.clone(),
+                known: self.profile_names(),
+            }
+        })?;
         let route = match request.model_choice {
             Some(c) => c,
             None => profile
@@ -373,7 +375,11 @@ impl SubagentLauncher {
             span.record("terminal_reason", reason.as_str());
             span.record("tokens", result.token_usage);
             span.record("elapsed_ms", result.elapsed_ms);
-            tracing::info!(status = result.status.as_str(), terminal_reason = reason.as_str(), "child finished");
+            tracing::info!(
+                status = result.status.as_str(),
+                terminal_reason = reason.as_str(),
+                "child finished"
+            );
             result
         };
         Ok(run.instrument(span).await)

@@ -162,7 +162,9 @@ impl MainAgent {
         let workspace = Workspace::new(root)?;
         let profile = main_profile(
             options.max_steps.unwrap_or(MAIN_MAX_STEPS),
-            options.total_token_budget.unwrap_or(MAIN_TOTAL_TOKEN_BUDGET),
+            options
+                .total_token_budget
+                .unwrap_or(MAIN_TOTAL_TOKEN_BUDGET),
             options
                 .context_token_budget
                 .unwrap_or(MAIN_CONTEXT_TOKEN_BUDGET),
@@ -208,9 +210,8 @@ impl MainAgent {
         }
         let session = format!("main-{}", new_child_id().trim_start_matches("child-"));
         let trace = Arc::new(match &self.trace_dir {
-            Some(dir) => Trace::to_file(session.clone(), dir).map_err(|e| {
-                Error::config("trace_dir", format!("cannot write the trace: {e}"))
-            })?,
+            Some(dir) => Trace::to_file(session.clone(), dir)
+                .map_err(|e| Error::config("trace_dir", format!("cannot write the trace: {e}")))?,
             None => Trace::in_memory(session.clone()),
         });
         let launcher = match &self.options.launcher {

@@ -444,12 +444,7 @@ impl TaskTool {
         let valid = match validate(&parsed, &self.reachable) {
             Ok(v) => v,
             Err(msg) => {
-                return Prepared::Done(ToolResult::error(
-                    &params,
-                    ErrorCode::InvalidParam,
-                    msg,
-                    0,
-                ))
+                return Prepared::Done(ToolResult::error(&params, ErrorCode::InvalidParam, msg, 0))
             }
         };
         let mut request = valid.to_request();
@@ -490,10 +485,7 @@ impl std::fmt::Debug for TaskTool {
 
 /// A Python-style list of strings: `['explore', 'deep']`.
 pub fn py_list(items: &[String]) -> String {
-    let parts: Vec<String> = items
-        .iter()
-        .map(|s| crate::json::py_repr_str(s))
-        .collect();
+    let parts: Vec<String> = items.iter().map(|s| crate::json::py_repr_str(s)).collect();
     format!("[{}]", parts.join(", "))
 }
 
@@ -554,8 +546,12 @@ mod tests {
     fn reachable_names_are_normalised() {
         assert_eq!(reachable_profiles(None).unwrap(), vec!["explore"]);
         assert_eq!(
-            reachable_profiles(Some(vec![" Explore".into(), "explore".into(), "DEEP".into()]))
-                .unwrap(),
+            reachable_profiles(Some(vec![
+                " Explore".into(),
+                "explore".into(),
+                "DEEP".into()
+            ]))
+            .unwrap(),
             vec!["explore", "deep"]
         );
         assert_eq!(

@@ -111,7 +111,10 @@ fn explorer(delay: Duration) -> Arc<FnModel> {
             call("Read", json!({"path": "src/app.py"}))
         } else {
             let task = first_user(r);
-            answer(task.split_whitespace().next().unwrap_or(""), "src/app.py:1-2")
+            answer(
+                task.split_whitespace().next().unwrap_or(""),
+                "src/app.py:1-2",
+            )
         })
     })
 }
@@ -165,11 +168,19 @@ fn launch_completes_and_reports_to_the_parent() {
         },
     );
     let r = rt()
-        .block_on(l.launch(SubagentRequest::explore("main lives where?"), CancelToken::new()))
+        .block_on(l.launch(
+            SubagentRequest::explore("main lives where?"),
+            CancelToken::new(),
+        ))
         .unwrap();
     assert_eq!(
         (r.status, r.terminal_reason, r.model_used, r.failure_reason),
-        (SubagentStatus::Completed, TerminalReason::Completed, ModelRoute::Main, None)
+        (
+            SubagentStatus::Completed,
+            TerminalReason::Completed,
+            ModelRoute::Main,
+            None
+        )
     );
     assert_eq!(r.tool_usage, [("Read".to_string(), 1)].into());
     assert_eq!((r.model_calls, r.child_run_id.as_str()), (2, "run-1"));
@@ -185,7 +196,11 @@ fn launch_completes_and_reports_to_the_parent() {
     let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
-        ["subagent_requested", "subagent_started", "subagent_completed"]
+        [
+            "subagent_requested",
+            "subagent_started",
+            "subagent_completed"
+        ]
     );
     let done = &events[2].1;
     assert_eq!(done["parent_session_id"], json!("parent-1"));
@@ -237,7 +252,11 @@ fn ungrounded_evidence_is_unverified_never_completed() {
         envelope.data["ungrounded_evidence"][0]["evidence"],
         json!("src/nope.py:3")
     );
-    assert!(envelope.text.starts_with("UNVERIFIED: "), "{}", envelope.text);
+    assert!(
+        envelope.text.starts_with("UNVERIFIED: "),
+        "{}",
+        envelope.text
+    );
 }
 
 #[test]
@@ -248,8 +267,13 @@ fn refused_requests_name_what_is_registered() {
         profile_name: "nope".into(),
         ..SubagentRequest::explore("x")
     };
-    let err = rt().block_on(l.launch(bad, CancelToken::new())).unwrap_err();
-    assert!(matches!(err, Error::Launch(LaunchError::UnknownProfile { .. })));
+    let err = rt()
+        .block_on(l.launch(bad, CancelToken::new()))
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        Error::Launch(LaunchError::UnknownProfile { .. })
+    ));
     assert_eq!(
         err.to_string(),
         "unsupported runtime profile: nope (registered profiles: 'explore', 'verification')"
@@ -356,7 +380,10 @@ fn light_requests_fall_back_to_main_and_use_light_when_configured() {
         .unwrap();
     assert_eq!(r.model_used, ModelRoute::Main);
     assert_eq!(
-        (main.seen.lock().unwrap().len(), light.seen.lock().unwrap().len()),
+        (
+            main.seen.lock().unwrap().len(),
+            light.seen.lock().unwrap().len()
+        ),
         (2, 2)
     );
 }
@@ -377,17 +404,28 @@ fn launch_many_keeps_order_isolates_children_and_bounds_concurrency() {
         .unwrap();
     let summaries: Vec<String> = results
         .iter()
-        .map(|r| r.to_value()["result"]["summary"].as_str().unwrap().to_string())
+        .map(|r| {
+            r.to_value()["result"]["summary"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
         .collect();
     assert_eq!(summaries, words);
-    let ids: std::collections::BTreeSet<&str> =
-        results.iter().map(|r| r.child_session_id.as_str()).collect();
+    let ids: std::collections::BTreeSet<&str> = results
+        .iter()
+        .map(|r| r.child_session_id.as_str())
+        .collect();
     assert_eq!(ids.len(), words.len());
     assert!(model.peak.load(Ordering::SeqCst) <= 2);
     assert_eq!(model.peak.load(Ordering::SeqCst), 2);
     // Each child saw only its own task.
     for seen in model.seen.lock().unwrap().iter() {
-        assert_eq!(words.iter().filter(|w| seen.contains(*w)).count(), 1, "{seen}");
+        assert_eq!(
+            words.iter().filter(|w| seen.contains(*w)).count(),
+            1,
+            "{seen}"
+        );
     }
     // One bad request refuses the batch before anything starts.
     let before = model.seen.lock().unwrap().len();
@@ -396,12 +434,17 @@ fn launch_many_keeps_order_isolates_children_and_bounds_concurrency() {
     let err = rt
         .block_on(l.launch_many(bad, None, CancelToken::new()))
         .unwrap_err();
-    assert!(err.to_string().starts_with("requests[3]: unsupported runtime profile: nope"));
+    assert!(err
+        .to_string()
+        .starts_with("requests[3]: unsupported runtime profile: nope"));
     assert_eq!(model.seen.lock().unwrap().len(), before);
     let err = rt
         .block_on(l.launch_many(vec![], Some(0), CancelToken::new()))
         .unwrap_err();
-    assert_eq!(err.to_string(), "max_concurrency: must be at least 1, got 0");
+    assert_eq!(
+        err.to_string(),
+        "max_concurrency: must be at least 1, got 0"
+    );
 }
 
 #[test]
@@ -416,7 +459,9 @@ fn the_launchers_own_limit_bounds_every_launch_through_it() {
             ..LauncherOptions::default()
         },
     ));
-    let requests = (0..3).map(|i| SubagentRequest::explore(format!("t{i}"))).collect();
+    let requests = (0..3)
+        .map(|i| SubagentRequest::explore(format!("t{i}")))
+        .collect();
     rt().block_on(l.launch_many(requests, None, CancelToken::new()))
         .unwrap();
     assert_eq!(model.peak.load(Ordering::SeqCst), 1);
@@ -427,14 +472,16 @@ fn task_tool(dir: &tempfile::TempDir, model: Arc<dyn ChatModel>) -> TaskTool {
 }
 
 fn run_task(tool: &TaskTool, input: TaskInput) -> Value {
-    rt().block_on(tool.run(input, CancelToken::new())).to_value()
+    rt().block_on(tool.run(input, CancelToken::new()))
+        .to_value()
 }
 
 #[test]
 fn task_envelopes_success_and_every_failure() {
     let dir = tree();
     let tool = task_tool(&dir, explorer(Duration::ZERO));
-    let args = json!({"description": "Find main", "prompt": "Where is main?", "subagent_type": "explore"});
+    let args =
+        json!({"description": "Find main", "prompt": "Where is main?", "subagent_type": "explore"});
     let ok = run_task(&tool, TaskInput::Json(Json::from_value(&args)));
     assert_eq!(ok["status"], json!("success"));
     assert_eq!(ok["text"], json!("Find"));
@@ -456,7 +503,10 @@ fn task_envelopes_success_and_every_failure() {
         .starts_with("Task arguments must be a JSON object: "));
     assert_eq!(bad_json["context"]["params_input"], json!("{not json"));
 
-    let missing = run_task(&tool, TaskInput::Json(Json::from_value(&json!({"prompt": "p"}))));
+    let missing = run_task(
+        &tool,
+        TaskInput::Json(Json::from_value(&json!({"prompt": "p"}))),
+    );
     assert_eq!(
         missing,
         json!({"status": "error", "data": {}, "text": "Parameter 'description' is required and must be non-empty.",
@@ -488,7 +538,8 @@ fn task_envelopes_success_and_every_failure() {
         json!("Explore subagent failed: child terminal reason: model_error: server error: 503")
     );
 
-    let broken: task_tool::LauncherFactory = Box::new(|| Err("the factory raised OSError: disk".into()));
+    let broken: task_tool::LauncherFactory =
+        Box::new(|| Err("the factory raised OSError: disk".into()));
     let lazy = TaskTool::with_factory(broken, None).unwrap();
     let not_started = run_task(&lazy, TaskInput::Json(Json::from_value(&args)));
     assert_eq!(
@@ -540,7 +591,10 @@ fn main_agent_runs_task_and_links_the_child() {
         .block_on(agent.run("How does main work?", CancelToken::new()))
         .unwrap();
     assert_eq!(run.terminal_reason, TerminalReason::Completed);
-    assert_eq!(run.final_text.as_deref(), Some("main is defined in src/app.py:1"));
+    assert_eq!(
+        run.final_text.as_deref(),
+        Some("main is defined in src/app.py:1")
+    );
     assert_eq!(run.tool_usage, [("Task".to_string(), 1)].into());
     assert!(run.session_id.starts_with("main-"));
     let bad = MainAgent::new(
@@ -555,7 +609,9 @@ fn main_agent_runs_task_and_links_the_child() {
         bad.err().unwrap().to_string(),
         "runtime profile budgets must be positive"
     );
-    let empty = rt().block_on(agent.run("  ", CancelToken::new())).unwrap_err();
+    let empty = rt()
+        .block_on(agent.run("  ", CancelToken::new()))
+        .unwrap_err();
     assert_eq!(empty.to_string(), "task: must be a non-empty string");
 }
 
@@ -579,7 +635,12 @@ fn verify_runs_the_deterministic_gate_first() {
     assert!(todo.launch.is_none());
     assert!(verifier.seen.lock().unwrap().is_empty());
     let v = rt
-        .block_on(l.verify("main returns 2", Value::Null, vec!["src/app.py:2".into()], CancelToken::new()))
+        .block_on(l.verify(
+            "main returns 2",
+            Value::Null,
+            vec!["src/app.py:2".into()],
+            CancelToken::new(),
+        ))
         .unwrap();
     assert_eq!(
         v.verdict,
@@ -636,10 +697,7 @@ fn launch_is_traced_with_the_fields_a_person_debugging_needs() {
         ) {
             let mut fields = vec![];
             values.record(&mut Visitor(&mut fields));
-            self.0
-                .lock()
-                .unwrap()
-                .push(("record".to_string(), fields));
+            self.0.lock().unwrap().push(("record".to_string(), fields));
         }
     }
     let spans = Spans::default();
@@ -655,7 +713,10 @@ fn launch_is_traced_with_the_fields_a_person_debugging_needs() {
             .unwrap()
     });
     let seen = spans.0.lock().unwrap().clone();
-    let launch = seen.iter().find(|(n, _)| n == "launch").expect("a launch span");
+    let launch = seen
+        .iter()
+        .find(|(n, _)| n == "launch")
+        .expect("a launch span");
     let field = |name: &str| {
         launch
             .1
@@ -671,6 +732,9 @@ fn launch_is_traced_with_the_fields_a_person_debugging_needs() {
         .filter(|(n, _)| n == "record")
         .flat_map(|(_, f)| f.clone())
         .collect();
-    assert!(recorded.contains(&("status".into(), "\"completed\"".into())), "{recorded:?}");
+    assert!(
+        recorded.contains(&("status".into(), "\"completed\"".into())),
+        "{recorded:?}"
+    );
     assert!(recorded.iter().any(|(k, _)| k == "tokens"), "{recorded:?}");
 }

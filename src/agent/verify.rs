@@ -225,7 +225,10 @@ mod tests {
             ]}))),
             Some(CompletionVerdict {
                 verdict: "FAIL",
-                reasons: vec!["incomplete_todo: write tests".into(), "incomplete_todo: docs".into()],
+                reasons: vec![
+                    "incomplete_todo: write tests".into(),
+                    "incomplete_todo: docs".into()
+                ],
                 feedback: Some(
                     "Finish the incomplete todo items before completing: write tests; docs".into()
                 ),
@@ -247,7 +250,12 @@ mod tests {
             .verdict,
             "FAIL"
         );
-        assert_eq!(deterministic_verdict(&reqs(json!({"todos": [{"content": "x", "status": "done"}]}))), None);
+        assert_eq!(
+            deterministic_verdict(&reqs(
+                json!({"todos": [{"content": "x", "status": "done"}]})
+            )),
+            None
+        );
         assert_eq!(deterministic_verdict(&Map::new()), None);
     }
 }

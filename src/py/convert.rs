@@ -1,24 +1,31 @@
-//! Conversions between Python objects and the core's JSON values, with errors that name the field.
+//! Conversions between Python objects and the core's values. Type mismatches become
+//! `ArgumentTypeError`s naming the field; nothing here decides a domain rule.
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{
+    PyBool, PyBytes, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PySet, PyString, PyTuple,
+};
+use serde::Serialize;
 
 use crate::json::Json;
+use crate::py::errors::wrong_type;
+use crate::Error;
 
 /// Nesting deeper than this in a Python value is refused (it would be a cycle or an attack).
 const MAX_DEPTH: usize = 256;
 
-/// Python value → JSON value. `what` names the argument for error messages.
+/// Python value → JSON value (sets and tuples become arrays). `what` names the argument.
 pub fn to_json(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Json> {
     to_json_at(obj, what, 0)
 }
 
 fn to_json_at(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Json> {
     if depth > MAX_DEPTH {
-        return Err(PyValueError::new_err(format!(
-            "{what} is nested more than {MAX_DEPTH} levels deep (or contains itself)"
-        )));
+        return Err(Error::config(
+            what,
+            format!("is nested more than {MAX_DEPTH} levels deep (or contains itself)"),
+        )
+        .into());
     }
     if obj.is_none() {
         return Ok(Json::Null);
@@ -41,43 +48,117 @@ fn to_json_at(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Json
     if let Ok(d) = obj.cast::<PyDict>() {
         let mut items = Vec::with_capacity(d.len());
         for (k, v) in d.iter() {
-            let key = k.cast::<PyString>().map_err(|_| {
-                PyTypeError::new_err(format!(
-                    "{what} keys must be str, got {} key {}",
-                    type_name(&k),
-                    k.repr().map(|r| r.to_string()).unwrap_or_default()
-                ))
-            })?;
+            let key = k
+                .cast::<PyString>()
+                .map_err(|_| wrong_type(&format!("{what} key"), "str", &k))?;
             let key = py_str(key, what)?;
-            let value = to_json_at(
-                &v,
-                &format!("{what}[{}]", crate::json::py_repr_str(&key)),
-                depth + 1,
-            )?;
-            items.push((key, value));
+            let at = format!("{what}[{}]", crate::json::py_repr_str(&key));
+            items.push((key, to_json_at(&v, &at, depth + 1)?));
         }
         return Ok(Json::Object(items));
     }
-    if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+    let listlike = obj.is_instance_of::<PyList>()
+        || obj.is_instance_of::<PyTuple>()
+        || obj.is_instance_of::<PySet>()
+        || obj.is_instance_of::<PyFrozenSet>();
+    if listlike {
         let mut items = Vec::new();
         for (i, item) in obj.try_iter()?.enumerate() {
             items.push(to_json_at(&item?, &format!("{what}[{i}]"), depth + 1)?);
         }
         return Ok(Json::Array(items));
     }
-    Err(PyTypeError::new_err(format!(
-        "{what} must hold only JSON values (dict, list, tuple, str, int, float, bool, None), got {}",
-        type_name(obj)
-    )))
+    Err(wrong_type(
+        what,
+        "JSON values only (dict, list, tuple, set, str, int, float, bool, None)",
+        obj,
+    ))
 }
 
-/// A Python str as a Rust String; lone surrogates are refused with a message naming the field.
+/// An optional argument as JSON (None and missing are both null).
+pub fn opt_json(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Json> {
+    obj.map_or(Ok(Json::Null), |o| to_json(o, what))
+}
+
+/// A Python str as a Rust String; lone surrogates are refused naming the field.
 pub fn py_str(s: &Bound<'_, PyString>, what: &str) -> PyResult<String> {
     s.to_str().map(str::to_owned).map_err(|_| {
-        PyValueError::new_err(format!(
-            "{what} is not valid Unicode text (it contains a lone surrogate)"
-        ))
+        Error::config(
+            what,
+            "is not valid Unicode text (it contains a lone surrogate)",
+        )
+        .into()
     })
+}
+
+/// A str argument, or an `ArgumentTypeError` naming it.
+pub fn req_str(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
+    match obj.cast::<PyString>() {
+        Ok(s) => py_str(s, what),
+        Err(_) => Err(wrong_type(what, "str", obj)),
+    }
+}
+
+/// An optional str argument (None means not given).
+pub fn opt_str(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<String>> {
+    obj.filter(|o| !o.is_none())
+        .map(|o| req_str(o, what))
+        .transpose()
+}
+
+/// An optional int argument (not a bool).
+pub fn opt_int(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<i64>> {
+    let Some(obj) = obj.filter(|o| !o.is_none()) else {
+        return Ok(None);
+    };
+    if obj.is_instance_of::<PyBool>() || !obj.is_instance_of::<PyInt>() {
+        return Err(wrong_type(what, "int", obj));
+    }
+    obj.extract::<i64>()
+        .map(Some)
+        .map_err(|_| Error::config(what, format!("is out of range: {}", obj)).into())
+}
+
+/// An optional real number (int or float, not bool).
+pub fn opt_float(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<f64>> {
+    let Some(obj) = obj.filter(|o| !o.is_none()) else {
+        return Ok(None);
+    };
+    if obj.is_instance_of::<PyBool>()
+        || !(obj.is_instance_of::<PyInt>() || obj.is_instance_of::<PyFloat>())
+    {
+        return Err(wrong_type(what, "a number", obj));
+    }
+    obj.extract::<f64>().map(Some)
+}
+
+/// A path argument (str or os.PathLike).
+pub fn path_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<std::path::PathBuf> {
+    obj.extract()
+        .map_err(|_| wrong_type(what, "a str or os.PathLike", obj))
+}
+
+/// Any iterable of str (but not a str itself) → names.
+pub fn str_list(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<String>> {
+    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
+        return Err(wrong_type(
+            what,
+            "an iterable of str, not a single str",
+            obj,
+        ));
+    }
+    let iter = obj
+        .try_iter()
+        .map_err(|_| wrong_type(what, "an iterable of str", obj))?;
+    iter.map(|item| req_str(&item?, &format!("{what} item")))
+        .collect()
+}
+
+/// An optional iterable of str.
+pub fn opt_str_list(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<Vec<String>>> {
+    obj.filter(|o| !o.is_none())
+        .map(|o| str_list(o, what))
+        .transpose()
 }
 
 /// JSON value → Python value (objects become dicts, arrays lists).
@@ -106,9 +187,10 @@ pub fn to_py<'py>(py: Python<'py>, value: &Json) -> PyResult<Bound<'py, PyAny>> 
     })
 }
 
-/// serde_json value → Python value.
-pub fn value_to_py<'py>(py: Python<'py>, value: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
-    to_py(py, &Json::from_value(value))
+/// Any serialisable core value → plain Python data (dicts, lists, str, int, float, None).
+pub fn dump<'py>(py: Python<'py>, value: &impl Serialize) -> PyResult<Bound<'py, PyAny>> {
+    pythonize::pythonize(py, value)
+        .map_err(|e| Error::Internal(format!("cannot convert a result to Python: {e}")).into())
 }
 
 /// The Python type name of an object, for messages.
@@ -117,94 +199,4 @@ pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
         .name()
         .map(|n| n.to_string())
         .unwrap_or_else(|_| "object".into())
-}
-
-/// Extract a str argument or raise `TypeError: <what> must be str, got <type>`.
-pub fn req_str(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
-    match obj.cast::<PyString>() {
-        Ok(s) => py_str(s, what),
-        Err(_) => Err(PyTypeError::new_err(format!(
-            "{what} must be str, got {}",
-            type_name(obj)
-        ))),
-    }
-}
-
-/// Extract an int argument (not a bool) or raise a TypeError / ValueError naming it.
-pub fn req_int(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<i64> {
-    if obj.is_instance_of::<PyBool>() || !obj.is_instance_of::<PyInt>() {
-        return Err(PyTypeError::new_err(format!(
-            "{what} must be int, got {}",
-            type_name(obj)
-        )));
-    }
-    obj.extract::<i64>().map_err(|_| {
-        PyValueError::new_err(format!(
-            "{what} is out of range: {}",
-            obj.str().map(|s| s.to_string()).unwrap_or_default()
-        ))
-    })
-}
-
-/// Extract a bool argument or raise a TypeError naming it.
-pub fn req_bool(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<bool> {
-    obj.cast::<PyBool>()
-        .map(|b| b.is_true())
-        .map_err(|_| PyTypeError::new_err(format!("{what} must be bool, got {}", type_name(obj))))
-}
-
-/// Extract a real number (int or float, not bool) or raise a TypeError naming it.
-pub fn req_float(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<f64> {
-    if obj.is_instance_of::<PyBool>()
-        || !(obj.is_instance_of::<PyInt>() || obj.is_instance_of::<PyFloat>())
-    {
-        return Err(PyTypeError::new_err(format!(
-            "{what} must be a number, got {}",
-            type_name(obj)
-        )));
-    }
-    obj.extract::<f64>()
-}
-
-/// Any iterable of str (but not a str itself) → names.
-pub fn str_iterable(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<String>> {
-    if obj.is_instance_of::<PyString>() {
-        return Err(PyTypeError::new_err(format!(
-            "{what} must be an iterable of tool names such as {{'Read', 'Grep', 'Glob'}}, not a single str"
-        )));
-    }
-    let iter = obj.try_iter().map_err(|_| {
-        PyTypeError::new_err(format!(
-            "{what} must be an iterable of str, got {}",
-            type_name(obj)
-        ))
-    })?;
-    let mut out = Vec::new();
-    for item in iter {
-        let item = item?;
-        out.push(req_str(&item, &format!("{what} item"))?);
-    }
-    Ok(out)
-}
-
-/// A frozenset of names.
-pub fn frozenset<'py>(
-    py: Python<'py>,
-    names: impl IntoIterator<Item = String>,
-) -> PyResult<Bound<'py, PyFrozenSet>> {
-    PyFrozenSet::new(py, names.into_iter().collect::<Vec<_>>())
-}
-
-/// A tuple of str.
-pub fn str_tuple<'py>(py: Python<'py>, items: &[String]) -> PyResult<Bound<'py, PyTuple>> {
-    PyTuple::new(py, items)
-}
-
-/// `repr()` of a `{str: int}` dict as Python prints it.
-pub fn usage_repr(usage: &std::collections::BTreeMap<String, u64>) -> String {
-    let parts: Vec<String> = usage
-        .iter()
-        .map(|(k, v)| format!("{}: {v}", crate::json::py_repr_str(k)))
-        .collect();
-    format!("{{{}}}", parts.join(", "))
 }

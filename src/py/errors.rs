@@ -1,7 +1,6 @@
-//! Raising the Python exception classes (defined in `outrider/exceptions.py`) from Rust.
-//!
-//! With abi3 below 3.12 a Rust exception class cannot carry fields, so the rich classes live in
-//! Python and are instantiated here.
+//! The core's one error tree as Python exceptions, with one exhaustive mapping. The classes live
+//! in `outrider/exceptions.py` (with abi3 below 3.12 a Rust exception class cannot carry fields);
+//! every one derives from `outrider.OutriderError`.
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -9,53 +8,70 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::contract::{ContractError, LocItem};
 use crate::py::convert::to_py;
+use crate::Error;
 
-fn exception_class<'py>(
-    py: Python<'py>,
-    cell: &'static PyOnceLock<Py<PyAny>>,
-    name: &str,
-) -> PyResult<Bound<'py, PyAny>> {
-    let cls = cell.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-        Ok(py.import("outrider.exceptions")?.getattr(name)?.unbind())
+fn class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    static MODULE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+    let module = MODULE.get_or_try_init(py, || -> PyResult<Py<PyModule>> {
+        Ok(py.import("outrider.exceptions")?.unbind())
     })?;
-    Ok(cls.bind(py).clone())
+    module.bind(py).getattr(name)
 }
 
-/// A core `ContractError` as `outrider.ContractError` (a ValueError with `.errors()`).
-pub fn contract_error(py: Python<'_>, err: &ContractError) -> PyErr {
-    static CLS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    let build = || -> PyResult<PyErr> {
-        let errors = PyList::empty(py);
-        for v in &err.violations {
-            let loc: Vec<Bound<'_, PyAny>> = v
-                .loc
-                .iter()
-                .map(|l| -> PyResult<Bound<'_, PyAny>> {
-                    Ok(match l {
-                        LocItem::Key(k) => k.into_pyobject(py)?.into_any(),
-                        LocItem::Index(i) => i.into_pyobject(py)?.into_any(),
-                    })
-                })
-                .collect::<PyResult<_>>()?;
-            let d = PyDict::new(py);
-            d.set_item("type", v.kind)?;
-            d.set_item("loc", PyTuple::new(py, loc)?)?;
-            d.set_item("msg", &v.msg)?;
-            d.set_item("input", to_py(py, &v.input)?)?;
-            errors.append(d)?;
-        }
-        let cls = exception_class(py, &CLS, "ContractError")?;
-        let exc = cls.call1((err.to_string(), errors, err.contract))?;
-        Ok(PyErr::from_value(exc))
-    };
-    build().unwrap_or_else(|e| e)
-}
-
-/// A profile validation failure as `outrider.ProfileError` (a ValueError).
-pub fn profile_error(py: Python<'_>, message: &str) -> PyErr {
-    static CLS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    match exception_class(py, &CLS, "ProfileError").and_then(|c| c.call1((message,))) {
+fn raise<'py>(py: Python<'py>, name: &str, args: impl pyo3::call::PyCallArgs<'py>) -> PyErr {
+    match class(py, name).and_then(|c| c.call1(args)) {
         Ok(exc) => PyErr::from_value(exc),
         Err(e) => e,
     }
+}
+
+fn contract_error(py: Python<'_>, err: &ContractError) -> PyResult<PyErr> {
+    let errors = PyList::empty(py);
+    for v in &err.violations {
+        let loc: Vec<Bound<'_, PyAny>> = v
+            .loc
+            .iter()
+            .map(|l| -> PyResult<Bound<'_, PyAny>> {
+                Ok(match l {
+                    LocItem::Key(k) => k.into_pyobject(py)?.into_any(),
+                    LocItem::Index(i) => i.into_pyobject(py)?.into_any(),
+                })
+            })
+            .collect::<PyResult<_>>()?;
+        let d = PyDict::new(py);
+        d.set_item("type", v.kind)?;
+        d.set_item("loc", PyTuple::new(py, loc)?)?;
+        d.set_item("msg", &v.msg)?;
+        d.set_item("input", to_py(py, &v.input)?)?;
+        errors.append(d)?;
+    }
+    Ok(raise(
+        py,
+        "ContractError",
+        (err.to_string(), errors, err.contract),
+    ))
+}
+
+impl From<Error> for PyErr {
+    fn from(err: Error) -> PyErr {
+        Python::attach(|py| {
+            let msg = err.to_string();
+            match &err {
+                Error::Profile(_) => raise(py, "ProfileError", (msg,)),
+                Error::Contract(c) => contract_error(py, c).unwrap_or_else(|e| e),
+                Error::Path(_) => raise(py, "PathError", (msg,)),
+                Error::Launch(_) => raise(py, "LaunchError", (msg,)),
+                Error::InvalidArgument { .. } => raise(py, "ConfigError", (msg,)),
+                Error::Type { .. } => raise(py, "ArgumentTypeError", (msg,)),
+                Error::TraceDir(_) => raise(py, "TraceDirError", (msg,)),
+                Error::Model(m) => raise(py, "ModelError", (msg, m.kind.as_str(), m.status)),
+                Error::Internal(_) => raise(py, "InternalError", (msg,)),
+            }
+        })
+    }
+}
+
+/// The `ArgumentTypeError` for an argument that is not of the expected type.
+pub fn wrong_type(field: &str, expected: &str, obj: &Bound<'_, PyAny>) -> PyErr {
+    Error::wrong_type(field, expected, &crate::py::convert::type_name(obj)).into()
 }

@@ -1,5 +1,5 @@
-//! Python bindings: the only module that knows about Python. It converts and delegates; every
-//! rule lives in the core.
+//! Python bindings: the only module that knows about Python. Each class extracts its arguments,
+//! calls one core function, and converts the result; every rule lives in the core.
 
 mod agent;
 mod contract;
@@ -15,14 +15,43 @@ mod task;
 mod tools;
 
 use pyo3::prelude::*;
+use pyo3::types::PyFrozenSet;
 
-use crate::profile::{explore_profile, verification_profile, READONLY_TOOLS};
+/// The names `outrider._core` exports: the one list `outrider/__init__.py` and `_core.pyi` are
+/// checked against (tests/test_package.py).
+pub const EXPORTS: [&str; 18] = [
+    "EXPLORE_PROFILE",
+    "READONLY_TOOLS",
+    "VERIFICATION_PROFILE",
+    "CompletionVerdict",
+    "ExploreResult",
+    "MainAgent",
+    "OfflineScout",
+    "OpenAICompatible",
+    "RuntimeProfile",
+    "SubagentLaunchResult",
+    "SubagentLauncher",
+    "SubagentRequest",
+    "TaskTool",
+    "VerificationResult",
+    "__version__",
+    "check_evidence",
+    "run_tool",
+    "tool_schemas",
+];
+
+/// Python's `hash()` of a frozen value, from the core's `Hash`.
+fn hash_of(value: &impl std::hash::Hash) -> u64 {
+    use std::hash::Hasher;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    value.hash(&mut h);
+    h.finish()
+}
 
 /// The native core of outrider (`outrider._core`).
 #[pymodule]
 #[pyo3(name = "_core")]
 fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    let py = m.py();
     m.add("__version__", crate::VERSION)?;
     m.add_class::<profile::PyRuntimeProfile>()?;
     m.add_class::<contract::PyExploreResult>()?;
@@ -38,38 +67,18 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<agent::PyOfflineScout>()?;
     m.add_class::<agent::PyMainAgent>()?;
     m.add_class::<agent::PyCompletionVerdict>()?;
-    m.add(
-        "EXPLORE_PROFILE",
-        profile::PyRuntimeProfile::new(explore_profile()),
-    )?;
-    m.add(
-        "VERIFICATION_PROFILE",
-        profile::PyRuntimeProfile::new(verification_profile()),
-    )?;
+    let explore = profile::PyRuntimeProfile {
+        inner: crate::explore_profile(),
+    };
+    m.add("EXPLORE_PROFILE", explore)?;
+    let verification = profile::PyRuntimeProfile {
+        inner: crate::verification_profile(),
+    };
+    m.add("VERIFICATION_PROFILE", verification)?;
     m.add(
         "READONLY_TOOLS",
-        convert::frozenset(py, READONLY_TOOLS.iter().map(|s| s.to_string()))?,
+        PyFrozenSet::new(m.py(), crate::READONLY_TOOLS)?,
     )?;
-    let all = [
-        "EXPLORE_PROFILE",
-        "READONLY_TOOLS",
-        "VERIFICATION_PROFILE",
-        "CompletionVerdict",
-        "ExploreResult",
-        "MainAgent",
-        "OfflineScout",
-        "OpenAICompatible",
-        "RuntimeProfile",
-        "VerificationResult",
-        "__version__",
-        "SubagentLaunchResult",
-        "SubagentLauncher",
-        "SubagentRequest",
-        "TaskTool",
-        "check_evidence",
-        "run_tool",
-        "tool_schemas",
-    ];
-    m.add("__all__", all.to_vec())?;
+    m.add("__all__", EXPORTS.to_vec())?;
     Ok(())
 }

@@ -21,5 +21,6 @@ mod params;
 pub mod permissions;
 pub mod read;
 pub mod registry;
+pub mod run;
 pub mod walk;
 pub mod workspace;

@@ -1,0 +1,185 @@
+//! One tool call from outside a run (`outrider.run_tool`), and the tools' schemas for a caller's
+//! own agent (`outrider.tool_schemas`): the envelope the model would see, under the same output
+//! budget.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::error::Error;
+use crate::tools::budget::OutputBudget;
+use crate::tools::context::ToolContext;
+use crate::tools::envelope::{ErrorCode, ToolResult};
+use crate::tools::permissions::{PermissionContext, RuntimeMode};
+use crate::tools::registry::ToolRegistry;
+use crate::tools::workspace::Workspace;
+
+/// Tool arguments as a caller gives them.
+#[derive(Debug, Clone)]
+pub enum ToolArgs {
+    /// JSON text (what a model sends).
+    Text(String),
+    /// A parsed value; null means no arguments.
+    Value(Value),
+    /// A value with no JSON form: how to show it, and why.
+    Unusable(String, String),
+}
+
+/// Run one tool under `root` and return its envelope. Bad arguments give an error envelope;
+/// only a bad root, runtime mode or timeout is an error.
+pub fn run_tool(
+    root: &Path,
+    name: &str,
+    args: ToolArgs,
+    runtime_mode: &str,
+    timeout: Option<f64>,
+) -> Result<Value, Error> {
+    let workspace = Workspace::new(root)?;
+    let mode: RuntimeMode =
+        runtime_mode
+            .parse()
+            .map_err(|e: crate::tools::permissions::UnknownRuntimeMode| {
+                Error::config("runtime_mode", e.to_string())
+            })?;
+    let mut ctx = ToolContext::new(workspace);
+    if let Some(t) = timeout {
+        if !(t.is_finite() && t > 0.0) {
+            return Err(Error::config(
+                "timeout",
+                format!("must be a positive number of seconds, got {t}"),
+            ));
+        }
+        ctx = ctx.with_timeout(Duration::from_secs_f64(t));
+    }
+    let registry = ToolRegistry::readonly();
+    let permissions = PermissionContext::new(mode);
+    let mut result = match &args {
+        ToolArgs::Text(t) => registry.execute(name, t.as_str(), &ctx, &permissions),
+        ToolArgs::Value(v) => registry.execute(name, v, &ctx, &permissions),
+        ToolArgs::Unusable(shown, why) => ToolResult::error(
+            &Value::String(shown.clone()),
+            ErrorCode::InvalidParam,
+            format!("Tool arguments must be a JSON object: {why}"),
+            0,
+        ),
+    };
+    if let (Some(err), Some(known)) = (&mut result.error, suggestion(&registry, name)) {
+        let hint = format!(" Did you mean '{known}'? Tool names are case-sensitive.");
+        err.message.push_str(&hint);
+        result.text.push_str(&hint);
+    }
+    Ok(OutputBudget::default().apply(name, result).to_value())
+}
+
+/// A registered tool whose name differs from `name` only in case.
+fn suggestion(registry: &ToolRegistry, name: &str) -> Option<String> {
+    let names = registry.names();
+    if names.contains(&name) {
+        return None;
+    }
+    names
+        .into_iter()
+        .find(|n| n.eq_ignore_ascii_case(name))
+        .map(str::to_string)
+}
+
+/// The schemas of the read-only tools (all, or the `names` given) in `openai` or `anthropic`
+/// tool format.
+pub fn tool_schemas(format: &str, names: Option<Vec<String>>) -> Result<Vec<Value>, Error> {
+    let mut registry = ToolRegistry::readonly();
+    if let Some(wanted) = names {
+        let known: Vec<String> = registry.names().iter().map(|s| s.to_string()).collect();
+        if let Some(bad) = wanted.iter().find(|w| !known.contains(w)) {
+            return Err(Error::config(
+                "names",
+                format!(
+                    "unknown tool {}; the read-only tools are {}",
+                    crate::json::py_repr_str(bad),
+                    known.join(", ")
+                ),
+            ));
+        }
+        registry = registry.filtered(wanted);
+    }
+    match format {
+        "openai" => Ok(registry.openai_tools()),
+        "anthropic" => Ok(registry.anthropic_tools()),
+        other => Err(Error::config(
+            "format",
+            format!(
+                "must be 'openai' or 'anthropic', got {}",
+                crate::json::py_repr_str(other)
+            ),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn run_tool_checks_its_settings_and_suggests_names() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "hello\n").unwrap();
+        let ok = run_tool(
+            dir.path(),
+            "Grep",
+            ToolArgs::Value(json!({"pattern": "hello"})),
+            "readonly_subagent",
+            None,
+        )
+        .unwrap();
+        assert_eq!(ok["data"]["matches"][0]["file"], json!("a.txt"));
+        let err = |mode: &str, timeout: Option<f64>| {
+            run_tool(
+                dir.path(),
+                "Read",
+                ToolArgs::Value(Value::Null),
+                mode,
+                timeout,
+            )
+            .unwrap_err()
+            .to_string()
+        };
+        assert_eq!(
+            err("root", None),
+            "runtime_mode: unknown runtime_mode \"root\"; expected 'main_agent' or 'readonly_subagent'"
+        );
+        assert_eq!(
+            err("main_agent", Some(0.0)),
+            "timeout: must be a positive number of seconds, got 0"
+        );
+        let lower = run_tool(
+            dir.path(),
+            "grep",
+            ToolArgs::Text("{}".into()),
+            "readonly_subagent",
+            None,
+        )
+        .unwrap();
+        assert!(lower["error"]["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("Did you mean 'Grep'? Tool names are case-sensitive."));
+    }
+
+    #[test]
+    fn schemas_by_format_and_name() {
+        assert_eq!(tool_schemas("openai", None).unwrap().len(), 3);
+        let one = tool_schemas("anthropic", Some(vec!["Read".into()])).unwrap();
+        assert_eq!(one[0]["name"], json!("Read"));
+        assert_eq!(
+            tool_schemas("xml", None).unwrap_err().to_string(),
+            "format: must be 'openai' or 'anthropic', got 'xml'"
+        );
+        assert_eq!(
+            tool_schemas("openai", Some(vec!["Bash".into()]))
+                .unwrap_err()
+                .to_string(),
+            "names: unknown tool 'Bash'; the read-only tools are Glob, Grep, Read"
+        );
+    }
+}
