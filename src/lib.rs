@@ -15,6 +15,7 @@ pub mod agent;
 pub mod contract;
 pub mod error;
 pub mod evidence;
+pub mod exec;
 pub mod json;
 pub mod llm;
 pub mod profile;

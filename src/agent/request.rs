@@ -115,6 +115,26 @@ impl SubagentRequest {
     }
 }
 
+impl std::fmt::Display for SubagentRequest {
+    /// The Python repr (the task cut to 60 characters).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use crate::json::py_repr_str as q;
+        let mut task: String = self.task.chars().take(60).collect();
+        if self.task.chars().count() > 60 {
+            task.push('…');
+        }
+        let choice = self
+            .model_choice
+            .map_or("None".to_string(), |m| q(m.as_str()));
+        write!(
+            f,
+            "SubagentRequest(profile_name={}, task={}, model_choice={choice})",
+            q(&self.profile_name),
+            q(&task)
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

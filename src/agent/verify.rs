@@ -26,6 +26,20 @@ pub struct CompletionVerdict {
     pub feedback: Option<String>,
 }
 
+impl std::fmt::Display for CompletionVerdict {
+    /// The Python repr.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use crate::json::py_repr_str as q;
+        write!(
+            f,
+            "CompletionVerdict(verdict={}, reasons={}, feedback={})",
+            q(self.verdict),
+            crate::agent::task_tool::py_list(&self.reasons),
+            self.feedback.as_deref().map_or("None".into(), q)
+        )
+    }
+}
+
 /// A verification: the verdict, and the child's launch when one was needed.
 #[derive(Debug, Clone)]
 pub struct Verification {

@@ -59,14 +59,7 @@ impl PyCompletionVerdict {
         dump(py, &self.inner)
     }
     fn __repr__(&self) -> String {
-        use crate::json::py_repr_str as q;
-        let v = &self.inner;
-        format!(
-            "CompletionVerdict(verdict={}, reasons={}, feedback={})",
-            q(v.verdict),
-            crate::agent::task_tool::py_list(&v.reasons),
-            v.feedback.as_deref().map_or("None".into(), q)
-        )
+        self.inner.to_string()
     }
 }
 

@@ -10,6 +10,7 @@ use crate::contract::{
 use crate::json::Json;
 use crate::py::convert::{dump, opt_json, path_arg, str_list, to_json};
 use crate::py::errors::wrong_type;
+use crate::py::frozen_class;
 
 /// The text of a model answer: str, bytes (UTF-8) or None (empty, as the reference).
 fn answer_text(raw: &Bound<'_, PyAny>, contract: &'static str) -> PyResult<String> {
@@ -62,19 +63,17 @@ fn meta(
     )?)
 }
 
-/// The methods both result classes share (value semantics, dict round trip, pickling).
+/// The methods both result classes share (dict round trip; value semantics come with `value`).
 macro_rules! result_class {
-    ($py:ident, $core:ty, $name:literal, { $($methods:tt)* }) => {
-        #[doc = concat!("The validated `", $name, "` of a child (frozen).")]
-        #[pyclass(frozen, module = "outrider._core", name = $name)]
-        pub struct $py {
-            pub inner: $core,
-        }
-
-        #[pymethods]
-        impl $py {
-            $($methods)*
-
+    ($py:ident, $core:ty, $name:literal, getters { $($getters:tt)* } $($methods:tt)*) => {
+        frozen_class! {
+            #[doc = concat!("The validated `", $name, "` of a child (frozen).")]
+            $py($core) as $name, value,
+            getters {
+                tool_usage: ToolUsage = |r| r.tool_usage.clone(),
+                terminal_reason: String = |r| r.terminal_reason.clone(),
+                $($getters)*
+            }
             /// Rebuild from `to_dict()` output (validated).
             #[classmethod]
             fn from_dict(_cls: &Bound<'_, PyType>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
@@ -96,230 +95,91 @@ macro_rules! result_class {
             fn evidence<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
                 PyTuple::new(py, &self.inner.evidence)
             }
-            #[getter]
-            fn tool_usage(&self) -> ToolUsage {
-                self.inner.tool_usage.clone()
-            }
-            #[getter]
-            fn terminal_reason(&self) -> &str {
-                &self.inner.terminal_reason
-            }
-            fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-                other.cast::<$py>().is_ok_and(|o| o.get().inner == self.inner)
-            }
-            fn __hash__(&self) -> u64 {
-                crate::py::hash_of(&self.inner)
-            }
-            fn __repr__(&self) -> String {
-                self.inner.to_string()
-            }
-            fn __copy__(slf: Py<Self>) -> Py<Self> {
-                slf
-            }
-            fn __deepcopy__(slf: Py<Self>, _memo: &Bound<'_, PyAny>) -> Py<Self> {
-                slf
-            }
-            fn __reduce__<'py>(slf: &Bound<'py, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-                let d = slf.get().to_dict(py)?;
-                (slf.get_type().getattr("from_dict")?, (d,)).into_pyobject(py)
-            }
+            $($methods)*
         }
     };
 }
 
-result_class!(PyExploreResult, ExploreResult, "ExploreResult", {
+result_class!(PyExploreResult, ExploreResult, "ExploreResult",
+    getters {
+        status: &'static str = |r| r.status.as_str(),
+        summary: String = |r| r.summary.clone(),
+    }
     #[new]
     #[pyo3(signature = (status, summary, findings=None, evidence=None, unresolved_questions=None, tool_usage=None, terminal_reason="unknown"))]
-    fn py_new(
-        status: &Bound<'_, PyAny>,
-        summary: &Bound<'_, PyAny>,
-        findings: Option<&Bound<'_, PyAny>>,
-        evidence: Option<&Bound<'_, PyAny>>,
-        unresolved_questions: Option<&Bound<'_, PyAny>>,
-        tool_usage: Option<&Bound<'_, PyAny>>,
-        terminal_reason: &str,
-    ) -> PyResult<Self> {
-        let mut obj = object(
-            ("status", status),
-            [
-                ("summary", Some(summary)),
-                ("findings", findings),
-                ("evidence", evidence),
-            ],
-        )?;
+    fn py_new(status: &Bound<'_, PyAny>, summary: &Bound<'_, PyAny>, findings: Option<&Bound<'_, PyAny>>, evidence: Option<&Bound<'_, PyAny>>,
+        unresolved_questions: Option<&Bound<'_, PyAny>>, tool_usage: Option<&Bound<'_, PyAny>>, terminal_reason: &str) -> PyResult<Self> {
+        let mut obj = object(("status", status), [("summary", Some(summary)), ("findings", findings), ("evidence", evidence)])?;
         if let (Json::Object(items), Some(u)) = (&mut obj, unresolved_questions) {
-            items.push((
-                "unresolved_questions".into(),
-                to_json(u, "unresolved_questions")?,
-            ));
+            items.push(("unresolved_questions".into(), to_json(u, "unresolved_questions")?));
         }
-        let inner = ExploreResult::from_object(&obj, usage(tool_usage)?, terminal_reason)
-            .map_err(crate::Error::from)?;
+        let inner = ExploreResult::from_object(&obj, usage(tool_usage)?, terminal_reason).map_err(crate::Error::from)?;
         Ok(PyExploreResult { inner })
     }
-
     /// Strict parse of a final answer, exactly as the reference parses it.
     #[classmethod]
     #[pyo3(signature = (text, *, tool_usage=None, terminal_reason="unknown"))]
-    fn from_json(
-        _cls: &Bound<'_, PyType>,
-        py: Python<'_>,
-        text: &Bound<'_, PyAny>,
-        tool_usage: Option<&Bound<'_, PyAny>>,
-        terminal_reason: &str,
-    ) -> PyResult<Self> {
+    fn from_json(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, tool_usage: Option<&Bound<'_, PyAny>>, terminal_reason: &str) -> PyResult<Self> {
         let (raw, usage) = (answer_text(text, "ExploreResult")?, usage(tool_usage)?);
-        let inner = py
-            .detach(|| ExploreResult::from_json(&raw, usage, terminal_reason))
-            .map_err(crate::Error::from)?;
+        let inner = py.detach(|| ExploreResult::from_json(&raw, usage, terminal_reason)).map_err(crate::Error::from)?;
         Ok(PyExploreResult { inner })
     }
-
     /// Lenient parse: also a fenced or prose-wrapped answer. Returns `(result, repair)`.
     #[classmethod]
     #[pyo3(signature = (text, *, tool_usage=None, terminal_reason="unknown"))]
-    fn repair(
-        _cls: &Bound<'_, PyType>,
-        py: Python<'_>,
-        text: &Bound<'_, PyAny>,
-        tool_usage: Option<&Bound<'_, PyAny>>,
-        terminal_reason: &str,
-    ) -> PyResult<(Self, Option<&'static str>)> {
+    fn repair(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, tool_usage: Option<&Bound<'_, PyAny>>, terminal_reason: &str) -> PyResult<(Self, Option<&'static str>)> {
         let (raw, usage) = (answer_text(text, "ExploreResult")?, usage(tool_usage)?);
-        let (inner, r) = py
-            .detach(|| ExploreResult::repair(&raw, usage, terminal_reason))
-            .map_err(crate::Error::from)?;
+        let (inner, r) = py.detach(|| ExploreResult::repair(&raw, usage, terminal_reason)).map_err(crate::Error::from)?;
         Ok((PyExploreResult { inner }, r.map(|r| r.as_str())))
-    }
-
-    #[getter]
-    fn status(&self) -> &'static str {
-        self.inner.status.as_str()
-    }
-    #[getter]
-    fn summary(&self) -> &str {
-        &self.inner.summary
     }
     #[getter]
     fn unresolved_questions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         PyTuple::new(py, &self.inner.unresolved_questions)
     }
-});
+);
 
-result_class!(
-    PyVerificationResult,
-    VerificationResult,
-    "VerificationResult",
-    {
-        #[new]
-        #[pyo3(signature = (verdict, reasons=None, findings=None, evidence=None, child_session_id=None, child_run_id=None, terminal_reason="unknown", tool_usage=None, token_usage=None))]
-        #[allow(clippy::too_many_arguments)]
-        fn py_new(
-            verdict: &Bound<'_, PyAny>,
-            reasons: Option<&Bound<'_, PyAny>>,
-            findings: Option<&Bound<'_, PyAny>>,
-            evidence: Option<&Bound<'_, PyAny>>,
-            child_session_id: Option<String>,
-            child_run_id: Option<String>,
-            terminal_reason: &str,
-            tool_usage: Option<&Bound<'_, PyAny>>,
-            token_usage: Option<&Bound<'_, PyAny>>,
-        ) -> PyResult<Self> {
-            let obj = object(
-                ("verdict", verdict),
-                [
-                    ("reasons", reasons),
-                    ("findings", findings),
-                    ("evidence", evidence),
-                ],
-            )?;
-            let meta = meta(
-                child_session_id,
-                child_run_id,
-                terminal_reason,
-                tool_usage,
-                token_usage,
-            )?;
-            let inner = VerificationResult::from_object(&obj, meta).map_err(crate::Error::from)?;
-            Ok(PyVerificationResult { inner })
-        }
-
-        /// Strict parse of a final answer, exactly as the reference parses it.
-        #[classmethod]
-        #[pyo3(signature = (text, *, child_session_id=None, child_run_id=None, terminal_reason="unknown", tool_usage=None, token_usage=None))]
-        #[allow(clippy::too_many_arguments)]
-        fn from_json(
-            _cls: &Bound<'_, PyType>,
-            py: Python<'_>,
-            text: &Bound<'_, PyAny>,
-            child_session_id: Option<String>,
-            child_run_id: Option<String>,
-            terminal_reason: &str,
-            tool_usage: Option<&Bound<'_, PyAny>>,
-            token_usage: Option<&Bound<'_, PyAny>>,
-        ) -> PyResult<Self> {
-            let raw = answer_text(text, "VerificationResult")?;
-            let meta = meta(
-                child_session_id,
-                child_run_id,
-                terminal_reason,
-                tool_usage,
-                token_usage,
-            )?;
-            let inner = py
-                .detach(|| VerificationResult::from_json(&raw, meta))
-                .map_err(crate::Error::from)?;
-            Ok(PyVerificationResult { inner })
-        }
-
-        /// Lenient parse; returns `(result, repair)`.
-        #[classmethod]
-        #[pyo3(signature = (text, *, child_session_id=None, child_run_id=None, terminal_reason="unknown", tool_usage=None, token_usage=None))]
-        #[allow(clippy::too_many_arguments)]
-        fn repair(
-            _cls: &Bound<'_, PyType>,
-            py: Python<'_>,
-            text: &Bound<'_, PyAny>,
-            child_session_id: Option<String>,
-            child_run_id: Option<String>,
-            terminal_reason: &str,
-            tool_usage: Option<&Bound<'_, PyAny>>,
-            token_usage: Option<&Bound<'_, PyAny>>,
-        ) -> PyResult<(Self, Option<&'static str>)> {
-            let raw = answer_text(text, "VerificationResult")?;
-            let meta = meta(
-                child_session_id,
-                child_run_id,
-                terminal_reason,
-                tool_usage,
-                token_usage,
-            )?;
-            let (inner, r) = py
-                .detach(|| VerificationResult::repair(&raw, meta))
-                .map_err(crate::Error::from)?;
-            Ok((PyVerificationResult { inner }, r.map(|r| r.as_str())))
-        }
-
-        #[getter]
-        fn verdict(&self) -> &'static str {
-            self.inner.verdict.as_str()
-        }
-        #[getter]
-        fn reasons<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-            PyTuple::new(py, &self.inner.reasons)
-        }
-        #[getter]
-        fn child_session_id(&self) -> Option<&str> {
-            self.inner.child_session_id.as_deref()
-        }
-        #[getter]
-        fn child_run_id(&self) -> Option<&str> {
-            self.inner.child_run_id.as_deref()
-        }
-        #[getter]
-        fn token_usage(&self) -> u64 {
-            self.inner.token_usage
-        }
+result_class!(PyVerificationResult, VerificationResult, "VerificationResult",
+    getters {
+        verdict: &'static str = |r| r.verdict.as_str(),
+        child_session_id: Option<String> = |r| r.child_session_id.clone(),
+        child_run_id: Option<String> = |r| r.child_run_id.clone(),
+        token_usage: u64 = |r| r.token_usage,
+    }
+    #[new]
+    #[pyo3(signature = (verdict, reasons=None, findings=None, evidence=None, child_session_id=None, child_run_id=None, terminal_reason="unknown", tool_usage=None, token_usage=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn py_new(verdict: &Bound<'_, PyAny>, reasons: Option<&Bound<'_, PyAny>>, findings: Option<&Bound<'_, PyAny>>, evidence: Option<&Bound<'_, PyAny>>,
+        child_session_id: Option<String>, child_run_id: Option<String>, terminal_reason: &str, tool_usage: Option<&Bound<'_, PyAny>>, token_usage: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let obj = object(("verdict", verdict), [("reasons", reasons), ("findings", findings), ("evidence", evidence)])?;
+        let meta = meta(child_session_id, child_run_id, terminal_reason, tool_usage, token_usage)?;
+        let inner = VerificationResult::from_object(&obj, meta).map_err(crate::Error::from)?;
+        Ok(PyVerificationResult { inner })
+    }
+    /// Strict parse of a final answer, exactly as the reference parses it.
+    #[classmethod]
+    #[pyo3(signature = (text, *, child_session_id=None, child_run_id=None, terminal_reason="unknown", tool_usage=None, token_usage=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn from_json(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, child_session_id: Option<String>, child_run_id: Option<String>,
+        terminal_reason: &str, tool_usage: Option<&Bound<'_, PyAny>>, token_usage: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let raw = answer_text(text, "VerificationResult")?;
+        let meta = meta(child_session_id, child_run_id, terminal_reason, tool_usage, token_usage)?;
+        let inner = py.detach(|| VerificationResult::from_json(&raw, meta)).map_err(crate::Error::from)?;
+        Ok(PyVerificationResult { inner })
+    }
+    /// Lenient parse; returns `(result, repair)`.
+    #[classmethod]
+    #[pyo3(signature = (text, *, child_session_id=None, child_run_id=None, terminal_reason="unknown", tool_usage=None, token_usage=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn repair(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, child_session_id: Option<String>, child_run_id: Option<String>,
+        terminal_reason: &str, tool_usage: Option<&Bound<'_, PyAny>>, token_usage: Option<&Bound<'_, PyAny>>) -> PyResult<(Self, Option<&'static str>)> {
+        let raw = answer_text(text, "VerificationResult")?;
+        let meta = meta(child_session_id, child_run_id, terminal_reason, tool_usage, token_usage)?;
+        let (inner, r) = py.detach(|| VerificationResult::repair(&raw, meta)).map_err(crate::Error::from)?;
+        Ok((PyVerificationResult { inner }, r.map(|r| r.as_str())))
+    }
+    #[getter]
+    fn reasons<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, &self.inner.reasons)
     }
 );
 

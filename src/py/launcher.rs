@@ -11,68 +11,39 @@ use crate::llm::ChatModel;
 use crate::py::contract::{PyExploreResult, PyVerificationResult};
 use crate::py::convert::{dump, opt_int, opt_json, opt_str, opt_str_list, path_arg};
 use crate::py::errors::wrong_type;
+use crate::py::frozen_class;
 use crate::py::model::PyCallableModel;
 use crate::py::profile::PyRuntimeProfile;
 use crate::py::runtime::{block_on, spawn_awaitable};
 use crate::runner::{CancelToken, ParsedResult};
 
-/// A request for one child (frozen).
-#[pyclass(frozen, module = "outrider._core", name = "SubagentRequest")]
-pub struct PySubagentRequest {
-    pub inner: SubagentRequest,
-}
-
-#[pymethods]
-impl PySubagentRequest {
+frozen_class! {
+    /// A request for one child (frozen).
+    PySubagentRequest(SubagentRequest) as "SubagentRequest",
+    getters {
+        profile_name: String = |r| r.profile_name.clone(),
+        task: String = |r| r.task.clone(),
+        model_choice: Option<&'static str> = |r| r.model_choice.map(|m| m.as_str()),
+        parent_session_id: Option<String> = |r| r.parent_session_id.clone(),
+        parent_run_id: Option<String> = |r| r.parent_run_id.clone(),
+    }
     #[new]
     #[pyo3(signature = (profile_name=None, task=None, structured_context=None, model_choice=None, parent_session_id=None, parent_run_id=None))]
-    fn py_new(
-        profile_name: Option<&Bound<'_, PyAny>>,
-        task: Option<&Bound<'_, PyAny>>,
-        structured_context: Option<&Bound<'_, PyAny>>,
-        model_choice: Option<&Bound<'_, PyAny>>,
-        parent_session_id: Option<&Bound<'_, PyAny>>,
-        parent_run_id: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
+    fn py_new(profile_name: Option<&Bound<'_, PyAny>>, task: Option<&Bound<'_, PyAny>>, structured_context: Option<&Bound<'_, PyAny>>,
+        model_choice: Option<&Bound<'_, PyAny>>, parent_session_id: Option<&Bound<'_, PyAny>>, parent_run_id: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let init = RequestInit {
             profile_name: opt_str(profile_name, "SubagentRequest.profile_name")?,
             task: opt_str(task, "SubagentRequest.task")?,
-            structured_context: Some(opt_json(
-                structured_context,
-                "SubagentRequest.structured_context",
-            )?),
+            structured_context: Some(opt_json(structured_context, "SubagentRequest.structured_context")?),
             model_choice: opt_str(model_choice, "SubagentRequest.model_choice")?,
             parent_session_id: opt_str(parent_session_id, "SubagentRequest.parent_session_id")?,
             parent_run_id: opt_str(parent_run_id, "SubagentRequest.parent_run_id")?,
         };
-        Ok(PySubagentRequest {
-            inner: init.build()?,
-        })
-    }
-
-    #[getter]
-    fn profile_name(&self) -> &str {
-        &self.inner.profile_name
-    }
-    #[getter]
-    fn task(&self) -> &str {
-        &self.inner.task
-    }
-    #[getter]
-    fn model_choice(&self) -> Option<&'static str> {
-        self.inner.model_choice.map(|m| m.as_str())
+        Ok(PySubagentRequest { inner: init.build()? })
     }
     #[getter]
     fn structured_context<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         dump(py, &self.inner.structured_context)
-    }
-    #[getter]
-    fn parent_session_id(&self) -> Option<&str> {
-        self.inner.parent_session_id.as_deref()
-    }
-    #[getter]
-    fn parent_run_id(&self) -> Option<&str> {
-        self.inner.parent_run_id.as_deref()
     }
     /// The child's first user message.
     fn render(&self) -> String {
@@ -82,109 +53,41 @@ impl PySubagentRequest {
         dump(py, &self.inner)
     }
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        other
-            .cast::<PySubagentRequest>()
-            .is_ok_and(|o| o.get().inner == self.inner)
+        other.cast::<PySubagentRequest>().is_ok_and(|o| o.get().inner == self.inner)
     }
     fn __repr__(&self) -> String {
-        use crate::json::py_repr_str as q;
-        let r = &self.inner;
-        let mut task: String = r.task.chars().take(60).collect();
-        if r.task.chars().count() > 60 {
-            task.push('…');
-        }
-        let choice = r.model_choice.map_or("None".to_string(), |m| q(m.as_str()));
-        format!(
-            "SubagentRequest(profile_name={}, task={}, model_choice={choice})",
-            q(&r.profile_name),
-            q(&task)
-        )
+        self.inner.to_string()
     }
 }
 
-/// What a launch produced (frozen).
-#[pyclass(frozen, module = "outrider._core", name = "SubagentLaunchResult")]
-pub struct PySubagentLaunchResult {
-    pub inner: SubagentLaunchResult,
-}
-
-#[pymethods]
-impl PySubagentLaunchResult {
-    #[getter]
-    fn status(&self) -> &'static str {
-        self.inner.status.as_str()
-    }
-    #[getter]
-    fn profile_name(&self) -> &str {
-        &self.inner.profile_name
-    }
-    #[getter]
-    fn child_session_id(&self) -> &str {
-        &self.inner.child_session_id
-    }
-    #[getter]
-    fn child_run_id(&self) -> &str {
-        &self.inner.child_run_id
+frozen_class! {
+    /// What a launch produced (frozen).
+    PySubagentLaunchResult(SubagentLaunchResult) as "SubagentLaunchResult",
+    getters {
+        status: &'static str = |r| r.status.as_str(),
+        profile_name: String = |r| r.profile_name.clone(),
+        child_session_id: String = |r| r.child_session_id.clone(),
+        child_run_id: String = |r| r.child_run_id.clone(),
+        model_used: &'static str = |r| r.model_used.as_str(),
+        terminal_reason: &'static str = |r| r.terminal_reason.as_str(),
+        failure_reason: Option<&'static str> = |r| r.failure_reason.map(|t| t.as_str()),
+        error: Option<String> = |r| r.error.clone(),
+        elapsed_ms: u64 = |r| r.elapsed_ms,
+        tool_usage: crate::ToolUsage = |r| r.tool_usage.clone(),
+        token_usage: u64 = |r| r.token_usage,
+        usage_estimated: bool = |r| r.usage_estimated,
+        repair: Option<&'static str> = |r| r.repair.map(|x| x.as_str()),
+        model_calls: u64 = |r| r.model_calls,
+        trace_path: Option<String> = |r| r.trace_path.as_ref().map(|p| p.display().to_string()),
     }
     #[getter]
     fn result(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         Ok(match &self.inner.result {
-            Some(ParsedResult::Explore(r)) => {
-                Some(Py::new(py, PyExploreResult { inner: r.clone() })?.into_any())
-            }
-            Some(ParsedResult::Verification(r)) => {
-                Some(Py::new(py, PyVerificationResult { inner: r.clone() })?.into_any())
-            }
+            Some(ParsedResult::Explore(r)) => Some(Py::new(py, PyExploreResult { inner: r.clone() })?.into_any()),
+            Some(ParsedResult::Verification(r)) => Some(Py::new(py, PyVerificationResult { inner: r.clone() })?.into_any()),
             Some(ParsedResult::Text(t)) => Some(t.into_pyobject(py)?.into_any().unbind()),
             None => None,
         })
-    }
-    #[getter]
-    fn model_used(&self) -> &'static str {
-        self.inner.model_used.as_str()
-    }
-    #[getter]
-    fn terminal_reason(&self) -> &'static str {
-        self.inner.terminal_reason.as_str()
-    }
-    #[getter]
-    fn failure_reason(&self) -> Option<&'static str> {
-        self.inner.failure_reason.map(|r| r.as_str())
-    }
-    #[getter]
-    fn error(&self) -> Option<&str> {
-        self.inner.error.as_deref()
-    }
-    #[getter]
-    fn elapsed_ms(&self) -> u64 {
-        self.inner.elapsed_ms
-    }
-    #[getter]
-    fn tool_usage(&self) -> crate::ToolUsage {
-        self.inner.tool_usage.clone()
-    }
-    #[getter]
-    fn token_usage(&self) -> u64 {
-        self.inner.token_usage
-    }
-    #[getter]
-    fn usage_estimated(&self) -> bool {
-        self.inner.usage_estimated
-    }
-    #[getter]
-    fn repair(&self) -> Option<&'static str> {
-        self.inner.repair.map(|r| r.as_str())
-    }
-    #[getter]
-    fn model_calls(&self) -> u64 {
-        self.inner.model_calls
-    }
-    #[getter]
-    fn trace_path(&self) -> Option<String> {
-        self.inner
-            .trace_path
-            .as_ref()
-            .map(|p| p.display().to_string())
     }
     #[getter]
     fn ungrounded_evidence<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

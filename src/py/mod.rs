@@ -5,7 +5,6 @@ mod agent;
 mod contract;
 mod convert;
 mod errors;
-mod hot;
 mod launcher;
 mod model;
 mod openai;
@@ -40,13 +39,59 @@ pub const EXPORTS: [&str; 18] = [
     "tool_schemas",
 ];
 
-/// Python's `hash()` of a frozen value, from the core's `Hash`.
-fn hash_of(value: &impl std::hash::Hash) -> u64 {
-    use std::hash::Hasher;
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    value.hash(&mut h);
-    h.finish()
+/// A frozen Python class over a core value: the struct, one-line getters (`name: Type = |inner|
+/// expression`), and any further methods, in one `#[pymethods]` block. With `value`, it also
+/// gets value semantics from the core type (`==`, `hash`, `repr` from `Display`, copies that are
+/// the object itself, and pickling through `from_dict(to_dict())`).
+macro_rules! frozen_class {
+    ($(#[$doc:meta])* $py:ident($core:ty) as $name:literal, value,
+     getters { $($get:ident: $ty:ty = |$s:ident| $expr:expr),* $(,)? }
+     $($methods:tt)*) => {
+        $crate::py::frozen_class! {
+            $(#[$doc])* $py($core) as $name,
+            getters { $($get: $ty = |$s| $expr),* }
+            fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+                other.cast::<$py>().is_ok_and(|o| o.get().inner == self.inner)
+            }
+            fn __hash__(&self) -> u64 {
+                use std::hash::{Hash, Hasher};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                self.inner.hash(&mut h);
+                h.finish()
+            }
+            fn __repr__(&self) -> String {
+                self.inner.to_string()
+            }
+            fn __copy__(slf: Py<Self>) -> Py<Self> {
+                slf
+            }
+            fn __deepcopy__(slf: Py<Self>, _memo: &Bound<'_, PyAny>) -> Py<Self> {
+                slf
+            }
+            fn __reduce__<'py>(slf: &Bound<'py, Self>, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+                let d = slf.get().to_dict(py)?;
+                (slf.get_type().getattr("from_dict")?, (d,)).into_pyobject(py)
+            }
+            $($methods)*
+        }
+    };
+    ($(#[$doc:meta])* $py:ident($core:ty) as $name:literal,
+     getters { $($get:ident: $ty:ty = |$s:ident| $expr:expr),* $(,)? }
+     $($methods:tt)*) => {
+        $(#[$doc])*
+        #[pyclass(frozen, module = "outrider._core", name = $name)]
+        pub struct $py {
+            pub inner: $core,
+        }
+
+        #[pymethods]
+        impl $py {
+            $(#[getter] fn $get(&self) -> $ty { let $s = &self.inner; $expr })*
+            $($methods)*
+        }
+    };
 }
+pub(crate) use frozen_class;
 
 /// The native core of outrider (`outrider._core`).
 #[pymodule]

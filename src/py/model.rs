@@ -16,7 +16,7 @@ use crate::py::convert::{to_json, type_name};
 pub struct PyCallableModel {
     callable: Arc<Py<PyAny>>,
     name: String,
-    hot: Arc<crate::py::hot::HotCaller>,
+    hot: Arc<crate::exec::HotCaller>,
 }
 
 impl PyCallableModel {
@@ -30,7 +30,7 @@ impl PyCallableModel {
         PyCallableModel {
             callable: Arc::new(callable.clone().unbind()),
             name,
-            hot: crate::py::hot::HotCaller::start("outrider-model"),
+            hot: crate::exec::HotCaller::start("outrider-model"),
         }
     }
 }
@@ -130,16 +130,15 @@ impl ChatModel for PyCallableModel {
         let body = request.to_openai_string();
         let what = format!("model callable {}", self.name);
         Box::pin(async move {
-            let value = crate::py::hot::run_off_thread(&hot, move || {
-                call_blocking(&callable, &body, &what)
-            })
-            .await
-            .map_err(|e| {
-                ModelError::new(
-                    ModelErrorKind::Callback,
-                    format!("model callable thread failed: {e}"),
-                )
-            })??;
+            let value =
+                crate::exec::run_off_thread(&hot, move || call_blocking(&callable, &body, &what))
+                    .await
+                    .map_err(|e| {
+                        ModelError::new(
+                            ModelErrorKind::Callback,
+                            format!("model callable thread failed: {e}"),
+                        )
+                    })??;
             ChatResponse::from_value(&value).map_err(ModelError::from)
         })
     }

@@ -1,18 +1,13 @@
 //! `outrider.RuntimeProfile`: a frozen view of the core profile.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyFrozenSet, PyString, PyTuple, PyType};
+use pyo3::types::{PyDict, PyFrozenSet, PyString, PyType};
 
 use crate::json::Json;
 use crate::profile::{RuntimeProfile, PROFILE_FIELDS};
 use crate::py::convert::to_json;
 use crate::py::errors::wrong_type;
-
-/// A sub-agent profile (frozen). See the stub for field docs.
-#[pyclass(frozen, module = "outrider._core", name = "RuntimeProfile")]
-pub struct PyRuntimeProfile {
-    pub inner: RuntimeProfile,
-}
+use crate::py::frozen_class;
 
 /// Keyword values → `(field, JSON)` pairs for the core. The allow-list may be any iterable.
 fn fields(d: &Bound<'_, PyDict>) -> PyResult<Vec<(String, Json)>> {
@@ -34,8 +29,25 @@ fn fields(d: &Bound<'_, PyDict>) -> PyResult<Vec<(String, Json)>> {
         .collect()
 }
 
-#[pymethods]
-impl PyRuntimeProfile {
+frozen_class! {
+    /// A sub-agent profile (frozen). See the stub for field docs.
+    PyRuntimeProfile(RuntimeProfile) as "RuntimeProfile", value,
+    getters {
+        rendered_system_prompt: String = |p| p.rendered_system_prompt(),
+        name: String = |p| p.name.clone(),
+        system_prompt: String = |p| p.system_prompt.clone(),
+        max_steps: i64 = |p| p.max_steps,
+        context_token_budget: i64 = |p| p.context_token_budget,
+        total_token_budget: i64 = |p| p.total_token_budget,
+        model_choice: String = |p| p.model_choice.clone(),
+        context_source_policy: String = |p| p.context_source_policy.clone(),
+        completion_policy: String = |p| p.completion_policy.clone(),
+        result_contract: String = |p| p.result_contract.clone(),
+        recursive_subagents: bool = |p| p.recursive_subagents,
+        gate_retries: i64 = |p| p.gate_retries,
+        on_budget_exhausted: String = |p| p.on_budget_exhausted.clone(),
+        timeout_seconds: f64 = |p| p.timeout_seconds,
+    }
     #[new]
     #[pyo3(signature = (name, system_prompt, tool_allowlist=None, max_steps=None, context_token_budget=None,
         total_token_budget=None, model_choice=None, context_source_policy=None, completion_policy=None,
@@ -113,87 +125,8 @@ impl PyRuntimeProfile {
         })
     }
 
-    /// The system prompt with the budgets filled in: what the child actually receives.
-    #[getter]
-    fn rendered_system_prompt(&self) -> String {
-        self.inner.rendered_system_prompt()
-    }
-    #[getter]
-    fn name(&self) -> &str {
-        &self.inner.name
-    }
-    #[getter]
-    fn system_prompt(&self) -> &str {
-        &self.inner.system_prompt
-    }
     #[getter]
     fn tool_allowlist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyFrozenSet>> {
         PyFrozenSet::new(py, &self.inner.tool_allowlist)
-    }
-    #[getter]
-    fn max_steps(&self) -> i64 {
-        self.inner.max_steps
-    }
-    #[getter]
-    fn context_token_budget(&self) -> i64 {
-        self.inner.context_token_budget
-    }
-    #[getter]
-    fn total_token_budget(&self) -> i64 {
-        self.inner.total_token_budget
-    }
-    #[getter]
-    fn model_choice(&self) -> &str {
-        &self.inner.model_choice
-    }
-    #[getter]
-    fn context_source_policy(&self) -> &str {
-        &self.inner.context_source_policy
-    }
-    #[getter]
-    fn completion_policy(&self) -> &str {
-        &self.inner.completion_policy
-    }
-    #[getter]
-    fn result_contract(&self) -> &str {
-        &self.inner.result_contract
-    }
-    #[getter]
-    fn recursive_subagents(&self) -> bool {
-        self.inner.recursive_subagents
-    }
-    #[getter]
-    fn gate_retries(&self) -> i64 {
-        self.inner.gate_retries
-    }
-    #[getter]
-    fn on_budget_exhausted(&self) -> &str {
-        &self.inner.on_budget_exhausted
-    }
-    #[getter]
-    fn timeout_seconds(&self) -> f64 {
-        self.inner.timeout_seconds
-    }
-
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        other
-            .cast::<PyRuntimeProfile>()
-            .is_ok_and(|o| o.get().inner == self.inner)
-    }
-    fn __hash__(&self) -> u64 {
-        crate::py::hash_of(&self.inner)
-    }
-    fn __repr__(&self) -> String {
-        self.inner.to_string()
-    }
-    fn __copy__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-    fn __deepcopy__(slf: Py<Self>, _memo: &Bound<'_, PyAny>) -> Py<Self> {
-        slf
-    }
-    fn __reduce__<'py>(slf: &Bound<'py, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let d = slf.get().to_dict(py)?;
-        (slf.get_type().getattr("from_dict")?, (d,)).into_pyobject(py)
     }
 }

@@ -2,7 +2,6 @@
 //! without going deaf to Ctrl-C.
 
 use std::future::Future;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use pyo3::prelude::*;
@@ -12,19 +11,6 @@ use crate::runner::CancelToken;
 
 /// How often a blocked call looks for a pending signal (Ctrl-C).
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
-
-/// The runtime (multi-threaded; tools and sync Python callables run on its blocking pool).
-pub fn runtime() -> &'static tokio::runtime::Runtime {
-    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RT.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .thread_name("outrider")
-            .max_blocking_threads(256)
-            .enable_all()
-            .build()
-            .expect("the outrider runtime could not start")
-    })
-}
 
 /// Run `fut` to completion with the GIL released, driving it on the calling thread (no hand-off
 /// to a worker and back). A pending signal (Ctrl-C) is checked every 50 ms: it cancels `cancel`,
@@ -48,9 +34,9 @@ where
     }
     py.detach(|| {
         // This thread only waits for the future: it may spin briefly for answers (see `hot`).
-        crate::py::hot::allow_spin(true);
+        crate::exec::allow_spin(true);
         let _reset = ResetSpin;
-        runtime().block_on(async {
+        crate::exec::runtime().block_on(async {
             let mut fut = std::pin::pin!(fut);
             let mut tick = tokio::time::interval(SIGNAL_POLL);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -111,7 +97,7 @@ where
         (Py::new(py, CancelOnDone { cancel })?,),
     )?;
     let (fut_ref, loop_ref) = (future.clone().unbind(), event_loop.unbind());
-    runtime().spawn(async move {
+    crate::exec::runtime().spawn(async move {
         let out = fut.await;
         Python::attach(|py| {
             let Ok(resolve) = py
@@ -138,6 +124,6 @@ struct ResetSpin;
 
 impl Drop for ResetSpin {
     fn drop(&mut self) {
-        crate::py::hot::allow_spin(false);
+        crate::exec::allow_spin(false);
     }
 }

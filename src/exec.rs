@@ -1,4 +1,5 @@
-//! Low-latency hand-off for sync Python callables.
+//! Where work runs: the process's one tokio runtime, and a low-latency hand-off for blocking
+//! callbacks (a sync Python model callable, for one).
 //!
 //! A sync model callable must run off the thread that waits for it, so that the child's
 //! wall-clock limit and cancellation still hold if it hangs. On small VMs a thread hand-off costs
@@ -16,6 +17,8 @@ use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
+
+use std::sync::OnceLock;
 
 use tokio::sync::oneshot;
 
@@ -148,4 +151,17 @@ impl<T> Future for SpinJoin<T> {
             }
         }
     }
+}
+
+/// The runtime (multi-threaded; tools and sync Python callables run on its blocking pool).
+pub fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .thread_name("outrider")
+            .max_blocking_threads(256)
+            .enable_all()
+            .build()
+            .expect("the outrider runtime could not start")
+    })
 }
