@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::Semaphore;
 
 use crate::contract::{SubagentStatus, ToolUsage, VerificationVerdict};
-use crate::json::py_dumps;
+use crate::pyjson::py_dumps;
 use crate::llm::ChatModel;
 use crate::profile::{explore_profile, verification_profile, RuntimeProfile};
 use crate::runner::{CancelToken, ParsedResult, RunOutcome, RuntimeRunner, TerminalReason};

@@ -14,7 +14,7 @@
 pub mod contract;
 pub mod error;
 pub mod evidence;
-pub mod json;
+pub mod pyjson;
 pub mod launcher;
 pub mod llm;
 pub mod main_agent;

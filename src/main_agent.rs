@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::json::Json;
+use crate::pyjson::Json;
 use crate::launcher::SubagentLauncher;
 use crate::llm::ChatModel;
 use crate::profile::{explore_profile, RuntimeProfile};

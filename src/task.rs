@@ -5,7 +5,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::contract::SubagentStatus;
-use crate::json::Json;
+use crate::pyjson::Json;
 use crate::launcher::{SubagentLaunchResult, SubagentRequest};
 use crate::runner::ParsedResult;
 use crate::tools::envelope::{ErrorCode, ToolResult};

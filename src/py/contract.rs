@@ -8,7 +8,7 @@ use crate::contract::{
     ContractError, ExploreResult, Repair, ToolUsage, VerificationMeta, VerificationResult,
     Violation,
 };
-use crate::json::Json;
+use crate::pyjson::Json;
 use crate::py::convert::{req_str, str_tuple, to_json, type_name, value_to_py};
 use crate::py::errors::contract_error;
 
@@ -64,12 +64,12 @@ fn tool_usage_arg(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<ToolUs
         let name = req_str(&k, &format!("{what} key"))?;
         let count = crate::py::convert::req_int(
             &v,
-            &format!("{what}[{}]", crate::json::py_repr_str(&name)),
+            &format!("{what}[{}]", crate::pyjson::py_repr_str(&name)),
         )?;
         if count < 0 {
             return Err(PyValueError::new_err(format!(
                 "{what}[{}] must be >= 0, got {count}",
-                crate::json::py_repr_str(&name)
+                crate::pyjson::py_repr_str(&name)
             )));
         }
         usage.insert(name, count as u64);
@@ -97,7 +97,7 @@ fn short(s: &str) -> String {
     } else {
         s.to_string()
     };
-    crate::json::py_repr_str(&text)
+    crate::pyjson::py_repr_str(&text)
 }
 
 fn list_repr(items: &[String]) -> String {

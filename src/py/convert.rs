@@ -4,7 +4,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PyString, PyTuple};
 
-use crate::json::Json;
+use crate::pyjson::Json;
 
 /// Nesting deeper than this in a Python value is refused (it would be a cycle or an attack).
 const MAX_DEPTH: usize = 256;
@@ -51,7 +51,7 @@ fn to_json_at(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Json
             let key = py_str(key, what)?;
             let value = to_json_at(
                 &v,
-                &format!("{what}[{}]", crate::json::py_repr_str(&key)),
+                &format!("{what}[{}]", crate::pyjson::py_repr_str(&key)),
                 depth + 1,
             )?;
             items.push((key, value));
@@ -204,7 +204,7 @@ pub fn str_tuple<'py>(py: Python<'py>, items: &[String]) -> PyResult<Bound<'py, 
 pub fn usage_repr(usage: &std::collections::BTreeMap<String, u64>) -> String {
     let parts: Vec<String> = usage
         .iter()
-        .map(|(k, v)| format!("{}: {v}", crate::json::py_repr_str(k)))
+        .map(|(k, v)| format!("{}: {v}", crate::pyjson::py_repr_str(k)))
         .collect();
     format!("{{{}}}", parts.join(", "))
 }

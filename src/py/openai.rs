@@ -153,10 +153,10 @@ impl PyOpenAICompatible {
         let c = self.client.config();
         format!(
             "OpenAICompatible(model={}, base_url={}, api_key={}, timeout={}, max_retries={})",
-            crate::json::py_repr_str(&c.model),
-            crate::json::py_repr_str(self.client.display_base_url()),
+            crate::pyjson::py_repr_str(&c.model),
+            crate::pyjson::py_repr_str(self.client.display_base_url()),
             if c.api_key.is_some() { "'***'" } else { "None" },
-            crate::json::Json::Float(c.timeout.as_secs_f64()).py_repr(),
+            crate::pyjson::Json::Float(c.timeout.as_secs_f64()).py_repr(),
             c.max_retries
         )
     }

@@ -313,6 +313,6 @@ struct PyFloatRepr(f64);
 
 impl std::fmt::Display for PyFloatRepr {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&crate::json::Json::Float(self.0).py_repr())
+        f.write_str(&crate::pyjson::Json::Float(self.0).py_repr())
     }
 }

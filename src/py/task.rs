@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyString;
 use serde_json::{json, Value};
 
-use crate::json::Json;
+use crate::pyjson::Json;
 use crate::launcher::SubagentLauncher;
 use crate::py::convert::{str_iterable, to_json, type_name, value_to_py};
 use crate::py::launcher::PySubagentLauncher;
@@ -86,7 +86,7 @@ impl PyTaskTool {
         let (raw, parsed) = match args.cast::<PyString>() {
             Ok(s) => {
                 let text = s.to_string();
-                match crate::json::parse(&text) {
+                match crate::pyjson::parse(&text) {
                     Ok(j) => (Value::String(text), j),
                     Err(e) => {
                         return Prepared::Done(task::error_envelope(

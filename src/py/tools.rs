@@ -116,7 +116,7 @@ pub fn tool_schemas<'py>(
         if let Some(bad) = wanted.iter().find(|w| !known.contains(w)) {
             return Err(PyValueError::new_err(format!(
                 "unknown tool {}; the read-only tools are {}",
-                crate::json::py_repr_str(bad),
+                crate::pyjson::py_repr_str(bad),
                 known.join(", ")
             )));
         }
@@ -128,7 +128,7 @@ pub fn tool_schemas<'py>(
         other => {
             return Err(PyValueError::new_err(format!(
                 "format must be 'openai' or 'anthropic', got {}",
-                crate::json::py_repr_str(other)
+                crate::pyjson::py_repr_str(other)
             )))
         }
     };
