@@ -10,9 +10,9 @@ use serde_json::{json, Map, Value};
 use tokio::sync::Semaphore;
 
 use crate::contract::{SubagentStatus, ToolUsage, VerificationVerdict};
-use crate::pyjson::py_dumps;
 use crate::llm::ChatModel;
 use crate::profile::{explore_profile, verification_profile, RuntimeProfile};
+use crate::pyjson::py_dumps;
 use crate::runner::{CancelToken, ParsedResult, RunOutcome, RuntimeRunner, TerminalReason};
 use crate::tools::permissions::PermissionContext;
 use crate::tools::registry::ToolRegistry;

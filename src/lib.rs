@@ -14,11 +14,11 @@
 pub mod contract;
 pub mod error;
 pub mod evidence;
-pub mod pyjson;
 pub mod launcher;
 pub mod llm;
 pub mod main_agent;
 pub mod profile;
+pub mod pyjson;
 pub mod runner;
 pub mod task;
 pub mod tools;

@@ -8,10 +8,10 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::pyjson::Json;
 use crate::launcher::SubagentLauncher;
 use crate::llm::ChatModel;
 use crate::profile::{explore_profile, RuntimeProfile};
+use crate::pyjson::Json;
 use crate::runner::{CancelToken, RunOutcome, RuntimeRunner};
 use crate::task;
 use crate::tools::context::ToolContext;

@@ -5,8 +5,8 @@
 use serde_json::{json, Map, Value};
 
 use crate::contract::SubagentStatus;
-use crate::pyjson::Json;
 use crate::launcher::{SubagentLaunchResult, SubagentRequest};
+use crate::pyjson::Json;
 use crate::runner::ParsedResult;
 use crate::tools::envelope::{ErrorCode, ToolResult};
 

@@ -5,7 +5,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use regex::Regex;
 use serde::Serialize;
@@ -98,28 +98,7 @@ pub fn redact(value: &Value) -> Value {
 
 /// A UTC timestamp in ISO 8601 with milliseconds and a `Z`.
 pub fn utc_now_iso() -> String {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    let secs = now.as_secs() as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        (rem / 60) % 60,
-        rem % 60,
-        now.subsec_millis()
-    )
+    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }
 
 /// A new child session id: `child-<32 hex>`.
@@ -381,6 +360,11 @@ mod tests {
             "{ts}"
         );
         assert!(ts.starts_with("20"));
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(951_782_400_007);
+        assert_eq!(
+            humantime::format_rfc3339_millis(at).to_string(),
+            "2000-02-29T00:00:00.007Z"
+        );
     }
 
     #[test]

@@ -8,9 +8,9 @@ use crate::contract::{
     ContractError, ExploreResult, Repair, ToolUsage, VerificationMeta, VerificationResult,
     Violation,
 };
-use crate::pyjson::Json;
 use crate::py::convert::{req_str, str_tuple, to_json, type_name, value_to_py};
 use crate::py::errors::contract_error;
+use crate::pyjson::Json;
 
 /// The text of a model answer: str, bytes (UTF-8) or None (treated as empty, as the reference).
 fn answer_text(py: Python<'_>, raw: &Bound<'_, PyAny>, contract: &'static str) -> PyResult<String> {

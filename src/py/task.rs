@@ -8,11 +8,11 @@ use pyo3::prelude::*;
 use pyo3::types::PyString;
 use serde_json::{json, Value};
 
-use crate::pyjson::Json;
 use crate::launcher::SubagentLauncher;
 use crate::py::convert::{str_iterable, to_json, type_name, value_to_py};
 use crate::py::launcher::PySubagentLauncher;
 use crate::py::runtime::{block_on, spawn_awaitable};
+use crate::pyjson::Json;
 use crate::runner::CancelToken;
 use crate::task::{self, TASK_TOOL_NAME};
 use crate::tools::envelope::{to_pretty_json, ErrorCode, ToolResult};
