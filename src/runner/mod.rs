@@ -5,31 +5,34 @@
 //! of a turn run concurrently on the blocking pool and go back in call order. The loop stops on
 //! a valid final answer or on one of the [`TerminalReason`]s; when steps or tokens run out and the
 //! profile says `on_budget_exhausted = "partial"`, one last tool-less call asks for the result.
+//!
+//! The parts: [`outcome`] (what a run produced), [`cancel`] (the cancellation token), `turn` (one
+//! model call and its tool calls), `gate` (the completion gate), `state` (what a run
+//! accumulates), [`context`] (fitting the history into the context budget).
 
+pub mod cancel;
 pub mod context;
+mod gate;
+pub mod outcome;
+mod state;
+mod turn;
 
 use std::collections::BTreeMap;
-use std::pin::pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
 use serde_json::{json, Value};
-use tokio::sync::Notify;
 
-use crate::contract::{
-    ContractError, ExploreResult, Repair, SubagentStatus, ToolUsage, VerificationMeta,
-    VerificationResult,
-};
-use crate::evidence::{check_evidence, EvidenceCheck};
-use crate::llm::{
-    estimate_tokens, ChatModel, ChatRequest, ChatResponse, Message, ModelErrorKind, ToolCall, Usage,
-};
+pub use cancel::CancelToken;
+pub use gate::UnknownRepair;
+pub use outcome::{ParsedResult, RunOutcome, TerminalReason, UnknownTerminalReason};
+
+use crate::contract::{Repair, SubagentStatus};
+use crate::evidence::EvidenceCheck;
+use crate::llm::{ChatModel, Message};
 use crate::profile::RuntimeProfile;
-use crate::tools::budget::OutputBudget;
-use crate::tools::context::ToolContext;
-use crate::tools::envelope::{ErrorCode, ToolResult};
+use crate::runner::gate::Gate;
+use crate::runner::state::{State, Stop};
 use crate::tools::permissions::PermissionContext;
 use crate::tools::registry::ToolRegistry;
 use crate::tools::workspace::Workspace;
@@ -38,151 +41,6 @@ use crate::trace::Trace;
 /// The hint added (not stored) when the model answered with nothing.
 pub const EMPTY_RESPONSE_HINT: &str =
     "Your last reply had no content and no tool calls. Reply with the final answer in content, or call a tool.";
-
-/// Why a run stopped. The first nine are the reference's; `timeout`, `cancelled` and
-/// `context_budget` are ours.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TerminalReason {
-    /// A valid final answer.
-    Completed,
-    /// A final answer whose evidence could not all be grounded after the gate's retries.
-    CompletedUnverified,
-    /// Two empty answers.
-    EmptyResponseFailed,
-    /// Invalid final answers beyond the gate's retries.
-    CompletionGateBlocked,
-    /// The step budget ran out.
-    MaxSteps,
-    /// The token budget ran out.
-    TokenBudget,
-    /// The model failed (error, refusal, unusable answer).
-    ModelError,
-    /// The wall-clock limit passed.
-    Timeout,
-    /// Someone cancelled the run.
-    Cancelled,
-    /// Even a fully compacted request does not fit the context budget.
-    ContextBudget,
-}
-
-impl TerminalReason {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TerminalReason::Completed => "completed",
-            TerminalReason::CompletedUnverified => "completed_unverified",
-            TerminalReason::EmptyResponseFailed => "empty_response_failed",
-            TerminalReason::CompletionGateBlocked => "completion_gate_blocked",
-            TerminalReason::MaxSteps => "max_steps",
-            TerminalReason::TokenBudget => "token_budget",
-            TerminalReason::ModelError => "model_error",
-            TerminalReason::Timeout => "timeout",
-            TerminalReason::Cancelled => "cancelled",
-            TerminalReason::ContextBudget => "context_budget",
-        }
-    }
-
-    /// Whether the run ended with a final answer the gate accepted.
-    pub fn is_success(self) -> bool {
-        matches!(
-            self,
-            TerminalReason::Completed | TerminalReason::CompletedUnverified
-        )
-    }
-}
-
-/// A cancellation signal shared by a run, its tools and whoever may cancel it.
-#[derive(Debug, Clone, Default)]
-pub struct CancelToken {
-    flag: Arc<AtomicBool>,
-    notify: Arc<Notify>,
-}
-
-impl CancelToken {
-    /// A fresh, uncancelled token.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Cancel: running model calls are abandoned and tools stop at their next check.
-    pub fn cancel(&self) {
-        self.flag.store(true, Ordering::SeqCst);
-        self.notify.notify_waiters();
-    }
-
-    /// Whether `cancel` was called.
-    pub fn is_cancelled(&self) -> bool {
-        self.flag.load(Ordering::SeqCst)
-    }
-
-    /// The flag tools poll.
-    pub fn flag(&self) -> Arc<AtomicBool> {
-        self.flag.clone()
-    }
-
-    /// Resolves once cancelled.
-    pub async fn cancelled(&self) {
-        loop {
-            let mut notified = pin!(self.notify.notified());
-            notified.as_mut().enable();
-            if self.is_cancelled() {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
-
-/// A parsed final answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ParsedResult {
-    /// An explore answer.
-    Explore(ExploreResult),
-    /// A verification answer.
-    Verification(VerificationResult),
-    /// Free text, for a profile without a result contract (a main agent).
-    Text(String),
-}
-
-impl ParsedResult {
-    fn evidence(&self) -> &[String] {
-        match self {
-            ParsedResult::Explore(r) => &r.evidence,
-            ParsedResult::Verification(r) => &r.evidence,
-            ParsedResult::Text(_) => &[],
-        }
-    }
-}
-
-/// Everything a run produced.
-#[derive(Debug, Clone)]
-pub struct RunOutcome {
-    /// Why it stopped.
-    pub terminal_reason: TerminalReason,
-    /// The accepted final text, if any.
-    pub final_text: Option<String>,
-    /// The parsed result: the accepted answer, or the wrap-up answer after a budget ran out.
-    pub result: Option<ParsedResult>,
-    /// The repair the gate made to accept the answer, if any.
-    pub repair: Option<Repair>,
-    /// What went wrong, for runs without a result.
-    pub error: Option<String>,
-    /// Model calls made (in-step retries and the wrap-up included).
-    pub model_calls: u64,
-    /// Steps used.
-    pub steps: u64,
-    /// Requested tool calls by name (denied and unknown ones included).
-    pub tool_usage: ToolUsage,
-    /// Tokens used: provider-reported where given, estimated otherwise.
-    pub token_usage: u64,
-    /// Whether any call's usage had to be estimated.
-    pub usage_estimated: bool,
-    /// Evidence items the gate could not ground (kept on a `completed_unverified` result).
-    pub ungrounded_evidence: Vec<EvidenceCheck>,
-    /// The whole conversation of the run.
-    pub messages: Vec<Message>,
-}
 
 /// What one run needs.
 pub struct RuntimeRunner {
@@ -204,27 +62,6 @@ pub struct RuntimeRunner {
     pub cancel: CancelToken,
     /// Extra system text (e.g. a tool catalogue for a main agent), appended to the prompt.
     pub extra_system: Option<String>,
-}
-
-enum Stop {
-    Terminal(TerminalReason, String),
-    Exhausted(TerminalReason, String),
-}
-
-struct State {
-    messages: Vec<Message>,
-    tokens: u64,
-    estimated: bool,
-    calls: u64,
-    tool_usage: BTreeMap<String, u64>,
-}
-
-enum Gate {
-    Accept(ParsedResult, Option<Repair>),
-    Reject {
-        feedback: String,
-        parsed: Option<(ParsedResult, Option<Repair>, Vec<EvidenceCheck>)>,
-    },
 }
 
 impl RuntimeRunner {
@@ -318,7 +155,7 @@ impl RuntimeRunner {
                 continue;
             }
             let text = resp.content.trim().to_string();
-            match self.gate(&text).await {
+            match gate::check(&self.profile, &self.workspace, &text).await {
                 Gate::Accept(result, repair) => {
                     st.messages.push(Message::Assistant {
                         content: text.clone(),
@@ -381,283 +218,6 @@ impl RuntimeRunner {
                 self.finish(st, step, reason, None, None, None, Some(error), vec![])
             }
             Stop::Exhausted(reason, error) => self.wrap_up(st, step, reason, error, deadline).await,
-        }
-    }
-
-    /// One model call within budget: fit the context, call with timeout and cancellation, count
-    /// tokens, log `model_output`.
-    async fn call(
-        &self,
-        step: u64,
-        st: &mut State,
-        tools: &Arc<Vec<Value>>,
-        schema_chars: usize,
-        hint: Option<&str>,
-        deadline: Instant,
-    ) -> Result<ChatResponse, Stop> {
-        if self.cancel.is_cancelled() {
-            return Err(Stop::Terminal(
-                TerminalReason::Cancelled,
-                "the run was cancelled".into(),
-            ));
-        }
-        let with_hint;
-        let messages: &[Message] = match hint {
-            Some(h) => {
-                with_hint = [
-                    st.messages.as_slice(),
-                    &[Message::User {
-                        content: h.to_string(),
-                    }],
-                ]
-                .concat();
-                &with_hint
-            }
-            None => &st.messages,
-        };
-        let budget = self.profile.context_token_budget as u64;
-        let (view, compaction) = context::fit(messages, schema_chars, budget).map_err(|needed| {
-            Stop::Terminal(
-                TerminalReason::ContextBudget,
-                format!(
-                    "the request needs about {needed} tokens even after compacting the history, but context_token_budget is {budget}"
-                ),
-            )
-        })?;
-        if compaction.shortened + compaction.summarised > 0 {
-            self.trace.log(
-                "context_compaction",
-                step,
-                json!({"shortened": compaction.shortened, "summarised": compaction.summarised,
-                       "before_tokens": compaction.before_tokens, "after_tokens": compaction.after_tokens}),
-            );
-        }
-        let request = ChatRequest {
-            model: self.model.model_id(),
-            messages: view.unwrap_or_else(|| messages.to_vec()),
-            tools: tools.clone(),
-            tool_choice: if tools.is_empty() {
-                None
-            } else {
-                Some("auto".into())
-            },
-        };
-        let estimated_prompt = compaction.after_tokens;
-        st.calls += 1;
-        let outcome = tokio::select! {
-            r = tokio::time::timeout_at(deadline.into(), self.model.complete(&request)) => r,
-            _ = self.cancel.cancelled() => {
-                return Err(Stop::Terminal(TerminalReason::Cancelled, "the run was cancelled".into()));
-            }
-        };
-        let resp = match outcome {
-            Err(_) => {
-                return Err(Stop::Terminal(
-                    TerminalReason::Timeout,
-                    format!(
-                        "the run exceeded its wall-clock limit of {}s",
-                        self.profile.timeout_seconds
-                    ),
-                ))
-            }
-            Ok(Err(e)) if e.kind == ModelErrorKind::Cancelled => {
-                return Err(Stop::Terminal(TerminalReason::Cancelled, e.to_string()))
-            }
-            Ok(Err(e)) => {
-                self.trace.log(
-                    "model_error",
-                    step,
-                    json!({"kind": e.kind.as_str(), "message": e.message, "status": e.status}),
-                );
-                return Err(Stop::Terminal(TerminalReason::ModelError, e.to_string()));
-            }
-            Ok(Ok(r)) => r,
-        };
-        let usage = match resp.usage {
-            Some(u) => u,
-            None => {
-                st.estimated = true;
-                let completion = estimate_tokens(
-                    resp.content.chars().count()
-                        + resp
-                            .tool_calls
-                            .iter()
-                            .map(|c| c.name.len() + c.arguments.len())
-                            .sum::<usize>(),
-                );
-                Usage {
-                    prompt_tokens: estimated_prompt,
-                    completion_tokens: completion,
-                    total_tokens: estimated_prompt + completion,
-                }
-            }
-        };
-        st.tokens += usage.total_tokens;
-        self.trace.log(
-            "model_output",
-            step,
-            json!({
-                "raw": resp.content,
-                "usage": usage,
-                "usage_estimated": resp.usage.is_none(),
-                "meta": {"finish_reason": resp.finish_reason, "content_len": resp.content.chars().count(),
-                         "tool_calls_count": resp.tool_calls.len(), "prompt_estimate": estimated_prompt},
-                "tool_calls": resp.tool_calls,
-            }),
-        );
-        if st.tokens > self.profile.total_token_budget as u64 {
-            return Err(Stop::Exhausted(
-                TerminalReason::TokenBudget,
-                format!(
-                    "used {} tokens of a total_token_budget of {}",
-                    st.tokens, self.profile.total_token_budget
-                ),
-            ));
-        }
-        Ok(resp)
-    }
-
-    /// Run one turn's tool calls concurrently; append their results in call order.
-    async fn run_tools(
-        &self,
-        step: u64,
-        st: &mut State,
-        calls: &[ToolCall],
-        deadline: Instant,
-    ) -> Result<(), Stop> {
-        let ctx = ToolContext::new(self.workspace.clone())
-            .with_deadline(deadline)
-            .with_cancel(self.cancel.flag());
-        let mut handles = Vec::with_capacity(calls.len());
-        for call in calls {
-            *st.tool_usage.entry(call.name.clone()).or_insert(0) += 1;
-            let args = serde_json::from_str::<Value>(&call.arguments)
-                .unwrap_or_else(|_| Value::String(call.arguments.clone()));
-            self.trace.log(
-                "tool_call",
-                step,
-                json!({"tool": call.name, "args": args, "tool_call_id": call.id}),
-            );
-            let (registry, ctx, perms, call) = (
-                self.registry.clone(),
-                ctx.clone(),
-                self.permissions.clone(),
-                call.clone(),
-            );
-            handles.push(tokio::task::spawn_blocking(move || {
-                registry.execute(&call.name, &call.arguments, &ctx, &perms)
-            }));
-        }
-        let mut results = Vec::with_capacity(handles.len());
-        for (handle, call) in handles.into_iter().zip(calls) {
-            let result = match handle.await {
-                Ok(r) => r,
-                Err(e) => ToolResult::error(
-                    &Value::String(call.arguments.clone()),
-                    ErrorCode::InternalError,
-                    format!("Tool '{}' failed unexpectedly: {e}", call.name),
-                    0,
-                ),
-            };
-            results.push((call.name.clone(), result));
-        }
-        let results = OutputBudget::default().apply_batch(results);
-        self.record_results(step, st, calls, results, deadline)
-    }
-
-    /// Log and append a turn's results in call order; stop on cancellation or the deadline.
-    fn record_results(
-        &self,
-        step: u64,
-        st: &mut State,
-        calls: &[ToolCall],
-        results: Vec<ToolResult>,
-        deadline: Instant,
-    ) -> Result<(), Stop> {
-        for (result, call) in results.iter().zip(calls) {
-            self.trace.log(
-                "tool_result",
-                step,
-                json!({"tool": call.name, "tool_call_id": call.id, "status": result.status.as_str(),
-                       "error_code": result.error_code().map(|c| c.as_str()), "result": result.to_value()}),
-            );
-            st.messages.push(Message::Tool {
-                tool_call_id: call.id.clone(),
-                name: call.name.clone(),
-                content: result.to_json(),
-            });
-        }
-        if self.cancel.is_cancelled() {
-            return Err(Stop::Terminal(
-                TerminalReason::Cancelled,
-                "the run was cancelled".into(),
-            ));
-        }
-        if Instant::now() >= deadline {
-            return Err(Stop::Terminal(
-                TerminalReason::Timeout,
-                format!(
-                    "the run exceeded its wall-clock limit of {}s",
-                    self.profile.timeout_seconds
-                ),
-            ));
-        }
-        Ok(())
-    }
-
-    fn parse(&self, text: &str) -> Result<(ParsedResult, Option<Repair>), ContractError> {
-        if self.profile.result_contract.is_empty() {
-            return Ok((ParsedResult::Text(text.to_string()), None));
-        }
-        if self.profile.result_contract == "ExploreResult" {
-            ExploreResult::repair(text, ToolUsage::new(), "completed")
-                .map(|(r, rep)| (ParsedResult::Explore(r), rep))
-        } else {
-            VerificationResult::repair(text, VerificationMeta::default())
-                .map(|(r, rep)| (ParsedResult::Verification(r), rep))
-        }
-    }
-
-    /// The completion gate: the contract (with repair), then the evidence check.
-    async fn gate(&self, text: &str) -> Gate {
-        let contract = &self.profile.result_contract;
-        let (result, repair) = match self.parse(text) {
-            Ok(ok) => ok,
-            Err(e) => {
-                let mut reasons: Vec<String> = Vec::new();
-                for v in &e.violations {
-                    if !reasons.contains(&v.msg) {
-                        reasons.push(v.msg.clone());
-                    }
-                }
-                return Gate::Reject {
-                    feedback: format!(
-                        "Return only a valid {contract} JSON object: {}",
-                        reasons.join("; ")
-                    ),
-                    parsed: None,
-                };
-            }
-        };
-        let evidence = result.evidence().to_vec();
-        if evidence.is_empty() {
-            return Gate::Accept(result, repair);
-        }
-        let ws = self.workspace.clone();
-        let checks = tokio::task::spawn_blocking(move || check_evidence(&ws, &evidence))
-            .await
-            .unwrap_or_default();
-        let ungrounded: Vec<EvidenceCheck> = checks.into_iter().filter(|c| !c.grounded).collect();
-        if ungrounded.is_empty() {
-            return Gate::Accept(result, repair);
-        }
-        let listed: Vec<String> = ungrounded.iter().map(|c| c.message.clone()).collect();
-        Gate::Reject {
-            feedback: format!(
-                "Return only a valid {contract} JSON object: some evidence is not grounded in the repository. {} Cite only files and lines you have read or matched, as relative/path:line or relative/path:start-end.",
-                listed.join(" ")
-            ),
-            parsed: Some((result, repair, ungrounded)),
         }
     }
 
@@ -724,7 +284,7 @@ impl RuntimeRunner {
             content: text.clone(),
             tool_calls: vec![],
         });
-        match self.parse(&text) {
+        match gate::parse_answer(&self.profile, &text) {
             Ok((mut result, repair)) => {
                 if let ParsedResult::Explore(r) = &mut result {
                     r.status = SubagentStatus::Partial;

@@ -5,7 +5,11 @@ use std::sync::Mutex;
 use serde_json::json;
 
 use super::*;
-use crate::llm::{BoxFuture, ModelError};
+use crate::contract::Repair;
+use crate::llm::{
+    estimate_tokens, BoxFuture, ChatRequest, ChatResponse, ModelError, ModelErrorKind, ToolCall,
+    Usage,
+};
 use crate::profile::explore_profile;
 
 enum Step {
