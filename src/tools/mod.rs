@@ -15,6 +15,7 @@ pub mod budget;
 pub mod context;
 pub mod envelope;
 pub mod glob;
+pub mod globs;
 pub mod grep;
 mod memo;
 mod params;
