@@ -17,7 +17,7 @@ use crate::runner::{CancelToken, ParsedResult, RunOutcome, RuntimeRunner, Termin
 use crate::tools::permissions::PermissionContext;
 use crate::tools::registry::ToolRegistry;
 use crate::tools::workspace::Workspace;
-use crate::trace::{new_child_id, prepare_trace_dir, Trace};
+use crate::trace::{new_child_id, prepare_trace_dir, EventKind, Trace};
 
 /// The run id of every child (one run per child session, as in the reference).
 pub const CHILD_RUN_ID: &str = "run-1";
@@ -245,7 +245,7 @@ impl SubagentLauncher {
         }
     }
 
-    fn parent_event(&self, event: &str, payload: Value) {
+    fn parent_event(&self, event: EventKind, payload: Value) {
         if let Some(parent) = &self.config.parent_trace {
             parent.log(event, 0, payload);
             parent.flush();
@@ -286,9 +286,9 @@ impl SubagentLauncher {
             "child_session_id": child_session_id, "child_run_id": CHILD_RUN_ID, "model": route,
             "trace_path": trace.path().map(|p| p.display().to_string()),
         });
-        self.parent_event("subagent_requested", common.clone());
+        self.parent_event(EventKind::SubagentRequested, common.clone());
         let _permit = self.semaphore.acquire().await.ok();
-        self.parent_event("subagent_started", common.clone());
+        self.parent_event(EventKind::SubagentStarted, common.clone());
 
         let (registry, tool_schemas) =
             self.tools.get(&profile.name).cloned().unwrap_or_else(|| {
@@ -323,9 +323,9 @@ impl SubagentLauncher {
             c.extend(e);
         }
         let event = if result.status == SubagentStatus::Failed {
-            "subagent_failed"
+            EventKind::SubagentFailed
         } else {
-            "subagent_completed"
+            EventKind::SubagentCompleted
         };
         self.parent_event(event, common);
         trace.finalize();

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 pub use cancel::CancelToken;
 pub use gate::UnknownRepair;
@@ -36,7 +36,7 @@ use crate::runner::state::{State, Stop};
 use crate::tools::permissions::PermissionContext;
 use crate::tools::registry::ToolRegistry;
 use crate::tools::workspace::Workspace;
-use crate::trace::Trace;
+use crate::trace::{event, Trace};
 
 /// The hint added (not stored) when the model answered with nothing.
 pub const EMPTY_RESPONSE_HINT: &str =
@@ -88,17 +88,18 @@ impl RuntimeRunner {
         };
         let tools = self.tool_schemas.clone();
         let schema_chars: usize = tools.iter().map(|t| t.to_string().len()).sum();
-        self.trace.log(
-            "run_start",
+        self.trace.emit(
             0,
-            json!({
-                "profile": self.profile.name, "max_steps": self.profile.max_steps,
-                "context_token_budget": self.profile.context_token_budget,
-                "total_token_budget": self.profile.total_token_budget,
-                "tools": self.registry.names(), "model": self.model.describe(),
-            }),
+            &event::RunStart {
+                profile: &self.profile.name,
+                max_steps: self.profile.max_steps,
+                context_token_budget: self.profile.context_token_budget,
+                total_token_budget: self.profile.total_token_budget,
+                tools: self.registry.names(),
+                model: &self.model.describe(),
+            },
         );
-        self.trace.log("user_input", 0, json!({"content": task}));
+        self.trace.emit(0, &event::UserInput { content: task });
         let max_steps = self.profile.max_steps.max(1) as u64;
         let mut empty_retry_used = false;
         let mut gate_blocks = 0i64;
@@ -120,10 +121,11 @@ impl RuntimeRunner {
                             ));
                         }
                         empty_retry_used = true;
-                        self.trace.log(
-                            "empty_response_retry",
+                        self.trace.emit(
                             step,
-                            json!({"finish_reason": r.finish_reason}),
+                            &event::EmptyResponseRetry {
+                                finish_reason: r.finish_reason.as_deref(),
+                            },
                         );
                         hint = Some(EMPTY_RESPONSE_HINT);
                     }
@@ -161,11 +163,7 @@ impl RuntimeRunner {
                         content: text.clone(),
                         tool_calls: vec![],
                     });
-                    self.trace.log(
-                        "completion_gate_verdict",
-                        step,
-                        json!({"verdict": "PASS", "repair": repair.map(Repair::as_str)}),
-                    );
+                    self.trace.emit(step, &event::GateVerdict::Pass { repair });
                     return self.finish(
                         st,
                         step,
@@ -179,10 +177,12 @@ impl RuntimeRunner {
                 }
                 Gate::Reject { feedback, parsed } => {
                     gate_blocks += 1;
-                    self.trace.log(
-                        "completion_gate_verdict",
+                    self.trace.emit(
                         step,
-                        json!({"verdict": "FAIL", "feedback": feedback, "blocks": gate_blocks}),
+                        &event::GateVerdict::Fail {
+                            feedback: &feedback,
+                            blocks: gate_blocks,
+                        },
                     );
                     st.messages.push(Message::Assistant {
                         content: text.clone(),
@@ -244,8 +244,7 @@ impl RuntimeRunner {
                 "Budget exhausted ({error}). Do not call tools. Reply now with the {contract} JSON object{partial}: what you found so far, the evidence you actually saw, and what remains open."
             ),
         });
-        self.trace
-            .log("wrap_up", step, json!({"reason": reason.as_str()}));
+        self.trace.emit(step, &event::WrapUp { reason });
         let saved_budget = st.tokens;
         // The wrap-up call is allowed past the token budget: it is the one that salvages the run.
         st.tokens = 0;
@@ -327,14 +326,25 @@ impl RuntimeRunner {
         error: Option<String>,
         ungrounded: Vec<EvidenceCheck>,
     ) -> RunOutcome {
-        self.trace.log(
-            "terminal",
+        self.trace.emit(
             step,
-            json!({"reason": reason.as_str(), "details": {"error": error, "has_result": result.is_some(),
-                   "repair": repair.map(Repair::as_str), "total_tokens": st.tokens, "usage_estimated": st.estimated}}),
+            &event::Terminal {
+                reason,
+                details: event::TerminalDetails {
+                    error: error.as_deref(),
+                    has_result: result.is_some(),
+                    repair,
+                    total_tokens: st.tokens,
+                    usage_estimated: st.estimated,
+                },
+            },
         );
-        self.trace
-            .log("run_end", step, json!({"model_calls": st.calls}));
+        self.trace.emit(
+            step,
+            &event::RunEnd {
+                model_calls: st.calls,
+            },
+        );
         self.trace.flush();
         RunOutcome {
             terminal_reason: reason,

@@ -11,6 +11,7 @@ use crate::llm::{
     Usage,
 };
 use crate::profile::explore_profile;
+use crate::trace::EventKind;
 
 enum Step {
     Reply(ChatResponse),
@@ -440,19 +441,64 @@ async fn trace_records_the_reference_events() {
     let r = runner(&dir, model, explore_profile());
     let out = r.run("task").await;
     assert_eq!(out.terminal_reason, TerminalReason::Completed);
-    let names: Vec<String> = r.trace.events().into_iter().map(|e| e.event).collect();
+    let names: Vec<EventKind> = r.trace.events().into_iter().map(|e| e.event).collect();
+    use EventKind::*;
     assert_eq!(
         names,
         vec![
-            "run_start",
-            "user_input",
-            "model_output",
-            "tool_call",
-            "tool_result",
-            "model_output",
-            "completion_gate_verdict",
-            "terminal",
-            "run_end"
+            RunStart,
+            UserInput,
+            ModelOutput,
+            ToolCall,
+            ToolResult,
+            ModelOutput,
+            CompletionGateVerdict,
+            Terminal,
+            RunEnd
         ]
+    );
+}
+
+/// `time_ms` set to 0 everywhere: the one value that differs from run to run.
+fn without_times(v: Value) -> Value {
+    match v {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| {
+                    let v = if k == "time_ms" {
+                        json!(0)
+                    } else {
+                        without_times(v)
+                    };
+                    (k, v)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.into_iter().map(without_times).collect()),
+        other => other,
+    }
+}
+
+#[tokio::test]
+async fn trace_json_is_byte_for_byte_what_it_was_before_typed_payloads() {
+    let dir = tree();
+    let model = Scripted::new(vec![
+        calls(&[("Glob", json!({"pattern": "*.py"})), ("Nope", json!({}))]),
+        say("not json"),
+        with_usage(say(FINAL), 11),
+    ]);
+    let r = runner(&dir, model, explore_profile());
+    r.run("task").await;
+    let events: Vec<Value> = r
+        .trace
+        .events()
+        .into_iter()
+        .map(|e| without_times(json!([e.event, e.step, e.payload])))
+        .collect();
+    // Recorded from the json!-built payloads this replaced; key order matters to readers.
+    let golden = include_str!("testdata/trace_golden.json");
+    assert_eq!(
+        serde_json::to_string_pretty(&events).unwrap() + "\n",
+        golden
     );
 }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::llm::{
     estimate_tokens, ChatRequest, ChatResponse, Message, ModelErrorKind, ToolCall, Usage,
@@ -15,6 +15,7 @@ use crate::runner::RuntimeRunner;
 use crate::tools::budget::OutputBudget;
 use crate::tools::context::ToolContext;
 use crate::tools::envelope::{ErrorCode, ToolResult};
+use crate::trace::event;
 
 impl RuntimeRunner {
     /// One model call within budget: fit the context, call with timeout and cancellation, count
@@ -58,11 +59,14 @@ impl RuntimeRunner {
             )
         })?;
         if compaction.shortened + compaction.summarised > 0 {
-            self.trace.log(
-                "context_compaction",
+            self.trace.emit(
                 step,
-                json!({"shortened": compaction.shortened, "summarised": compaction.summarised,
-                       "before_tokens": compaction.before_tokens, "after_tokens": compaction.after_tokens}),
+                &event::ContextCompaction {
+                    shortened: compaction.shortened,
+                    summarised: compaction.summarised,
+                    before_tokens: compaction.before_tokens,
+                    after_tokens: compaction.after_tokens,
+                },
             );
         }
         let request = ChatRequest {
@@ -97,10 +101,13 @@ impl RuntimeRunner {
                 return Err(Stop::Terminal(TerminalReason::Cancelled, e.to_string()))
             }
             Ok(Err(e)) => {
-                self.trace.log(
-                    "model_error",
+                self.trace.emit(
                     step,
-                    json!({"kind": e.kind.as_str(), "message": e.message, "status": e.status}),
+                    &event::ModelErrorEvent {
+                        kind: e.kind,
+                        message: &e.message,
+                        status: e.status,
+                    },
                 );
                 return Err(Stop::Terminal(TerminalReason::ModelError, e.to_string()));
             }
@@ -126,17 +133,20 @@ impl RuntimeRunner {
             }
         };
         st.tokens += usage.total_tokens;
-        self.trace.log(
-            "model_output",
+        self.trace.emit(
             step,
-            json!({
-                "raw": resp.content,
-                "usage": usage,
-                "usage_estimated": resp.usage.is_none(),
-                "meta": {"finish_reason": resp.finish_reason, "content_len": resp.content.chars().count(),
-                         "tool_calls_count": resp.tool_calls.len(), "prompt_estimate": estimated_prompt},
-                "tool_calls": resp.tool_calls,
-            }),
+            &event::ModelOutput {
+                raw: &resp.content,
+                usage,
+                usage_estimated: resp.usage.is_none(),
+                meta: event::ModelOutputMeta {
+                    finish_reason: resp.finish_reason.as_deref(),
+                    content_len: resp.content.chars().count(),
+                    tool_calls_count: resp.tool_calls.len(),
+                    prompt_estimate: estimated_prompt,
+                },
+                tool_calls: &resp.tool_calls,
+            },
         );
         if st.tokens > self.profile.total_token_budget as u64 {
             return Err(Stop::Exhausted(
@@ -166,10 +176,13 @@ impl RuntimeRunner {
             *st.tool_usage.entry(call.name.clone()).or_insert(0) += 1;
             let args = serde_json::from_str::<Value>(&call.arguments)
                 .unwrap_or_else(|_| Value::String(call.arguments.clone()));
-            self.trace.log(
-                "tool_call",
+            self.trace.emit(
                 step,
-                json!({"tool": call.name, "args": args, "tool_call_id": call.id}),
+                &event::ToolCallEvent {
+                    tool: &call.name,
+                    args,
+                    tool_call_id: &call.id,
+                },
             );
             let (registry, ctx, perms, call) = (
                 self.registry.clone(),
@@ -208,11 +221,15 @@ impl RuntimeRunner {
         deadline: Instant,
     ) -> Result<(), Stop> {
         for (result, call) in results.iter().zip(calls) {
-            self.trace.log(
-                "tool_result",
+            self.trace.emit(
                 step,
-                json!({"tool": call.name, "tool_call_id": call.id, "status": result.status.as_str(),
-                       "error_code": result.error_code().map(|c| c.as_str()), "result": result.to_value()}),
+                &event::ToolResultEvent {
+                    tool: &call.name,
+                    tool_call_id: &call.id,
+                    status: result.status.as_str(),
+                    error_code: result.error_code().map(|c| c.as_str()),
+                    result: result.to_value(),
+                },
             );
             st.messages.push(Message::Tool {
                 tool_call_id: call.id.clone(),
