@@ -22,6 +22,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use tracing::field::Empty;
+use tracing::Instrument;
 
 pub use cancel::CancelToken;
 pub use gate::UnknownRepair;
@@ -106,10 +108,13 @@ impl RuntimeRunner {
         let mut step = 0u64;
         let stop = loop {
             step += 1;
+            let step_span =
+                tracing::info_span!("step", session_id = %self.trace.session_id(), step);
             let mut hint = None;
             let resp = loop {
                 match self
                     .call(step, &mut st, &tools, schema_chars, hint, deadline)
+                    .instrument(step_span.clone())
                     .await
                 {
                     Err(stop) => break Err(stop),
@@ -143,6 +148,7 @@ impl RuntimeRunner {
                 });
                 if let Err(stop) = self
                     .run_tools(step, &mut st, &resp.tool_calls, deadline)
+                    .instrument(step_span.clone())
                     .await
                 {
                     break stop;
@@ -157,7 +163,30 @@ impl RuntimeRunner {
                 continue;
             }
             let text = resp.content.trim().to_string();
-            match gate::check(&self.profile, &self.workspace, &text).await {
+            let gate_span = tracing::info_span!(
+                parent: &step_span,
+                "completion_gate",
+                verdict = Empty,
+                repair = Empty,
+                duration_ms = Empty
+            );
+            let gate_started = Instant::now();
+            let verdict = gate::check(&self.profile, &self.workspace, &text)
+                .instrument(gate_span.clone())
+                .await;
+            gate_span.record("duration_ms", gate_started.elapsed().as_millis() as u64);
+            match &verdict {
+                Gate::Accept(_, repair) => {
+                    gate_span.record("verdict", "pass");
+                    if let Some(r) = repair {
+                        gate_span.record("repair", r.as_str());
+                    }
+                }
+                Gate::Reject { .. } => {
+                    gate_span.record("verdict", "fail");
+                }
+            }
+            match verdict {
                 Gate::Accept(result, repair) => {
                     st.messages.push(Message::Assistant {
                         content: text.clone(),
@@ -248,8 +277,15 @@ impl RuntimeRunner {
         let saved_budget = st.tokens;
         // The wrap-up call is allowed past the token budget: it is the one that salvages the run.
         st.tokens = 0;
+        let span = tracing::info_span!(
+            "wrap_up",
+            session_id = %self.trace.session_id(),
+            step,
+            reason = reason.as_str()
+        );
         let resp = self
             .call(step, &mut st, &Arc::new(Vec::new()), 0, None, deadline)
+            .instrument(span)
             .await;
         st.tokens += saved_budget;
         let text = match resp {

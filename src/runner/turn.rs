@@ -4,6 +4,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
+use tracing::field::Empty;
+use tracing::Instrument;
 
 use crate::llm::{
     estimate_tokens, ChatRequest, ChatResponse, Message, ModelErrorKind, ToolCall, Usage,
@@ -81,12 +83,35 @@ impl RuntimeRunner {
         };
         let estimated_prompt = compaction.after_tokens;
         st.calls += 1;
+        let span = tracing::info_span!(
+            "model_call",
+            model = %self.model.describe(),
+            prompt_estimate = estimated_prompt,
+            status = Empty,
+            duration_ms = Empty,
+            prompt_tokens = Empty,
+            completion_tokens = Empty,
+            total_tokens = Empty,
+            usage_estimated = Empty,
+        );
+        let started = Instant::now();
+        let call = self.model.complete(&request).instrument(span.clone());
         let outcome = tokio::select! {
-            r = tokio::time::timeout_at(deadline.into(), self.model.complete(&request)) => r,
+            r = tokio::time::timeout_at(deadline.into(), call) => r,
             _ = self.cancel.cancelled() => {
+                span.record("status", "cancelled");
                 return Err(Stop::Terminal(TerminalReason::Cancelled, "the run was cancelled".into()));
             }
         };
+        span.record("duration_ms", started.elapsed().as_millis() as u64);
+        span.record(
+            "status",
+            match &outcome {
+                Err(_) => "timeout",
+                Ok(Err(e)) => e.kind.as_str(),
+                Ok(Ok(_)) => "ok",
+            },
+        );
         let resp = match outcome {
             Err(_) => {
                 return Err(Stop::Terminal(
@@ -133,6 +158,10 @@ impl RuntimeRunner {
             }
         };
         st.tokens += usage.total_tokens;
+        span.record("prompt_tokens", usage.prompt_tokens);
+        span.record("completion_tokens", usage.completion_tokens);
+        span.record("total_tokens", usage.total_tokens);
+        span.record("usage_estimated", resp.usage.is_none());
         self.trace.emit(
             step,
             &event::ModelOutput {
@@ -184,6 +213,14 @@ impl RuntimeRunner {
                     tool_call_id: &call.id,
                 },
             );
+            let span = tracing::info_span!(
+                "tool_call",
+                tool = %call.name,
+                tool_call_id = %call.id,
+                status = Empty,
+                error_code = Empty,
+                duration_ms = Empty,
+            );
             let (registry, ctx, perms, call) = (
                 self.registry.clone(),
                 ctx.clone(),
@@ -191,7 +228,15 @@ impl RuntimeRunner {
                 call.clone(),
             );
             handles.push(tokio::task::spawn_blocking(move || {
-                registry.execute(&call.name, &call.arguments, &ctx, &perms)
+                let _entered = span.enter();
+                let started = Instant::now();
+                let result = registry.execute(&call.name, &call.arguments, &ctx, &perms);
+                span.record("duration_ms", started.elapsed().as_millis() as u64);
+                span.record("status", result.status.as_str());
+                if let Some(code) = result.error_code() {
+                    span.record("error_code", code.as_str());
+                }
+                result
             }));
         }
         let mut results = Vec::with_capacity(handles.len());

@@ -169,6 +169,16 @@ impl OpenAICompatible {
             let delay = failure
                 .retry_after
                 .unwrap_or_else(|| backoff_delay(attempt - 1));
+            tracing::event!(
+                name: "retry",
+                tracing::Level::INFO,
+                attempt,
+                wait_ms = delay.as_millis() as u64,
+                status = failure.error.status,
+                kind = failure.error.kind.as_str(),
+                retry_after = failure.retry_after.is_some(),
+                "model call failed; retrying"
+            );
             tokio::time::sleep(delay).await;
         }
     }
