@@ -22,5 +22,6 @@ mod params;
 pub mod permissions;
 pub mod read;
 pub mod registry;
+pub mod tool;
 pub mod walk;
 pub mod workspace;

@@ -39,7 +39,7 @@ use crate::tools::envelope::{ErrorCode, ToolResult};
 use crate::tools::grep::args::parse;
 use crate::tools::grep::search::Stopped;
 use crate::tools::params;
-use crate::tools::registry::Tool;
+use crate::tools::tool::Tool;
 use crate::tools::walk::{self, DEFAULT_RESULT_LIMIT, MAX_RESULT_LIMIT};
 
 /// The Grep tool.
