@@ -13,7 +13,7 @@ use std::fmt;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use crate::json::{self, py_repr_str, py_strip, Json};
+use crate::pyjson::{self as json, py_repr_str, py_strip, Json};
 
 /// Status of a sub-agent run or result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

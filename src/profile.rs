@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::json::Json;
+use crate::pyjson::Json;
 
 /// The fields of a profile, in the constructor's order.
 pub const PROFILE_FIELDS: [&str; 14] = [
@@ -95,7 +95,7 @@ pub(crate) use wire_enum;
 #[error(
     "{what} must be one of {}, got {}",
     quoted(expected),
-    crate::json::py_repr_str(value)
+    crate::pyjson::py_repr_str(value)
 )]
 pub struct UnknownValue {
     /// What the value was for.
@@ -340,7 +340,7 @@ impl RuntimeProfile {
                         field: "RuntimeProfile".into(),
                         message: format!(
                             "has no field {}; fields are: {}",
-                            crate::json::py_repr_str(other),
+                            crate::pyjson::py_repr_str(other),
                             PROFILE_FIELDS.join(", ")
                         ),
                     })
@@ -394,7 +394,7 @@ impl std::hash::Hash for RuntimeProfile {
 impl std::fmt::Display for RuntimeProfile {
     /// The Python repr.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        use crate::json::py_repr_str as q;
+        use crate::pyjson::py_repr_str as q;
         let tools: Vec<String> = self.tool_allowlist.iter().map(|t| q(t)).collect();
         write!(
             f,

@@ -20,7 +20,9 @@ use crate::runner::{CancelToken, ParsedResult, RunOutcome, RuntimeRunner, Termin
 use crate::tools::permissions::PermissionContext;
 use crate::tools::registry::ToolRegistry;
 use crate::tools::workspace::Workspace;
-use crate::trace::{default_trace_dir, new_child_id, prepare_trace_dir, Trace, TraceDirError};
+use crate::trace::{
+    default_trace_dir, new_child_id, prepare_trace_dir, EventKind, Trace, TraceDirError,
+};
 
 /// Children running at once through one launcher, unless configured otherwise.
 pub const DEFAULT_MAX_CONCURRENCY: usize = 8;
@@ -55,7 +57,7 @@ pub enum LaunchError {
 fn quoted(names: &[String]) -> String {
     names
         .iter()
-        .map(|n| crate::json::py_repr_str(n))
+        .map(|n| crate::pyjson::py_repr_str(n))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -274,7 +276,7 @@ impl SubagentLauncher {
         }
     }
 
-    fn parent_event(&self, event: &str, payload: Value) {
+    fn parent_event(&self, event: EventKind, payload: Value) {
         if let Some(parent) = &self.parent_trace {
             parent.log(event, 0, payload);
             parent.flush();
@@ -330,9 +332,9 @@ impl SubagentLauncher {
                 "model": route.as_str(),
                 "trace_path": trace.path().map(|p| p.display().to_string()),
             });
-            self.parent_event("subagent_requested", common.clone());
+            self.parent_event(EventKind::SubagentRequested, common.clone());
             let _permit = self.semaphore.acquire().await.ok();
-            self.parent_event("subagent_started", common.clone());
+            self.parent_event(EventKind::SubagentStarted, common.clone());
 
             let (registry, tool_schemas) = self.tools[&profile.name].clone();
             let runner = RuntimeRunner {
@@ -364,9 +366,9 @@ impl SubagentLauncher {
                 c.extend(e);
             }
             let event = if result.status == SubagentStatus::Failed {
-                "subagent_failed"
+                EventKind::SubagentFailed
             } else {
-                "subagent_completed"
+                EventKind::SubagentCompleted
             };
             self.parent_event(event, common);
             trace.finalize();

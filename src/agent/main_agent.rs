@@ -13,9 +13,9 @@ use crate::agent::launcher::{LauncherOptions, SubagentLauncher, TraceDirSetting}
 use crate::agent::task_tool::{TaskInput, TaskTool, TASK_TOOL_NAME};
 use crate::contract::ToolUsage;
 use crate::error::Error;
-use crate::json::Json;
 use crate::llm::ChatModel;
 use crate::profile::{explore_profile, BudgetPolicy, ModelChoice, RuntimeProfile};
+use crate::pyjson::Json;
 use crate::runner::{CancelToken, ParsedResult, RuntimeRunner, TerminalReason};
 use crate::tools::context::ToolContext;
 use crate::tools::envelope::{ErrorCode, ToolResult};
@@ -275,7 +275,7 @@ impl std::fmt::Debug for MainAgent {
         write!(
             f,
             "MainAgent(project_root={}, llm={}, subagent_types={})",
-            crate::json::py_repr_str(&self.workspace.root().display().to_string()),
+            crate::pyjson::py_repr_str(&self.workspace.root().display().to_string()),
             self.model.describe(),
             crate::agent::task_tool::py_list(&self.reachable)
         )

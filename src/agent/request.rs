@@ -4,8 +4,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::error::Error;
-use crate::json::{py_dumps, Json};
 use crate::profile::ModelChoice;
+use crate::pyjson::{py_dumps, Json};
 
 /// The profile a request uses when it names none.
 pub const DEFAULT_PROFILE: &str = "explore";
@@ -118,7 +118,7 @@ impl SubagentRequest {
 impl std::fmt::Display for SubagentRequest {
     /// The Python repr (the task cut to 60 characters).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        use crate::json::py_repr_str as q;
+        use crate::pyjson::py_repr_str as q;
         let mut task: String = self.task.chars().take(60).collect();
         if self.task.chars().count() > 60 {
             task.push('…');

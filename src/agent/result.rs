@@ -106,7 +106,7 @@ impl SubagentLaunchResult {
 impl std::fmt::Display for SubagentLaunchResult {
     /// A Python-style repr: `SubagentLaunchResult(status='completed', ...)`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        use crate::json::py_repr_str as q;
+        use crate::pyjson::py_repr_str as q;
         write!(
             f,
             "SubagentLaunchResult(status={}, profile_name={}, terminal_reason={}, model_used={}, tool_usage={}, token_usage={}, elapsed_ms={}",
@@ -132,7 +132,7 @@ impl std::fmt::Display for SubagentLaunchResult {
 pub fn usage_repr(usage: &ToolUsage) -> String {
     let parts: Vec<String> = usage
         .iter()
-        .map(|(k, v)| format!("{}: {v}", crate::json::py_repr_str(k)))
+        .map(|(k, v)| format!("{}: {v}", crate::pyjson::py_repr_str(k)))
         .collect();
     format!("{{{}}}", parts.join(", "))
 }

@@ -13,8 +13,8 @@ use crate::agent::request::SubagentRequest;
 use crate::agent::result::{parsed_value, SubagentLaunchResult, CHILD_RUN_ID};
 use crate::contract::SubagentStatus;
 use crate::error::Error;
-use crate::json::Json;
 use crate::profile::ModelChoice;
+use crate::pyjson::Json;
 use crate::runner::{CancelToken, ParsedResult};
 use crate::tools::envelope::{ErrorCode, ToolResult};
 
@@ -415,7 +415,7 @@ impl TaskTool {
     /// Parse and validate the arguments and find the launcher: an error envelope, or a launch.
     pub fn prepare(&self, input: TaskInput) -> Prepared {
         let (raw, parsed) = match input {
-            TaskInput::Text(text) => match crate::json::parse(&text) {
+            TaskInput::Text(text) => match crate::pyjson::parse(&text) {
                 Ok(j) => (Value::String(text), j),
                 Err(e) => {
                     return Prepared::Done(ToolResult::error(
@@ -485,7 +485,10 @@ impl std::fmt::Debug for TaskTool {
 
 /// A Python-style list of strings: `['explore', 'deep']`.
 pub fn py_list(items: &[String]) -> String {
-    let parts: Vec<String> = items.iter().map(|s| crate::json::py_repr_str(s)).collect();
+    let parts: Vec<String> = items
+        .iter()
+        .map(|s| crate::pyjson::py_repr_str(s))
+        .collect();
     format!("[{}]", parts.join(", "))
 }
 

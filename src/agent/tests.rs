@@ -9,11 +9,11 @@ use serde_json::{json, Value};
 use super::*;
 use crate::contract::SubagentStatus;
 use crate::error::Error;
-use crate::json::Json;
 use crate::llm::{
     BoxFuture, ChatModel, ChatRequest, ChatResponse, Message, ModelError, ModelErrorKind, ToolCall,
 };
 use crate::profile::{explore_profile, ModelChoice};
+use crate::pyjson::Json;
 use crate::runner::{CancelToken, TerminalReason};
 use crate::tools::envelope::ToolStatus;
 use crate::trace::Trace;
@@ -191,7 +191,7 @@ fn launch_completes_and_reports_to_the_parent() {
     let events: Vec<(String, Value)> = parent
         .events()
         .into_iter()
-        .map(|e| (e.event, e.payload))
+        .map(|e| (e.event.to_string(), e.payload))
         .collect();
     let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(

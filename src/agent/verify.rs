@@ -29,7 +29,7 @@ pub struct CompletionVerdict {
 impl std::fmt::Display for CompletionVerdict {
     /// The Python repr.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        use crate::json::py_repr_str as q;
+        use crate::pyjson::py_repr_str as q;
         write!(
             f,
             "CompletionVerdict(verdict={}, reasons={}, feedback={})",
@@ -198,7 +198,7 @@ impl SubagentLauncher {
                 return Err(Error::wrong_type(
                     "requirements",
                     "a dict",
-                    crate::json::Json::from_value(&other).type_name(),
+                    crate::pyjson::Json::from_value(&other).type_name(),
                 ))
             }
         };

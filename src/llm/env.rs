@@ -25,7 +25,7 @@
 use std::path::Path;
 
 use crate::error::Error;
-use crate::llm::openai::{
+use crate::llm::openai::config::{
     check_model, check_temperature, duration_from_secs, normalize_base_url, OpenAICompatibleConfig,
     DEFAULT_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT,
 };

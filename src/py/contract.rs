@@ -7,10 +7,10 @@ use crate::contract::{
     answer_from_bytes, tool_usage_from_json, ExploreResult, ToolUsage, VerificationMeta,
     VerificationResult,
 };
-use crate::json::Json;
 use crate::py::convert::{dump, opt_json, path_arg, str_list, to_json};
 use crate::py::errors::wrong_type;
 use crate::py::frozen_class;
+use crate::pyjson::Json;
 
 /// The text of a model answer: str, bytes (UTF-8) or None (empty, as the reference).
 fn answer_text(raw: &Bound<'_, PyAny>, contract: &'static str) -> PyResult<String> {

@@ -308,7 +308,7 @@ impl PySubagentLauncher {
     }
 
     fn __repr__(&self) -> String {
-        use crate::json::py_repr_str as q;
+        use crate::pyjson::py_repr_str as q;
         let l = &self.inner;
         format!(
             "SubagentLauncher(project_root={}, main_llm={}, light_llm={}, profiles={}, max_concurrency={})",

@@ -3,11 +3,11 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFrozenSet, PyString, PyType};
 
-use crate::json::Json;
 use crate::profile::{RuntimeProfile, PROFILE_FIELDS};
 use crate::py::convert::to_json;
 use crate::py::errors::wrong_type;
 use crate::py::frozen_class;
+use crate::pyjson::Json;
 
 /// Keyword values → `(field, JSON)` pairs for the core. The allow-list may be any iterable.
 fn fields(d: &Bound<'_, PyDict>) -> PyResult<Vec<(String, Json)>> {

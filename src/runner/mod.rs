@@ -5,188 +5,44 @@
 //! of a turn run concurrently on the blocking pool and go back in call order. The loop stops on
 //! a valid final answer or on one of the [`TerminalReason`]s; when steps or tokens run out and the
 //! profile says `on_budget_exhausted = "partial"`, one last tool-less call asks for the result.
+//!
+//! The parts: [`outcome`] (what a run produced), [`cancel`] (the cancellation token), `turn` (one
+//! model call and its tool calls), `gate` (the completion gate), `state` (what a run
+//! accumulates), [`context`] (fitting the history into the context budget).
 
+pub mod cancel;
 pub mod context;
+mod gate;
+pub mod outcome;
+mod state;
+mod turn;
 
 use std::collections::BTreeMap;
-use std::pin::pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-use serde_json::{json, Value};
-use tokio::sync::Notify;
+use serde_json::Value;
+use tracing::field::Empty;
+use tracing::Instrument;
 
-use crate::contract::{
-    ContractError, ExploreResult, Repair, SubagentStatus, ToolUsage, VerificationMeta,
-    VerificationResult,
-};
-use crate::evidence::{check_evidence, EvidenceCheck};
-use crate::llm::{
-    estimate_tokens, ChatModel, ChatRequest, ChatResponse, Message, ModelErrorKind, ToolCall, Usage,
-};
+pub use cancel::CancelToken;
+pub use gate::UnknownRepair;
+pub use outcome::{ParsedResult, RunOutcome, TerminalReason, UnknownTerminalReason};
+
+use crate::contract::{Repair, SubagentStatus};
+use crate::evidence::EvidenceCheck;
+use crate::llm::{ChatModel, Message};
 use crate::profile::RuntimeProfile;
-use crate::tools::budget::OutputBudget;
-use crate::tools::context::ToolContext;
-use crate::tools::envelope::{ErrorCode, ToolResult};
+use crate::runner::gate::Gate;
+use crate::runner::state::{State, Stop};
 use crate::tools::permissions::PermissionContext;
 use crate::tools::registry::ToolRegistry;
 use crate::tools::workspace::Workspace;
-use crate::trace::Trace;
+use crate::trace::{event, Trace};
 
 /// The hint added (not stored) when the model answered with nothing.
 pub const EMPTY_RESPONSE_HINT: &str =
     "Your last reply had no content and no tool calls. Reply with the final answer in content, or call a tool.";
-
-/// Why a run stopped. The first nine are the reference's; `timeout`, `cancelled` and
-/// `context_budget` are ours.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TerminalReason {
-    /// A valid final answer.
-    Completed,
-    /// A final answer whose evidence could not all be grounded after the gate's retries.
-    CompletedUnverified,
-    /// Two empty answers.
-    EmptyResponseFailed,
-    /// Invalid final answers beyond the gate's retries.
-    CompletionGateBlocked,
-    /// The step budget ran out.
-    MaxSteps,
-    /// The token budget ran out.
-    TokenBudget,
-    /// The model failed (error, refusal, unusable answer).
-    ModelError,
-    /// The wall-clock limit passed.
-    Timeout,
-    /// Someone cancelled the run.
-    Cancelled,
-    /// Even a fully compacted request does not fit the context budget.
-    ContextBudget,
-    /// The reference's name for every failed child; the launch result's `failure_reason` says
-    /// which of the reasons above it was.
-    RuntimeError,
-}
-
-impl TerminalReason {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TerminalReason::Completed => "completed",
-            TerminalReason::CompletedUnverified => "completed_unverified",
-            TerminalReason::EmptyResponseFailed => "empty_response_failed",
-            TerminalReason::CompletionGateBlocked => "completion_gate_blocked",
-            TerminalReason::MaxSteps => "max_steps",
-            TerminalReason::TokenBudget => "token_budget",
-            TerminalReason::ModelError => "model_error",
-            TerminalReason::Timeout => "timeout",
-            TerminalReason::Cancelled => "cancelled",
-            TerminalReason::ContextBudget => "context_budget",
-            TerminalReason::RuntimeError => "runtime_error",
-        }
-    }
-
-    /// Whether the run ended with a final answer the gate accepted.
-    pub fn is_success(self) -> bool {
-        matches!(
-            self,
-            TerminalReason::Completed | TerminalReason::CompletedUnverified
-        )
-    }
-}
-
-/// A cancellation signal shared by a run, its tools and whoever may cancel it.
-#[derive(Debug, Clone, Default)]
-pub struct CancelToken {
-    flag: Arc<AtomicBool>,
-    notify: Arc<Notify>,
-}
-
-impl CancelToken {
-    /// A fresh, uncancelled token.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Cancel: running model calls are abandoned and tools stop at their next check.
-    pub fn cancel(&self) {
-        self.flag.store(true, Ordering::SeqCst);
-        self.notify.notify_waiters();
-    }
-
-    /// Whether `cancel` was called.
-    pub fn is_cancelled(&self) -> bool {
-        self.flag.load(Ordering::SeqCst)
-    }
-
-    /// The flag tools poll.
-    pub fn flag(&self) -> Arc<AtomicBool> {
-        self.flag.clone()
-    }
-
-    /// Resolves once cancelled.
-    pub async fn cancelled(&self) {
-        loop {
-            let mut notified = pin!(self.notify.notified());
-            notified.as_mut().enable();
-            if self.is_cancelled() {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
-
-/// A parsed final answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ParsedResult {
-    /// An explore answer.
-    Explore(ExploreResult),
-    /// A verification answer.
-    Verification(VerificationResult),
-    /// Free text, for a profile without a result contract (a main agent).
-    Text(String),
-}
-
-impl ParsedResult {
-    fn evidence(&self) -> &[String] {
-        match self {
-            ParsedResult::Explore(r) => &r.evidence,
-            ParsedResult::Verification(r) => &r.evidence,
-            ParsedResult::Text(_) => &[],
-        }
-    }
-}
-
-/// Everything a run produced.
-#[derive(Debug, Clone)]
-pub struct RunOutcome {
-    /// Why it stopped.
-    pub terminal_reason: TerminalReason,
-    /// The accepted final text, if any.
-    pub final_text: Option<String>,
-    /// The parsed result: the accepted answer, or the wrap-up answer after a budget ran out.
-    pub result: Option<ParsedResult>,
-    /// The repair the gate made to accept the answer, if any.
-    pub repair: Option<Repair>,
-    /// What went wrong, for runs without a result.
-    pub error: Option<String>,
-    /// Model calls made (in-step retries and the wrap-up included).
-    pub model_calls: u64,
-    /// Steps used.
-    pub steps: u64,
-    /// Requested tool calls by name (denied and unknown ones included).
-    pub tool_usage: ToolUsage,
-    /// Tokens used: provider-reported where given, estimated otherwise.
-    pub token_usage: u64,
-    /// Whether any call's usage had to be estimated.
-    pub usage_estimated: bool,
-    /// Evidence items the gate could not ground (kept on a `completed_unverified` result).
-    pub ungrounded_evidence: Vec<EvidenceCheck>,
-    /// The whole conversation of the run.
-    pub messages: Vec<Message>,
-}
 
 /// What one run needs.
 pub struct RuntimeRunner {
@@ -208,27 +64,6 @@ pub struct RuntimeRunner {
     pub cancel: CancelToken,
     /// Extra system text (e.g. a tool catalogue for a main agent), appended to the prompt.
     pub extra_system: Option<String>,
-}
-
-enum Stop {
-    Terminal(TerminalReason, String),
-    Exhausted(TerminalReason, String),
-}
-
-struct State {
-    messages: Vec<Message>,
-    tokens: u64,
-    estimated: bool,
-    calls: u64,
-    tool_usage: BTreeMap<String, u64>,
-}
-
-enum Gate {
-    Accept(ParsedResult, Option<Repair>),
-    Reject {
-        feedback: String,
-        parsed: Option<(ParsedResult, Option<Repair>, Vec<EvidenceCheck>)>,
-    },
 }
 
 impl RuntimeRunner {
@@ -255,27 +90,31 @@ impl RuntimeRunner {
         };
         let tools = self.tool_schemas.clone();
         let schema_chars: usize = tools.iter().map(|t| t.to_string().len()).sum();
-        self.trace.log(
-            "run_start",
+        self.trace.emit(
             0,
-            json!({
-                "profile": self.profile.name, "max_steps": self.profile.max_steps,
-                "context_token_budget": self.profile.context_token_budget,
-                "total_token_budget": self.profile.total_token_budget,
-                "tools": self.registry.names(), "model": self.model.describe(),
-            }),
+            &event::RunStart {
+                profile: &self.profile.name,
+                max_steps: self.profile.max_steps,
+                context_token_budget: self.profile.context_token_budget,
+                total_token_budget: self.profile.total_token_budget,
+                tools: self.registry.names(),
+                model: &self.model.describe(),
+            },
         );
-        self.trace.log("user_input", 0, json!({"content": task}));
+        self.trace.emit(0, &event::UserInput { content: task });
         let max_steps = self.profile.max_steps.max(1) as u64;
         let mut empty_retry_used = false;
         let mut gate_blocks = 0i64;
         let mut step = 0u64;
         let stop = loop {
             step += 1;
+            let step_span =
+                tracing::info_span!("step", session_id = %self.trace.session_id(), step);
             let mut hint = None;
             let resp = loop {
                 match self
                     .call(step, &mut st, &tools, schema_chars, hint, deadline)
+                    .instrument(step_span.clone())
                     .await
                 {
                     Err(stop) => break Err(stop),
@@ -287,10 +126,11 @@ impl RuntimeRunner {
                             ));
                         }
                         empty_retry_used = true;
-                        self.trace.log(
-                            "empty_response_retry",
+                        self.trace.emit(
                             step,
-                            json!({"finish_reason": r.finish_reason}),
+                            &event::EmptyResponseRetry {
+                                finish_reason: r.finish_reason.as_deref(),
+                            },
                         );
                         hint = Some(EMPTY_RESPONSE_HINT);
                     }
@@ -308,6 +148,7 @@ impl RuntimeRunner {
                 });
                 if let Err(stop) = self
                     .run_tools(step, &mut st, &resp.tool_calls, deadline)
+                    .instrument(step_span.clone())
                     .await
                 {
                     break stop;
@@ -322,17 +163,36 @@ impl RuntimeRunner {
                 continue;
             }
             let text = resp.content.trim().to_string();
-            match self.gate(&text).await {
+            let gate_span = tracing::info_span!(
+                parent: &step_span,
+                "completion_gate",
+                verdict = Empty,
+                repair = Empty,
+                duration_ms = Empty
+            );
+            let gate_started = Instant::now();
+            let verdict = gate::check(&self.profile, &self.workspace, &text)
+                .instrument(gate_span.clone())
+                .await;
+            gate_span.record("duration_ms", gate_started.elapsed().as_millis() as u64);
+            match &verdict {
+                Gate::Accept(_, repair) => {
+                    gate_span.record("verdict", "pass");
+                    if let Some(r) = repair {
+                        gate_span.record("repair", r.as_str());
+                    }
+                }
+                Gate::Reject { .. } => {
+                    gate_span.record("verdict", "fail");
+                }
+            }
+            match verdict {
                 Gate::Accept(result, repair) => {
                     st.messages.push(Message::Assistant {
                         content: text.clone(),
                         tool_calls: vec![],
                     });
-                    self.trace.log(
-                        "completion_gate_verdict",
-                        step,
-                        json!({"verdict": "PASS", "repair": repair.map(Repair::as_str)}),
-                    );
+                    self.trace.emit(step, &event::GateVerdict::Pass { repair });
                     return self.finish(
                         st,
                         step,
@@ -346,10 +206,12 @@ impl RuntimeRunner {
                 }
                 Gate::Reject { feedback, parsed } => {
                     gate_blocks += 1;
-                    self.trace.log(
-                        "completion_gate_verdict",
+                    self.trace.emit(
                         step,
-                        json!({"verdict": "FAIL", "feedback": feedback, "blocks": gate_blocks}),
+                        &event::GateVerdict::Fail {
+                            feedback: &feedback,
+                            blocks: gate_blocks,
+                        },
                     );
                     st.messages.push(Message::Assistant {
                         content: text.clone(),
@@ -388,283 +250,6 @@ impl RuntimeRunner {
         }
     }
 
-    /// One model call within budget: fit the context, call with timeout and cancellation, count
-    /// tokens, log `model_output`.
-    async fn call(
-        &self,
-        step: u64,
-        st: &mut State,
-        tools: &Arc<Vec<Value>>,
-        schema_chars: usize,
-        hint: Option<&str>,
-        deadline: Instant,
-    ) -> Result<ChatResponse, Stop> {
-        if self.cancel.is_cancelled() {
-            return Err(Stop::Terminal(
-                TerminalReason::Cancelled,
-                "the run was cancelled".into(),
-            ));
-        }
-        let with_hint;
-        let messages: &[Message] = match hint {
-            Some(h) => {
-                with_hint = [
-                    st.messages.as_slice(),
-                    &[Message::User {
-                        content: h.to_string(),
-                    }],
-                ]
-                .concat();
-                &with_hint
-            }
-            None => &st.messages,
-        };
-        let budget = self.profile.context_token_budget as u64;
-        let (view, compaction) = context::fit(messages, schema_chars, budget).map_err(|needed| {
-            Stop::Terminal(
-                TerminalReason::ContextBudget,
-                format!(
-                    "the request needs about {needed} tokens even after compacting the history, but context_token_budget is {budget}"
-                ),
-            )
-        })?;
-        if compaction.shortened + compaction.summarised > 0 {
-            self.trace.log(
-                "context_compaction",
-                step,
-                json!({"shortened": compaction.shortened, "summarised": compaction.summarised,
-                       "before_tokens": compaction.before_tokens, "after_tokens": compaction.after_tokens}),
-            );
-        }
-        let request = ChatRequest {
-            model: self.model.model_id(),
-            messages: view.unwrap_or_else(|| messages.to_vec()),
-            tools: tools.clone(),
-            tool_choice: if tools.is_empty() {
-                None
-            } else {
-                Some("auto".into())
-            },
-        };
-        let estimated_prompt = compaction.after_tokens;
-        st.calls += 1;
-        let outcome = tokio::select! {
-            r = tokio::time::timeout_at(deadline.into(), self.model.complete(&request)) => r,
-            _ = self.cancel.cancelled() => {
-                return Err(Stop::Terminal(TerminalReason::Cancelled, "the run was cancelled".into()));
-            }
-        };
-        let resp = match outcome {
-            Err(_) => {
-                return Err(Stop::Terminal(
-                    TerminalReason::Timeout,
-                    format!(
-                        "the run exceeded its wall-clock limit of {}s",
-                        self.profile.timeout_seconds
-                    ),
-                ))
-            }
-            Ok(Err(e)) if e.kind == ModelErrorKind::Cancelled => {
-                return Err(Stop::Terminal(TerminalReason::Cancelled, e.to_string()))
-            }
-            Ok(Err(e)) => {
-                self.trace.log(
-                    "model_error",
-                    step,
-                    json!({"kind": e.kind.as_str(), "message": e.message, "status": e.status}),
-                );
-                return Err(Stop::Terminal(TerminalReason::ModelError, e.to_string()));
-            }
-            Ok(Ok(r)) => r,
-        };
-        let usage = match resp.usage {
-            Some(u) => u,
-            None => {
-                st.estimated = true;
-                let completion = estimate_tokens(
-                    resp.content.chars().count()
-                        + resp
-                            .tool_calls
-                            .iter()
-                            .map(|c| c.name.len() + c.arguments.len())
-                            .sum::<usize>(),
-                );
-                Usage {
-                    prompt_tokens: estimated_prompt,
-                    completion_tokens: completion,
-                    total_tokens: estimated_prompt + completion,
-                }
-            }
-        };
-        st.tokens += usage.total_tokens;
-        self.trace.log(
-            "model_output",
-            step,
-            json!({
-                "raw": resp.content,
-                "usage": usage,
-                "usage_estimated": resp.usage.is_none(),
-                "meta": {"finish_reason": resp.finish_reason, "content_len": resp.content.chars().count(),
-                         "tool_calls_count": resp.tool_calls.len(), "prompt_estimate": estimated_prompt},
-                "tool_calls": resp.tool_calls,
-            }),
-        );
-        if st.tokens > self.profile.total_token_budget as u64 {
-            return Err(Stop::Exhausted(
-                TerminalReason::TokenBudget,
-                format!(
-                    "used {} tokens of a total_token_budget of {}",
-                    st.tokens, self.profile.total_token_budget
-                ),
-            ));
-        }
-        Ok(resp)
-    }
-
-    /// Run one turn's tool calls concurrently; append their results in call order.
-    async fn run_tools(
-        &self,
-        step: u64,
-        st: &mut State,
-        calls: &[ToolCall],
-        deadline: Instant,
-    ) -> Result<(), Stop> {
-        let ctx = ToolContext::new(self.workspace.clone())
-            .with_deadline(deadline)
-            .with_cancel(self.cancel.flag());
-        let mut handles = Vec::with_capacity(calls.len());
-        for call in calls {
-            *st.tool_usage.entry(call.name.clone()).or_insert(0) += 1;
-            let args = serde_json::from_str::<Value>(&call.arguments)
-                .unwrap_or_else(|_| Value::String(call.arguments.clone()));
-            self.trace.log(
-                "tool_call",
-                step,
-                json!({"tool": call.name, "args": args, "tool_call_id": call.id}),
-            );
-            let (registry, ctx, perms, call) = (
-                self.registry.clone(),
-                ctx.clone(),
-                self.permissions.clone(),
-                call.clone(),
-            );
-            handles.push(tokio::task::spawn_blocking(move || {
-                registry.execute(&call.name, &call.arguments, &ctx, &perms)
-            }));
-        }
-        let mut results = Vec::with_capacity(handles.len());
-        for (handle, call) in handles.into_iter().zip(calls) {
-            let result = match handle.await {
-                Ok(r) => r,
-                Err(e) => ToolResult::error(
-                    &Value::String(call.arguments.clone()),
-                    ErrorCode::InternalError,
-                    format!("Tool '{}' failed unexpectedly: {e}", call.name),
-                    0,
-                ),
-            };
-            results.push((call.name.clone(), result));
-        }
-        let results = OutputBudget::default().apply_batch(results);
-        self.record_results(step, st, calls, results, deadline)
-    }
-
-    /// Log and append a turn's results in call order; stop on cancellation or the deadline.
-    fn record_results(
-        &self,
-        step: u64,
-        st: &mut State,
-        calls: &[ToolCall],
-        results: Vec<ToolResult>,
-        deadline: Instant,
-    ) -> Result<(), Stop> {
-        for (result, call) in results.iter().zip(calls) {
-            self.trace.log(
-                "tool_result",
-                step,
-                json!({"tool": call.name, "tool_call_id": call.id, "status": result.status.as_str(),
-                       "error_code": result.error_code().map(|c| c.as_str()), "result": result.to_value()}),
-            );
-            st.messages.push(Message::Tool {
-                tool_call_id: call.id.clone(),
-                name: call.name.clone(),
-                content: result.to_json(),
-            });
-        }
-        if self.cancel.is_cancelled() {
-            return Err(Stop::Terminal(
-                TerminalReason::Cancelled,
-                "the run was cancelled".into(),
-            ));
-        }
-        if Instant::now() >= deadline {
-            return Err(Stop::Terminal(
-                TerminalReason::Timeout,
-                format!(
-                    "the run exceeded its wall-clock limit of {}s",
-                    self.profile.timeout_seconds
-                ),
-            ));
-        }
-        Ok(())
-    }
-
-    fn parse(&self, text: &str) -> Result<(ParsedResult, Option<Repair>), ContractError> {
-        if self.profile.result_contract.is_empty() {
-            return Ok((ParsedResult::Text(text.to_string()), None));
-        }
-        if self.profile.result_contract == "ExploreResult" {
-            ExploreResult::repair(text, ToolUsage::new(), "completed")
-                .map(|(r, rep)| (ParsedResult::Explore(r), rep))
-        } else {
-            VerificationResult::repair(text, VerificationMeta::default())
-                .map(|(r, rep)| (ParsedResult::Verification(r), rep))
-        }
-    }
-
-    /// The completion gate: the contract (with repair), then the evidence check.
-    async fn gate(&self, text: &str) -> Gate {
-        let contract = &self.profile.result_contract;
-        let (result, repair) = match self.parse(text) {
-            Ok(ok) => ok,
-            Err(e) => {
-                let mut reasons: Vec<String> = Vec::new();
-                for v in &e.violations {
-                    if !reasons.contains(&v.msg) {
-                        reasons.push(v.msg.clone());
-                    }
-                }
-                return Gate::Reject {
-                    feedback: format!(
-                        "Return only a valid {contract} JSON object: {}",
-                        reasons.join("; ")
-                    ),
-                    parsed: None,
-                };
-            }
-        };
-        let evidence = result.evidence().to_vec();
-        if evidence.is_empty() {
-            return Gate::Accept(result, repair);
-        }
-        let ws = self.workspace.clone();
-        let checks = tokio::task::spawn_blocking(move || check_evidence(&ws, &evidence))
-            .await
-            .unwrap_or_default();
-        let ungrounded: Vec<EvidenceCheck> = checks.into_iter().filter(|c| !c.grounded).collect();
-        if ungrounded.is_empty() {
-            return Gate::Accept(result, repair);
-        }
-        let listed: Vec<String> = ungrounded.iter().map(|c| c.message.clone()).collect();
-        Gate::Reject {
-            feedback: format!(
-                "Return only a valid {contract} JSON object: some evidence is not grounded in the repository. {} Cite only files and lines you have read or matched, as relative/path:line or relative/path:start-end.",
-                listed.join(" ")
-            ),
-            parsed: Some((result, repair, ungrounded)),
-        }
-    }
-
     /// After a budget ran out: one tool-less call for the JSON result (policy `partial`).
     async fn wrap_up(
         &self,
@@ -688,13 +273,19 @@ impl RuntimeRunner {
                 "Budget exhausted ({error}). Do not call tools. Reply now with the {contract} JSON object{partial}: what you found so far, the evidence you actually saw, and what remains open."
             ),
         });
-        self.trace
-            .log("wrap_up", step, json!({"reason": reason.as_str()}));
+        self.trace.emit(step, &event::WrapUp { reason });
         let saved_budget = st.tokens;
         // The wrap-up call is allowed past the token budget: it is the one that salvages the run.
         st.tokens = 0;
+        let span = tracing::info_span!(
+            "wrap_up",
+            session_id = %self.trace.session_id(),
+            step,
+            reason = reason.as_str()
+        );
         let resp = self
             .call(step, &mut st, &Arc::new(Vec::new()), 0, None, deadline)
+            .instrument(span)
             .await;
         st.tokens += saved_budget;
         let text = match resp {
@@ -728,7 +319,7 @@ impl RuntimeRunner {
             content: text.clone(),
             tool_calls: vec![],
         });
-        match self.parse(&text) {
+        match gate::parse_answer(&self.profile, &text) {
             Ok((mut result, repair)) => {
                 if let ParsedResult::Explore(r) = &mut result {
                     r.status = SubagentStatus::Partial;
@@ -771,14 +362,25 @@ impl RuntimeRunner {
         error: Option<String>,
         ungrounded: Vec<EvidenceCheck>,
     ) -> RunOutcome {
-        self.trace.log(
-            "terminal",
+        self.trace.emit(
             step,
-            json!({"reason": reason.as_str(), "details": {"error": error, "has_result": result.is_some(),
-                   "repair": repair.map(Repair::as_str), "total_tokens": st.tokens, "usage_estimated": st.estimated}}),
+            &event::Terminal {
+                reason,
+                details: event::TerminalDetails {
+                    error: error.as_deref(),
+                    has_result: result.is_some(),
+                    repair,
+                    total_tokens: st.tokens,
+                    usage_estimated: st.estimated,
+                },
+            },
         );
-        self.trace
-            .log("run_end", step, json!({"model_calls": st.calls}));
+        self.trace.emit(
+            step,
+            &event::RunEnd {
+                model_calls: st.calls,
+            },
+        );
         self.trace.flush();
         RunOutcome {
             terminal_reason: reason,

@@ -30,9 +30,9 @@ use serde_json::{json, Map, Value};
 
 use super::context::{Interrupt, ToolContext};
 use super::envelope::{elapsed_ms, ErrorCode, ToolResult};
-use super::grep::build_glob;
+use super::globs::build_glob;
 use super::params;
-use super::registry::Tool;
+use super::tool::Tool;
 use super::walk::{self, WalkRules, DEFAULT_RESULT_LIMIT, MAX_RESULT_LIMIT};
 
 const ACCEPTED: [&str; 5] = [

@@ -25,7 +25,7 @@ use serde_json::{json, Map, Value};
 use super::context::{Interrupt, ToolContext};
 use super::envelope::{elapsed_ms, ErrorCode, ToolResult};
 use super::params;
-use super::registry::Tool;
+use super::tool::Tool;
 use super::workspace::{EntryKind, PathError};
 
 /// Lines returned when `limit` is not given.

@@ -95,7 +95,7 @@ pub fn tool_schemas(format: &str, names: Option<Vec<String>>) -> Result<Vec<Valu
                 "names",
                 format!(
                     "unknown tool {}; the read-only tools are {}",
-                    crate::json::py_repr_str(bad),
+                    crate::pyjson::py_repr_str(bad),
                     known.join(", ")
                 ),
             ));
@@ -109,7 +109,7 @@ pub fn tool_schemas(format: &str, names: Option<Vec<String>>) -> Result<Vec<Valu
             "format",
             format!(
                 "must be 'openai' or 'anthropic', got {}",
-                crate::json::py_repr_str(other)
+                crate::pyjson::py_repr_str(other)
             ),
         )),
     }

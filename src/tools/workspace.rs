@@ -212,6 +212,19 @@ impl Workspace {
         Ok((file, meta))
     }
 
+    /// Open a file a directory walk under the root found, for reading: without blocking on a
+    /// FIFO or following a symlink swapped in since the walk, and only if it is a regular file.
+    pub fn open_walked(path: &Path) -> std::io::Result<File> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)?;
+        if !file.metadata()?.file_type().is_file() {
+            return Err(std::io::Error::other("not a regular file"));
+        }
+        Ok(file)
+    }
+
     /// Follow `req` component by component from the root, resolving symlinks as they come.
     fn walk(&self, req: &Path) -> Result<PathBuf, PathError> {
         let mut out = self.root.clone();

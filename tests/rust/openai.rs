@@ -14,6 +14,9 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+#[path = "support/recorder.rs"]
+mod recorder;
+
 const KEY: &str = "sk-test-0123456789abcdef";
 
 /// What the server does with one request.
@@ -312,6 +315,52 @@ async fn rate_limit_waits_for_retry_after_then_succeeds() {
     );
     assert_eq!(response, final_answer("after the wait"));
     assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn each_retry_is_a_tracing_event_with_attempt_wait_and_status() {
+    let server = Server::start(vec![
+        Step::Reply(
+            429,
+            vec![("Retry-After", "0".into())],
+            json!({"error": {"message": "slow down"}}).to_string(),
+        ),
+        Step::Reply(503, vec![("Retry-After", "0".into())], "busy".into()),
+        json_reply(200, completion("third time")),
+    ])
+    .await;
+    let model = server.model(|_| {});
+    let recorder = recorder::Recorder::default();
+    let response = {
+        let _guard = tracing::subscriber::set_default(recorder.clone());
+        model.complete(&simple_request()).await.unwrap()
+    };
+    assert_eq!(response, final_answer("third time"));
+    let retries: Vec<recorder::Recorded> = recorder
+        .records()
+        .into_iter()
+        .filter(|r| r.name == "retry")
+        .collect();
+    let event = |attempt: &str, status: &str, kind: &str| recorder::Recorded {
+        kind: "event",
+        name: "retry".into(),
+        parent: None,
+        fields: [
+            ("attempt", attempt),
+            ("kind", kind),
+            ("message", "model call failed; retrying"),
+            ("retry_after", "true"),
+            ("status", status),
+            ("wait_ms", "0"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
+    };
+    assert_eq!(
+        retries,
+        vec![event("1", "429", "rate_limit"), event("2", "503", "server")]
+    );
 }
 
 #[tokio::test]

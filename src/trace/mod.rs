@@ -1,125 +1,26 @@
 //! JSONL traces: one file per session, `{ts, session_id, step, event, payload}` per line, secrets
 //! redacted, never inside the explored root. Events are also kept in memory for metrics.
+//!
+//! The parts: [`event`] (event names and typed payloads), `redact` (secret removal).
+
+pub mod event;
+mod redact;
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::Mutex;
+use std::time::SystemTime;
 
-use regex::Regex;
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
-/// Payload keys whose values are always replaced by `***` (compared lower-cased, exactly).
-/// Unlike the reference, ids (`session_id`, `tool_call_id`, `call_id`) are kept: traces must
-/// correlate.
-pub const SECRET_KEYS: [&str; 14] = [
-    "api_key",
-    "apikey",
-    "api-key",
-    "secret",
-    "secret_key",
-    "secretkey",
-    "token",
-    "access_token",
-    "refresh_token",
-    "password",
-    "passwd",
-    "pwd",
-    "authorization",
-    "auth",
-];
-
-fn secret_patterns() -> &'static [(Regex, &'static str)] {
-    static PATTERNS: OnceLock<Vec<(Regex, &'static str)>> = OnceLock::new();
-    PATTERNS.get_or_init(|| {
-        [
-            (r"sk-[A-Za-z0-9_\-]{20,}", "sk-***"),
-            (r"(?i)\bbearer\s+[A-Za-z0-9._~+/=\-]{8,}", "Bearer ***"),
-            (
-                r"(?i)([?&](?:api[_-]?key|key|token|access_token)=)[^&\s]+",
-                "${1}***",
-            ),
-        ]
-        .into_iter()
-        .map(|(re, rep)| (Regex::new(re).expect("valid secret pattern"), rep))
-        .collect()
-    })
-}
-
-/// Whether `text` could hold a secret at all (cheap checks before any regex runs).
-fn may_hold_secret(text: &str) -> bool {
-    let b = text.as_bytes();
-    memchr::memmem::find(b, b"sk-").is_some()
-        || memchr::memchr(b'=', b).is_some()
-        || memchr::memmem::find(b, b"earer").is_some()
-        || memchr::memmem::find(b, b"EARER").is_some()
-}
-
-/// Redact secrets in one string: `sk-` keys, bearer tokens, key/token URL parameters.
-pub fn redact_str(text: &str) -> String {
-    if !may_hold_secret(text) {
-        return text.to_string();
-    }
-    let mut out = std::borrow::Cow::Borrowed(text);
-    for (re, rep) in secret_patterns() {
-        if re.is_match(&out) {
-            out = std::borrow::Cow::Owned(re.replace_all(&out, *rep).into_owned());
-        }
-    }
-    out.into_owned()
-}
-
-/// Redact a JSON value in place: secret keys get `***`, every string is scrubbed.
-pub fn redact_in_place(value: &mut Value) {
-    match value {
-        Value::String(s) if may_hold_secret(s) => *s = redact_str(s),
-        Value::Array(items) => items.iter_mut().for_each(redact_in_place),
-        Value::Object(map) => {
-            for (k, v) in map.iter_mut() {
-                if !v.is_null() && SECRET_KEYS.iter().any(|s| k.eq_ignore_ascii_case(s)) {
-                    *v = Value::String("***".into());
-                } else {
-                    redact_in_place(v);
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Redact a JSON value: secret keys get `***`, every string is scrubbed.
-pub fn redact(value: &Value) -> Value {
-    let mut out = value.clone();
-    redact_in_place(&mut out);
-    out
-}
+pub use event::{EventKind, EventPayload, SessionSummary, UnknownEvent};
+pub use redact::{redact, redact_in_place, redact_str, SECRET_KEYS};
 
 /// A UTC timestamp in ISO 8601 with milliseconds and a `Z`.
 pub fn utc_now_iso() -> String {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    let secs = now.as_secs() as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        (rem / 60) % 60,
-        rem % 60,
-        now.subsec_millis()
-    )
+    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }
 
 /// A new child session id: `child-<32 hex>`.
@@ -137,7 +38,7 @@ pub struct TraceEvent {
     /// The step (0 outside the loop).
     pub step: u64,
     /// The event name (`model_output`, `tool_call`, `terminal`, ...).
-    pub event: String,
+    pub event: EventKind,
     /// The redacted payload.
     pub payload: Value,
 }
@@ -278,14 +179,21 @@ impl Trace {
         self.path.as_deref()
     }
 
+    /// Record a typed event (see [`event`]).
+    pub fn emit<P: EventPayload>(&self, step: u64, payload: &P) {
+        // The payload types hold strings, numbers and `Value`s only: serialising cannot fail.
+        let value = serde_json::to_value(payload).unwrap_or(Value::Null);
+        self.log(P::KIND, step, value);
+    }
+
     /// Record an event (payload redacted before it is kept or written).
-    pub fn log(&self, event: &str, step: u64, mut payload: Value) {
+    pub fn log(&self, event: EventKind, step: u64, mut payload: Value) {
         redact_in_place(&mut payload);
         let ev = TraceEvent {
             ts: utc_now_iso(),
             session_id: self.session_id.clone(),
             step,
-            event: event.to_string(),
+            event,
             payload,
         };
         if let Ok(mut guard) = self.file.lock() {
@@ -320,12 +228,15 @@ impl Trace {
     pub fn finalize(&self) {
         let events = self.events();
         let steps = events.iter().map(|e| e.step).max().unwrap_or(0);
-        let tools_used = events.iter().filter(|e| e.event == "tool_call").count();
+        let tools_used = events
+            .iter()
+            .filter(|e| e.event == EventKind::ToolCall)
+            .count();
         let mut usage = Map::new();
         for key in ["prompt_tokens", "completion_tokens", "total_tokens"] {
             let sum: u64 = events
                 .iter()
-                .filter(|e| e.event == "model_output")
+                .filter(|e| e.event == EventKind::ModelOutput)
                 .filter_map(|e| {
                     e.payload
                         .get("usage")
@@ -333,12 +244,15 @@ impl Trace {
                         .and_then(Value::as_u64)
                 })
                 .sum();
-            usage.insert(key.into(), json!(sum));
+            usage.insert(key.into(), Value::from(sum));
         }
-        self.log(
-            "session_summary",
+        self.emit(
             steps,
-            json!({"steps": steps, "tools_used": tools_used, "total_usage": usage}),
+            &SessionSummary {
+                steps,
+                tools_used,
+                total_usage: usage,
+            },
         );
         if let Ok(mut guard) = self.file.lock() {
             if let Some(mut w) = guard.take() {
@@ -351,6 +265,8 @@ impl Trace {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use regex::Regex;
+    use serde_json::json;
 
     #[test]
     fn redaction_covers_keys_bearer_and_sk() {
@@ -381,6 +297,11 @@ mod tests {
             "{ts}"
         );
         assert!(ts.starts_with("20"));
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(951_782_400_007);
+        assert_eq!(
+            humantime::format_rfc3339_millis(at).to_string(),
+            "2000-02-29T00:00:00.007Z"
+        );
     }
 
     #[test]
@@ -396,9 +317,9 @@ mod tests {
         let id = new_child_id();
         assert_eq!(id.len(), "child-".len() + 32);
         let t = Trace::to_file(id.clone(), &tdir).unwrap();
-        t.log("tool_call", 1, json!({"tool": "Read"}));
+        t.log(EventKind::ToolCall, 1, json!({"tool": "Read"}));
         t.log(
-            "model_output",
+            EventKind::ModelOutput,
             1,
             json!({"usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}}),
         );

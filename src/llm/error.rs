@@ -1,0 +1,81 @@
+//! How a model call fails: the classification that decides retries, and the errors themselves.
+
+use serde::{Deserialize, Serialize};
+
+/// A response that cannot be understood; the message says what was returned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BadResponse(pub String);
+
+/// What kind of failure a model call had; decides retries and the message the user sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelErrorKind {
+    /// 401/403: the key is wrong or lacks access. Not retried.
+    Auth,
+    /// 429: slow down. Retried with backoff, honouring Retry-After.
+    RateLimit,
+    /// The prompt is larger than the model's context window. Not retried.
+    ContextTooLong,
+    /// 5xx (and 408/409): the provider failed. Retried.
+    Server,
+    /// No answer in time. Retried.
+    Timeout,
+    /// The connection failed. Retried.
+    Connection,
+    /// Another 4xx: the request was refused. Not retried.
+    InvalidRequest,
+    /// The answer could not be understood. Not retried.
+    BadResponse,
+    /// A user-supplied model (a Python callable) raised or returned something unusable.
+    Callback,
+    /// The call was cancelled.
+    Cancelled,
+}
+
+impl ModelErrorKind {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelErrorKind::Auth => "auth",
+            ModelErrorKind::RateLimit => "rate_limit",
+            ModelErrorKind::ContextTooLong => "context_too_long",
+            ModelErrorKind::Server => "server",
+            ModelErrorKind::Timeout => "timeout",
+            ModelErrorKind::Connection => "connection",
+            ModelErrorKind::InvalidRequest => "invalid_request",
+            ModelErrorKind::BadResponse => "bad_response",
+            ModelErrorKind::Callback => "callback",
+            ModelErrorKind::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// A failed model call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{kind_name} error: {message}", kind_name = .kind.as_str())]
+pub struct ModelError {
+    /// The classification.
+    pub kind: ModelErrorKind,
+    /// What happened, with the offending value or status.
+    pub message: String,
+    /// The HTTP status, when there was one.
+    pub status: Option<u16>,
+}
+
+impl ModelError {
+    /// A new error.
+    pub fn new(kind: ModelErrorKind, message: impl Into<String>) -> Self {
+        ModelError {
+            kind,
+            message: message.into(),
+            status: None,
+        }
+    }
+}
+
+impl From<BadResponse> for ModelError {
+    fn from(e: BadResponse) -> Self {
+        ModelError::new(ModelErrorKind::BadResponse, e.0)
+    }
+}

@@ -1,0 +1,289 @@
+//! The built-in OpenAI-compatible chat-completions backend: one HTTP client, the request, the
+//! retry loop, and the answer.
+
+use std::fmt;
+use std::sync::Once;
+use std::time::SystemTime;
+
+use base64::Engine as _;
+use reqwest::header::HeaderMap;
+use reqwest::{StatusCode, Url};
+use serde_json::Value;
+
+use crate::error::Error;
+use crate::llm::openai::classify::{
+    provider_message, snippet, status_failure, transport_failure, Failure,
+};
+use crate::llm::openai::config::{
+    api_key, build_headers, display_url, invalid, is_loopback, parse_base_url,
+    OpenAICompatibleConfig,
+};
+use crate::llm::openai::retry::{backoff_delay, parse_retry_after};
+use crate::llm::{
+    BoxFuture, ChatModel, ChatRequest, ChatResponse, ModelError, ModelErrorKind, WireOptions,
+};
+
+fn install_crypto_provider() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        // Another library may have installed one first; any provider will do.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// The built-in OpenAI-compatible chat-completions backend.
+pub struct OpenAICompatible {
+    config: OpenAICompatibleConfig,
+    endpoint: Url,
+    shown_endpoint: String,
+    shown_base: String,
+    headers: HeaderMap,
+    /// Strings that must never appear in a message (the key, credential-like header values).
+    secrets: Vec<String>,
+    client: reqwest::Client,
+}
+
+impl fmt::Debug for OpenAICompatible {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAICompatible")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAICompatible {
+    /// Validate `config` and build the HTTP client (once; it is shared by every call).
+    pub fn new(mut config: OpenAICompatibleConfig) -> Result<Self, Error> {
+        config.validate()?;
+        let base = parse_base_url(&config.base_url)?;
+        config.base_url = base.to_string().trim_end_matches('/').to_owned();
+        config.model = config.model.trim().to_owned();
+        let mut endpoint = base.clone();
+        let path = format!("{}/chat/completions", base.path().trim_end_matches('/'));
+        endpoint.set_path(&path);
+
+        install_crypto_provider();
+        let mut builder = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .timeout(config.timeout)
+            // A redirected POST turns into a GET; report the redirect instead.
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("outrider/", env!("CARGO_PKG_VERSION")));
+        if is_loopback(&base) {
+            // A proxy from the environment must not intercept a local server.
+            builder = builder.no_proxy();
+        }
+        let client = builder.build().map_err(|e| {
+            invalid(
+                "base_url",
+                format!("could not build an HTTP client for it: {e}"),
+            )
+        })?;
+
+        let headers = build_headers(&config)?;
+        let mut secrets: Vec<String> = api_key(&config).map(str::to_owned).into_iter().collect();
+        // Credentials in the URL itself (user:password@, ?api-key=) and the Basic header they
+        // turn into must not come back in messages either.
+        if let Some(password) = base.password().filter(|p| !p.is_empty()) {
+            secrets.push(password.to_owned());
+            let pair = format!("{}:{password}", base.username());
+            secrets.push(base64::engine::general_purpose::STANDARD.encode(pair.as_bytes()));
+        }
+        for (_, value) in base.query_pairs() {
+            if value.len() >= 8 {
+                secrets.push(value.into_owned());
+            }
+        }
+        for (name, value) in &config.extra_headers {
+            let name = name.to_ascii_lowercase();
+            let credential = ["key", "token", "auth", "secret", "cookie"]
+                .iter()
+                .any(|w| name.contains(w));
+            if credential && !value.trim().is_empty() {
+                secrets.push(value.trim().to_owned());
+            }
+        }
+        Ok(OpenAICompatible {
+            shown_endpoint: display_url(&endpoint),
+            shown_base: display_url(&base).trim_end_matches('/').to_owned(),
+            endpoint,
+            headers,
+            secrets,
+            client,
+            config,
+        })
+    }
+
+    /// The backend configured by `{prefix}_MODEL_ID` and friends (see [`crate::llm::env`]), or
+    /// `None` when the model id is unset.
+    pub fn from_env(prefix: &str) -> Result<Option<Self>, Error> {
+        crate::llm::env::from_env(prefix)?
+            .map(OpenAICompatible::new)
+            .transpose()
+    }
+
+    /// The base URL without credentials (user, password and query removed).
+    pub fn display_base_url(&self) -> &str {
+        &self.shown_base
+    }
+
+    /// The validated config (base URL normalised).
+    pub fn config(&self) -> &OpenAICompatibleConfig {
+        &self.config
+    }
+
+    /// The URL requests go to, `{base_url}/chat/completions`, without credentials.
+    pub fn endpoint(&self) -> &str {
+        &self.shown_endpoint
+    }
+
+    /// The JSON body sent for `request`: the request's model or the configured one, the
+    /// messages, `tools`/`tool_choice` only when there are tools, and the configured
+    /// `temperature` and `max_tokens`.
+    pub fn request_body(&self, request: &ChatRequest) -> Value {
+        serde_json::from_str(&request.encode(&self.wire_options())).unwrap_or(Value::Null)
+    }
+
+    fn wire_options(&self) -> WireOptions<'_> {
+        WireOptions {
+            default_model: Some(&self.config.model),
+            temperature: self.config.temperature,
+            max_tokens: self.config.max_tokens,
+            omit_tool_choice_without_tools: true,
+        }
+    }
+
+    async fn call(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        let body = request.encode(&self.wire_options()).into_bytes();
+        let attempts = self.config.max_retries.saturating_add(1);
+        let mut attempt = 0u32;
+        loop {
+            let failure = match self.attempt(&body).await {
+                Ok(response) => return Ok(response),
+                Err(failure) => failure,
+            };
+            attempt += 1;
+            if !failure.retryable || attempt >= attempts {
+                return Err(self.finish(failure.error, attempt));
+            }
+            let delay = failure
+                .retry_after
+                .unwrap_or_else(|| backoff_delay(attempt - 1));
+            tracing::event!(
+                name: "retry",
+                tracing::Level::INFO,
+                attempt,
+                wait_ms = delay.as_millis() as u64,
+                status = failure.error.status,
+                kind = failure.error.kind.as_str(),
+                retry_after = failure.retry_after.is_some(),
+                "model call failed; retrying"
+            );
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    async fn attempt(&self, body: &[u8]) -> Result<ChatResponse, Failure> {
+        let response = self
+            .client
+            .post(self.endpoint.clone())
+            .headers(self.headers.clone())
+            .body(body.to_vec())
+            .send()
+            .await
+            .map_err(|e| transport_failure(&self.shown_endpoint, self.config.timeout, e))?;
+        let status = response.status();
+        // Honoured on every retryable status that sends it (providers send it on 504 too).
+        let retry_after = match status.as_u16() {
+            408 | 409 | 429 | 500..=599 => response
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| parse_retry_after(v, SystemTime::now())),
+            _ => None,
+        };
+        let location = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| transport_failure(&self.shown_endpoint, self.config.timeout, e))?;
+        let text = String::from_utf8_lossy(&bytes);
+        if status.is_success() {
+            return self.parse_success(status, &text).map_err(Failure::fatal);
+        }
+        Err(status_failure(
+            &self.shown_endpoint,
+            &self.config.model,
+            status,
+            &text,
+            location,
+            retry_after,
+        ))
+    }
+
+    fn parse_success(&self, status: StatusCode, text: &str) -> Result<ChatResponse, ModelError> {
+        let bad = |what: String| ModelError {
+            kind: ModelErrorKind::BadResponse,
+            message: what,
+            status: Some(status.as_u16()),
+        };
+        let json: Value = serde_json::from_str(text).map_err(|e| {
+            bad(format!(
+                "{} answered HTTP {} with a body that is not JSON ({e}): {}",
+                self.shown_endpoint,
+                status.as_u16(),
+                snippet(text)
+            ))
+        })?;
+        ChatResponse::from_value(&json).map_err(|e| match provider_message(&json) {
+            Some(msg) => bad(format!(
+                "{} answered HTTP {} with an error instead of a completion: {msg}",
+                self.shown_endpoint,
+                status.as_u16()
+            )),
+            None => bad(format!(
+                "{} answered HTTP {} with JSON that is not a chat completion ({}): {}",
+                self.shown_endpoint,
+                status.as_u16(),
+                e.0,
+                snippet(text)
+            )),
+        })
+    }
+
+    /// The error returned to the caller: the attempt count when it was retried, secrets removed.
+    fn finish(&self, mut error: ModelError, attempts: u32) -> ModelError {
+        if attempts > 1 {
+            error.message = format!("{} (gave up after {attempts} attempts)", error.message);
+        }
+        for secret in &self.secrets {
+            error.message = error.message.replace(secret.as_str(), "[REDACTED]");
+        }
+        error.message = crate::trace::redact_str(&error.message);
+        error
+    }
+}
+
+impl ChatModel for OpenAICompatible {
+    fn complete<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
+        Box::pin(self.call(request))
+    }
+
+    fn model_id(&self) -> Option<String> {
+        Some(self.config.model.clone())
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "openai-compatible {} at {}",
+            self.config.model, self.shown_base
+        )
+    }
+}

@@ -1,0 +1,289 @@
+//! How to reach one OpenAI-compatible endpoint, and the checks that say what is wrong with it.
+
+use std::fmt;
+use std::net::IpAddr;
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+use reqwest::Url;
+
+use crate::error::Error;
+
+/// The default read/total timeout of one attempt.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// The default time allowed to open a connection.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default number of extra attempts after a transient failure (2 means 3 attempts).
+pub const DEFAULT_MAX_RETRIES: u32 = 2;
+/// The base URL used when none is configured.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// The most retries a client may be configured with.
+pub const MAX_RETRIES_LIMIT: u32 = 10;
+
+/// what differs from the defaults, then pass to [`OpenAICompatible::new`], which validates it.
+#[derive(Clone, PartialEq)]
+pub struct OpenAICompatibleConfig {
+    /// The model id sent when a request names none.
+    pub model: String,
+    /// The API root, e.g. `https://api.openai.com/v1`; a trailing `/chat/completions`,
+    /// `/completions` or `/` is stripped.
+    pub base_url: String,
+    /// Sent as `Authorization: Bearer <key>` when set (local servers often need none).
+    pub api_key: Option<String>,
+    /// The longest one attempt may take, from connecting to the end of the body.
+    pub timeout: Duration,
+    /// The longest opening a connection may take.
+    pub connect_timeout: Duration,
+    /// Extra attempts after a transient failure.
+    pub max_retries: u32,
+    /// Sent as `temperature` when set.
+    pub temperature: Option<f64>,
+    /// Sent as `max_tokens` when set.
+    pub max_tokens: Option<u64>,
+    /// Headers added to every request (e.g. an organisation or gateway header).
+    pub extra_headers: Vec<(String, String)>,
+}
+
+impl OpenAICompatibleConfig {
+    /// A config with the default timeouts and retries, no key, temperature or token limit.
+    pub fn new(model: impl Into<String>, base_url: impl Into<String>) -> Self {
+        OpenAICompatibleConfig {
+            model: model.into(),
+            base_url: base_url.into(),
+            api_key: None,
+            timeout: DEFAULT_TIMEOUT,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            max_retries: DEFAULT_MAX_RETRIES,
+            temperature: None,
+            max_tokens: None,
+            extra_headers: Vec::new(),
+        }
+    }
+
+    /// Check every field; the error names the field and the offending value.
+    pub fn validate(&self) -> Result<(), Error> {
+        check_model(&self.model).map_err(|m| invalid("model", m))?;
+        normalize_base_url(&self.base_url)?;
+        check_duration(self.timeout).map_err(|m| invalid("timeout", m))?;
+        check_duration(self.connect_timeout).map_err(|m| invalid("connect_timeout", m))?;
+        if let Some(t) = self.temperature {
+            check_temperature(t).map_err(|m| invalid("temperature", m))?;
+        }
+        if self.max_retries > MAX_RETRIES_LIMIT {
+            return Err(invalid(
+                "max_retries",
+                format!("{} is more than {MAX_RETRIES_LIMIT}; each retry waits longer, so use at most {MAX_RETRIES_LIMIT}", self.max_retries),
+            ));
+        }
+        if self.max_tokens == Some(0) {
+            return Err(invalid(
+                "max_tokens",
+                "0 leaves no room for an answer; use a positive number or leave it unset",
+            ));
+        }
+        build_headers(self)?;
+        Ok(())
+    }
+}
+
+impl fmt::Debug for OpenAICompatibleConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Header values may be credentials too: show only their names.
+        let header_names: Vec<&str> = self.extra_headers.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("OpenAICompatibleConfig")
+            .field("model", &self.model)
+            .field(
+                "base_url",
+                &Url::parse(self.base_url.trim())
+                    .map(|u| display_url(&u))
+                    .unwrap_or_else(|_| self.base_url.clone()),
+            )
+            .field("api_key", &self.api_key.as_ref().map(|_| "***"))
+            .field("timeout", &self.timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("max_retries", &self.max_retries)
+            .field("temperature", &self.temperature)
+            .field("max_tokens", &self.max_tokens)
+            .field("extra_headers", &header_names)
+            .finish()
+    }
+}
+
+/// Seconds as a [`Duration`] for a timeout setting: positive and finite, or an error naming
+/// `field` and the value.
+pub fn duration_from_secs(field: &str, secs: f64) -> Result<Duration, Error> {
+    if !secs.is_finite() || secs <= 0.0 {
+        return Err(invalid(
+            field,
+            format!("{secs} is not a positive number of seconds; use e.g. 120"),
+        ));
+    }
+    Duration::try_from_secs_f64(secs)
+        .map_err(|_| invalid(field, format!("{secs} seconds is too long; use e.g. 120")))
+}
+
+/// The API root of `raw` with a trailing `/chat/completions`, `/completions` or `/` removed.
+/// Fails, naming the value, unless it is an http(s) URL with a host.
+pub fn normalize_base_url(raw: &str) -> Result<String, Error> {
+    parse_base_url(raw).map(|u| u.to_string().trim_end_matches('/').to_owned())
+}
+
+pub(crate) fn invalid(field: &str, message: impl Into<String>) -> Error {
+    Error::InvalidArgument {
+        field: field.to_owned(),
+        message: message.into(),
+    }
+}
+
+pub(crate) fn check_model(model: &str) -> Result<(), String> {
+    if model.trim().is_empty() {
+        Err("the model id is empty; name the model to call, e.g. gpt-4o-mini".into())
+    } else {
+        Ok(())
+    }
+}
+
+pub(crate) fn check_temperature(t: f64) -> Result<(), String> {
+    if t.is_finite() && t >= 0.0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "{t} is not a temperature; use a number >= 0 such as 0.5"
+        ))
+    }
+}
+
+fn check_duration(d: Duration) -> Result<(), String> {
+    if d.is_zero() {
+        Err("0 s would fail every request; use a positive number of seconds".into())
+    } else {
+        Ok(())
+    }
+}
+
+pub(crate) fn parse_base_url(raw: &str) -> Result<Url, Error> {
+    let bad = |why: &str| {
+        invalid(
+            "base_url",
+            format!("'{raw}' {why}; use an http(s) URL such as {DEFAULT_BASE_URL}"),
+        )
+    };
+    let trimmed = raw.trim();
+    let mut url = Url::parse(trimmed).map_err(|e| bad(&format!("is not a URL ({e})")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(bad("is not an http(s) URL"));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(bad("has no host"));
+    }
+    if url.fragment().is_some() {
+        return Err(bad("has a #fragment"));
+    }
+    let mut path = url.path().trim_end_matches('/');
+    for suffix in ["/chat/completions", "/completions"] {
+        if let Some(stripped) = path.strip_suffix(suffix) {
+            path = stripped.trim_end_matches('/');
+            break;
+        }
+    }
+    let path = path.to_owned();
+    url.set_path(&path);
+    Ok(url)
+}
+
+/// The URL as shown in messages: no user, password or query (where keys may hide).
+pub(crate) fn display_url(url: &Url) -> String {
+    let mut shown = url.clone();
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    shown.set_query(None);
+    shown.to_string()
+}
+
+pub(crate) fn is_loopback(url: &Url) -> bool {
+    match url.host_str() {
+        Some(host) => {
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            host.eq_ignore_ascii_case("localhost")
+                || host.to_ascii_lowercase().ends_with(".localhost")
+                || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+        }
+        None => false,
+    }
+}
+
+pub(crate) fn build_headers(config: &OpenAICompatibleConfig) -> Result<HeaderMap, Error> {
+    let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    for (name, value) in &config.extra_headers {
+        let header = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
+            invalid(
+                "extra_headers",
+                format!("'{name}' is not a valid HTTP header name"),
+            )
+        })?;
+        // The value is not echoed: it may be a credential.
+        let mut value = HeaderValue::from_str(value.trim()).map_err(|_| {
+            invalid(
+                "extra_headers",
+                format!("the value of header '{name}' has characters an HTTP header cannot carry"),
+            )
+        })?;
+        value.set_sensitive(true);
+        headers.insert(header, value);
+    }
+    if let Some(key) = api_key(config) {
+        let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+            invalid(
+                "api_key",
+                "the key has characters an HTTP header cannot carry (a newline or a control character?)",
+            )
+        })?;
+        value.set_sensitive(true);
+        headers.insert(AUTHORIZATION, value);
+    }
+    Ok(headers)
+}
+
+/// The key to send: trimmed, and none when blank.
+pub(crate) fn api_key(config: &OpenAICompatibleConfig) -> Option<&str> {
+    config
+        .api_key
+        .as_deref()
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_urls_are_normalised() {
+        let norm = |s: &str| normalize_base_url(s).unwrap();
+        assert_eq!(
+            norm("https://api.openai.com/v1/chat/completions"),
+            "https://api.openai.com/v1"
+        );
+        assert_eq!(
+            norm("http://localhost:8000/v1/"),
+            "http://localhost:8000/v1"
+        );
+        assert_eq!(
+            norm("http://localhost:8000/v1/completions"),
+            "http://localhost:8000/v1"
+        );
+        assert_eq!(norm("http://127.0.0.1:11434"), "http://127.0.0.1:11434");
+        assert!(is_loopback(&Url::parse("http://[::1]:80/").unwrap()));
+        assert!(is_loopback(&Url::parse("http://127.0.0.2/").unwrap()));
+        assert!(!is_loopback(
+            &Url::parse("https://api.openai.com/").unwrap()
+        ));
+    }
+
+    #[test]
+    fn messages_show_no_credentials_in_urls() {
+        let url = Url::parse("https://user:pw@example.com/v1/chat/completions?key=abc").unwrap();
+        assert_eq!(display_url(&url), "https://example.com/v1/chat/completions");
+    }
+}
