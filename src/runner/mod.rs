@@ -28,7 +28,7 @@ use crate::llm::{
 };
 use crate::profile::RuntimeProfile;
 use crate::tools::budget::OutputBudget;
-use crate::tools::context::ToolContext;
+use crate::tools::context::{ReadMemory, ToolContext};
 use crate::tools::envelope::{ErrorCode, ToolResult};
 use crate::tools::permissions::PermissionContext;
 use crate::tools::registry::ToolRegistry;
@@ -217,6 +217,7 @@ struct State {
     estimated: bool,
     calls: u64,
     tool_usage: BTreeMap<String, u64>,
+    read_memory: ReadMemory,
 }
 
 enum Gate {
@@ -248,6 +249,7 @@ impl RuntimeRunner {
             estimated: false,
             calls: 0,
             tool_usage: BTreeMap::new(),
+            read_memory: ReadMemory::new(),
         };
         let tools = self.tool_schemas.clone();
         let schema_chars: usize = tools.iter().map(|t| t.to_string().len()).sum();
@@ -527,7 +529,8 @@ impl RuntimeRunner {
     ) -> Result<(), Stop> {
         let ctx = ToolContext::new(self.workspace.clone())
             .with_deadline(deadline)
-            .with_cancel(self.cancel.flag());
+            .with_cancel(self.cancel.flag())
+            .with_read_memory(st.read_memory.clone());
         let mut handles = Vec::with_capacity(calls.len());
         for call in calls {
             *st.tool_usage.entry(call.name.clone()).or_insert(0) += 1;
