@@ -87,6 +87,7 @@ impl RuntimeRunner {
             estimated: false,
             calls: 0,
             tool_usage: BTreeMap::new(),
+            read_memory: crate::tools::context::ReadMemory::new(),
         };
         let tools = self.tool_schemas.clone();
         let schema_chars: usize = tools.iter().map(|t| t.to_string().len()).sum();

@@ -25,4 +25,6 @@ pub(crate) struct State {
     pub(crate) calls: u64,
     /// Requested tool calls by name.
     pub(crate) tool_usage: BTreeMap<String, u64>,
+    /// What this run's Reads have seen, so a file changed between two of them is reported.
+    pub(crate) read_memory: crate::tools::context::ReadMemory,
 }

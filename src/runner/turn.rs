@@ -199,7 +199,8 @@ impl RuntimeRunner {
     ) -> Result<(), Stop> {
         let ctx = ToolContext::new(self.workspace.clone())
             .with_deadline(deadline)
-            .with_cancel(self.cancel.flag());
+            .with_cancel(self.cancel.flag())
+            .with_read_memory(st.read_memory.clone());
         let mut handles = Vec::with_capacity(calls.len());
         for call in calls {
             *st.tool_usage.entry(call.name.clone()).or_insert(0) += 1;

@@ -5,6 +5,11 @@
 //! are split on `\n` alone (a trailing `\r` of CRLF is dropped), the rule Grep and the evidence
 //! check use too, so line numbers agree everywhere.
 //!
+//! The same pass checks that the whole file is UTF-8, so the encoding warning covers bytes outside
+//! the window too; the check rides on the line count, which already reads every byte, so it needs
+//! no extra I/O and no more memory. Read also tells the agent when a file it read before has
+//! changed since (`modified_externally`), remembering per run, never per process.
+//!
 //! ```
 //! use outrider::tools::{context::ToolContext, read::ReadTool, registry::Tool, workspace::Workspace};
 //! use serde_json::json;
@@ -22,7 +27,7 @@ use std::time::Instant;
 
 use serde_json::{json, Map, Value};
 
-use super::context::{Interrupt, ToolContext};
+use super::context::{FileStamp, Interrupt, ToolContext};
 use super::envelope::{elapsed_ms, ErrorCode, ToolResult};
 use super::params;
 use super::tool::Tool;
@@ -50,6 +55,8 @@ struct Window {
     lines: Vec<Vec<u8>>,
     total_lines: u64,
     long_lines: bool,
+    /// The line of the first byte that is not UTF-8, anywhere in the file.
+    invalid_utf8_line: Option<u64>,
 }
 
 impl Tool for ReadTool {
@@ -226,7 +233,7 @@ fn read(ctx: &ToolContext, params: &Value) -> ToolResult {
     }
 
     let mut content = String::new();
-    let mut replaced = false;
+    let mut replaced = window.invalid_utf8_line.is_some();
     for (i, raw) in window.lines.iter().enumerate() {
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
         let text = String::from_utf8_lossy(raw);
@@ -236,9 +243,16 @@ fn read(ctx: &ToolContext, params: &Value) -> ToolResult {
     let n = window.lines.len() as u64;
     let end = start_line + n.saturating_sub(1);
     let truncated = total > 0 && end < total;
+    // Only reads that showed content set the baseline, so a failed read never hides a change.
+    let modified = ctx
+        .read_memory
+        .observe(&resolved.path, FileStamp::of(&meta));
     let time_ms = elapsed_ms(started);
 
     let mut text = Vec::new();
+    if modified {
+        text.push(format!("Note: '{path}' was modified externally."));
+    }
     if total == 0 {
         text.push(format!("Read 0 lines from '{path}' (file is empty)."));
     } else {
@@ -260,6 +274,13 @@ fn read(ctx: &ToolContext, params: &Value) -> ToolResult {
                 .into(),
         );
     }
+    if let Some(line) = window.invalid_utf8_line {
+        if n == 0 || line < start_line || line > end {
+            text.push(format!(
+                "[Note: the first bytes that are not UTF-8 are on line {line}, outside the lines shown.]"
+            ));
+        }
+    }
     if window.long_lines {
         text.push(format!(
             "[Note: lines longer than {MAX_LINE_BYTES} bytes were cut to their first {MAX_LINE_BYTES} bytes.]"
@@ -273,11 +294,18 @@ fn read(ctx: &ToolContext, params: &Value) -> ToolResult {
     if replaced {
         data.insert("fallback_encoding".into(), Value::from("replace"));
     }
+    if modified {
+        data.insert("modified_externally".into(), Value::from(true));
+    }
     let mtime_ms = meta.mtime() * 1000 + meta.mtime_nsec() / 1_000_000;
     let result = if truncated || replaced {
         ToolResult::partial(params, data, text.join("\n"), time_ms)
     } else {
         ToolResult::success(params, data, text.join("\n"), time_ms)
+    };
+    let result = match window.invalid_utf8_line {
+        Some(line) => result.with_stat("first_invalid_utf8_line", line),
+        None => result,
     };
     result
         .with_stat("lines_read", n)
@@ -297,7 +325,8 @@ enum Scan {
     Io(std::io::Error),
 }
 
-/// Stream the file once: keep lines `start..start+limit`, count all lines. `None` = binary.
+/// Stream the file once: keep lines `start..start+limit`, count all lines, check all bytes are
+/// UTF-8. `None` = binary.
 fn scan(
     ctx: &ToolContext,
     mut file: std::fs::File,
@@ -316,11 +345,13 @@ fn scan(
     let mut window_end = start.saturating_add(limit - 1);
     let mut lines: Vec<Vec<u8>> = Vec::new();
     let mut current: Vec<u8> = Vec::new();
+    let mut cut = false; // the current line reached MAX_LINE_BYTES
     let mut kept_bytes = 0usize;
     let mut long_lines = false;
     let mut line_no = 1u64; // the line the next byte belongs to
     let mut newlines = 0u64;
     let mut last: Option<u8> = None;
+    let mut utf8 = Utf8Check::default();
     loop {
         if let Some(why) = ctx.interrupted() {
             return Err(Scan::Interrupted(why));
@@ -329,6 +360,7 @@ fn scan(
         if buf.is_empty() {
             break;
         }
+        utf8.feed(buf, line_no);
         let n = buf.len();
         last = Some(buf[n - 1]);
         let mut pos = 0;
@@ -344,12 +376,18 @@ fn scan(
                 Some(i) => (&buf[pos..pos + i], true),
                 None => (&buf[pos..], false),
             };
-            if in_window {
-                let room = MAX_LINE_BYTES.saturating_sub(current.len());
+            if in_window && !cut {
+                let room = MAX_LINE_BYTES - current.len();
                 if piece.len() > room {
                     long_lines = true;
+                    cut = true;
+                    current.extend_from_slice(&piece[..room]);
+                    if is_continuation(piece[room]) {
+                        drop_partial_char(&mut current);
+                    }
+                } else {
+                    current.extend_from_slice(piece);
                 }
-                current.extend_from_slice(&piece[..piece.len().min(room)]);
             }
             pos += piece.len();
             if ended {
@@ -358,6 +396,7 @@ fn scan(
                 if in_window {
                     kept_bytes += current.len();
                     lines.push(std::mem::take(&mut current));
+                    cut = false;
                     if kept_bytes >= MAX_WINDOW_BYTES {
                         window_end = line_no;
                     }
@@ -375,7 +414,88 @@ fn scan(
         lines,
         total_lines: newlines + unterminated as u64,
         long_lines,
+        invalid_utf8_line: utf8.finish(),
     }))
+}
+
+fn is_continuation(b: u8) -> bool {
+    b & 0xC0 == 0x80
+}
+
+/// Drop the start of a character whose rest was cut off, so a cut long line of valid UTF-8 does
+/// not show a replacement character (and so raise a false encoding warning).
+fn drop_partial_char(line: &mut Vec<u8>) {
+    for _ in 0..3 {
+        match line.last() {
+            Some(&b) if is_continuation(b) => {
+                line.pop();
+            }
+            _ => break,
+        }
+    }
+    if line.last().is_some_and(|&b| b >= 0xC0) {
+        line.pop();
+    }
+}
+
+/// UTF-8 validation of a byte stream fed in chunks that may split a character.
+#[derive(Default)]
+struct Utf8Check {
+    /// The start of a character cut by the chunk end (at most 3 bytes) and its line.
+    pending: Vec<u8>,
+    pending_line: u64,
+    /// The line of the first invalid byte; once set, the rest is not checked.
+    invalid: Option<u64>,
+}
+
+impl Utf8Check {
+    /// Check `buf`, whose first byte is on line `line`.
+    fn feed(&mut self, buf: &[u8], line: u64) {
+        if self.invalid.is_some() {
+            return;
+        }
+        let mut from = 0;
+        if !self.pending.is_empty() {
+            // Complete the split character one byte at a time (it needs at most 3 more).
+            while from < buf.len() && self.pending.len() < 4 {
+                self.pending.push(buf[from]);
+                from += 1;
+                match std::str::from_utf8(&self.pending) {
+                    Ok(_) => break,
+                    Err(e) if e.error_len().is_some() => {
+                        self.invalid = Some(self.pending_line);
+                        return;
+                    }
+                    Err(_) => {}
+                }
+            }
+            if std::str::from_utf8(&self.pending).is_err() {
+                return; // still incomplete: the chunk was tiny
+            }
+            self.pending.clear();
+        }
+        let rest = &buf[from..];
+        if let Err(e) = std::str::from_utf8(rest) {
+            let at = e.valid_up_to();
+            let line_at = line + memchr::memchr_iter(b'\n', &buf[..from + at]).count() as u64;
+            match e.error_len() {
+                Some(_) => self.invalid = Some(line_at),
+                None => {
+                    self.pending.extend_from_slice(&rest[at..]);
+                    self.pending_line = line_at;
+                }
+            }
+        }
+    }
+
+    /// The line of the first invalid byte; a character cut by the end of the file is invalid.
+    fn finish(self) -> Option<u64> {
+        match self.invalid {
+            Some(line) => Some(line),
+            None if !self.pending.is_empty() => Some(self.pending_line),
+            None => None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -514,5 +634,131 @@ mod tests {
             json!("9999 | 9999\n10000 | 10000\n10001 | 10001\n")
         );
         assert_eq!(r.status, crate::tools::envelope::ToolStatus::Success);
+    }
+
+    #[test]
+    fn utf8_check_holds_for_every_chunk_split() {
+        let valid = "a\u{e9}\n\u{20ac}\u{1F600}z\n".as_bytes();
+        // (bytes, line of the first invalid byte)
+        let cases: Vec<(Vec<u8>, Option<u64>)> = vec![
+            (valid.to_vec(), None),
+            ([valid, b"\xff\n"].concat(), Some(3)),
+            ([valid, b"ok\xe2\x82"].concat(), Some(3)), // cut by the end of the file
+            ([b"x\n", &valid[..5], b"\n"].concat(), Some(3)), // a split euro sign, then \n
+            (b"\xed\xa0\x80\n".to_vec(), Some(1)),      // a surrogate
+        ];
+        for (bytes, want) in cases {
+            for size in 1..=bytes.len() {
+                let mut check = Utf8Check::default();
+                let mut line = 1;
+                for chunk in bytes.chunks(size) {
+                    check.feed(chunk, line);
+                    line += memchr::memchr_iter(b'\n', chunk).count() as u64;
+                }
+                assert_eq!(check.finish(), want, "{bytes:?} in chunks of {size}");
+            }
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_outside_the_window_is_still_reported() {
+        // The bad byte sits past the first 64 KiB read, far from the lines shown.
+        let mut body = "clean\n".repeat(20_000).into_bytes();
+        body.extend_from_slice(b"caf\xe9\n");
+        let (_d, ctx) = setup(&[("l.txt", &body)]);
+        let args = json!({"path": "l.txt", "limit": 2});
+        assert_eq!(
+            stable(&ReadTool.run(&ctx, &args)),
+            json!({
+                "status": "partial",
+                "data": {"content": "   1 | clean\n   2 | clean\n", "truncated": true,
+                         "fallback_encoding": "replace"},
+                "text": "Read 2 lines from 'l.txt' (Lines 1-2).\n(Took Nms)\n[Truncated: Showing 2 of 20001 lines. Use start_line=3 to continue (19999 lines remaining).]\n[Warning: Encoding issues detected. Some characters may be corrupted (using replacement).]\n[Note: the first bytes that are not UTF-8 are on line 20001, outside the lines shown.]",
+                "stats": {"time_ms": 0, "lines_read": 2, "chars_read": 26, "total_lines": 20001,
+                          "file_size_bytes": body.len(), "file_mtime_ms": 0,
+                          "encoding": "utf-8 (replace)", "first_invalid_utf8_line": 20001},
+                "context": {"cwd": ".", "params_input": args, "path_resolved": "l.txt"}
+            })
+        );
+        // A window on the bad line itself needs no pointer to it.
+        let at = ReadTool.run(&ctx, &json!({"path": "l.txt", "start_line": 20001}));
+        assert_eq!(at.data["content"], json!("20001 | caf\u{FFFD}\n"));
+        assert!(!at.text.contains("[Note"), "{}", at.text);
+    }
+
+    #[test]
+    fn a_cut_long_line_of_valid_utf8_raises_no_encoding_warning() {
+        // "é" is 2 bytes: with one leading "x" the cut at MAX_LINE_BYTES splits one of them.
+        let body = format!("x{}\n", "\u{e9}".repeat(MAX_LINE_BYTES / 2 + 4));
+        let (_d, ctx) = setup(&[("u.txt", body.as_bytes())]);
+        let r = ReadTool.run(&ctx, &json!({"path": "u.txt"}));
+        assert_eq!(r.status, crate::tools::envelope::ToolStatus::Success);
+        assert_eq!(r.data.get("fallback_encoding"), None);
+        assert_eq!(r.stats["encoding"], json!("utf-8"));
+        let content = r.data["content"].as_str().unwrap();
+        assert!(!content.contains('\u{FFFD}'));
+        assert_eq!(content.len(), "   1 | \n".len() + MAX_LINE_BYTES - 1);
+    }
+
+    /// Rewrite `path` keeping its mtime, so only the size (or nothing) tells the change.
+    fn rewrite_keeping_mtime(path: &std::path::Path, body: &[u8]) {
+        let mtime = std::fs::metadata(path).unwrap().modified().unwrap();
+        std::fs::write(path, body).unwrap();
+        let f = std::fs::File::options().write(true).open(path).unwrap();
+        f.set_modified(mtime).unwrap();
+    }
+
+    #[test]
+    fn modified_externally_is_per_context_and_sees_size() {
+        let (dir, ctx) = setup(&[("m.txt", b"one\n")]);
+        let path = dir.path().join("m.txt");
+        let args = json!({"path": "m.txt"});
+        let first = stable(&ReadTool.run(&ctx, &args));
+        assert_eq!(
+            first["data"],
+            json!({"content": "   1 | one\n", "truncated": false})
+        );
+        let again = stable(&ReadTool.run(&ctx, &args));
+        assert_eq!(again, first, "an unchanged file is not flagged");
+
+        rewrite_keeping_mtime(&path, b"three\n");
+        let other_child = ToolContext::new(ctx.workspace.clone());
+        let changed = stable(&ReadTool.run(&ctx, &args));
+        assert_eq!(
+            changed,
+            json!({
+                "status": "success",
+                "data": {"content": "   1 | three\n", "truncated": false, "modified_externally": true},
+                "text": "Note: 'm.txt' was modified externally.\nRead 1 lines from 'm.txt' (Lines 1-1).\n(Took Nms)",
+                "stats": {"time_ms": 0, "lines_read": 1, "chars_read": 13, "total_lines": 1,
+                          "file_size_bytes": 6, "file_mtime_ms": 0, "encoding": "utf-8"},
+                "context": {"cwd": ".", "params_input": args, "path_resolved": "m.txt"}
+            })
+        );
+        assert_eq!(
+            ReadTool.run(&ctx, &args).data.get("modified_externally"),
+            None,
+            "the flag is for the read right after the change only"
+        );
+        assert_eq!(
+            ReadTool
+                .run(&other_child, &args)
+                .data
+                .get("modified_externally"),
+            None,
+            "another child never read the file before"
+        );
+    }
+
+    #[test]
+    fn a_failed_read_sets_no_baseline() {
+        let (dir, ctx) = setup(&[("f.txt", b"a\n")]);
+        let refused = ReadTool.run(&ctx, &json!({"path": "f.txt", "start_line": 5}));
+        assert_eq!(refused.status, crate::tools::envelope::ToolStatus::Error);
+        assert!(ctx.read_memory.is_empty());
+        std::fs::write(dir.path().join("f.txt"), b"a\nb\n").unwrap();
+        let r = ReadTool.run(&ctx, &json!({"path": "f.txt"}));
+        assert_eq!(r.data.get("modified_externally"), None);
+        assert_eq!(ctx.read_memory.len(), 1);
     }
 }

@@ -2,14 +2,21 @@
 
 use std::os::unix::fs::symlink;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use outrider::llm::{
+    BoxFuture, ChatModel, ChatRequest, ChatResponse, Message, ModelError, ModelErrorKind, ToolCall,
+};
+use outrider::profile::explore_profile;
+use outrider::runner::{CancelToken, RuntimeRunner, TerminalReason};
 use outrider::tools::budget::{OutputBudget, MAX_TOOL_BATCH_BYTES};
 use outrider::tools::context::ToolContext;
 use outrider::tools::envelope::{ErrorCode, ToolResult, ToolStatus};
 use outrider::tools::permissions::PermissionContext;
 use outrider::tools::registry::ToolRegistry;
 use outrider::tools::workspace::Workspace;
+use outrider::trace::Trace;
 use serde_json::{json, Value};
 
 struct Tree {
@@ -1040,4 +1047,113 @@ fn envelope_codes_serialize() {
     let r = ToolResult::error(&json!({}), ErrorCode::BinaryFile, "b", 0);
     assert_eq!(r.to_value()["error"]["code"], "BINARY_FILE");
     assert!(Path::new(".").exists());
+}
+
+/// A model that, before each reply, may rewrite one file: what a user editing the tree between
+/// an agent's turns looks like to the agent.
+struct EditingModel {
+    file: std::path::PathBuf,
+    turns: std::sync::Mutex<std::collections::VecDeque<(Option<&'static str>, ChatResponse)>>,
+}
+
+impl ChatModel for EditingModel {
+    fn complete<'a>(
+        &'a self,
+        _request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
+        let turn = self.turns.lock().unwrap().pop_front();
+        Box::pin(async move {
+            match turn {
+                Some((edit, reply)) => {
+                    if let Some(body) = edit {
+                        std::fs::write(&self.file, body).unwrap();
+                    }
+                    Ok(reply)
+                }
+                None => Err(ModelError::new(
+                    ModelErrorKind::Callback,
+                    "script exhausted",
+                )),
+            }
+        })
+    }
+    fn describe(&self) -> String {
+        "editing".into()
+    }
+}
+
+fn read_call(path: &str) -> ChatResponse {
+    ChatResponse {
+        tool_calls: vec![ToolCall {
+            id: "call_0".into(),
+            name: "Read".into(),
+            arguments: json!({"path": path}).to_string(),
+        }],
+        ..Default::default()
+    }
+}
+
+/// One child run over `root`; the `modified_externally` flag of each Read result, in order.
+async fn child_reads(root: &Path, turns: Vec<(Option<&'static str>, ChatResponse)>) -> Vec<bool> {
+    let profile = explore_profile();
+    let registry = ToolRegistry::readonly().filtered(profile.tool_allowlist.iter().cloned());
+    let runner = RuntimeRunner {
+        model: Arc::new(EditingModel {
+            file: root.join("f.txt"),
+            turns: std::sync::Mutex::new(turns.into()),
+        }),
+        tool_schemas: Arc::new(registry.openai_tools()),
+        registry: Arc::new(registry),
+        workspace: Workspace::new(root).unwrap(),
+        permissions: PermissionContext::readonly_subagent(),
+        trace: Arc::new(Trace::in_memory("child-test")),
+        cancel: CancelToken::new(),
+        extra_system: None,
+        profile,
+    };
+    let out = runner.run("Read f.txt.").await;
+    assert_eq!(out.terminal_reason, TerminalReason::Completed, "{out:?}");
+    out.messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool { content, .. } => {
+                let v: Value = serde_json::from_str(content).unwrap();
+                assert_eq!(v["status"], "success", "{v}");
+                Some(v["data"].get("modified_externally") == Some(&json!(true)))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn modified_externally_is_remembered_per_child_across_turns() {
+    let t = tree(&[("f.txt", b"one\n")]);
+    let done = ChatResponse {
+        content:
+            r#"{"status": "completed", "summary": "s", "findings": ["f"], "evidence": ["f.txt:1"]}"#
+                .into(),
+        ..Default::default()
+    };
+    // Child A: read, read again unchanged, then the file changes before its third read.
+    let a = child_reads(
+        &t.root,
+        vec![
+            (None, read_call("f.txt")),
+            (None, read_call("f.txt")),
+            (Some("two lines\nnow\n"), read_call("f.txt")),
+            (None, done.clone()),
+        ],
+    )
+    .await;
+    assert_eq!(a, [false, false, true]);
+    // The file changes after A's last read; child B never read it, so nothing is flagged for B
+    // (a process-wide memory, as in the reference, would flag B's first read).
+    std::fs::write(t.root.join("f.txt"), "three\n").unwrap();
+    let b = child_reads(
+        &t.root,
+        vec![(None, read_call("f.txt")), (None, done.clone())],
+    )
+    .await;
+    assert_eq!(b, [false]);
 }
