@@ -39,12 +39,6 @@ pub const READONLY_TOOLS: [&str; 3] = ["Glob", "Grep", "Read"];
 #[error("{0}")]
 pub struct ProfileError(pub String);
 
-/// What a child does when its step or token budget runs out.
-pub const BUDGET_POLICIES: [&str; 2] = ["partial", "fail"];
-
-/// The result contracts a profile can require.
-pub const RESULT_CONTRACTS: [&str; 2] = ["ExploreResult", "VerificationResult"];
-
 /// Declares a domain enum whose string forms are fixed wire names: `as_str`, `Display`,
 /// `FromStr` (exact match) and serde all use the same names.
 macro_rules! wire_enum {
@@ -161,20 +155,20 @@ pub struct RuntimeProfile {
     /// Tokens all calls of one run may use together.
     pub total_token_budget: i64,
     /// Default model route: `light` or `main`.
-    pub model_choice: String,
+    pub model_choice: ModelChoice,
     /// Label: where the child's context comes from.
     pub context_source_policy: String,
     /// Label: how the child finishes.
     pub completion_policy: String,
     /// `ExploreResult` or `VerificationResult`.
-    pub result_contract: String,
+    pub result_contract: Option<ResultContract>,
     /// Always false: formal sub-agents cannot launch sub-agents.
     pub recursive_subagents: bool,
     /// Corrective retries after an invalid final answer (the reference allows 1).
     pub gate_retries: i64,
     /// `partial`: one last tool-less call asks for the JSON result when budgets run out;
     /// `fail`: stop as the reference does.
-    pub on_budget_exhausted: String,
+    pub on_budget_exhausted: BudgetPolicy,
     /// Wall-clock limit for one child, in seconds.
     pub timeout_seconds: f64,
 }
@@ -182,6 +176,22 @@ pub struct RuntimeProfile {
 impl RuntimeProfile {
     /// Check the profile: the reference's five rules in its order, then ours.
     pub fn validate(&self) -> Result<(), ProfileError> {
+        let contract = self.result_contract.map_or("", |c| c.as_str());
+        self.check_in_order(
+            self.model_choice.as_str(),
+            contract,
+            self.on_budget_exhausted.as_str(),
+        )
+    }
+
+    /// The rules in the reference's order, with the three enum fields given as the caller wrote
+    /// them (so that a bad model choice is reported after a bad budget, as the reference does).
+    fn check_in_order(
+        &self,
+        model_choice: &str,
+        result_contract: &str,
+        on_budget_exhausted: &str,
+    ) -> Result<(), ProfileError> {
         let fail = |m: &str| Err(ProfileError(m.to_string()));
         if self.name.trim().is_empty() || self.system_prompt.trim().is_empty() {
             return fail("runtime profile requires name and system prompt");
@@ -189,7 +199,7 @@ impl RuntimeProfile {
         if self.max_steps <= 0 || self.context_token_budget <= 0 || self.total_token_budget <= 0 {
             return fail("runtime profile budgets must be positive");
         }
-        if self.model_choice != "main" && self.model_choice != "light" {
+        if model_choice.parse::<ModelChoice>().is_err() {
             return fail("runtime profile model choice must be main or light");
         }
         if self.recursive_subagents || self.tool_allowlist.contains("Task") {
@@ -214,10 +224,9 @@ impl RuntimeProfile {
                     .join(", ")
             )));
         }
-        if !RESULT_CONTRACTS.contains(&self.result_contract.as_str()) {
+        if result_contract.parse::<ResultContract>().is_err() {
             return Err(ProfileError(format!(
-                "runtime profile result contract must be ExploreResult or VerificationResult, got '{}'",
-                self.result_contract
+                "runtime profile result contract must be ExploreResult or VerificationResult, got '{result_contract}'"
             )));
         }
         if self.gate_retries < 0 || self.gate_retries > 10 {
@@ -226,10 +235,9 @@ impl RuntimeProfile {
                 self.gate_retries
             )));
         }
-        if !BUDGET_POLICIES.contains(&self.on_budget_exhausted.as_str()) {
+        if on_budget_exhausted.parse::<BudgetPolicy>().is_err() {
             return Err(ProfileError(format!(
-                "runtime profile on_budget_exhausted must be 'partial' or 'fail', got '{}'",
-                self.on_budget_exhausted
+                "runtime profile on_budget_exhausted must be 'partial' or 'fail', got '{on_budget_exhausted}'"
             )));
         }
         if !(self.timeout_seconds.is_finite() && self.timeout_seconds > 0.0) {
@@ -260,6 +268,11 @@ impl RuntimeProfile {
     /// A copy with `fields` changed (names as in [`PROFILE_FIELDS`], values as a caller gives
     /// them), then validated. A value of the wrong type is refused naming the field.
     pub fn with_fields(mut self, fields: &[(String, Json)]) -> Result<Self, crate::Error> {
+        let mut model_choice = self.model_choice.as_str().to_string();
+        let mut result_contract = self
+            .result_contract
+            .map_or(String::new(), |c| c.as_str().to_string());
+        let mut on_budget_exhausted = self.on_budget_exhausted.as_str().to_string();
         for (key, value) in fields {
             let field = format!("RuntimeProfile.{key}");
             let text = || match value {
@@ -308,10 +321,10 @@ impl RuntimeProfile {
                 "max_steps" => self.max_steps = int()?,
                 "context_token_budget" => self.context_token_budget = int()?,
                 "total_token_budget" => self.total_token_budget = int()?,
-                "model_choice" => self.model_choice = text()?,
+                "model_choice" => model_choice = text()?,
                 "context_source_policy" => self.context_source_policy = text()?,
                 "completion_policy" => self.completion_policy = text()?,
-                "result_contract" => self.result_contract = text()?,
+                "result_contract" => result_contract = text()?,
                 "recursive_subagents" => {
                     self.recursive_subagents = match value {
                         Json::Bool(b) => *b,
@@ -321,7 +334,7 @@ impl RuntimeProfile {
                     }
                 }
                 "gate_retries" => self.gate_retries = int()?,
-                "on_budget_exhausted" => self.on_budget_exhausted = text()?,
+                "on_budget_exhausted" => on_budget_exhausted = text()?,
                 "timeout_seconds" => {
                     self.timeout_seconds = match value {
                         Json::Int(i) => *i as f64,
@@ -347,7 +360,11 @@ impl RuntimeProfile {
                 }
             }
         }
-        self.validate()?;
+        self.check_in_order(&model_choice, &result_contract, &on_budget_exhausted)?;
+        // The checks above accepted each value.
+        self.model_choice = model_choice.parse().unwrap_or(ModelChoice::Light);
+        self.result_contract = result_contract.parse().ok();
+        self.on_budget_exhausted = on_budget_exhausted.parse().unwrap_or(BudgetPolicy::Partial);
         Ok(self)
     }
 
@@ -386,8 +403,8 @@ impl std::hash::Hash for RuntimeProfile {
             self.total_token_budget,
         )
             .hash(h);
-        (&self.model_choice, &self.result_contract, self.gate_retries).hash(h);
-        (&self.on_budget_exhausted, self.timeout_seconds.to_bits()).hash(h);
+        (self.model_choice, self.result_contract, self.gate_retries).hash(h);
+        (self.on_budget_exhausted, self.timeout_seconds.to_bits()).hash(h);
     }
 }
 
@@ -400,8 +417,9 @@ impl std::fmt::Display for RuntimeProfile {
             f,
             "RuntimeProfile(name={}, tool_allowlist={{{}}}, max_steps={}, context_token_budget={}, total_token_budget={}, model_choice={}, result_contract={}, gate_retries={}, on_budget_exhausted={}, timeout_seconds={})",
             q(&self.name), tools.join(", "), self.max_steps, self.context_token_budget,
-            self.total_token_budget, q(&self.model_choice), q(&self.result_contract),
-            self.gate_retries, q(&self.on_budget_exhausted), Json::Float(self.timeout_seconds).py_repr()
+            self.total_token_budget, q(self.model_choice.as_str()),
+            q(self.result_contract.map_or("", |c| c.as_str())),
+            self.gate_retries, q(self.on_budget_exhausted.as_str()), Json::Float(self.timeout_seconds).py_repr()
         )
     }
 }
@@ -441,13 +459,13 @@ pub fn explore_profile() -> RuntimeProfile {
         max_steps: 12,
         context_token_budget: 16_000,
         total_token_budget: 32_000,
-        model_choice: "light".into(),
+        model_choice: ModelChoice::Light,
         context_source_policy: "self_contained_task_and_structured_context".into(),
         completion_policy: "structured_result".into(),
-        result_contract: "ExploreResult".into(),
+        result_contract: Some(ResultContract::Explore),
         recursive_subagents: false,
         gate_retries: 1,
-        on_budget_exhausted: "partial".into(),
+        on_budget_exhausted: BudgetPolicy::Partial,
         timeout_seconds: 300.0,
     }
 }
@@ -460,9 +478,9 @@ pub fn verification_profile() -> RuntimeProfile {
         max_steps: 10,
         context_token_budget: 20_000,
         total_token_budget: 40_000,
-        model_choice: "main".into(),
+        model_choice: ModelChoice::Main,
         context_source_policy: "completion_candidate_requirements_evidence".into(),
-        result_contract: "VerificationResult".into(),
+        result_contract: Some(ResultContract::Verification),
         ..explore_profile()
     }
 }
@@ -471,8 +489,17 @@ pub fn verification_profile() -> RuntimeProfile {
 mod tests {
     use super::*;
 
-    fn err(p: RuntimeProfile) -> String {
-        p.validate().unwrap_err().0
+    fn with(fields: serde_json::Value) -> Result<RuntimeProfile, String> {
+        let Json::Object(items) = Json::from_value(&fields) else {
+            panic!("fields must be an object")
+        };
+        explore_profile()
+            .with_fields(&items)
+            .map_err(|e| e.to_string())
+    }
+
+    fn err(fields: serde_json::Value) -> String {
+        with(fields).unwrap_err()
     }
 
     #[test]
@@ -486,53 +513,118 @@ mod tests {
 
     #[test]
     fn reference_rules_in_order() {
-        let base = explore_profile();
+        use serde_json::json;
         assert_eq!(
-            err(RuntimeProfile {
-                name: "".into(),
-                max_steps: 0,
-                ..base.clone()
-            }),
+            err(json!({"name": "", "max_steps": 0})),
             "runtime profile requires name and system prompt"
         );
         assert_eq!(
-            err(RuntimeProfile {
-                total_token_budget: 0,
-                model_choice: "x".into(),
-                ..base.clone()
-            }),
+            err(json!({"total_token_budget": 0, "model_choice": "x"})),
             "runtime profile budgets must be positive"
         );
         assert_eq!(
-            err(RuntimeProfile {
-                model_choice: "heavy".into(),
-                recursive_subagents: true,
-                ..base.clone()
-            }),
+            err(json!({"model_choice": "heavy", "recursive_subagents": true})),
             "runtime profile model choice must be main or light"
         );
-        let mut with_task = base.clone();
-        with_task.tool_allowlist.insert("Task".into());
-        with_task.tool_allowlist.insert("Edit".into());
-        assert_eq!(err(with_task), "formal subagent profiles cannot recurse");
-        let mut with_bash = base.clone();
-        with_bash.tool_allowlist.insert("Bash".into());
         assert_eq!(
-            err(with_bash),
+            err(json!({"tool_allowlist": ["Task", "Edit"]})),
+            "formal subagent profiles cannot recurse"
+        );
+        assert_eq!(
+            err(json!({"tool_allowlist": ["Read", "Bash"]})),
             "formal subagent profiles must be strictly read-only"
         );
-        let mut with_todo = base.clone();
-        with_todo.tool_allowlist.insert("TodoWrite".into());
         assert_eq!(
-            err(with_todo),
+            err(json!({"tool_allowlist": ["TodoWrite"], "result_contract": "Other"})),
             "formal subagent profiles may only use Glob, Grep and Read; got 'TodoWrite'"
         );
         assert_eq!(
-            err(RuntimeProfile {
-                timeout_seconds: f64::NAN,
-                ..base
-            }),
+            err(json!({"result_contract": "Other", "gate_retries": 11})),
+            "runtime profile result contract must be ExploreResult or VerificationResult, got 'Other'"
+        );
+        assert_eq!(
+            err(json!({"gate_retries": 11, "on_budget_exhausted": "wait"})),
+            "runtime profile gate_retries must be between 0 and 10, got 11"
+        );
+        assert_eq!(
+            err(json!({"on_budget_exhausted": "wait"})),
+            "runtime profile on_budget_exhausted must be 'partial' or 'fail', got 'wait'"
+        );
+        let nan =
+            explore_profile().with_fields(&[("timeout_seconds".into(), Json::Float(f64::NAN))]);
+        assert_eq!(
+            nan.unwrap_err().to_string(),
             "runtime profile timeout_seconds must be a positive number of seconds, got NaN"
+        );
+    }
+
+    #[test]
+    fn fields_are_typed_and_named() {
+        use serde_json::json;
+        let p = with(
+            json!({"model_choice": "main", "result_contract": "VerificationResult",
+                            "on_budget_exhausted": "fail", "timeout_seconds": 5}),
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                p.model_choice,
+                p.result_contract,
+                p.on_budget_exhausted,
+                p.timeout_seconds
+            ),
+            (
+                ModelChoice::Main,
+                Some(ResultContract::Verification),
+                BudgetPolicy::Fail,
+                5.0
+            )
+        );
+        assert_eq!(
+            err(json!({"max_steps": "12"})),
+            "RuntimeProfile.max_steps: must be int, got str"
+        );
+        assert_eq!(
+            err(json!({"max_steps": true})),
+            "RuntimeProfile.max_steps: must be int, got bool"
+        );
+        assert_eq!(
+            err(json!({"name": 5})),
+            "RuntimeProfile.name: must be str, got int"
+        );
+        assert_eq!(
+            err(json!({"tool_allowlist": "Read"})),
+            "RuntimeProfile.tool_allowlist: must be an iterable of tool names such as {'Read', 'Grep', 'Glob'}, not a single str"
+        );
+        assert_eq!(
+            err(json!({"tool_allowlist": [1]})),
+            "RuntimeProfile.tool_allowlist item: must be str, got int"
+        );
+        assert_eq!(
+            err(json!({"recursive_subagents": 0})),
+            "RuntimeProfile.recursive_subagents: must be bool, got int"
+        );
+        assert!(err(json!({"max_step": 3})).starts_with(
+            "RuntimeProfile: has no field 'max_step'; fields are: name, system_prompt,"
+        ));
+        let huge =
+            explore_profile().with_fields(&[("max_steps".into(), Json::BigInt("1".repeat(30)))]);
+        assert_eq!(
+            huge.unwrap_err().to_string(),
+            format!(
+                "RuntimeProfile.max_steps: is out of range: {}",
+                "1".repeat(30)
+            )
+        );
+        assert_eq!(
+            RuntimeProfile::from_fields(&[("name".into(), Json::Str("x".into()))])
+                .unwrap_err()
+                .to_string(),
+            "RuntimeProfile.system_prompt: missing; a profile needs a name and a system prompt"
+        );
+        assert_eq!(
+            format!("{}", explore_profile()),
+            "RuntimeProfile(name='explore', tool_allowlist={'Glob', 'Grep', 'Read'}, max_steps=12, context_token_budget=16000, total_token_budget=32000, model_choice='light', result_contract='ExploreResult', gate_retries=1, on_budget_exhausted='partial', timeout_seconds=300.0)"
         );
     }
 }

@@ -258,13 +258,7 @@ impl SubagentLauncher {
                 known: self.profile_names(),
             }
         })?;
-        let route = match request.model_choice {
-            Some(c) => c,
-            None => profile
-                .model_choice
-                .parse()
-                .map_err(|_| LaunchError::BadModelChoice(profile.model_choice.clone()))?,
-        };
+        let route = request.model_choice.unwrap_or(profile.model_choice);
         Ok((profile, route))
     }
 

@@ -74,9 +74,9 @@ pub fn main_profile(
         max_steps,
         context_token_budget,
         total_token_budget,
-        model_choice: ModelChoice::Main.as_str().into(),
-        result_contract: String::new(),
-        on_budget_exhausted: BudgetPolicy::Partial.as_str().into(),
+        model_choice: ModelChoice::Main,
+        result_contract: None,
+        on_budget_exhausted: BudgetPolicy::Partial,
         timeout_seconds,
         ..explore_profile()
     }

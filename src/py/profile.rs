@@ -39,13 +39,13 @@ frozen_class! {
         max_steps: i64 = |p| p.max_steps,
         context_token_budget: i64 = |p| p.context_token_budget,
         total_token_budget: i64 = |p| p.total_token_budget,
-        model_choice: String = |p| p.model_choice.clone(),
+        model_choice: &'static str = |p| p.model_choice.as_str(),
         context_source_policy: String = |p| p.context_source_policy.clone(),
         completion_policy: String = |p| p.completion_policy.clone(),
-        result_contract: String = |p| p.result_contract.clone(),
+        result_contract: &'static str = |p| p.result_contract.map_or("", |c| c.as_str()),
         recursive_subagents: bool = |p| p.recursive_subagents,
         gate_retries: i64 = |p| p.gate_retries,
-        on_budget_exhausted: String = |p| p.on_budget_exhausted.clone(),
+        on_budget_exhausted: &'static str = |p| p.on_budget_exhausted.as_str(),
         timeout_seconds: f64 = |p| p.timeout_seconds,
     }
     #[new]

@@ -26,9 +26,7 @@ where
         return std::thread::scope(|scope| {
             let worker = scope.spawn(|| Python::attach(|py| block_on(py, fut, cancel)));
             py.detach(|| worker.join()).unwrap_or_else(|_| {
-                Err(pyo3::exceptions::PyRuntimeError::new_err(
-                    "outrider: the blocking call panicked",
-                ))
+                Err(crate::Error::Internal("the blocking call panicked".into()).into())
             })
         });
     }

@@ -8,7 +8,7 @@ use crate::contract::{
     ContractError, ExploreResult, Repair, ToolUsage, VerificationMeta, VerificationResult,
 };
 use crate::evidence::{check_evidence, EvidenceCheck};
-use crate::profile::RuntimeProfile;
+use crate::profile::{ResultContract, RuntimeProfile};
 use crate::runner::outcome::ParsedResult;
 use crate::tools::workspace::Workspace;
 
@@ -30,21 +30,20 @@ pub(crate) fn parse_answer(
     profile: &RuntimeProfile,
     text: &str,
 ) -> Result<(ParsedResult, Option<Repair>), ContractError> {
-    if profile.result_contract.is_empty() {
-        return Ok((ParsedResult::Text(text.to_string()), None));
-    }
-    if profile.result_contract == "ExploreResult" {
-        ExploreResult::repair(text, ToolUsage::new(), "completed")
-            .map(|(r, rep)| (ParsedResult::Explore(r), rep))
-    } else {
-        VerificationResult::repair(text, VerificationMeta::default())
-            .map(|(r, rep)| (ParsedResult::Verification(r), rep))
+    match profile.result_contract {
+        None => Ok((ParsedResult::Text(text.to_string()), None)),
+        Some(ResultContract::Explore) => ExploreResult::repair(text, ToolUsage::new(), "completed")
+            .map(|(r, rep)| (ParsedResult::Explore(r), rep)),
+        Some(ResultContract::Verification) => {
+            VerificationResult::repair(text, VerificationMeta::default())
+                .map(|(r, rep)| (ParsedResult::Verification(r), rep))
+        }
     }
 }
 
 /// The completion gate: the contract (with repair), then the evidence check.
 pub(crate) async fn check(profile: &RuntimeProfile, workspace: &Workspace, text: &str) -> Gate {
-    let contract = &profile.result_contract;
+    let contract = profile.result_contract.map_or("", |c| c.as_str());
     let (result, repair) = match parse_answer(profile, text) {
         Ok(ok) => ok,
         Err(e) => {

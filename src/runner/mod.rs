@@ -32,7 +32,7 @@ pub use outcome::{ParsedResult, RunOutcome, TerminalReason, UnknownTerminalReaso
 use crate::contract::{Repair, SubagentStatus};
 use crate::evidence::EvidenceCheck;
 use crate::llm::{ChatModel, Message};
-use crate::profile::RuntimeProfile;
+use crate::profile::{BudgetPolicy, ResultContract, RuntimeProfile};
 use crate::runner::gate::Gate;
 use crate::runner::state::{State, Stop};
 use crate::tools::permissions::PermissionContext;
@@ -260,11 +260,11 @@ impl RuntimeRunner {
         error: String,
         deadline: Instant,
     ) -> RunOutcome {
-        if self.profile.on_budget_exhausted != "partial" || self.cancel.is_cancelled() {
+        if self.profile.on_budget_exhausted != BudgetPolicy::Partial || self.cancel.is_cancelled() {
             return self.finish(st, step, reason, None, None, None, Some(error), vec![]);
         }
-        let contract = &self.profile.result_contract;
-        let partial = if contract == "ExploreResult" {
+        let contract = self.profile.result_contract.map_or("", |c| c.as_str());
+        let partial = if self.profile.result_contract == Some(ResultContract::Explore) {
             " with status \"partial\""
         } else {
             ""

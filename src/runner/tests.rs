@@ -240,7 +240,7 @@ async fn max_steps_with_and_without_wrap_up() {
     let dir = tree();
     let profile = RuntimeProfile {
         max_steps: 3,
-        on_budget_exhausted: "fail".into(),
+        on_budget_exhausted: crate::profile::BudgetPolicy::Fail,
         ..explore_profile()
     };
     let steps = || {
@@ -262,7 +262,7 @@ async fn max_steps_with_and_without_wrap_up() {
         &dir,
         s,
         RuntimeProfile {
-            on_budget_exhausted: "partial".into(),
+            on_budget_exhausted: crate::profile::BudgetPolicy::Partial,
             ..profile
         },
     )
@@ -280,7 +280,7 @@ async fn max_steps_with_and_without_wrap_up() {
 async fn token_budget_from_reported_usage_and_from_estimates() {
     let dir = tree();
     let profile = RuntimeProfile {
-        on_budget_exhausted: "fail".into(),
+        on_budget_exhausted: crate::profile::BudgetPolicy::Fail,
         ..explore_profile()
     };
     let (out, model) = run(
