@@ -414,6 +414,7 @@ def test_verify(repo: pathlib.Path, traces: pathlib.Path) -> None:
     )
     v = passing.verify("Added login()", requirements={"must": "login"}, evidence=["src/auth.py:1"])
     assert (v.verdict, v.reasons, v.feedback) == ("PASS", ["login exists"], None)
+    assert v.launch is not None
     assert v.launch.profile_name == "verification" and v.launch.model_used == "main"
     failing = SubagentLauncher(
         repo, ScriptedLLM(['{"verdict": "partial", "reasons": ["no tests"]}']), trace_dir=traces
@@ -433,6 +434,14 @@ def test_verify(repo: pathlib.Path, traces: pathlib.Path) -> None:
     ]
     ctx = json.loads(llm.requests[0]["messages"][1]["content"].split("Structured context:\n")[1])
     assert ctx == {"candidate": {"final_text": "x"}, "evidence": [], "requirements": {}}
+    # The deterministic part of the gate decides alone, without launching a child.
+    untouched = ScriptedLLM([])
+    gate = SubagentLauncher(repo, untouched, trace_dir=traces)
+    todo = gate.verify("done", requirements={"todos": [{"content": "tests", "status": "pending"}]})
+    assert (todo.verdict, todo.reasons, todo.launch) == ("FAIL", ["incomplete_todo: tests"], None)
+    skipped = gate.verify("done", requirements={"requires_verification": False})
+    assert (skipped.verdict, skipped.launch) == ("PASS", None)
+    assert untouched.calls == 0
 
 
 def test_main_agent_runs_parent_and_child(repo: pathlib.Path, traces: pathlib.Path) -> None:

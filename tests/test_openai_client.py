@@ -708,7 +708,11 @@ def test_a_launch_reports_an_auth_failure_without_the_key(
     traces = tmp_path / "traces"
     launcher = outrider.SubagentLauncher(repo, client(server), trace_dir=traces)
     result = launcher.launch(outrider.SubagentRequest(task="Where is login handled?"))
-    assert (result.status, result.terminal_reason, result.failure_reason) == ("failed", "runtime_error", "model_error")
+    assert (result.status, result.terminal_reason, result.failure_reason) == (
+        "failed",
+        "runtime_error",
+        "model_error",
+    )
     assert result.error == (
         f"child terminal reason: model_error: auth error: {server.endpoint} answered HTTP 401: "
         f"Incorrect API key provided: [REDACTED]; check the API key and that it may use model "

@@ -36,3 +36,26 @@ def test_exception_hierarchy() -> None:
     assert issubclass(outrider.ContractError, ValueError)
     assert issubclass(outrider.ProfileError, outrider.OutriderError)
     assert issubclass(outrider.ProfileError, ValueError)
+
+
+def test_export_lists_agree() -> None:
+    """`outrider._core.__all__` (set in Rust) is the one list: the stub and the package follow it."""
+    import ast
+
+    import outrider.exceptions
+
+    stub = ast.parse((pathlib.Path(outrider.__file__).parent / "_core.pyi").read_text())
+    stub_all = next(
+        ast.literal_eval(node.value)
+        for node in stub.body
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+    )
+    assert sorted(stub_all) == sorted(outrider._core.__all__)
+    exported = set(outrider._core.__all__) | set(outrider.exceptions.__all__)
+    assert exported - {"ErrorDetails"} <= set(outrider.__all__)
+    assert set(outrider.__all__) - exported == {"ErrorDetails", "EvidenceCheck"} - exported
+    for name in outrider.exceptions.__all__:
+        obj = getattr(outrider.exceptions, name)
+        if isinstance(obj, type) and issubclass(obj, Exception):
+            assert issubclass(obj, outrider.OutriderError), name

@@ -269,7 +269,11 @@ def test_raising_and_malformed_models_fail_with_a_named_error(
     repo: pathlib.Path, traces: pathlib.Path, model: Any, message: str
 ) -> None:
     r = launch(repo, traces, model)
-    assert (r.status, r.terminal_reason, r.failure_reason) == ("failed", "runtime_error", "model_error")
+    assert (r.status, r.terminal_reason, r.failure_reason) == (
+        "failed",
+        "runtime_error",
+        "model_error",
+    )
     assert r.error is not None and message in r.error, r.error
 
 
@@ -333,7 +337,11 @@ def test_empty_answers_retry_once(repo: pathlib.Path, traces: pathlib.Path) -> N
     assert launch(repo, traces, llm).status == "completed"
     assert llm.requests[1]["messages"][-1]["content"].startswith("Your last reply had no content")
     r = launch(repo, traces, ScriptedLLM(["", " "]))
-    assert (r.status, r.terminal_reason, r.failure_reason) == ("failed", "runtime_error", "empty_response_failed")
+    assert (r.status, r.terminal_reason, r.failure_reason) == (
+        "failed",
+        "runtime_error",
+        "empty_response_failed",
+    )
 
 
 def test_trace_file_is_outside_the_root_and_redacted(

@@ -4,7 +4,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from os import PathLike
 from typing import Any, Final, Literal, final
 
-from outrider.types import EvidenceCheck, ModelCallable, ToolEnvelope
+from outrider.types import EvidenceCheck, ModelCallable, TerminalReason, ToolEnvelope
 
 __all__ = [
     "EXPLORE_PROFILE",
@@ -270,9 +270,9 @@ class OpenAICompatible:
         base_url: str | None = None,
         api_key: str | None = None,
         *,
-        timeout: float = 120.0,
-        connect_timeout: float = 10.0,
-        max_retries: int = 2,
+        timeout: float | None = None,
+        connect_timeout: float | None = None,
+        max_retries: int | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
         headers: Mapping[str, str] | None = None,
@@ -282,7 +282,8 @@ class OpenAICompatible:
         """From ``{prefix}_MODEL_ID`` / ``_API_KEY`` / ``_BASE_URL`` (and a ``.env`` file);
         None when ``{prefix}_MODEL_ID`` is unset."""
     def __call__(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        """One call; returns ``{content, tool_calls, finish_reason, usage}``."""
+        """One call; returns ``{content, tool_calls, finish_reason, usage}``. A failed call raises
+        :class:`outrider.ModelError` (``.kind`` says which: ``auth``, ``rate_limit``, ...)."""
     @property
     def model(self) -> str: ...
     @property
@@ -337,9 +338,19 @@ class SubagentLaunchResult:
     @property
     def result(self) -> ExploreResult | VerificationResult | None: ...
     @property
-    def model_used(self) -> Literal["light", "main"]: ...
+    def model_used(self) -> Literal["light", "main", "offline"]: ...
     @property
-    def terminal_reason(self) -> str: ...
+    def terminal_reason(self) -> TerminalReason:
+        """Why the child stopped, with the reference's names: ``runtime_error`` for every failed
+        child (the precise cause is in :attr:`failure_reason`), ``completed_unverified`` for an
+        answer whose evidence could not be grounded (status ``unverified``)."""
+    @property
+    def failure_reason(self) -> TerminalReason | None:
+        """The precise cause of a failed child (``timeout``, ``model_error``, ...); else None."""
+    @property
+    def ungrounded_evidence(self) -> list[EvidenceCheck]:
+        """Evidence items the completion gate could not find in the files (status
+        ``unverified``); empty otherwise."""
     @property
     def error(self) -> str | None: ...
     @property
@@ -380,8 +391,10 @@ class SubagentLauncher:
         trace_dir: str | PathLike[str] | Literal[False] | None = None,
         parent_trace: str | PathLike[str] | None = None,
         profiles: Iterable[RuntimeProfile] | Mapping[str, RuntimeProfile] | None = None,
-        max_concurrency: int = 8,
-    ) -> SubagentLauncher: ...
+        max_concurrency: int | None = None,
+    ) -> SubagentLauncher:
+        """``max_concurrency`` bounds the children running at once through this launcher
+        (default 8)."""
     def launch(self, request: SubagentRequest) -> SubagentLaunchResult:
         """Run one child to the end (GIL released; Ctrl-C cancels it and raises)."""
     def launch_async(self, request: SubagentRequest) -> Awaitable[SubagentLaunchResult]:
@@ -396,8 +409,10 @@ class SubagentLauncher:
         requirements: Mapping[str, Any] | None = None,
         evidence: Iterable[str] | None = None,
     ) -> CompletionVerdict:
-        """Run the verification profile on a completion candidate (the reference's completion
-        gate): PASS, FAIL with feedback, or UNVERIFIED when the child gives no verdict."""
+        """The reference's completion gate. Deterministic checks first, with no child: an
+        incomplete item in ``requirements["todos"]`` (``{"content", "status"}``) is FAIL, and
+        ``requirements["requires_verification"] = False`` is PASS. Otherwise a verification child
+        decides: PASS, FAIL with feedback, or UNVERIFIED when it gives no verdict."""
     @property
     def profiles(self) -> list[str]: ...
     @property
@@ -415,7 +430,8 @@ class CompletionVerdict:
     def feedback(self) -> str | None:
         """``Independent verification did not pass: ...`` on FAIL."""
     @property
-    def launch(self) -> SubagentLaunchResult: ...
+    def launch(self) -> SubagentLaunchResult | None:
+        """The verification child's launch; None when the deterministic checks decided."""
     def to_dict(self) -> dict[str, Any]: ...
 
 @final
@@ -452,7 +468,9 @@ class TaskTool:
     def openai_schema(self) -> dict[str, Any]: ...
     def anthropic_schema(self) -> dict[str, Any]: ...
     def run(self, args: Mapping[str, Any] | str) -> dict[str, Any]:
-        """The envelope dict; bad arguments give an INVALID_PARAM envelope, never an exception."""
+        """The envelope dict: ``success`` (a completed or partial answer), ``unverified`` (the
+        child's evidence is not in the files: ``data.ungrounded_evidence`` lists it), or an error
+        (bad arguments give INVALID_PARAM, a failed child INTERNAL_ERROR); never an exception."""
     def run_json(self, args: Mapping[str, Any] | str) -> str:
         """The envelope as the tool message carries it (JSON, indent 2, non-ASCII kept)."""
     def run_async(self, args: Mapping[str, Any] | str) -> Awaitable[dict[str, Any]]: ...

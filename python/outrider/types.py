@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 
 class EvidenceCheck(TypedDict):
@@ -47,9 +47,25 @@ class ToolEnvelope(TypedDict, total=False):
     error: ToolError
 
 
+TerminalReason = Literal[
+    "completed",
+    "completed_unverified",
+    "empty_response_failed",
+    "completion_gate_blocked",
+    "max_steps",
+    "token_budget",
+    "model_error",
+    "timeout",
+    "cancelled",
+    "context_budget",
+    "runtime_error",
+]
+"""Why a child stopped. ``runtime_error`` is what every failed child reports (as the reference
+does); ``SubagentLaunchResult.failure_reason`` then holds one of the others."""
+
 ModelCallable = Callable[[dict[str, Any]], Any]
 """A model: takes the chat-completions request dict; returns a ChatCompletion-shaped dict, an
 object with ``model_dump()``, a short ``{content, tool_calls, usage, finish_reason}`` dict, a str,
 or an awaitable of one of these."""
 
-__all__ = ["EvidenceCheck", "ModelCallable", "ToolEnvelope", "ToolError"]
+__all__ = ["EvidenceCheck", "ModelCallable", "TerminalReason", "ToolEnvelope", "ToolError"]

@@ -667,8 +667,9 @@ fn verify_runs_the_deterministic_gate_first() {
 #[test]
 fn launch_is_traced_with_the_fields_a_person_debugging_needs() {
     use tracing_subscriber::layer::SubscriberExt;
+    type Fields = Vec<(String, String)>;
     #[derive(Default, Clone)]
-    struct Spans(Arc<Mutex<Vec<(String, Vec<(String, String)>)>>>);
+    struct Spans(Arc<Mutex<Vec<(String, Fields)>>>);
     struct Visitor<'a>(&'a mut Vec<(String, String)>);
     impl tracing::field::Visit for Visitor<'_> {
         fn record_debug(&mut self, f: &tracing::field::Field, v: &dyn std::fmt::Debug) {

@@ -1,0 +1,163 @@
+"""Every error outrider raises is an OutriderError (with the natural builtin base as well), and
+names the bad value and what was expected."""
+
+from __future__ import annotations
+
+import pathlib
+import pickle
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import outrider
+from outrider import (
+    ArgumentTypeError,
+    ConfigError,
+    ContractError,
+    LaunchError,
+    ModelError,
+    OutriderError,
+    PathError,
+    ProfileError,
+    TraceDirError,
+)
+from outrider.testing import ScriptedLLM
+
+FINAL = '{"status": "completed", "summary": "s", "evidence": []}'
+# A value of the wrong type or an unknown name, typed as Any so each case needs no ignore comment.
+BAD: Any = "root"
+
+
+@pytest.fixture
+def repo(tmp_path: pathlib.Path) -> pathlib.Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "a.py").write_text("x = 1\n")
+    return root
+
+
+def cases(repo: pathlib.Path) -> list[tuple[Callable[[], Any], type[Exception], str]]:
+    launcher = outrider.SubagentLauncher(repo, ScriptedLLM([FINAL]), trace_dir=False)
+    return [
+        # profiles
+        (lambda: outrider.EXPLORE_PROFILE.replace(max_steps=0), ProfileError, "budgets must be"),
+        (lambda: outrider.EXPLORE_PROFILE.replace(max_steps="3"), ArgumentTypeError, "max_steps"),
+        (lambda: outrider.EXPLORE_PROFILE.replace(nope=1), ArgumentTypeError, "has no field"),
+        (lambda: outrider.RuntimeProfile.from_dict(BAD), ArgumentTypeError, "must be a dict"),
+        # contracts
+        (lambda: outrider.ExploreResult.from_json("{}"), ContractError, "SubagentStatus"),
+        (lambda: outrider.ExploreResult.from_json(3), ArgumentTypeError, "str or bytes"),  # type: ignore[arg-type]
+        (
+            lambda: outrider.ExploreResult.from_json(FINAL, tool_usage={"Read": -1}),
+            ConfigError,
+            ">= 0",
+        ),
+        # requests and launches
+        (lambda: outrider.SubagentRequest("explore"), ArgumentTypeError, "task: missing"),
+        (lambda: outrider.SubagentRequest(task=" "), ConfigError, "non-empty"),
+        (lambda: outrider.SubagentRequest(task="t", model_choice="big"), LaunchError, "'light'"),
+        (
+            lambda: outrider.SubagentRequest(task="t", structured_context=[1]),  # type: ignore[arg-type]
+            ArgumentTypeError,
+            "must be a dict, got list",
+        ),
+        (
+            lambda: launcher.launch(outrider.SubagentRequest("nope", "t")),
+            LaunchError,
+            "registered profiles: 'explore', 'verification'",
+        ),
+        (lambda: launcher.launch("t"), ArgumentTypeError, "SubagentRequest"),  # type: ignore[arg-type]
+        (lambda: launcher.launch_many([], max_concurrency=0), ConfigError, "at least 1"),
+        (lambda: launcher.verify(" "), ConfigError, "candidate"),
+        (lambda: launcher.verify("x", requirements=[1]), ArgumentTypeError, "requirements"),  # type: ignore[arg-type]
+        # launcher construction
+        (lambda: outrider.SubagentLauncher(repo / "missing"), PathError, "missing"),
+        (lambda: outrider.SubagentLauncher(42), ArgumentTypeError, "project_root"),  # type: ignore[arg-type]
+        (lambda: outrider.SubagentLauncher(repo, 42), ArgumentTypeError, "main_llm"),  # type: ignore[arg-type]
+        (
+            lambda: outrider.SubagentLauncher(repo, ScriptedLLM([]), trace_dir=repo / "t"),
+            TraceDirError,
+            "inside the explored root",
+        ),
+        (
+            lambda: outrider.SubagentLauncher(repo, ScriptedLLM([]), trace_dir=3),  # type: ignore[arg-type]
+            ArgumentTypeError,
+            "trace_dir",
+        ),
+        (
+            lambda: outrider.SubagentLauncher(
+                repo, ScriptedLLM([]), trace_dir=False, parent_trace=repo / "p.jsonl"
+            ),
+            ConfigError,
+            "parent_trace",
+        ),
+        (
+            lambda: outrider.SubagentLauncher(repo, ScriptedLLM([]), profiles=[1]),  # type: ignore[list-item]
+            ArgumentTypeError,
+            "RuntimeProfile",
+        ),
+        # task tool and main agent
+        (lambda: outrider.TaskTool(3), ArgumentTypeError, "TaskTool launcher"),  # type: ignore[arg-type]
+        (lambda: outrider.TaskTool(launcher, subagent_types=[]), ConfigError, "subagent_types"),
+        (
+            lambda: outrider.TaskTool(launcher, subagent_types=["deep"]),
+            ConfigError,
+            "not registered",
+        ),
+        (lambda: outrider.MainAgent(repo, ScriptedLLM([]), max_steps=0), ProfileError, "budgets"),
+        (
+            lambda: outrider.MainAgent(repo, ScriptedLLM([]), max_steps=BAD),
+            ArgumentTypeError,
+            "max_steps",
+        ),
+        (lambda: outrider.MainAgent(repo, ScriptedLLM([])).run(" "), ConfigError, "task"),
+        # the HTTP client
+        (lambda: outrider.OpenAICompatible("m", "ftp://x"), ConfigError, "base_url"),
+        (lambda: outrider.OpenAICompatible("m", max_retries=11), ConfigError, "max_retries"),
+        (lambda: outrider.OpenAICompatible("m", timeout=0), ConfigError, "timeout"),
+        (lambda: outrider.OpenAICompatible("m")([]), ArgumentTypeError, "request"),  # type: ignore[arg-type]
+        # tools
+        (lambda: outrider.run_tool(repo, "Read", runtime_mode=BAD), ConfigError, "runtime_mode"),
+        (lambda: outrider.run_tool(repo, 3), ArgumentTypeError, "name"),  # type: ignore[arg-type]
+        (lambda: outrider.tool_schemas("xml"), ConfigError, "format"),  # type: ignore[arg-type]
+        (lambda: outrider.check_evidence(repo, [1]), ArgumentTypeError, "evidence item"),  # type: ignore[list-item]
+    ]
+
+
+def test_every_error_path_raises_an_outrider_error(repo: pathlib.Path) -> None:
+    for i, (call, kind, words) in enumerate(cases(repo)):
+        with pytest.raises(OutriderError) as info:
+            call()
+        assert isinstance(info.value, kind), (i, type(info.value), info.value)
+        assert words in str(info.value), (i, str(info.value))
+
+
+def test_builtin_bases_are_the_natural_ones() -> None:
+    for cls in (ConfigError, ContractError, LaunchError, PathError, ProfileError, TraceDirError):
+        assert issubclass(cls, ValueError) and issubclass(cls, OutriderError)
+    assert issubclass(ArgumentTypeError, TypeError)
+    assert issubclass(ModelError, RuntimeError)
+    assert issubclass(outrider.InternalError, RuntimeError)
+
+
+def test_a_model_error_carries_its_kind_and_pickles() -> None:
+    # Port 9 on loopback refuses at once: a connection error, not retried forever.
+    client = outrider.OpenAICompatible("m", "http://127.0.0.1:9/v1", max_retries=0, timeout=2)
+    with pytest.raises(ModelError) as info:
+        client({"messages": [{"role": "user", "content": "hi"}]})
+    assert info.value.kind == "connection"
+    again = pickle.loads(pickle.dumps(info.value))
+    assert (type(again), str(again), again.kind) == (ModelError, str(info.value), "connection")
+
+
+def test_reprs_are_python_style(repo: pathlib.Path) -> None:
+    r = outrider.SubagentRequest(task="t")
+    assert repr(r) == "SubagentRequest(profile_name='explore', task='t', model_choice=None)"
+    launcher = outrider.SubagentLauncher(repo, ScriptedLLM([FINAL]), trace_dir=False)
+    result = launcher.launch(r)
+    text = repr(result)
+    assert text.startswith("SubagentLaunchResult(status='completed', profile_name='explore',")
+    assert "Some(" not in text and '"' not in text
+    assert "Some(" not in repr(launcher) and repr(launcher).endswith("max_concurrency=8)")
+    assert repr(outrider.TaskTool(launcher)) == "TaskTool(subagent_types=['explore'])"
