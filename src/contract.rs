@@ -13,6 +13,7 @@ use std::fmt;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
+pub use crate::error::{ContractError, LocItem, Violation};
 use crate::pyjson::{self as json, py_repr_str, py_strip, Json};
 
 /// Status of a sub-agent run or result.
@@ -86,68 +87,6 @@ impl VerificationVerdict {
             "UNVERIFIED" => VerificationVerdict::Unverified,
             _ => return None,
         })
-    }
-}
-
-/// One step of a violation's location: an object key or an array index.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LocItem {
-    /// An object key.
-    Key(String),
-    /// An array index.
-    Index(usize),
-}
-
-/// One contract violation, shaped like a pydantic error: where, what, a stable type, the input.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Violation {
-    /// Where in the answer (empty for the whole answer).
-    pub loc: Vec<LocItem>,
-    /// The human message (the reference's wording where it has one).
-    pub msg: String,
-    /// A stable machine name for the kind of violation.
-    pub kind: &'static str,
-    /// The offending value.
-    pub input: Json,
-}
-
-/// A rejected result: one or more violations. Displays as the first violation's message, which
-/// is the reference's message for the same input.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ContractError {
-    /// Which contract was being checked (`ExploreResult` or `VerificationResult`).
-    pub contract: &'static str,
-    /// The violations, in the order the reference checks them.
-    pub violations: Vec<Violation>,
-}
-
-impl fmt::Display for ContractError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.violations.first() {
-            Some(v) => f.write_str(&v.msg),
-            None => write!(f, "invalid {}", self.contract),
-        }
-    }
-}
-
-impl std::error::Error for ContractError {}
-
-impl ContractError {
-    fn single(
-        contract: &'static str,
-        msg: impl Into<String>,
-        kind: &'static str,
-        input: Json,
-    ) -> Self {
-        ContractError {
-            contract,
-            violations: vec![Violation {
-                loc: vec![],
-                msg: msg.into(),
-                kind,
-                input,
-            }],
-        }
     }
 }
 
@@ -698,7 +637,7 @@ impl fmt::Display for ExploreResult {
             tuple_repr(&self.findings),
             tuple_repr(&self.evidence),
             tuple_repr(&self.unresolved_questions),
-            crate::agent::result::usage_repr(&self.tool_usage),
+            crate::pyjson::py_repr_counts(&self.tool_usage),
             short(&self.terminal_reason)
         )
     }
@@ -716,7 +655,7 @@ impl fmt::Display for VerificationResult {
             tuple_repr(&self.evidence),
             optional_repr(&self.child_session_id),
             short(&self.terminal_reason),
-            crate::agent::result::usage_repr(&self.tool_usage),
+            crate::pyjson::py_repr_counts(&self.tool_usage),
             self.token_usage
         )
     }

@@ -2,12 +2,134 @@
 //! variant says who returns it and whether a retry can help. The Python binding maps it with one
 //! exhaustive `From` (every variant becomes a subclass of `outrider.OutriderError`).
 
-use crate::agent::LaunchError;
-use crate::contract::ContractError;
-use crate::llm::ModelError;
-use crate::profile::ProfileError;
+use std::fmt;
+
+use crate::llm::error::ModelError;
+use crate::pyjson::Json;
 use crate::tools::workspace::PathError;
-use crate::trace::TraceDirError;
+
+/// A profile that failed validation; the message is the reference's where it has one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ProfileError(pub String);
+
+/// One step of a violation's location: an object key or an array index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LocItem {
+    /// An object key.
+    Key(String),
+    /// An array index.
+    Index(usize),
+}
+
+/// One contract violation, shaped like a pydantic error: where, what, a stable type, the input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Violation {
+    /// Where in the answer (empty for the whole answer).
+    pub loc: Vec<LocItem>,
+    /// The human message (the reference's wording where it has one).
+    pub msg: String,
+    /// A stable machine name for the kind of violation.
+    pub kind: &'static str,
+    /// The offending value.
+    pub input: Json,
+}
+
+/// A rejected result: one or more violations. Displays as the first violation's message, which
+/// is the reference's message for the same input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContractError {
+    /// Which contract was being checked (`ExploreResult` or `VerificationResult`).
+    pub contract: &'static str,
+    /// The violations, in the order the reference checks them.
+    pub violations: Vec<Violation>,
+}
+
+impl fmt::Display for ContractError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.violations.first() {
+            Some(v) => f.write_str(&v.msg),
+            None => write!(f, "invalid {}", self.contract),
+        }
+    }
+}
+
+impl std::error::Error for ContractError {}
+
+impl ContractError {
+    pub(crate) fn single(
+        contract: &'static str,
+        msg: impl Into<String>,
+        kind: &'static str,
+        input: Json,
+    ) -> Self {
+        ContractError {
+            contract,
+            violations: vec![Violation {
+                loc: vec![],
+                msg: msg.into(),
+                kind,
+                input,
+            }],
+        }
+    }
+}
+
+/// A request the launcher refuses before starting a child.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LaunchError {
+    /// No profile of that name is registered.
+    #[error(
+        "unsupported runtime profile: {name} (registered profiles: {})",
+        quoted(known)
+    )]
+    UnknownProfile {
+        /// The name asked for.
+        name: String,
+        /// The registered names.
+        known: Vec<String>,
+    },
+    /// The model choice is not light or main.
+    #[error("unsupported subagent model choice: {0} (expected 'light' or 'main')")]
+    BadModelChoice(String),
+    /// One request of a batch was refused.
+    #[error("{index}: {source}")]
+    InBatch {
+        /// Which one (`requests[2]`).
+        index: String,
+        /// Why.
+        source: Box<LaunchError>,
+    },
+}
+
+fn quoted(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| crate::pyjson::py_repr_str(n))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Why a trace directory was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TraceDirError {
+    /// The directory is inside the explored root, where a read-only child must not write.
+    #[error("trace_dir '{dir}' is inside the explored root '{root}'; a read-only child never writes there: choose a directory outside it")]
+    InsideRoot {
+        /// The refused directory.
+        dir: String,
+        /// The explored root.
+        root: String,
+    },
+    /// The directory could not be created.
+    #[error("trace_dir '{dir}' cannot be created: {reason}")]
+    Create {
+        /// The directory.
+        dir: String,
+        /// The OS error.
+        reason: String,
+    },
+}
 
 /// Errors the core returns to its callers (not tool errors, which go back to the model).
 #[derive(Debug, thiserror::Error)]

@@ -34,10 +34,7 @@ pub const PROFILE_FIELDS: [&str; 14] = [
 /// The only tools a formal sub-agent may be given.
 pub const READONLY_TOOLS: [&str; 3] = ["Glob", "Grep", "Read"];
 
-/// A profile that failed validation; the message is the reference's where it has one.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ProfileError(pub String);
+pub use crate::error::ProfileError;
 
 /// Declares a domain enum whose string forms are fixed wire names: `as_str`, `Display`,
 /// `FromStr` (exact match) and serde all use the same names.

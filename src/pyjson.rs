@@ -537,6 +537,15 @@ impl Parser<'_> {
     }
 }
 
+/// `repr()` of a `{str: int}` dict (tool usage) as Python prints it.
+pub fn py_repr_counts(counts: &std::collections::BTreeMap<String, u64>) -> String {
+    let parts: Vec<String> = counts
+        .iter()
+        .map(|(k, v)| format!("{}: {v}", py_repr_str(k)))
+        .collect();
+    format!("{{{}}}", parts.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,7 +13,7 @@ use tracing::Instrument;
 use crate::agent::request::SubagentRequest;
 use crate::agent::result::{ModelRoute, SubagentLaunchResult, CHILD_RUN_ID};
 use crate::contract::{SubagentStatus, VerificationVerdict};
-use crate::error::Error;
+use crate::error::{Error, LaunchError};
 use crate::llm::ChatModel;
 use crate::profile::{explore_profile, verification_profile, ModelChoice, RuntimeProfile};
 use crate::runner::{CancelToken, ParsedResult, RunOutcome, RuntimeRunner, TerminalReason};
@@ -26,41 +26,6 @@ use crate::trace::{
 
 /// Children running at once through one launcher, unless configured otherwise.
 pub const DEFAULT_MAX_CONCURRENCY: usize = 8;
-
-/// A request the launcher refuses before starting a child.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LaunchError {
-    /// No profile of that name is registered.
-    #[error(
-        "unsupported runtime profile: {name} (registered profiles: {})",
-        quoted(known)
-    )]
-    UnknownProfile {
-        /// The name asked for.
-        name: String,
-        /// The registered names.
-        known: Vec<String>,
-    },
-    /// The model choice is not light or main.
-    #[error("unsupported subagent model choice: {0} (expected 'light' or 'main')")]
-    BadModelChoice(String),
-    /// One request of a batch was refused.
-    #[error("{index}: {source}")]
-    InBatch {
-        /// Which one (`requests[2]`).
-        index: String,
-        /// Why.
-        source: Box<LaunchError>,
-    },
-}
-
-fn quoted(names: &[String]) -> String {
-    names
-        .iter()
-        .map(|n| crate::pyjson::py_repr_str(n))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
 
 /// Where traces go: the default directory, nowhere (in memory only), or a given directory.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -32,9 +32,9 @@ pub mod result;
 pub mod task_tool;
 pub mod verify;
 
+pub use crate::error::LaunchError;
 pub use launcher::{
-    default_light_model, default_main_model, LaunchError, LauncherOptions, SubagentLauncher,
-    TraceDirSetting,
+    default_light_model, default_main_model, LauncherOptions, SubagentLauncher, TraceDirSetting,
 };
 pub use main_agent::{MainAgent, MainAgentOptions, MainRun};
 pub use request::{RequestInit, SubagentRequest};

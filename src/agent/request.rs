@@ -76,7 +76,7 @@ impl RequestInit {
             None | Some("") => None,
             Some(m) => Some(
                 m.parse()
-                    .map_err(|_| crate::agent::LaunchError::BadModelChoice(m.to_string()))?,
+                    .map_err(|_| crate::error::LaunchError::BadModelChoice(m.to_string()))?,
             ),
         };
         Ok(SubagentRequest {

@@ -114,7 +114,7 @@ impl std::fmt::Display for SubagentLaunchResult {
             q(&self.profile_name),
             q(self.terminal_reason.as_str()),
             q(self.model_used.as_str()),
-            usage_repr(&self.tool_usage),
+            crate::pyjson::py_repr_counts(&self.tool_usage),
             self.token_usage,
             self.elapsed_ms
         )?;
@@ -126,15 +126,6 @@ impl std::fmt::Display for SubagentLaunchResult {
         }
         f.write_str(")")
     }
-}
-
-/// `repr()` of a `{str: int}` dict as Python prints it.
-pub fn usage_repr(usage: &ToolUsage) -> String {
-    let parts: Vec<String> = usage
-        .iter()
-        .map(|(k, v)| format!("{}: {v}", crate::pyjson::py_repr_str(k)))
-        .collect();
-    format!("{{{}}}", parts.join(", "))
 }
 
 impl ModelRoute {

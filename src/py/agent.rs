@@ -1,67 +1,12 @@
-//! `outrider.OfflineScout`, `outrider.MainAgent`, and the completion verdict.
+//! `outrider.MainAgent`.
 
 use pyo3::prelude::*;
 
-use crate::agent::{CompletionVerdict, MainAgent, MainAgentOptions};
-use crate::py::convert::{dump, opt_float, opt_int, opt_str_list, path_arg, req_str};
-use crate::py::errors::wrong_type;
+use crate::agent::{MainAgent, MainAgentOptions};
+use crate::py::convert::{dump, opt_float, opt_int, opt_str_list, path_arg, req_str, wrong_type};
 use crate::py::launcher::{model_arg, trace_dir_arg, PySubagentLauncher};
 use crate::py::runtime::block_on;
 use crate::runner::CancelToken;
-
-/// The deterministic, model-free explorer (no LLM, no network).
-#[pyclass(frozen, module = "outrider._core", name = "OfflineScout")]
-pub struct PyOfflineScout;
-
-#[pymethods]
-impl PyOfflineScout {
-    #[new]
-    fn py_new() -> Self {
-        PyOfflineScout
-    }
-    /// The search terms the scout would use for `task`.
-    #[staticmethod]
-    fn terms(task: &str) -> Vec<String> {
-        crate::llm::scout::terms(task)
-    }
-    fn __repr__(&self) -> &'static str {
-        "OfflineScout()"
-    }
-}
-
-/// The verdict of `SubagentLauncher.verify` (frozen).
-#[pyclass(frozen, module = "outrider._core", name = "CompletionVerdict")]
-pub struct PyCompletionVerdict {
-    pub inner: CompletionVerdict,
-    pub launch: Option<Py<PyAny>>,
-}
-
-#[pymethods]
-impl PyCompletionVerdict {
-    #[getter]
-    fn verdict(&self) -> &'static str {
-        self.inner.verdict
-    }
-    #[getter]
-    fn reasons(&self) -> Vec<String> {
-        self.inner.reasons.clone()
-    }
-    #[getter]
-    fn feedback(&self) -> Option<String> {
-        self.inner.feedback.clone()
-    }
-    /// The verification child's launch result; None when the deterministic checks decided.
-    #[getter]
-    fn launch(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        self.launch.as_ref().map(|l| l.clone_ref(py))
-    }
-    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        dump(py, &self.inner)
-    }
-    fn __repr__(&self) -> String {
-        self.inner.to_string()
-    }
-}
 
 /// A main agent with Read/Grep/Glob and the Task tool (see the stub).
 #[pyclass(frozen, module = "outrider._core", name = "MainAgent")]

@@ -7,8 +7,7 @@ use crate::contract::{
     answer_from_bytes, tool_usage_from_json, ExploreResult, ToolUsage, VerificationMeta,
     VerificationResult,
 };
-use crate::py::convert::{dump, opt_json, path_arg, str_list, to_json};
-use crate::py::errors::wrong_type;
+use crate::py::convert::{dump, opt_json, path_arg, str_list, to_json, wrong_type};
 use crate::py::frozen_class;
 use crate::pyjson::Json;
 

@@ -7,7 +7,6 @@ use pyo3::types::{
 };
 use serde::Serialize;
 
-use crate::py::errors::wrong_type;
 use crate::pyjson::Json;
 use crate::Error;
 
@@ -191,6 +190,11 @@ pub fn to_py<'py>(py: Python<'py>, value: &Json) -> PyResult<Bound<'py, PyAny>> 
 pub fn dump<'py>(py: Python<'py>, value: &impl Serialize) -> PyResult<Bound<'py, PyAny>> {
     pythonize::pythonize(py, value)
         .map_err(|e| Error::Internal(format!("cannot convert a result to Python: {e}")).into())
+}
+
+/// The `ArgumentTypeError` for an argument that is not of the expected type.
+pub fn wrong_type(field: &str, expected: &str, obj: &Bound<'_, PyAny>) -> PyErr {
+    Error::wrong_type(field, expected, &type_name(obj)).into()
 }
 
 /// The Python type name of an object, for messages.

@@ -70,8 +70,3 @@ impl From<Error> for PyErr {
         })
     }
 }
-
-/// The `ArgumentTypeError` for an argument that is not of the expected type.
-pub fn wrong_type(field: &str, expected: &str, obj: &Bound<'_, PyAny>) -> PyErr {
-    Error::wrong_type(field, expected, &crate::py::convert::type_name(obj)).into()
-}

@@ -5,12 +5,13 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList};
 
-use crate::agent::{LauncherOptions, RequestInit, SubagentLaunchResult, SubagentLauncher};
+use crate::agent::{
+    CompletionVerdict, LauncherOptions, RequestInit, SubagentLaunchResult, SubagentLauncher,
+};
 use crate::agent::{SubagentRequest, TraceDirSetting};
 use crate::llm::ChatModel;
 use crate::py::contract::{PyExploreResult, PyVerificationResult};
-use crate::py::convert::{dump, opt_int, opt_json, opt_str, opt_str_list, path_arg};
-use crate::py::errors::wrong_type;
+use crate::py::convert::{dump, opt_int, opt_json, opt_str, opt_str_list, path_arg, wrong_type};
 use crate::py::frozen_class;
 use crate::py::model::PyCallableModel;
 use crate::py::profile::PyRuntimeProfile;
@@ -126,7 +127,7 @@ pub fn model_arg(
     if let Ok(m) = obj.cast::<crate::py::openai::PyOpenAICompatible>() {
         return Ok(Some(m.get().model.clone()));
     }
-    if obj.cast::<crate::py::agent::PyOfflineScout>().is_ok() {
+    if obj.cast::<crate::py::model::PyOfflineScout>().is_ok() {
         return Ok(Some(Arc::new(crate::OfflineScout)));
     }
     if obj.is_callable() {
@@ -274,7 +275,7 @@ impl PySubagentLauncher {
         candidate: &Bound<'_, PyAny>,
         requirements: Option<&Bound<'_, PyAny>>,
         evidence: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<crate::py::agent::PyCompletionVerdict> {
+    ) -> PyResult<PyCompletionVerdict> {
         let candidate = crate::py::convert::req_str(candidate, "candidate")?;
         let requirements = opt_json(requirements, "requirements")?.to_value();
         let evidence = opt_str_list(evidence, "evidence")?.unwrap_or_default();
@@ -289,7 +290,7 @@ impl PySubagentLauncher {
             Some(inner) => Some(Py::new(py, PySubagentLaunchResult { inner })?.into_any()),
             None => None,
         };
-        Ok(crate::py::agent::PyCompletionVerdict {
+        Ok(PyCompletionVerdict {
             inner: out.verdict,
             launch,
         })
@@ -318,5 +319,39 @@ impl PySubagentLauncher {
             crate::agent::task_tool::py_list(&l.profile_names()),
             l.max_concurrency()
         )
+    }
+}
+
+/// The verdict of `SubagentLauncher.verify` (frozen).
+#[pyclass(frozen, module = "outrider._core", name = "CompletionVerdict")]
+pub struct PyCompletionVerdict {
+    pub inner: CompletionVerdict,
+    pub launch: Option<Py<PyAny>>,
+}
+
+#[pymethods]
+impl PyCompletionVerdict {
+    #[getter]
+    fn verdict(&self) -> &'static str {
+        self.inner.verdict
+    }
+    #[getter]
+    fn reasons(&self) -> Vec<String> {
+        self.inner.reasons.clone()
+    }
+    #[getter]
+    fn feedback(&self) -> Option<String> {
+        self.inner.feedback.clone()
+    }
+    /// The verification child's launch result; None when the deterministic checks decided.
+    #[getter]
+    fn launch(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.launch.as_ref().map(|l| l.clone_ref(py))
+    }
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        dump(py, &self.inner)
+    }
+    fn __repr__(&self) -> String {
+        self.inner.to_string()
     }
 }

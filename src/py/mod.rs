@@ -109,9 +109,9 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<launcher::PySubagentLauncher>()?;
     m.add_class::<openai::PyOpenAICompatible>()?;
     m.add_class::<task::PyTaskTool>()?;
-    m.add_class::<agent::PyOfflineScout>()?;
+    m.add_class::<model::PyOfflineScout>()?;
     m.add_class::<agent::PyMainAgent>()?;
-    m.add_class::<agent::PyCompletionVerdict>()?;
+    m.add_class::<launcher::PyCompletionVerdict>()?;
     let explore = profile::PyRuntimeProfile {
         inner: crate::explore_profile(),
     };

@@ -147,3 +147,23 @@ impl ChatModel for PyCallableModel {
         format!("python callable {}", self.name)
     }
 }
+
+/// The deterministic, model-free explorer (no LLM, no network).
+#[pyclass(frozen, module = "outrider._core", name = "OfflineScout")]
+pub struct PyOfflineScout;
+
+#[pymethods]
+impl PyOfflineScout {
+    #[new]
+    fn py_new() -> Self {
+        PyOfflineScout
+    }
+    /// The search terms the scout would use for `task`.
+    #[staticmethod]
+    fn terms(task: &str) -> Vec<String> {
+        crate::llm::scout::terms(task)
+    }
+    fn __repr__(&self) -> &'static str {
+        "OfflineScout()"
+    }
+}

@@ -8,8 +8,7 @@ use pyo3::types::{PyDict, PyType};
 
 use crate::llm::openai::{duration_from_secs, OpenAICompatible, OpenAICompatibleConfig};
 use crate::llm::{ChatModel, ChatRequest};
-use crate::py::convert::{dump, opt_int, req_str, to_json};
-use crate::py::errors::wrong_type;
+use crate::py::convert::{dump, opt_int, req_str, to_json, wrong_type};
 use crate::py::runtime::block_on;
 use crate::Error;
 

@@ -4,8 +4,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFrozenSet, PyString, PyType};
 
 use crate::profile::{RuntimeProfile, PROFILE_FIELDS};
-use crate::py::convert::to_json;
-use crate::py::errors::wrong_type;
+use crate::py::convert::{to_json, wrong_type};
 use crate::py::frozen_class;
 use crate::pyjson::Json;
 

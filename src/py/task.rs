@@ -6,8 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyString;
 
 use crate::agent::task_tool::{LauncherFactory, Prepared, TaskInput, TaskTool, TASK_TOOL_NAME};
-use crate::py::convert::{dump, opt_str_list, to_json, type_name};
-use crate::py::errors::wrong_type;
+use crate::py::convert::{dump, opt_str_list, to_json, type_name, wrong_type};
 use crate::py::launcher::PySubagentLauncher;
 use crate::py::runtime::{block_on, spawn_awaitable};
 use crate::runner::CancelToken;

@@ -10,8 +10,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::contract::Repair;
-use crate::llm::{ModelErrorKind, ToolCall, Usage};
-use crate::runner::TerminalReason;
+use crate::llm::error::ModelErrorKind;
+use crate::llm::message::{ToolCall, Usage};
+use crate::runner::outcome::TerminalReason;
 
 /// The name of a trace event, written as `event` on every line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -43,26 +43,7 @@ pub struct TraceEvent {
     pub payload: Value,
 }
 
-/// Why a trace directory was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TraceDirError {
-    /// The directory is inside the explored root, where a read-only child must not write.
-    #[error("trace_dir '{dir}' is inside the explored root '{root}'; a read-only child never writes there: choose a directory outside it")]
-    InsideRoot {
-        /// The refused directory.
-        dir: String,
-        /// The explored root.
-        root: String,
-    },
-    /// The directory could not be created.
-    #[error("trace_dir '{dir}' cannot be created: {reason}")]
-    Create {
-        /// The directory.
-        dir: String,
-        /// The OS error.
-        reason: String,
-    },
-}
+pub use crate::error::TraceDirError;
 
 /// The default trace directory: `$OUTRIDER_TRACE_DIR`, else `$XDG_STATE_HOME/outrider/traces`,
 /// else `~/.local/state/outrider/traces`, else the system temp dir.
