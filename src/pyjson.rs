@@ -537,6 +537,39 @@ impl Parser<'_> {
     }
 }
 
+impl serde::Serialize for Json {
+    /// Plain data: a big integer becomes an i128 when it fits (Python gets an `int`), else its
+    /// digits as a string.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        match self {
+            Json::Null => s.serialize_unit(),
+            Json::Bool(b) => s.serialize_bool(*b),
+            Json::Int(i) => s.serialize_i64(*i),
+            Json::Float(f) => s.serialize_f64(*f),
+            Json::BigInt(digits) => match digits.parse::<i128>() {
+                Ok(n) => s.serialize_i128(n),
+                Err(_) => s.serialize_str(digits),
+            },
+            Json::Str(text) => s.serialize_str(text),
+            Json::Array(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(item)?;
+                }
+                seq.end()
+            }
+            Json::Object(items) => {
+                let mut map = s.serialize_map(Some(items.len()))?;
+                for (k, v) in items {
+                    map.serialize_entry(k, v)?;
+                }
+                map.end()
+            }
+        }
+    }
+}
+
 /// `repr()` of a `{str: int}` dict (tool usage) as Python prints it.
 pub fn py_repr_counts(counts: &std::collections::BTreeMap<String, u64>) -> String {
     let parts: Vec<String> = counts

@@ -388,6 +388,24 @@ impl SubagentLauncher {
     }
 }
 
+impl std::fmt::Debug for SubagentLauncher {
+    /// A Python-style repr.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use crate::pyjson::py_repr_str as q;
+        write!(
+            f,
+            "SubagentLauncher(project_root={}, main_llm={}, light_llm={}, profiles={}, max_concurrency={})",
+            q(&self.workspace.root().display().to_string()),
+            q(&self.main_model.describe()),
+            self.light_model
+                .as_ref()
+                .map_or("None".into(), |m| q(&m.describe())),
+            crate::agent::task_tool::py_list(&self.profile_names()),
+            self.max_concurrency
+        )
+    }
+}
+
 /// Open (append) the parent trace file, refusing one inside the explored root.
 fn open_parent_trace(path: &Path, root: &Path) -> Result<Trace, Error> {
     let dir = path.parent().unwrap_or(Path::new("."));

@@ -5,8 +5,7 @@ use pyo3::prelude::*;
 use crate::agent::{MainAgent, MainAgentOptions};
 use crate::py::convert::{dump, opt_float, opt_int, opt_str_list, path_arg, req_str, wrong_type};
 use crate::py::launcher::{model_arg, trace_dir_arg, PySubagentLauncher};
-use crate::py::runtime::block_on;
-use crate::runner::CancelToken;
+use crate::py::runtime::run;
 
 /// A main agent with Read/Grep/Glob and the Task tool (see the stub).
 #[pyclass(frozen, module = "outrider._core", name = "MainAgent")]
@@ -69,9 +68,8 @@ impl PyMainAgent {
     /// token_usage, trace_path}`.
     fn run<'py>(&self, py: Python<'py>, task: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let task = req_str(task, "task")?;
-        let (agent, cancel) = (self.inner.clone(), CancelToken::new());
-        let c = cancel.clone();
-        let out = block_on(py, async move { agent.run(&task, c).await }, Some(cancel))??;
+        let agent = self.inner.clone();
+        let out = run(py, |c| async move { agent.run(&task, c).await })?;
         dump(py, &out)
     }
 

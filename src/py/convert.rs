@@ -160,32 +160,6 @@ pub fn opt_str_list(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Opti
         .transpose()
 }
 
-/// JSON value → Python value (objects become dicts, arrays lists).
-pub fn to_py<'py>(py: Python<'py>, value: &Json) -> PyResult<Bound<'py, PyAny>> {
-    Ok(match value {
-        Json::Null => py.None().into_bound(py),
-        Json::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
-        Json::Int(i) => i.into_pyobject(py)?.into_any(),
-        Json::BigInt(s) => py.get_type::<PyInt>().call1((s.as_str(),))?,
-        Json::Float(f) => PyFloat::new(py, *f).into_any(),
-        Json::Str(s) => PyString::new(py, s).into_any(),
-        Json::Array(items) => {
-            let list = PyList::empty(py);
-            for item in items {
-                list.append(to_py(py, item)?)?;
-            }
-            list.into_any()
-        }
-        Json::Object(items) => {
-            let dict = PyDict::new(py);
-            for (k, v) in items {
-                dict.set_item(k, to_py(py, v)?)?;
-            }
-            dict.into_any()
-        }
-    })
-}
-
 /// Any serialisable core value → plain Python data (dicts, lists, str, int, float, None).
 pub fn dump<'py>(py: Python<'py>, value: &impl Serialize) -> PyResult<Bound<'py, PyAny>> {
     pythonize::pythonize(py, value)

@@ -7,7 +7,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::contract::{ContractError, LocItem};
-use crate::py::convert::to_py;
+use crate::py::convert::dump;
 use crate::Error;
 
 fn class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
@@ -42,7 +42,7 @@ fn contract_error(py: Python<'_>, err: &ContractError) -> PyResult<PyErr> {
         d.set_item("type", v.kind)?;
         d.set_item("loc", PyTuple::new(py, loc)?)?;
         d.set_item("msg", &v.msg)?;
-        d.set_item("input", to_py(py, &v.input)?)?;
+        d.set_item("input", dump(py, &v.input)?)?;
         errors.append(d)?;
     }
     Ok(raise(

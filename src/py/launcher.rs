@@ -3,10 +3,10 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyList};
+use pyo3::types::{PyBool, PyDict};
 
 use crate::agent::{
-    CompletionVerdict, LauncherOptions, RequestInit, SubagentLaunchResult, SubagentLauncher,
+    LauncherOptions, RequestInit, SubagentLaunchResult, SubagentLauncher, Verification,
 };
 use crate::agent::{SubagentRequest, TraceDirSetting};
 use crate::llm::ChatModel;
@@ -15,7 +15,7 @@ use crate::py::convert::{dump, opt_int, opt_json, opt_str, opt_str_list, path_ar
 use crate::py::frozen_class;
 use crate::py::model::PyCallableModel;
 use crate::py::profile::PyRuntimeProfile;
-use crate::py::runtime::{block_on, spawn_awaitable};
+use crate::py::runtime::{run, spawn_awaitable};
 use crate::runner::{CancelToken, ParsedResult};
 
 frozen_class! {
@@ -209,15 +209,8 @@ impl PySubagentLauncher {
         py: Python<'_>,
         request: &Bound<'_, PyAny>,
     ) -> PyResult<PySubagentLaunchResult> {
-        let req = request_arg(request)?;
-        self.inner.check(&req).map_err(crate::Error::from)?;
-        let (launcher, cancel) = (self.inner.clone(), CancelToken::new());
-        let c = cancel.clone();
-        let inner = block_on(
-            py,
-            async move { launcher.launch(req, c).await },
-            Some(cancel),
-        )??;
+        let (req, launcher) = (request_arg(request)?, self.inner.clone());
+        let inner = run(py, |c| async move { launcher.launch(req, c).await })?;
         Ok(PySubagentLaunchResult { inner })
     }
 
@@ -228,25 +221,24 @@ impl PySubagentLauncher {
         py: Python<'_>,
         requests: &Bound<'_, PyAny>,
         max_concurrency: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyList>> {
+    ) -> PyResult<Vec<PySubagentLaunchResult>> {
         let reqs: Vec<SubagentRequest> = requests
             .try_iter()
             .map_err(|_| wrong_type("requests", "an iterable of SubagentRequest", requests))?
             .map(|r| r.and_then(|r| request_arg(&r)))
             .collect::<PyResult<_>>()?;
-        let limit = opt_int(max_concurrency, "max_concurrency")?;
-        let (launcher, cancel) = (self.inner.clone(), CancelToken::new());
-        let c = cancel.clone();
-        let results = block_on(
+        let (limit, launcher) = (
+            opt_int(max_concurrency, "max_concurrency")?,
+            self.inner.clone(),
+        );
+        let results = run(
             py,
-            async move { launcher.launch_many(reqs, limit, c).await },
-            Some(cancel),
-        )??;
-        let list = PyList::empty(py);
-        for inner in results {
-            list.append(Py::new(py, PySubagentLaunchResult { inner })?)?;
-        }
-        Ok(list.unbind())
+            |c| async move { launcher.launch_many(reqs, limit, c).await },
+        )?;
+        Ok(results
+            .into_iter()
+            .map(|inner| PySubagentLaunchResult { inner })
+            .collect())
     }
 
     /// Launch one child from async code: returns an awaitable (cancelling it cancels the child).
@@ -255,9 +247,8 @@ impl PySubagentLauncher {
         py: Python<'py>,
         request: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let req = request_arg(request)?;
-        self.inner.check(&req).map_err(crate::Error::from)?;
-        let (launcher, cancel) = (self.inner.clone(), CancelToken::new());
+        let (req, launcher) = (request_arg(request)?, self.inner.clone());
+        let cancel = CancelToken::new();
         let c = cancel.clone();
         spawn_awaitable(
             py,
@@ -279,21 +270,11 @@ impl PySubagentLauncher {
         let candidate = crate::py::convert::req_str(candidate, "candidate")?;
         let requirements = opt_json(requirements, "requirements")?.to_value();
         let evidence = opt_str_list(evidence, "evidence")?.unwrap_or_default();
-        let (launcher, cancel) = (self.inner.clone(), CancelToken::new());
-        let c = cancel.clone();
-        let out = block_on(
-            py,
-            async move { launcher.verify(&candidate, requirements, evidence, c).await },
-            Some(cancel),
-        )??;
-        let launch = match out.launch {
-            Some(inner) => Some(Py::new(py, PySubagentLaunchResult { inner })?.into_any()),
-            None => None,
-        };
-        Ok(PyCompletionVerdict {
-            inner: out.verdict,
-            launch,
-        })
+        let launcher = self.inner.clone();
+        let inner = run(py, |c| async move {
+            launcher.verify(&candidate, requirements, evidence, c).await
+        })?;
+        Ok(PyCompletionVerdict { inner })
     }
 
     /// Names of the registered profiles.
@@ -309,49 +290,23 @@ impl PySubagentLauncher {
     }
 
     fn __repr__(&self) -> String {
-        use crate::pyjson::py_repr_str as q;
-        let l = &self.inner;
-        format!(
-            "SubagentLauncher(project_root={}, main_llm={}, light_llm={}, profiles={}, max_concurrency={})",
-            q(&l.workspace().root().display().to_string()),
-            q(&l.main_model().describe()),
-            l.light_model().map_or("None".into(), |m| q(&m.describe())),
-            crate::agent::task_tool::py_list(&l.profile_names()),
-            l.max_concurrency()
-        )
+        format!("{:?}", self.inner)
     }
 }
 
-/// The verdict of `SubagentLauncher.verify` (frozen).
-#[pyclass(frozen, module = "outrider._core", name = "CompletionVerdict")]
-pub struct PyCompletionVerdict {
-    pub inner: CompletionVerdict,
-    pub launch: Option<Py<PyAny>>,
-}
-
-#[pymethods]
-impl PyCompletionVerdict {
-    #[getter]
-    fn verdict(&self) -> &'static str {
-        self.inner.verdict
-    }
-    #[getter]
-    fn reasons(&self) -> Vec<String> {
-        self.inner.reasons.clone()
-    }
-    #[getter]
-    fn feedback(&self) -> Option<String> {
-        self.inner.feedback.clone()
-    }
-    /// The verification child's launch result; None when the deterministic checks decided.
-    #[getter]
-    fn launch(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        self.launch.as_ref().map(|l| l.clone_ref(py))
+frozen_class! {
+    /// The verdict of `SubagentLauncher.verify` (frozen).
+    PyCompletionVerdict(Verification) as "CompletionVerdict",
+    getters {
+        verdict: &'static str = |v| v.verdict.verdict,
+        reasons: Vec<String> = |v| v.verdict.reasons.clone(),
+        feedback: Option<String> = |v| v.verdict.feedback.clone(),
+        launch: Option<PySubagentLaunchResult> = |v| v.launch.clone().map(|inner| PySubagentLaunchResult { inner }),
     }
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        dump(py, &self.inner)
+        dump(py, &self.inner.verdict)
     }
     fn __repr__(&self) -> String {
-        self.inner.to_string()
+        self.inner.verdict.to_string()
     }
 }

@@ -9,7 +9,7 @@ use pyo3::types::{PyDict, PyType};
 use crate::llm::openai::{duration_from_secs, OpenAICompatible, OpenAICompatibleConfig};
 use crate::llm::{ChatModel, ChatRequest};
 use crate::py::convert::{dump, opt_int, req_str, to_json, wrong_type};
-use crate::py::runtime::block_on;
+use crate::py::runtime::run;
 use crate::Error;
 
 /// The built-in OpenAI-compatible chat-completions client.
@@ -104,8 +104,9 @@ impl PyOpenAICompatible {
         let req = ChatRequest::from_openai(&to_json(request, "request")?.to_value())
             .map_err(|e| Error::config("request", e.0))?;
         let client = self.client.clone();
-        let resp =
-            block_on(py, async move { client.complete(&req).await }, None)?.map_err(Error::from)?;
+        let resp = run(py, |_| async move {
+            client.complete(&req).await.map_err(Error::from)
+        })?;
         dump(py, &resp.to_short_value())
     }
 

@@ -57,6 +57,18 @@ where
     })
 }
 
+/// Run the work `start` builds (given a fresh cancel token) with the GIL released, as
+/// [`block_on`] does; a core error becomes its Python exception.
+pub fn run<T, F, Fut>(py: Python<'_>, start: F) -> PyResult<T>
+where
+    F: FnOnce(CancelToken) -> Fut,
+    Fut: Future<Output = Result<T, crate::Error>> + Send,
+    T: Send,
+{
+    let cancel = CancelToken::new();
+    Ok(block_on(py, start(cancel.clone()), Some(cancel))??)
+}
+
 /// Done-callback of an asyncio future made by [`spawn_awaitable`]: cancels the work when the
 /// future was cancelled.
 #[pyclass(frozen, module = "outrider._core")]
