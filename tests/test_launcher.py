@@ -576,3 +576,108 @@ def test_ctrl_c_interrupts_a_blocking_launch(repo: pathlib.Path, tmp_path: pathl
     elapsed = time.monotonic() - sent
     assert (code, proc.stdout.read().strip()) == (42, "interrupted")
     assert elapsed < 1.0, f"KeyboardInterrupt took {elapsed:.2f}s"
+
+
+# --- Answers whose evidence is not in the files ---------------------------------------------------
+
+UNGROUNDED = final(
+    status="completed",
+    summary="Login is in src/login.py",
+    findings=["login()"],
+    evidence=["src/login.py:3", "src/auth.py:1"],
+)
+
+
+def test_ungrounded_evidence_is_unverified_through_launch_and_task(
+    repo: pathlib.Path, traces: pathlib.Path
+) -> None:
+    launcher = SubagentLauncher(repo, ScriptedLLM([UNGROUNDED, UNGROUNDED]), trace_dir=traces)
+    r = launcher.launch(SubagentRequest(task="Where is login?"))
+    assert (r.status, r.terminal_reason, r.failure_reason) == (
+        "unverified",
+        "completed_unverified",
+        None,
+    )
+    assert [(c["evidence"], c["reason"]) for c in r.ungrounded_evidence] == [
+        ("src/login.py:3", "not_found")
+    ]
+    assert r.to_dict()["ungrounded_evidence"] == r.ungrounded_evidence
+    tool = TaskTool(SubagentLauncher(repo, ScriptedLLM([UNGROUNDED] * 2), trace_dir=traces))
+    envelope = tool.run(TASK_ARGS)
+    assert envelope["status"] == "unverified"
+    assert envelope["data"]["status"] == "unverified"
+    assert [c["evidence"] for c in envelope["data"]["ungrounded_evidence"]] == ["src/login.py:3"]
+    assert envelope["text"].startswith("UNVERIFIED: the child's evidence could not be found")
+
+
+class _ChatServer:
+    """A loopback OpenAI-compatible endpoint that always answers `content`."""
+
+    def __init__(self, content: str) -> None:
+        import http.server
+        import threading
+
+        body = json.dumps(
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            }
+        ).encode()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_cli_reports_unverified_and_survives_a_closed_pipe(
+    repo: pathlib.Path, traces: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    server = _ChatServer(UNGROUNDED)
+    try:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "LIGHT_LLM_"))}
+        env |= {"LLM_MODEL_ID": "m", "LLM_BASE_URL": server.url, "LLM_API_KEY": "k"}
+        command = [sys.executable, "-m", "outrider", "explore", "Where is login?"]
+        command += ["--root", str(repo), "--trace-dir", str(traces), "--model", "main"]
+        out = subprocess.run(
+            command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+        )
+        assert out.returncode == 3, out.stderr
+        assert out.stdout.startswith("status: unverified  (completed_unverified; model: main")
+        assert "UNVERIFIED: this evidence could not be found" in out.stdout
+        assert "src/login.py" in out.stdout
+        # A reader that goes away before the answer is printed (`... | head -1` on a long answer).
+        proc = subprocess.Popen(
+            command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=60) == 0, err
+        assert "Traceback" not in err and "BrokenPipe" not in err, err
+    finally:
+        server.close()

@@ -38,11 +38,18 @@ def _model(choice: str) -> tuple[Any, Any, str]:
 def _print_result(result: outrider.SubagentLaunchResult, note: str) -> None:
     data = result.to_dict()
     body = data.get("result") or {}
-    print(
-        f"status: {data['status']}  ({data['terminal_reason']}; model: {data['model_used']} - {note})"
-    )
+    reason = data["terminal_reason"]
+    if data.get("failure_reason"):
+        reason = f"{reason}: {data['failure_reason']}"
+    print(f"status: {data['status']}  ({reason}; model: {data['model_used']} - {note})")
     if data["error"]:
         print(f"error: {data['error']}")
+    if data["status"] == "unverified":
+        print(
+            "\nUNVERIFIED: this evidence could not be found in the files; treat the answer as a lead:"
+        )
+        for item in data.get("ungrounded_evidence") or []:
+            print(f"  - {item['message']}")
     if isinstance(body, dict):
         if body.get("summary"):
             print()
@@ -77,14 +84,19 @@ def _explore(args: argparse.Namespace) -> int:
         launcher = outrider.SubagentLauncher(root, main, light, trace_dir=trace_dir)
         route = None if args.model == "offline" else args.model
         result = launcher.launch(outrider.SubagentRequest(task=args.task, model_choice=route))
-    except (ValueError, TypeError) as err:
+    except outrider.OutriderError as err:
         print(f"outrider: {err}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:
         _print_result(result, note)
-    return 1 if result.status == "failed" else 0
+    return EXIT_CODES.get(result.status, 1)
+
+
+EXIT_CODES = {"completed": 0, "partial": 0, "failed": 1, "unverified": 3}
+"""`outrider explore` exits 0 with an answer, 1 when the child failed, 2 on a usage error and 3
+when the answer's evidence could not be found in the files."""
 
 
 def _short(value: Any, width: int = 110) -> str:
@@ -160,7 +172,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"outrider {outrider.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    ex = sub.add_parser("explore", help="run an explore child on a repository and print its result")
+    ex = sub.add_parser(
+        "explore",
+        help="run an explore child on a repository and print its result",
+        description="Run an explore child and print its result. Exit status: 0 answered "
+        "(completed or partial), 1 the child failed, 2 usage error, 3 unverified (the answer's "
+        "evidence is not in the files).",
+    )
     ex.add_argument("task", help="what to find out (self-contained)")
     ex.add_argument("--root", default=os.curdir, help="the repository to explore (default: .)")
     ex.add_argument(
@@ -182,9 +200,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         code: int = args.func(args)
+        sys.stdout.flush()
     except KeyboardInterrupt:
         print("outrider: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`outrider explore ... | head -1`): stop quietly, as `cat` does.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     return code
 
 
