@@ -330,6 +330,16 @@ pub enum Prepared {
     Launch(PreparedTask),
 }
 
+impl Prepared {
+    /// The envelope: at once, or after the launch.
+    pub async fn run(self, cancel: CancelToken) -> ToolResult {
+        match self {
+            Prepared::Done(r) => r,
+            Prepared::Launch(p) => p.run(cancel).await,
+        }
+    }
+}
+
 /// The Task tool over one launcher (given, or built on first use by a factory).
 pub struct TaskTool {
     launcher: Mutex<Option<Arc<SubagentLauncher>>>,
@@ -470,10 +480,7 @@ impl TaskTool {
     /// Validate, launch and build the envelope. Bad arguments give an error envelope, never an
     /// error.
     pub async fn run(&self, input: TaskInput, cancel: CancelToken) -> ToolResult {
-        match self.prepare(input) {
-            Prepared::Done(r) => r,
-            Prepared::Launch(p) => p.run(cancel).await,
-        }
+        self.prepare(input).run(cancel).await
     }
 }
 

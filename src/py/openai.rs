@@ -6,6 +6,7 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
 
+use crate::llm::openai::config::DEFAULT_BASE_URL;
 use crate::llm::openai::{duration_from_secs, OpenAICompatible, OpenAICompatibleConfig};
 use crate::llm::{ChatModel, ChatRequest};
 use crate::py::convert::{dump, opt_int, req_str, to_json, wrong_type};
@@ -45,8 +46,7 @@ impl PyOpenAICompatible {
         max_tokens: Option<&Bound<'_, PyAny>>,
         headers: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
-        let mut config =
-            OpenAICompatibleConfig::new(model, base_url.unwrap_or("https://api.openai.com/v1"));
+        let mut config = OpenAICompatibleConfig::new(model, base_url.unwrap_or(DEFAULT_BASE_URL));
         config.api_key = api_key.filter(|k| !k.is_empty()).map(str::to_owned);
         if let Some(t) = timeout {
             config.timeout = duration_from_secs("timeout", t)?;

@@ -8,23 +8,24 @@ use crate::py::convert::{to_json, wrong_type};
 use crate::py::frozen_class;
 use crate::pyjson::Json;
 
-/// Keyword values → `(field, JSON)` pairs for the core. The allow-list may be any iterable.
+/// One keyword value as the core takes it (the allow-list may be any iterable of names).
+fn field(key: &str, v: &Bound<'_, PyAny>) -> PyResult<(String, Json)> {
+    let what = format!("RuntimeProfile.{key}");
+    let value = match v.try_iter() {
+        Ok(items) if key == "tool_allowlist" && !v.is_instance_of::<PyString>() => Json::Array(
+            items
+                .map(|t| to_json(&t?, &format!("{what} item")))
+                .collect::<PyResult<_>>()?,
+        ),
+        _ => to_json(v, &what)?,
+    };
+    Ok((key.to_string(), value))
+}
+
+/// Keyword values → `(field, JSON)` pairs for the core.
 fn fields(d: &Bound<'_, PyDict>) -> PyResult<Vec<(String, Json)>> {
     d.iter()
-        .map(|(k, v)| {
-            let key: String = k.extract()?;
-            let what = format!("RuntimeProfile.{key}");
-            let iterable = key == "tool_allowlist" && !v.is_instance_of::<PyString>();
-            let value = match v.try_iter() {
-                Ok(items) if iterable => Json::Array(
-                    items
-                        .map(|t| to_json(&t?, &format!("{what} item")))
-                        .collect::<PyResult<_>>()?,
-                ),
-                _ => to_json(&v, &what)?,
-            };
-            Ok((key, value))
-        })
+        .map(|(k, v)| field(&k.extract::<String>()?, &v))
         .collect()
 }
 
@@ -54,7 +55,6 @@ frozen_class! {
         timeout_seconds=None))]
     #[allow(clippy::too_many_arguments, unused_variables)]
     fn py_new(
-        py: Python<'_>,
         name: Bound<'_, PyAny>,
         system_prompt: Bound<'_, PyAny>,
         tool_allowlist: Option<Bound<'_, PyAny>>,
@@ -86,14 +86,13 @@ frozen_class! {
             on_budget_exhausted,
             timeout_seconds,
         ];
-        let d = PyDict::new(py);
-        for (field, value) in PROFILE_FIELDS.iter().zip(given) {
-            if let Some(v) = value {
-                d.set_item(field, v)?;
-            }
-        }
+        let given: Vec<(String, Json)> = PROFILE_FIELDS
+            .iter()
+            .zip(given)
+            .filter_map(|(k, v)| v.map(|v| field(k, &v)))
+            .collect::<PyResult<_>>()?;
         Ok(PyRuntimeProfile {
-            inner: RuntimeProfile::from_fields(&fields(&d)?)?,
+            inner: RuntimeProfile::from_fields(&given)?,
         })
     }
 

@@ -5,10 +5,10 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
-use crate::agent::task_tool::{LauncherFactory, Prepared, TaskInput, TaskTool, TASK_TOOL_NAME};
+use crate::agent::task_tool::{LauncherFactory, TaskInput, TaskTool, TASK_TOOL_NAME};
 use crate::py::convert::{dump, opt_str_list, to_json, type_name, wrong_type};
 use crate::py::launcher::PySubagentLauncher;
-use crate::py::runtime::{block_on, spawn_awaitable};
+use crate::py::runtime::{run, spawn_awaitable};
 use crate::runner::CancelToken;
 use crate::tools::envelope::{to_pretty_json, ToolResult};
 
@@ -56,13 +56,8 @@ fn input(args: &Bound<'_, PyAny>) -> TaskInput {
 
 impl PyTaskTool {
     fn envelope(&self, py: Python<'_>, args: &Bound<'_, PyAny>) -> PyResult<ToolResult> {
-        match self.inner.prepare(input(args)) {
-            Prepared::Done(r) => Ok(r),
-            Prepared::Launch(p) => {
-                let cancel = CancelToken::new();
-                block_on(py, p.run(cancel.clone()), Some(cancel))
-            }
-        }
+        let prepared = self.inner.prepare(input(args));
+        run(py, |c| async move { Ok(prepared.run(c).await) })
     }
 }
 
@@ -133,15 +128,8 @@ impl PyTaskTool {
         py: Python<'py>,
         args: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let cancel = CancelToken::new();
-        let prepared = self.inner.prepare(input(args));
-        let c = cancel.clone();
-        let fut = async move {
-            match prepared {
-                Prepared::Done(r) => r,
-                Prepared::Launch(p) => p.run(c).await,
-            }
-        };
+        let (prepared, cancel) = (self.inner.prepare(input(args)), CancelToken::new());
+        let fut = prepared.run(cancel.clone());
         spawn_awaitable(py, fut, cancel, |py, r| {
             Ok(dump(py, &r.to_value())?.unbind())
         })
