@@ -532,16 +532,25 @@ pub fn tool_usage_from_json(value: &Json, field: &str) -> Result<ToolUsage, crat
             ))
         }
     };
-    let mut usage = ToolUsage::new();
-    for (name, count) in items {
-        let at = format!("{field}[{}]", py_repr_str(name));
-        match count {
-            Json::Int(n) if *n >= 0 => usage.insert(name.clone(), *n as u64),
-            Json::Int(n) => return Err(crate::Error::config(at, format!("must be >= 0, got {n}"))),
-            other => return Err(crate::Error::wrong_type(at, "int", other.type_name())),
-        };
+    items
+        .iter()
+        .map(|(name, count)| {
+            let at = format!("{field}[{}]", py_repr_str(name));
+            Ok((name.clone(), count_from_json(count, &at)?))
+        })
+        .collect()
+}
+
+/// A count given by a caller: an int >= 0.
+fn count_from_json(value: &Json, field: &str) -> Result<u64, crate::Error> {
+    match value {
+        Json::Int(n) if *n >= 0 => Ok(*n as u64),
+        Json::Int(n) => Err(crate::Error::config(
+            field,
+            format!("must be >= 0, got {n}"),
+        )),
+        other => Err(crate::Error::wrong_type(field, "int", other.type_name())),
     }
-    Ok(usage)
 }
 
 /// The text of a model answer given as bytes: UTF-8, or a contract error saying where it breaks.
@@ -574,20 +583,7 @@ impl VerificationMeta {
     ) -> Result<Self, crate::Error> {
         let token_usage = match token_usage {
             Json::Null => 0,
-            Json::Int(n) if *n >= 0 => *n as u64,
-            Json::Int(n) => {
-                return Err(crate::Error::config(
-                    "token_usage",
-                    format!("must be >= 0, got {n}"),
-                ))
-            }
-            other => {
-                return Err(crate::Error::wrong_type(
-                    "token_usage",
-                    "int",
-                    other.type_name(),
-                ))
-            }
+            count => count_from_json(count, "token_usage")?,
         };
         Ok(VerificationMeta {
             child_session_id,
