@@ -64,6 +64,30 @@ pub struct ModelError {
 }
 
 impl ModelError {
+    /// A user-supplied model (`what`, e.g. `model callable f`) raised an exception of type
+    /// `kind` with `message`; an interrupt cancels the run instead.
+    pub fn callback_raised(what: &str, kind: &str, message: &str) -> Self {
+        if kind == "KeyboardInterrupt" {
+            return ModelError::new(ModelErrorKind::Cancelled, "interrupted (KeyboardInterrupt)");
+        }
+        ModelError::new(
+            ModelErrorKind::Callback,
+            format!("{what} raised {kind}: {message}"),
+        )
+    }
+
+    /// A user-supplied model returned a value of type `type_name` (shown as `shown`) that is
+    /// none of the accepted answer shapes.
+    pub fn unusable_return(what: &str, type_name: &str, shown: &str) -> Self {
+        let shown: String = shown.chars().take(200).collect();
+        ModelError::new(
+            ModelErrorKind::Callback,
+            format!(
+                "{what} returned {type_name} {shown}; a model callable must return a ChatCompletion-shaped dict, an object with model_dump() (e.g. an OpenAI SDK response), a dict with 'content'/'tool_calls', or a str"
+            ),
+        )
+    }
+
     /// A new error.
     pub fn new(kind: ModelErrorKind, message: impl Into<String>) -> Self {
         ModelError {
@@ -77,5 +101,33 @@ impl ModelError {
 impl From<BadResponse> for ModelError {
     fn from(e: BadResponse) -> Self {
         ModelError::new(ModelErrorKind::BadResponse, e.0)
+    }
+}
+
+#[cfg(test)]
+mod callback_tests {
+    use super::*;
+
+    #[test]
+    fn a_callback_error_names_the_callable_and_an_interrupt_cancels() {
+        let e = ModelError::callback_raised(
+            "model callable f",
+            "ZeroDivisionError",
+            "division by zero",
+        );
+        assert_eq!(
+            (e.kind, e.message.as_str()),
+            (
+                ModelErrorKind::Callback,
+                "model callable f raised ZeroDivisionError: division by zero"
+            )
+        );
+        let stop = ModelError::callback_raised("model callable f", "KeyboardInterrupt", "");
+        assert_eq!(stop.kind, ModelErrorKind::Cancelled);
+        let odd = ModelError::unusable_return("model callable f", "int", &"9".repeat(500));
+        assert!(odd.message.starts_with(&format!(
+            "model callable f returned int {}; a model callable must return",
+            "9".repeat(200)
+        )));
     }
 }

@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString};
@@ -44,18 +43,12 @@ fn is_awaitable(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
 }
 
 fn callback_error(py: Python<'_>, err: PyErr, what: &str) -> ModelError {
-    if err.is_instance_of::<PyKeyboardInterrupt>(py) {
-        return ModelError::new(ModelErrorKind::Cancelled, "interrupted (KeyboardInterrupt)");
-    }
     let kind = err
         .get_type(py)
         .name()
         .map(|n| n.to_string())
-        .unwrap_or_else(|_| "Exception".into());
-    ModelError::new(
-        ModelErrorKind::Callback,
-        format!("{what} raised {kind}: {}", err.value(py)),
-    )
+        .unwrap_or_default();
+    ModelError::callback_raised(what, &kind, &err.value(py).to_string())
 }
 
 /// Turn what a callable returned into JSON: a str, a dict, or an object with `model_dump()`.
@@ -71,14 +64,7 @@ fn returned_value(out: &Bound<'_, PyAny>, what: &str) -> Result<Value, ModelErro
             .map_err(|e| callback_error(py, e, &format!("{what}'s result .model_dump()")))?
     } else {
         let shown = out.repr().map(|r| r.to_string()).unwrap_or_default();
-        let shown: String = shown.chars().take(200).collect();
-        return Err(ModelError::new(
-            ModelErrorKind::Callback,
-            format!(
-                "{what} returned {} {shown}; a model callable must return a ChatCompletion-shaped dict, an object with model_dump() (e.g. an OpenAI SDK response), a dict with 'content'/'tool_calls', or a str",
-                type_name(out)
-            ),
-        ));
+        return Err(ModelError::unusable_return(what, &type_name(out), &shown));
     };
     to_json(&dict, "model response")
         .map(|j| j.to_value())
