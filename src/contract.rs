@@ -279,6 +279,9 @@ fn field_str(obj: &Json, key: &str) -> (String, Json) {
     }
 }
 
+/// The terminal reason a result carries when none is given.
+pub const UNKNOWN_REASON: &str = "unknown";
+
 /// A tool-usage map: tool name → number of requested calls.
 pub type ToolUsage = BTreeMap<String, u64>;
 
@@ -395,7 +398,7 @@ impl ExploreResult {
     pub fn from_dict(obj: &Json) -> Result<Self, ContractError> {
         let mut extra = Vec::new();
         let tool_usage = dict_tool_usage(obj, &mut extra);
-        let terminal_reason = dict_str(obj, "terminal_reason", "unknown", &mut extra);
+        let terminal_reason = dict_str(obj, "terminal_reason", UNKNOWN_REASON, &mut extra);
         let built = Self::from_object(obj, tool_usage, &terminal_reason);
         merge(EXPLORE, built, extra)
     }
@@ -506,7 +509,7 @@ impl VerificationResult {
         let meta = VerificationMeta {
             child_session_id: dict_opt_str(obj, "child_session_id", &mut extra),
             child_run_id: dict_opt_str(obj, "child_run_id", &mut extra),
-            terminal_reason: dict_str(obj, "terminal_reason", "unknown", &mut extra),
+            terminal_reason: dict_str(obj, "terminal_reason", UNKNOWN_REASON, &mut extra),
             tool_usage: dict_tool_usage(obj, &mut extra),
             token_usage: dict_uint(obj, "token_usage", &mut extra),
         };

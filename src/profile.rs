@@ -170,6 +170,26 @@ pub struct RuntimeProfile {
     pub timeout_seconds: f64,
 }
 
+/// The longest wall-clock limit a profile may set: a year, far past any real run, and short
+/// enough that every deadline computed from it is representable.
+pub const MAX_TIMEOUT_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
+
+fn check_timeout(seconds: f64) -> Result<(), ProfileError> {
+    if !(seconds.is_finite() && seconds > 0.0) {
+        return Err(ProfileError(format!(
+            "runtime profile timeout_seconds must be a positive number of seconds, got {}",
+            Json::Float(seconds).py_repr()
+        )));
+    }
+    if seconds > MAX_TIMEOUT_SECONDS {
+        return Err(ProfileError(format!(
+            "runtime profile timeout_seconds must be at most {MAX_TIMEOUT_SECONDS:.0} seconds (a year), got {}",
+            Json::Float(seconds).py_repr()
+        )));
+    }
+    Ok(())
+}
+
 impl RuntimeProfile {
     /// Check the profile: the reference's five rules in its order, then ours.
     pub fn validate(&self) -> Result<(), ProfileError> {
@@ -237,12 +257,7 @@ impl RuntimeProfile {
                 "runtime profile on_budget_exhausted must be 'partial' or 'fail', got '{on_budget_exhausted}'"
             )));
         }
-        if !(self.timeout_seconds.is_finite() && self.timeout_seconds > 0.0) {
-            return Err(ProfileError(format!(
-                "runtime profile timeout_seconds must be a positive number of seconds, got {}",
-                self.timeout_seconds
-            )));
-        }
+        check_timeout(self.timeout_seconds)?;
         Ok(())
     }
 
@@ -253,12 +268,7 @@ impl RuntimeProfile {
                 "runtime profile budgets must be positive".into(),
             ));
         }
-        if !(self.timeout_seconds.is_finite() && self.timeout_seconds > 0.0) {
-            return Err(ProfileError(format!(
-                "runtime profile timeout_seconds must be a positive number of seconds, got {}",
-                self.timeout_seconds
-            )));
-        }
+        check_timeout(self.timeout_seconds)?;
         Ok(())
     }
 
@@ -551,7 +561,7 @@ mod tests {
             explore_profile().with_fields(&[("timeout_seconds".into(), Json::Float(f64::NAN))]);
         assert_eq!(
             nan.unwrap_err().to_string(),
-            "runtime profile timeout_seconds must be a positive number of seconds, got NaN"
+            "runtime profile timeout_seconds must be a positive number of seconds, got nan"
         );
     }
 

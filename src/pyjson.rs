@@ -147,10 +147,23 @@ fn py_float_repr(f: f64) -> String {
         } else {
             "-inf".into()
         }
-    } else if f == f.trunc() && f.abs() < 1e16 {
-        format!("{f:.1}")
     } else {
-        format!("{f}")
+        // Python's repr: the shortest round-trip digits, positional for exponents -4..16,
+        // scientific (`1e+300`, `1.5e-07`) outside them.
+        let sci = format!("{f:e}");
+        let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+        let exp: i32 = exp.parse().unwrap_or(0);
+        if (-4..16).contains(&exp) {
+            let text = format!("{f}");
+            if text.contains('.') {
+                text
+            } else {
+                format!("{text}.0")
+            }
+        } else {
+            let sign = if exp < 0 { '-' } else { '+' };
+            format!("{mantissa}e{sign}{:02}", exp.abs())
+        }
     }
 }
 
@@ -577,6 +590,30 @@ pub fn py_repr_counts(counts: &std::collections::BTreeMap<String, u64>) -> Strin
         .map(|(k, v)| format!("{}: {v}", py_repr_str(k)))
         .collect();
     format!("{{{}}}", parts.join(", "))
+}
+
+#[cfg(test)]
+mod float_repr_tests {
+    use super::*;
+
+    #[test]
+    fn floats_print_as_python_prints_them() {
+        for (f, text) in [
+            (0.0, "0.0"),
+            (300.0, "300.0"),
+            (0.5, "0.5"),
+            (1e300, "1e+300"),
+            (1.5e-7, "1.5e-07"),
+            (0.0001, "0.0001"),
+            (1e16, "1e+16"),
+            (123456789012345.0, "123456789012345.0"),
+            (-2.5e20, "-2.5e+20"),
+            (f64::NAN, "nan"),
+            (f64::NEG_INFINITY, "-inf"),
+        ] {
+            assert_eq!(py_float_repr(f), text);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -107,11 +107,15 @@ def make(**changes: Any) -> RuntimeProfile:
         ),
         (
             {"timeout_seconds": 0},
-            "runtime profile timeout_seconds must be a positive number of seconds, got 0",
+            "runtime profile timeout_seconds must be a positive number of seconds, got 0.0",
         ),
         (
             {"timeout_seconds": float("inf")},
             "runtime profile timeout_seconds must be a positive number of seconds, got inf",
+        ),
+        (
+            {"timeout_seconds": 1e300},
+            "runtime profile timeout_seconds must be at most 31536000 seconds (a year), got 1e+300",
         ),
     ],
 )

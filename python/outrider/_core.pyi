@@ -125,7 +125,7 @@ class ExploreResult:
         evidence: Iterable[str] | None = None,
         unresolved_questions: Iterable[str] | None = None,
         tool_usage: Mapping[str, int] | None = None,
-        terminal_reason: str = "unknown",
+        terminal_reason: str | None = None,
     ) -> ExploreResult: ...
     @classmethod
     def from_json(
@@ -133,7 +133,7 @@ class ExploreResult:
         text: str | bytes | None,
         *,
         tool_usage: Mapping[str, int] | None = None,
-        terminal_reason: str = "unknown",
+        terminal_reason: str | None = None,
     ) -> ExploreResult:
         """Strict parse, exactly as the reference: raises :class:`outrider.ContractError`."""
     @classmethod
@@ -142,7 +142,7 @@ class ExploreResult:
         text: str | bytes | None,
         *,
         tool_usage: Mapping[str, int] | None = None,
-        terminal_reason: str = "unknown",
+        terminal_reason: str | None = None,
     ) -> tuple[ExploreResult, Literal["fence", "extract"] | None]:
         """Lenient parse: also takes a fenced or prose-wrapped answer; says which repair it made."""
     @classmethod
@@ -181,7 +181,7 @@ class VerificationResult:
         evidence: Iterable[str] | None = None,
         child_session_id: str | None = None,
         child_run_id: str | None = None,
-        terminal_reason: str = "unknown",
+        terminal_reason: str | None = None,
         tool_usage: Mapping[str, int] | None = None,
         token_usage: int | None = None,
     ) -> VerificationResult: ...
@@ -192,7 +192,7 @@ class VerificationResult:
         *,
         child_session_id: str | None = None,
         child_run_id: str | None = None,
-        terminal_reason: str = "unknown",
+        terminal_reason: str | None = None,
         tool_usage: Mapping[str, int] | None = None,
         token_usage: int | None = None,
     ) -> VerificationResult:
@@ -204,7 +204,7 @@ class VerificationResult:
         *,
         child_session_id: str | None = None,
         child_run_id: str | None = None,
-        terminal_reason: str = "unknown",
+        terminal_reason: str | None = None,
         tool_usage: Mapping[str, int] | None = None,
         token_usage: int | None = None,
     ) -> tuple[VerificationResult, Literal["fence", "extract"] | None]:
@@ -245,19 +245,20 @@ def run_tool(
     name: str,
     arguments: Mapping[str, Any] | str | None = None,
     *,
-    runtime_mode: Literal["readonly_subagent", "main_agent"] = "readonly_subagent",
+    runtime_mode: Literal["readonly_subagent", "main_agent"] | None = None,
     timeout: float | None = None,
 ) -> ToolEnvelope:
     """Run one read-only tool (Read, Grep, Glob) confined to ``root`` and return the envelope the
     model would see. Bad arguments, denied or unknown tools give an error envelope, never an
-    exception; only a bad ``root``, ``name`` type or ``runtime_mode`` raises."""
+    exception; only a bad ``root``, ``name`` type, ``runtime_mode`` (default
+    ``readonly_subagent``, a child's permissions) or ``timeout`` raises."""
 
 def tool_schemas(
-    format: Literal["openai", "anthropic"] = "openai", names: Iterable[str] | None = None
+    format: Literal["openai", "anthropic"] | None = None, names: Iterable[str] | None = None
 ) -> list[dict[str, Any]]:
     """The complete JSON schemas of Read, Grep and Glob (or of ``names``), sorted by name, as
-    OpenAI ``{"type": "function", "function": {...}}`` or Anthropic ``{name, description,
-    input_schema}`` tool definitions."""
+    OpenAI ``{"type": "function", "function": {...}}`` (the default) or Anthropic ``{name,
+    description, input_schema}`` tool definitions."""
 
 @final
 class OpenAICompatible:
@@ -278,8 +279,9 @@ class OpenAICompatible:
         headers: Mapping[str, str] | None = None,
     ) -> OpenAICompatible: ...
     @classmethod
-    def from_env(cls, prefix: str = "LLM") -> OpenAICompatible | None:
-        """From ``{prefix}_MODEL_ID`` / ``_API_KEY`` / ``_BASE_URL`` (and a ``.env`` file);
+    def from_env(cls, prefix: str | None = None) -> OpenAICompatible | None:
+        """From ``{prefix}_MODEL_ID`` / ``_API_KEY`` / ``_BASE_URL`` (``prefix`` defaults to
+        ``LLM``; a ``.env`` file is read too);
         None when ``{prefix}_MODEL_ID`` is unset."""
     def __call__(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """One call; returns ``{content, tool_calls, finish_reason, usage}``. A failed call raises

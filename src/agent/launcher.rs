@@ -56,7 +56,7 @@ impl TraceDirSetting {
 /// offline scout.
 pub fn default_main_model() -> Result<Arc<dyn ChatModel>, Error> {
     Ok(
-        match crate::llm::openai::OpenAICompatible::from_env("LLM")? {
+        match crate::llm::openai::OpenAICompatible::from_env(crate::llm::env::MAIN_PREFIX)? {
             Some(m) => Arc::new(m),
             None => Arc::new(crate::llm::scout::OfflineScout),
         },
@@ -66,8 +66,10 @@ pub fn default_main_model() -> Result<Arc<dyn ChatModel>, Error> {
 /// The light model when none is given: `LIGHT_LLM_*` when `LIGHT_LLM_MODEL_ID` is set, as in the
 /// reference; otherwise there is no light route and light requests fall back to main.
 pub fn default_light_model() -> Result<Option<Arc<dyn ChatModel>>, Error> {
-    Ok(crate::llm::openai::OpenAICompatible::from_env("LIGHT_LLM")?
-        .map(|m| Arc::new(m) as Arc<dyn ChatModel>))
+    Ok(
+        crate::llm::openai::OpenAICompatible::from_env(crate::llm::env::LIGHT_PREFIX)?
+            .map(|m| Arc::new(m) as Arc<dyn ChatModel>),
+    )
 }
 
 /// How a launcher is set up, as a caller gives it. [`Default`] is what the Python constructor's

@@ -5,9 +5,9 @@ use pyo3::types::{PyBytes, PyDict, PyString, PyTuple, PyType};
 
 use crate::contract::{
     answer_from_bytes, tool_usage_from_json, ExploreResult, ToolUsage, VerificationMeta,
-    VerificationResult,
+    VerificationResult, UNKNOWN_REASON,
 };
-use crate::py::convert::{dump, opt_json, path_arg, str_list, to_json, wrong_type};
+use crate::py::convert::{dump, opt_json, opt_str, path_arg, str_list, to_json, wrong_type};
 use crate::py::frozen_class;
 use crate::pyjson::Json;
 
@@ -23,6 +23,11 @@ fn answer_text(raw: &Bound<'_, PyAny>, contract: &'static str) -> PyResult<Strin
         return answer_from_bytes(b.as_bytes(), contract).map_err(|e| crate::Error::from(e).into());
     }
     Err(wrong_type(&format!("{contract} text"), "str or bytes", raw))
+}
+
+/// The `terminal_reason` argument (a str; `unknown` when not given).
+fn reason(obj: Option<&Bound<'_, PyAny>>) -> PyResult<String> {
+    Ok(opt_str(obj, "terminal_reason")?.unwrap_or_else(|| UNKNOWN_REASON.to_string()))
 }
 
 fn usage(obj: Option<&Bound<'_, PyAny>>) -> PyResult<ToolUsage> {
@@ -47,16 +52,16 @@ fn object(
 }
 
 fn meta(
-    child_session_id: Option<String>,
-    child_run_id: Option<String>,
-    terminal_reason: &str,
+    child_session_id: Option<&Bound<'_, PyAny>>,
+    child_run_id: Option<&Bound<'_, PyAny>>,
+    terminal_reason: Option<&Bound<'_, PyAny>>,
     tool_usage: Option<&Bound<'_, PyAny>>,
     token_usage: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<VerificationMeta> {
     Ok(VerificationMeta::from_parts(
-        child_session_id,
-        child_run_id,
-        terminal_reason,
+        opt_str(child_session_id, "child_session_id")?,
+        opt_str(child_run_id, "child_run_id")?,
+        &reason(terminal_reason)?,
         &opt_json(tool_usage, "tool_usage")?,
         &opt_json(token_usage, "token_usage")?,
     )?)
@@ -105,30 +110,30 @@ result_class!(PyExploreResult, ExploreResult, "ExploreResult",
         summary: String = |r| r.summary.clone(),
     }
     #[new]
-    #[pyo3(signature = (status, summary, findings=None, evidence=None, unresolved_questions=None, tool_usage=None, terminal_reason="unknown"))]
+    #[pyo3(signature = (status, summary, findings=None, evidence=None, unresolved_questions=None, tool_usage=None, terminal_reason=None))]
     fn py_new(status: &Bound<'_, PyAny>, summary: &Bound<'_, PyAny>, findings: Option<&Bound<'_, PyAny>>, evidence: Option<&Bound<'_, PyAny>>,
-        unresolved_questions: Option<&Bound<'_, PyAny>>, tool_usage: Option<&Bound<'_, PyAny>>, terminal_reason: &str) -> PyResult<Self> {
+        unresolved_questions: Option<&Bound<'_, PyAny>>, tool_usage: Option<&Bound<'_, PyAny>>, terminal_reason: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let mut obj = object(("status", status), [("summary", Some(summary)), ("findings", findings), ("evidence", evidence)])?;
         if let (Json::Object(items), Some(u)) = (&mut obj, unresolved_questions) {
             items.push(("unresolved_questions".into(), to_json(u, "unresolved_questions")?));
         }
-        let inner = ExploreResult::from_object(&obj, usage(tool_usage)?, terminal_reason).map_err(crate::Error::from)?;
+        let inner = ExploreResult::from_object(&obj, usage(tool_usage)?, &reason(terminal_reason)?).map_err(crate::Error::from)?;
         Ok(PyExploreResult { inner })
     }
     /// Strict parse of a final answer, exactly as the reference parses it.
     #[classmethod]
-    #[pyo3(signature = (text, *, tool_usage=None, terminal_reason="unknown"))]
-    fn from_json(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, tool_usage: Option<&Bound<'_, PyAny>>, terminal_reason: &str) -> PyResult<Self> {
-        let (raw, usage) = (answer_text(text, "ExploreResult")?, usage(tool_usage)?);
-        let inner = py.detach(|| ExploreResult::from_json(&raw, usage, terminal_reason)).map_err(crate::Error::from)?;
+    #[pyo3(signature = (text, *, tool_usage=None, terminal_reason=None))]
+    fn from_json(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, tool_usage: Option<&Bound<'_, PyAny>>, terminal_reason: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let (raw, usage, reason) = (answer_text(text, "ExploreResult")?, usage(tool_usage)?, reason(terminal_reason)?);
+        let inner = py.detach(|| ExploreResult::from_json(&raw, usage, &reason)).map_err(crate::Error::from)?;
         Ok(PyExploreResult { inner })
     }
     /// Lenient parse: also a fenced or prose-wrapped answer. Returns `(result, repair)`.
     #[classmethod]
-    #[pyo3(signature = (text, *, tool_usage=None, terminal_reason="unknown"))]
-    fn repair(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, tool_usage: Option<&Bound<'_, PyAny>>, terminal_reason: &str) -> PyResult<(Self, Option<&'static str>)> {
-        let (raw, usage) = (answer_text(text, "ExploreResult")?, usage(tool_usage)?);
-        let (inner, r) = py.detach(|| ExploreResult::repair(&raw, usage, terminal_reason)).map_err(crate::Error::from)?;
+    #[pyo3(signature = (text, *, tool_usage=None, terminal_reason=None))]
+    fn repair(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, tool_usage: Option<&Bound<'_, PyAny>>, terminal_reason: Option<&Bound<'_, PyAny>>) -> PyResult<(Self, Option<&'static str>)> {
+        let (raw, usage, reason) = (answer_text(text, "ExploreResult")?, usage(tool_usage)?, reason(terminal_reason)?);
+        let (inner, r) = py.detach(|| ExploreResult::repair(&raw, usage, &reason)).map_err(crate::Error::from)?;
         Ok((PyExploreResult { inner }, r.map(|r| r.as_str())))
     }
     #[getter]
@@ -145,10 +150,10 @@ result_class!(PyVerificationResult, VerificationResult, "VerificationResult",
         token_usage: u64 = |r| r.token_usage,
     }
     #[new]
-    #[pyo3(signature = (verdict, reasons=None, findings=None, evidence=None, child_session_id=None, child_run_id=None, terminal_reason="unknown", tool_usage=None, token_usage=None))]
+    #[pyo3(signature = (verdict, reasons=None, findings=None, evidence=None, child_session_id=None, child_run_id=None, terminal_reason=None, tool_usage=None, token_usage=None))]
     #[allow(clippy::too_many_arguments)]
     fn py_new(verdict: &Bound<'_, PyAny>, reasons: Option<&Bound<'_, PyAny>>, findings: Option<&Bound<'_, PyAny>>, evidence: Option<&Bound<'_, PyAny>>,
-        child_session_id: Option<String>, child_run_id: Option<String>, terminal_reason: &str, tool_usage: Option<&Bound<'_, PyAny>>, token_usage: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        child_session_id: Option<&Bound<'_, PyAny>>, child_run_id: Option<&Bound<'_, PyAny>>, terminal_reason: Option<&Bound<'_, PyAny>>, tool_usage: Option<&Bound<'_, PyAny>>, token_usage: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let obj = object(("verdict", verdict), [("reasons", reasons), ("findings", findings), ("evidence", evidence)])?;
         let meta = meta(child_session_id, child_run_id, terminal_reason, tool_usage, token_usage)?;
         let inner = VerificationResult::from_object(&obj, meta).map_err(crate::Error::from)?;
@@ -156,10 +161,10 @@ result_class!(PyVerificationResult, VerificationResult, "VerificationResult",
     }
     /// Strict parse of a final answer, exactly as the reference parses it.
     #[classmethod]
-    #[pyo3(signature = (text, *, child_session_id=None, child_run_id=None, terminal_reason="unknown", tool_usage=None, token_usage=None))]
+    #[pyo3(signature = (text, *, child_session_id=None, child_run_id=None, terminal_reason=None, tool_usage=None, token_usage=None))]
     #[allow(clippy::too_many_arguments)]
-    fn from_json(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, child_session_id: Option<String>, child_run_id: Option<String>,
-        terminal_reason: &str, tool_usage: Option<&Bound<'_, PyAny>>, token_usage: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    fn from_json(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, child_session_id: Option<&Bound<'_, PyAny>>, child_run_id: Option<&Bound<'_, PyAny>>,
+        terminal_reason: Option<&Bound<'_, PyAny>>, tool_usage: Option<&Bound<'_, PyAny>>, token_usage: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let raw = answer_text(text, "VerificationResult")?;
         let meta = meta(child_session_id, child_run_id, terminal_reason, tool_usage, token_usage)?;
         let inner = py.detach(|| VerificationResult::from_json(&raw, meta)).map_err(crate::Error::from)?;
@@ -167,10 +172,10 @@ result_class!(PyVerificationResult, VerificationResult, "VerificationResult",
     }
     /// Lenient parse; returns `(result, repair)`.
     #[classmethod]
-    #[pyo3(signature = (text, *, child_session_id=None, child_run_id=None, terminal_reason="unknown", tool_usage=None, token_usage=None))]
+    #[pyo3(signature = (text, *, child_session_id=None, child_run_id=None, terminal_reason=None, tool_usage=None, token_usage=None))]
     #[allow(clippy::too_many_arguments)]
-    fn repair(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, child_session_id: Option<String>, child_run_id: Option<String>,
-        terminal_reason: &str, tool_usage: Option<&Bound<'_, PyAny>>, token_usage: Option<&Bound<'_, PyAny>>) -> PyResult<(Self, Option<&'static str>)> {
+    fn repair(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, child_session_id: Option<&Bound<'_, PyAny>>, child_run_id: Option<&Bound<'_, PyAny>>,
+        terminal_reason: Option<&Bound<'_, PyAny>>, tool_usage: Option<&Bound<'_, PyAny>>, token_usage: Option<&Bound<'_, PyAny>>) -> PyResult<(Self, Option<&'static str>)> {
         let raw = answer_text(text, "VerificationResult")?;
         let meta = meta(child_session_id, child_run_id, terminal_reason, tool_usage, token_usage)?;
         let (inner, r) = py.detach(|| VerificationResult::repair(&raw, meta)).map_err(crate::Error::from)?;

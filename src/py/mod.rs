@@ -125,5 +125,10 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
         PyFrozenSet::new(m.py(), crate::READONLY_TOOLS)?,
     )?;
     m.add("__all__", EXPORTS.to_vec())?;
+    // Threads the core started must be out of Python before the interpreter finalizes.
+    let at_exit = wrap_pyfunction!(runtime::_at_exit, m)?;
+    m.py()
+        .import("atexit")?
+        .call_method1("register", (at_exit,))?;
     Ok(())
 }

@@ -86,7 +86,7 @@ fn json_loads<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
 
 /// Call `callable(request)` (awaiting a coroutine on the private loop) and return its value.
 fn call_blocking(callable: &Py<PyAny>, request: &str, what: &str) -> Result<Value, ModelError> {
-    Python::attach(|py| {
+    crate::py::runtime::attach(false, |py| {
         // json.loads builds the request dict faster than converting node by node.
         let req =
             json_loads(py, request).map_err(|e| callback_error(py, e, "building the request"))?;
@@ -103,6 +103,12 @@ fn call_blocking(callable: &Py<PyAny>, request: &str, what: &str) -> Result<Valu
                 .map_err(|e| callback_error(py, e, what))?;
         }
         returned_value(&out, what)
+    })
+    .unwrap_or_else(|| {
+        Err(ModelError::new(
+            ModelErrorKind::Cancelled,
+            "the Python interpreter is exiting",
+        ))
     })
 }
 
@@ -146,8 +152,10 @@ impl PyOfflineScout {
     }
     /// The search terms the scout would use for `task`.
     #[staticmethod]
-    fn terms(task: &str) -> Vec<String> {
-        crate::llm::scout::terms(task)
+    fn terms(task: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+        Ok(crate::llm::scout::terms(&crate::py::convert::req_str(
+            task, "task",
+        )?))
     }
     fn __repr__(&self) -> &'static str {
         "OfflineScout()"

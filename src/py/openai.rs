@@ -6,10 +6,11 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
 
+use crate::llm::env::MAIN_PREFIX;
 use crate::llm::openai::config::DEFAULT_BASE_URL;
 use crate::llm::openai::{duration_from_secs, OpenAICompatible, OpenAICompatibleConfig};
 use crate::llm::{ChatModel, ChatRequest};
-use crate::py::convert::{dump, opt_int, req_str, to_json, wrong_type};
+use crate::py::convert::{dump, opt_float, opt_int, opt_str, req_str, to_json, wrong_type};
 use crate::py::runtime::run;
 use crate::Error;
 
@@ -36,22 +37,26 @@ impl PyOpenAICompatible {
     #[pyo3(signature = (model, base_url=None, api_key=None, *, timeout=None, connect_timeout=None, max_retries=None, temperature=None, max_tokens=None, headers=None))]
     #[allow(clippy::too_many_arguments)]
     fn py_new(
-        model: &str,
-        base_url: Option<&str>,
-        api_key: Option<&str>,
-        timeout: Option<f64>,
-        connect_timeout: Option<f64>,
+        model: &Bound<'_, PyAny>,
+        base_url: Option<&Bound<'_, PyAny>>,
+        api_key: Option<&Bound<'_, PyAny>>,
+        timeout: Option<&Bound<'_, PyAny>>,
+        connect_timeout: Option<&Bound<'_, PyAny>>,
         max_retries: Option<&Bound<'_, PyAny>>,
-        temperature: Option<f64>,
+        temperature: Option<&Bound<'_, PyAny>>,
         max_tokens: Option<&Bound<'_, PyAny>>,
         headers: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
-        let mut config = OpenAICompatibleConfig::new(model, base_url.unwrap_or(DEFAULT_BASE_URL));
-        config.api_key = api_key.filter(|k| !k.is_empty()).map(str::to_owned);
-        if let Some(t) = timeout {
+        let base_url = opt_str(base_url, "base_url")?;
+        let mut config = OpenAICompatibleConfig::new(
+            req_str(model, "model")?,
+            base_url.as_deref().unwrap_or(DEFAULT_BASE_URL),
+        );
+        config.api_key = opt_str(api_key, "api_key")?.filter(|k| !k.is_empty());
+        if let Some(t) = opt_float(timeout, "timeout")? {
             config.timeout = duration_from_secs("timeout", t)?;
         }
-        if let Some(t) = connect_timeout {
+        if let Some(t) = opt_float(connect_timeout, "connect_timeout")? {
             config.connect_timeout = duration_from_secs("connect_timeout", t)?;
         }
         if let Some(n) = opt_int(max_retries, "max_retries")? {
@@ -59,7 +64,7 @@ impl PyOpenAICompatible {
                 Error::config("max_retries", format!("{n} is negative; use e.g. 2"))
             })?;
         }
-        config.temperature = temperature;
+        config.temperature = opt_float(temperature, "temperature")?;
         if let Some(n) = opt_int(max_tokens, "max_tokens")? {
             config.max_tokens = Some(u64::try_from(n).map_err(|_| {
                 Error::config(
@@ -82,9 +87,13 @@ impl PyOpenAICompatible {
     /// `LLM_MAX_RETRIES`; `.env` read without overriding the environment). None when
     /// `{prefix}_MODEL_ID` is unset.
     #[classmethod]
-    #[pyo3(signature = (prefix="LLM"))]
-    fn from_env(_cls: &Bound<'_, PyType>, prefix: &str) -> PyResult<Option<Self>> {
-        Ok(OpenAICompatible::from_env(prefix)?.map(Self::wrap))
+    #[pyo3(signature = (prefix=None))]
+    fn from_env(
+        _cls: &Bound<'_, PyType>,
+        prefix: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<Self>> {
+        let prefix = opt_str(prefix, "prefix")?;
+        Ok(OpenAICompatible::from_env(prefix.as_deref().unwrap_or(MAIN_PREFIX))?.map(Self::wrap))
     }
 
     /// Make one call with a chat-completions request dict; returns the normalised answer

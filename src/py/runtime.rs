@@ -2,12 +2,61 @@
 //! without going deaf to Ctrl-C.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::PyAny;
 
 use crate::runner::CancelToken;
+
+/// Set by the interpreter's `atexit` hook: from then on no thread Python did not start touches
+/// Python again.
+static EXITING: AtomicBool = AtomicBool::new(false);
+/// Threads Python did not start that are inside Python right now (see [`attach`]).
+static IN_PYTHON: AtomicUsize = AtomicUsize::new(0);
+/// How long interpreter exit waits for those threads to leave Python.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+struct LeavePython;
+
+impl Drop for LeavePython {
+    fn drop(&mut self) {
+        IN_PYTHON.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Run `f` with the GIL on a thread Python did not start (a runtime worker, the model caller
+/// thread). Returns None, touching nothing, once the interpreter is exiting: a thread that
+/// enters Python during finalization brings the process down. `short` sections (resolving an
+/// awaitable) are waited for at exit; a user's model call may take any time, so it is not.
+pub fn attach<R>(short: bool, f: impl for<'py> FnOnce(Python<'py>) -> R) -> Option<R> {
+    if EXITING.load(Ordering::SeqCst) {
+        return None;
+    }
+    if !short {
+        return Python::try_attach(f);
+    }
+    IN_PYTHON.fetch_add(1, Ordering::SeqCst);
+    let _leave = LeavePython;
+    if EXITING.load(Ordering::SeqCst) {
+        return None;
+    }
+    Python::try_attach(f)
+}
+
+/// The `atexit` hook: stop new entries into Python from other threads, and give the ones inside
+/// (resolving an awaitable, finishing a model call) a moment to leave before finalization.
+#[pyfunction]
+pub fn _at_exit(py: Python<'_>) {
+    EXITING.store(true, Ordering::SeqCst);
+    py.detach(|| {
+        let until = std::time::Instant::now() + EXIT_GRACE;
+        while IN_PYTHON.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    });
+}
 
 /// How often a blocked call looks for a pending signal (Ctrl-C).
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
@@ -109,7 +158,7 @@ where
     let (fut_ref, loop_ref) = (future.clone().unbind(), event_loop.unbind());
     crate::exec::runtime().spawn(async move {
         let out = fut.await;
-        Python::attach(|py| {
+        attach(true, |py| {
             let Ok(resolve) = py
                 .import("outrider._aio")
                 .and_then(|m| m.getattr("resolve"))

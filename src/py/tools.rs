@@ -3,20 +3,22 @@
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
-use crate::py::convert::{dump, opt_str_list, path_arg, req_str, to_json};
+use crate::py::convert::{dump, opt_float, opt_str, opt_str_list, path_arg, req_str, to_json};
 use crate::tools::run::ToolArgs;
 
 /// Run one tool under `root` and return its envelope dict. Bad arguments give an error envelope.
 #[pyfunction]
-#[pyo3(signature = (root, name, arguments=None, *, runtime_mode="readonly_subagent", timeout=None))]
+#[pyo3(signature = (root, name, arguments=None, *, runtime_mode=None, timeout=None))]
 pub fn run_tool<'py>(
     py: Python<'py>,
     root: &Bound<'py, PyAny>,
     name: &Bound<'py, PyAny>,
     arguments: Option<&Bound<'py, PyAny>>,
-    runtime_mode: &str,
-    timeout: Option<f64>,
+    runtime_mode: Option<&Bound<'py, PyAny>>,
+    timeout: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let mode = opt_str(runtime_mode, "runtime_mode")?;
+    let timeout = opt_float(timeout, "timeout")?;
     let root = path_arg(root, "root")?;
     let name = req_str(name, "name")?;
     let args = match arguments.filter(|a| !a.is_none()) {
@@ -32,20 +34,23 @@ pub fn run_tool<'py>(
             },
         },
     };
-    let mode = runtime_mode.to_string();
-    let envelope =
-        py.detach(move || crate::tools::run::run_tool(&root, &name, args, &mode, timeout))?;
+    let envelope = py.detach(move || {
+        crate::tools::run::run_tool(&root, &name, args, mode.as_deref(), timeout)
+    })?;
     dump(py, &envelope)
 }
 
 /// The JSON schemas of the read-only tools, in OpenAI or Anthropic tool format.
 #[pyfunction]
-#[pyo3(signature = (format="openai", names=None))]
+#[pyo3(signature = (format=None, names=None))]
 pub fn tool_schemas<'py>(
     py: Python<'py>,
-    format: &str,
+    format: Option<&Bound<'py, PyAny>>,
     names: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let names = opt_str_list(names, "names")?;
-    dump(py, &crate::tools::run::tool_schemas(format, names)?)
+    let (format, names) = (opt_str(format, "format")?, opt_str_list(names, "names")?);
+    dump(
+        py,
+        &crate::tools::run::tool_schemas(format.as_deref(), names)?,
+    )
 }

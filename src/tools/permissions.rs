@@ -50,7 +50,7 @@ impl fmt::Display for RuntimeMode {
 
 /// A runtime mode name that is not `main_agent` or `readonly_subagent`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown runtime_mode {0:?}; expected 'main_agent' or 'readonly_subagent'")]
+#[error("unknown runtime_mode {}; expected 'main_agent' or 'readonly_subagent'", crate::pyjson::py_repr_str(.0))]
 pub struct UnknownRuntimeMode(pub String);
 
 impl FromStr for RuntimeMode {
@@ -628,7 +628,7 @@ mod tests {
         );
         assert_eq!(
             "root".parse::<RuntimeMode>().unwrap_err().to_string(),
-            "unknown runtime_mode \"root\"; expected 'main_agent' or 'readonly_subagent'"
+            "unknown runtime_mode 'root'; expected 'main_agent' or 'readonly_subagent'"
         );
     }
 

@@ -27,27 +27,38 @@ pub enum ToolArgs {
 }
 
 /// Run one tool under `root` and return its envelope. Bad arguments give an error envelope;
-/// only a bad root, runtime mode or timeout is an error.
+/// only a bad root, runtime mode or timeout is an error. The runtime mode defaults to
+/// `readonly_subagent` (a child's permissions).
 pub fn run_tool(
     root: &Path,
     name: &str,
     args: ToolArgs,
-    runtime_mode: &str,
+    runtime_mode: Option<&str>,
     timeout: Option<f64>,
 ) -> Result<Value, Error> {
     let workspace = Workspace::new(root)?;
-    let mode: RuntimeMode =
-        runtime_mode
-            .parse()
-            .map_err(|e: crate::tools::permissions::UnknownRuntimeMode| {
-                Error::config("runtime_mode", e.to_string())
-            })?;
+    let mode: RuntimeMode = runtime_mode
+        .unwrap_or("readonly_subagent")
+        .parse()
+        .map_err(|e: crate::tools::permissions::UnknownRuntimeMode| {
+            Error::config(
+                "runtime_mode",
+                format!(
+                    "must be 'main_agent' or 'readonly_subagent', got {}",
+                    crate::pyjson::py_repr_str(&e.0)
+                ),
+            )
+        })?;
     let mut ctx = ToolContext::new(workspace);
     if let Some(t) = timeout {
-        if !(t.is_finite() && t > 0.0) {
+        let max = crate::profile::MAX_TIMEOUT_SECONDS;
+        if !(t.is_finite() && t > 0.0 && t <= max) {
             return Err(Error::config(
                 "timeout",
-                format!("must be a positive number of seconds, got {t}"),
+                format!(
+                    "must be a positive number of seconds up to {max:.0}, got {}",
+                    crate::pyjson::Json::Float(t).py_repr()
+                ),
             ));
         }
         ctx = ctx.with_timeout(Duration::from_secs_f64(t));
@@ -84,9 +95,9 @@ fn suggestion(registry: &ToolRegistry, name: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-/// The schemas of the read-only tools (all, or the `names` given) in `openai` or `anthropic`
-/// tool format.
-pub fn tool_schemas(format: &str, names: Option<Vec<String>>) -> Result<Vec<Value>, Error> {
+/// The schemas of the read-only tools (all, or the `names` given) in `openai` (the default) or
+/// `anthropic` tool format.
+pub fn tool_schemas(format: Option<&str>, names: Option<Vec<String>>) -> Result<Vec<Value>, Error> {
     let mut registry = ToolRegistry::readonly();
     if let Some(wanted) = names {
         let known: Vec<String> = registry.names().iter().map(|s| s.to_string()).collect();
@@ -102,7 +113,7 @@ pub fn tool_schemas(format: &str, names: Option<Vec<String>>) -> Result<Vec<Valu
         }
         registry = registry.filtered(wanted);
     }
-    match format {
+    match format.unwrap_or("openai") {
         "openai" => Ok(registry.openai_tools()),
         "anthropic" => Ok(registry.anthropic_tools()),
         other => Err(Error::config(
@@ -128,7 +139,7 @@ mod tests {
             dir.path(),
             "Grep",
             ToolArgs::Value(json!({"pattern": "hello"})),
-            "readonly_subagent",
+            Some("readonly_subagent"),
             None,
         )
         .unwrap();
@@ -138,7 +149,7 @@ mod tests {
                 dir.path(),
                 "Read",
                 ToolArgs::Value(Value::Null),
-                mode,
+                Some(mode),
                 timeout,
             )
             .unwrap_err()
@@ -146,20 +157,17 @@ mod tests {
         };
         assert_eq!(
             err("root", None),
-            "runtime_mode: unknown runtime_mode \"root\"; expected 'main_agent' or 'readonly_subagent'"
+            "runtime_mode: must be 'main_agent' or 'readonly_subagent', got 'root'"
+        );
+        assert_eq!(
+            err("main_agent", Some(1e300)),
+            "timeout: must be a positive number of seconds up to 31536000, got 1e+300"
         );
         assert_eq!(
             err("main_agent", Some(0.0)),
-            "timeout: must be a positive number of seconds, got 0"
+            "timeout: must be a positive number of seconds up to 31536000, got 0.0"
         );
-        let lower = run_tool(
-            dir.path(),
-            "grep",
-            ToolArgs::Text("{}".into()),
-            "readonly_subagent",
-            None,
-        )
-        .unwrap();
+        let lower = run_tool(dir.path(), "grep", ToolArgs::Text("{}".into()), None, None).unwrap();
         assert!(lower["error"]["message"]
             .as_str()
             .unwrap()
@@ -168,15 +176,15 @@ mod tests {
 
     #[test]
     fn schemas_by_format_and_name() {
-        assert_eq!(tool_schemas("openai", None).unwrap().len(), 3);
-        let one = tool_schemas("anthropic", Some(vec!["Read".into()])).unwrap();
+        assert_eq!(tool_schemas(None, None).unwrap().len(), 3);
+        let one = tool_schemas(Some("anthropic"), Some(vec!["Read".into()])).unwrap();
         assert_eq!(one[0]["name"], json!("Read"));
         assert_eq!(
-            tool_schemas("xml", None).unwrap_err().to_string(),
+            tool_schemas(Some("xml"), None).unwrap_err().to_string(),
             "format: must be 'openai' or 'anthropic', got 'xml'"
         );
         assert_eq!(
-            tool_schemas("openai", Some(vec!["Bash".into()]))
+            tool_schemas(Some("openai"), Some(vec!["Bash".into()]))
                 .unwrap_err()
                 .to_string(),
             "names: unknown tool 'Bash'; the read-only tools are Glob, Grep, Read"
