@@ -30,7 +30,7 @@ const MAX_READS: usize = 3;
 /// Candidates cited.
 const MAX_CITES: usize = 5;
 /// Most and fewest lines read per candidate.
-const READ_LINES: (u64, u64) = (12, 70);
+const READ_LINES: (u64, u64) = (12, 50);
 
 /// The scout model.
 #[derive(Debug, Clone, Default)]
@@ -134,7 +134,12 @@ fn next_step(request: &ChatRequest) -> ChatResponse {
         ..Default::default()
     };
     let answer = || {
-        let notes = notes_in(messages).unwrap_or_else(|| notes_from_results(messages, &q));
+        // The searches' results, unless compaction cut them: then the notes kept in turn two.
+        let fresh = notes_from_results(messages, &q);
+        let notes = match notes_in(messages) {
+            Some(kept) if fresh.picks.is_empty() => kept,
+            _ => fresh,
+        };
         reply(answer::final_answer(
             &q,
             &notes,
@@ -152,13 +157,22 @@ fn next_step(request: &ChatRequest) -> ChatResponse {
         }
         return calls_response(calls, String::new());
     }
-    // Second turn: rank, keep notes, read the best candidates within budget.
-    let notes = notes_from_results(messages, &q);
+    // Turn two: search within the likeliest files, and read the best candidates so far.
+    let results = search::results(messages);
+    // Only a definition search that stopped at its limit can have missed the likeliest files.
+    let cut = results
+        .iter()
+        .any(|r| r.truncated && r.purpose != search::Purpose::Paths);
+    let ranked = rank::rank(&results, &q);
+    let mut calls = search::focus_calls(&q, &rank::focus_files(&ranked, &results, &q), cut);
+    let notes = Notes {
+        picks: rank::picks(&ranked, MAX_READS, MAX_CITES),
+        searches: results.iter().map(SearchFacts::of).collect(),
+    };
     let text = format!(
         "{NOTES_PREFIX}{}",
         serde_json::to_string(&notes).unwrap_or_default()
     );
-    let results = search::results(messages);
     let seen: Vec<usize> = results
         .iter()
         .flat_map(|r| r.lines.iter().map(|h| h.text.chars().count()))
@@ -167,8 +181,10 @@ fn next_step(request: &ChatRequest) -> ChatResponse {
         60
     } else {
         (seen.iter().sum::<usize>() / seen.len()).clamp(30, 120)
-    } + 12;
-    let allowance = read_allowance(request, text.chars().count());
+    };
+    // What the focused searches will add, at most (a match costs about its text plus 110).
+    let focus_cost = calls.len() * (search::FOCUS_LIMIT as usize * (avg_line + 110) + 1_200);
+    let allowance = read_allowance(request, text.chars().count() + focus_cost);
     let mut targets: Vec<&rank::Candidate> = Vec::new();
     for c in notes.picks.iter().take(MAX_READS) {
         if !targets
@@ -180,17 +196,16 @@ fn next_step(request: &ChatRequest) -> ChatResponse {
     }
     let mut lines_each = 0u64;
     while !targets.is_empty() {
-        lines_each = (allowance / targets.len()).saturating_sub(400) as u64 / avg_line as u64;
+        lines_each =
+            (allowance / targets.len()).saturating_sub(400) as u64 / (avg_line + 12) as u64;
         if lines_each >= READ_LINES.0 {
             break;
         }
         targets.pop();
     }
     let lines_each = lines_each.min(READ_LINES.1);
-    let reads: Vec<ToolCall> = targets
-        .iter()
-        .enumerate()
-        .map(|(i, c)| ToolCall {
+    calls.extend(targets.iter().enumerate().map(|(i, c)| {
+        ToolCall {
             id: format!("scout_read_{i}"),
             name: "Read".into(),
             arguments: serde_json::json!({
@@ -199,12 +214,12 @@ fn next_step(request: &ChatRequest) -> ChatResponse {
                 "limit": lines_each,
             })
             .to_string(),
-        })
-        .collect();
-    if reads.is_empty() {
+        }
+    }));
+    if calls.is_empty() {
         return answer();
     }
-    calls_response(reads, text)
+    calls_response(calls, text)
 }
 
 impl ChatModel for OfflineScout {

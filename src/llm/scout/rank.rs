@@ -98,21 +98,87 @@ pub fn prior(path: &str, q: &Query) -> f64 {
     }
 }
 
-/// Keyword indices that a path's folders and file name match.
-fn path_keywords(path: &str, q: &Query) -> BTreeSet<usize> {
-    let parts: Vec<String> = path
-        .split('/')
-        .flat_map(|seg| {
-            let stem = seg.split('.').next().unwrap_or(seg);
-            split_words(stem)
-        })
-        .collect();
-    q.search_keywords()
+/// The sub-words of a path's file name (without extension) and of its folders.
+fn path_words(path: &str) -> (Vec<String>, Vec<String>) {
+    let mut segs: Vec<&str> = path.split('/').collect();
+    let name = segs.pop().unwrap_or("");
+    let stem = name.split('.').next().unwrap_or(name);
+    let mut file = split_words(stem);
+    // `mod.rs`, `__init__.py`, `index.ts` are named by their folder.
+    if ["mod", "init", "index", "lib", "main"].contains(&stem.trim_matches('_')) {
+        if let Some(dir) = segs.pop() {
+            file = split_words(dir);
+        }
+    }
+    let dirs = segs.iter().flat_map(|s| split_words(s)).collect();
+    (file, dirs)
+}
+
+/// Keyword indices that a path's file name, and its folders, match.
+fn path_keywords(path: &str, q: &Query) -> (BTreeSet<usize>, BTreeSet<usize>) {
+    let (file, dirs) = path_words(path);
+    let hits = |parts: &[String]| -> BTreeSet<usize> {
+        q.search_keywords()
+            .iter()
+            .enumerate()
+            .filter(|(_, k)| parts.iter().any(|p| k.matches_part(p)))
+            .map(|(i, _)| i)
+            .collect()
+    };
+    let in_file = hits(&file);
+    let in_dirs = hits(&dirs).difference(&in_file).copied().collect();
+    (in_file, in_dirs)
+}
+
+/// How much a path's keywords count: the file name more than its folders.
+fn path_weight(
+    fk: &BTreeSet<usize>,
+    dk: &BTreeSet<usize>,
+    skip: &BTreeSet<usize>,
+    q: &Query,
+) -> f64 {
+    let f: BTreeSet<usize> = fk.difference(skip).copied().collect();
+    let d: BTreeSet<usize> = dk.difference(skip).copied().collect();
+    1.5 * weight(&f, q) + 0.8 * weight(&d, q)
+}
+
+/// The files the second turn searches within: the best-ranked files, and the files whose
+/// names hold the most keywords.
+pub fn focus_files(ranked: &[Candidate], results: &[SearchResult], q: &Query) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for c in ranked {
+        if out.len() >= 4 {
+            break;
+        }
+        if !out.contains(&c.file) {
+            out.push(c.file.clone());
+        }
+    }
+    let mut by_path: Vec<(f64, String)> = results
         .iter()
-        .enumerate()
-        .filter(|(_, k)| parts.iter().any(|p| k.matches_part(p)))
-        .map(|(i, _)| i)
-        .collect()
+        .filter(|r| !r.failed)
+        .flat_map(|r| r.paths.iter().chain(r.lines.iter().map(|h| &h.file)))
+        .collect::<BTreeSet<&String>>()
+        .into_iter()
+        .map(|p| {
+            let (fk, dk) = path_keywords(p, q);
+            (
+                path_weight(&fk, &dk, &BTreeSet::new(), q) * prior(p, q),
+                p.clone(),
+            )
+        })
+        .filter(|(w, _)| *w > 0.0)
+        .collect();
+    by_path.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    for (_, p) in by_path {
+        if out.len() >= super::search::FOCUS_FILES {
+            break;
+        }
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    out
 }
 
 fn line_keywords(text: &str, q: &Query) -> BTreeSet<usize> {
@@ -170,13 +236,15 @@ pub fn rank(results: &[SearchResult], q: &Query) -> Vec<Candidate> {
             .entry(file.clone())
             .or_default()
             .extend(line_keywords(text, q));
-        if purposes.contains(&Purpose::Pairs) {
+        if purposes.iter().any(|p| p.is_pairs()) {
             pair_lines.entry(file.clone()).or_default().push(*line);
         }
     }
     let mut out = Vec::new();
     for ((file, line), (text, _)) in &lines {
-        let pk = path_keywords(file, q);
+        let (pfk, pdk) = path_keywords(file, q);
+        let pk: BTreeSet<usize> = pfk.union(&pdk).copied().collect();
+        let (file_words, _) = path_words(file);
         let fk = file_kws.get(file).cloned().unwrap_or_default();
         let lk = line_keywords(text, q);
         let def = definition(text);
@@ -205,7 +273,10 @@ pub fn rank(results: &[SearchResult], q: &Query) -> Vec<Candidate> {
                     .min(3) as f64;
                 let all = nk.len() == kws.len() && kws.len() > 1;
                 let exact = named.contains(&normalized(name));
-                let rest_path: BTreeSet<usize> = pk.difference(&nk).copied().collect();
+                // A definition the file is named after (`Glob` in glob.rs) is what it is about.
+                let eponym = parts
+                    .iter()
+                    .any(|p| file_words.contains(p) && kws.iter().any(|k| k.matches_part(p)));
                 let rest_file: BTreeSet<usize> = fk
                     .difference(&nk)
                     .filter(|i| !pk.contains(i))
@@ -216,7 +287,8 @@ pub fn rank(results: &[SearchResult], q: &Query) -> Vec<Candidate> {
                     + if exact { 6.0 } else { 0.0 }
                     + focus
                     + kind_weight(kind)
-                    + 0.8 * weight(&rest_path, q)
+                    + path_weight(&pfk, &pdk, &nk, q)
+                    + if eponym { 1.0 } else { 0.0 }
                     + 0.4 * weight(&rest_file, q)
                     + 0.6 * body_pairs;
                 let s = if nk.is_empty() { s * 0.4 } else { s };
@@ -224,7 +296,6 @@ pub fn rank(results: &[SearchResult], q: &Query) -> Vec<Candidate> {
             }
             None => {
                 let exact = q.named.iter().any(|n| text.contains(n.as_str()));
-                let rest_path: BTreeSet<usize> = pk.difference(&lk).copied().collect();
                 let rest_file: BTreeSet<usize> = fk
                     .difference(&lk)
                     .filter(|i| !pk.contains(i))
@@ -232,7 +303,7 @@ pub fn rank(results: &[SearchResult], q: &Query) -> Vec<Candidate> {
                     .collect();
                 let s = 1.6 * weight(&lk, q)
                     + if exact { 2.5 } else { 0.0 }
-                    + 0.8 * weight(&rest_path, q)
+                    + path_weight(&pfk, &pdk, &lk, q)
                     + 0.4 * weight(&rest_file, q);
                 (s, lk)
             }
@@ -249,8 +320,9 @@ pub fn rank(results: &[SearchResult], q: &Query) -> Vec<Candidate> {
     // Files found by name only: their first lines.
     let seen: BTreeSet<&String> = lines.keys().map(|(f, _)| f).collect();
     for p in paths.iter().filter(|p| !seen.contains(p)) {
-        let pk = path_keywords(p, q);
-        if pk.is_empty() {
+        let (pfk, pdk) = path_keywords(p, q);
+        let pk: BTreeSet<usize> = pfk.union(&pdk).copied().collect();
+        if pfk.is_empty() {
             continue;
         }
         out.push(Candidate {
@@ -259,7 +331,7 @@ pub fn rank(results: &[SearchResult], q: &Query) -> Vec<Candidate> {
             text: String::new(),
             def: None,
             matched: pk.iter().map(|&i| kws[i].word.clone()).collect(),
-            score: 1.2 * weight(&pk, q) * prior(p, q),
+            score: path_weight(&pfk, &pdk, &BTreeSet::new(), q) * prior(p, q),
         });
     }
     out.sort_by(|a, b| {
@@ -271,12 +343,22 @@ pub fn rank(results: &[SearchResult], q: &Query) -> Vec<Candidate> {
     out
 }
 
-/// The candidates to cite, in order: the best of each of the first `spread` files, then the
-/// rest by score; at most `n`.
-pub fn picks(ranked: &[Candidate], spread: usize, n: usize) -> Vec<Candidate> {
+/// The candidates to cite, at most `n`: the first `top` by score with at most two from one
+/// file, then the best of files not cited yet, then the rest by score.
+pub fn picks(ranked: &[Candidate], top: usize, n: usize) -> Vec<Candidate> {
     let mut out: Vec<Candidate> = Vec::new();
+    let has =
+        |out: &[Candidate], c: &Candidate| out.iter().any(|o| o.file == c.file && o.line == c.line);
     for c in ranked {
-        if out.len() >= spread {
+        if out.len() >= top.min(n) {
+            break;
+        }
+        if out.iter().filter(|o| o.file == c.file).count() < 2 {
+            out.push(c.clone());
+        }
+    }
+    for c in ranked {
+        if out.len() >= n {
             break;
         }
         if !out.iter().any(|o| o.file == c.file) {
@@ -287,11 +369,10 @@ pub fn picks(ranked: &[Candidate], spread: usize, n: usize) -> Vec<Candidate> {
         if out.len() >= n {
             break;
         }
-        if !out.iter().any(|o| o.file == c.file && o.line == c.line) {
+        if !has(&out, c) {
             out.push(c.clone());
         }
     }
-    out.truncate(n);
     out
 }
 

@@ -12,25 +12,31 @@ use crate::llm::{Message, ToolCall};
 /// Source files, by extension: definitions and co-occurring terms are searched only here unless
 /// the question asks about documentation (prose repeats the question's words without doing the
 /// thing).
-pub const CODE_GLOB: &str = "*.{py,pyi,pyx,rs,go,js,jsx,mjs,cjs,ts,tsx,mts,cts,java,kt,kts,scala,c,h,cc,cpp,cxx,hpp,hh,cs,rb,php,swift,m,mm,lua,ex,exs,erl,hs,ml,mli,clj,dart,zig,nim,jl,sh,bash,vue,svelte,groovy,fs,pl,pm,r,sql,proto}";
+pub const CODE_GLOB: &str = "*.{py,pyi,rs,go,js,jsx,mjs,ts,tsx,java,kt,scala,c,h,cc,cpp,hpp,cs,rb,php,swift,m,lua,ex,exs,hs,ml,dart,zig,sh,vue,svelte}";
 
-/// Declaration modifiers that may precede a definition keyword.
-const MODS: &str = r#"(?:pub(?:\([^)]*\))?|export|default|async|static|public|private|protected|internal|abstract|final|sealed|unsafe|extern(?:\s+"[^"]*")?|override|inline|virtual|readonly|declare|open|data|case)"#;
+/// Declaration modifiers that may precede a definition keyword (kept short: the pattern is
+/// echoed in every result the model-to-be reads).
+const MODS: &str =
+    r"(?:pub\S*|export|default|async|static|public|private|protected|unsafe|abstract)";
 
 /// Definition keywords of Python, Rust, Go, JavaScript/TypeScript and their relatives. Go's
 /// method receiver and Rust's `impl<..> Trait for` are part of the keyword so the name follows.
-const KINDS: &str = r"(?:def|class|fn|struct|enum|union|trait|type|interface|object|func(?:\s*\([^)]*\))?|function\*?|mod|module|macro_rules!|const|let(?:\s+mut)?|var|val|static(?:\s+mut)?|impl(?:<[^>]*>)?(?:\s+[\w:<>,' ]+?\s+for)?)";
+const KINDS: &str = r"(?:def|class|fn|struct|enum|trait|type|interface|func(?:\s*\([^)]*\))?|function|mod|macro_rules!|const|let|var|static|impl(?:<[^>]*>)?(?:\s+[\w:<>, ']+?\s+for)?)";
 
-/// Most matching lines asked of each search.
-pub const DEFS_LIMIT: u64 = 50;
+/// Most definitions asked of each keyword's search.
+pub const DEFS_LIMIT: u64 = 8;
 /// Most definitions whose name holds two keywords.
-pub const PAIR_DEFS_LIMIT: u64 = 30;
+pub const PAIR_DEFS_LIMIT: u64 = 10;
 /// Most lines holding two keywords.
-pub const PAIRS_LIMIT: u64 = 30;
+pub const PAIRS_LIMIT: u64 = 12;
 /// Most lines naming an identifier from the question.
-pub const NAMED_LIMIT: u64 = 30;
+pub const NAMED_LIMIT: u64 = 10;
 /// Most file paths.
-pub const PATHS_LIMIT: u64 = 50;
+pub const PATHS_LIMIT: u64 = 30;
+/// Most lines of each search within the likeliest files.
+pub const FOCUS_LIMIT: u64 = 16;
+/// Most files the focused searches look in.
+pub const FOCUS_FILES: usize = 6;
 
 /// What a search was for (its tool call id says it).
 #[derive(
@@ -38,7 +44,7 @@ pub const PATHS_LIMIT: u64 = 50;
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Purpose {
-    /// Definitions whose name holds a keyword.
+    /// Definitions whose name holds one keyword (one search per keyword).
     Defs,
     /// Definitions whose name holds two keywords.
     PairDefs,
@@ -48,10 +54,24 @@ pub enum Purpose {
     Named,
     /// File names holding a keyword.
     Paths,
+    /// Definitions named after a keyword, in the likeliest files.
+    FocusDefs,
+    /// Lines holding two keywords, in the likeliest files.
+    FocusPairs,
 }
 
+const PURPOSES: [Purpose; 7] = [
+    Purpose::Defs,
+    Purpose::PairDefs,
+    Purpose::Pairs,
+    Purpose::Named,
+    Purpose::Paths,
+    Purpose::FocusDefs,
+    Purpose::FocusPairs,
+];
+
 impl Purpose {
-    /// The tool call id.
+    /// The tool call id (a per-keyword search adds `_<n>`).
     pub fn id(self) -> &'static str {
         match self {
             Purpose::Defs => "scout_defs",
@@ -59,19 +79,29 @@ impl Purpose {
             Purpose::Pairs => "scout_pairs",
             Purpose::Named => "scout_named",
             Purpose::Paths => "scout_paths",
+            Purpose::FocusDefs => "scout_focus_defs",
+            Purpose::FocusPairs => "scout_focus_pairs",
         }
     }
 
     fn from_id(id: &str) -> Option<Self> {
-        [
-            Purpose::Defs,
-            Purpose::PairDefs,
-            Purpose::Pairs,
-            Purpose::Named,
-            Purpose::Paths,
-        ]
-        .into_iter()
-        .find(|p| p.id() == id)
+        let base = id.trim_end_matches(|c: char| c.is_ascii_digit());
+        let base = if base.len() < id.len() {
+            base.strip_suffix('_')?
+        } else {
+            base
+        };
+        PURPOSES.into_iter().find(|p| p.id() == base)
+    }
+
+    /// Whether this is a second-turn search.
+    pub fn is_focus(self) -> bool {
+        matches!(self, Purpose::FocusDefs | Purpose::FocusPairs)
+    }
+
+    /// Whether it returns lines holding two keywords.
+    pub fn is_pairs(self) -> bool {
+        matches!(self, Purpose::Pairs | Purpose::FocusPairs)
     }
 
     /// What the search looked for, for a sentence.
@@ -82,6 +112,8 @@ impl Purpose {
             Purpose::Pairs => "lines holding two keywords",
             Purpose::Named => "lines naming an identifier from the question",
             Purpose::Paths => "file names holding a keyword",
+            Purpose::FocusDefs => "definitions named after a keyword in the likeliest files",
+            Purpose::FocusPairs => "lines holding two keywords in the likeliest files",
         }
     }
 }
@@ -95,7 +127,7 @@ fn name_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
         Regex::new(&format!(
-            r"^\s*(?:{MODS}\s+)*(?P<kind>macro_rules!|(?:def|class|fn|struct|enum|union|trait|type|interface|object|func|function|mod|module|const|let|var|val|static|impl)\b)\*?(?:\s*\([^)]*\))?(?:<[^>]*>)?(?:\s+mut)?(?:\s+[\w:<>,' ]+?\s+for)?\s+(?:[\w$]+::)*(?P<name>[\w$]+)"
+            r"^\s*(?:{MODS}\s+)*(?P<kind>macro_rules!|(?:def|class|fn|struct|enum|trait|type|interface|func|function|mod|const|let|var|static|impl)\b)\*?(?:\s*\([^)]*\))?(?:<[^>]*>)?(?:\s+mut)?(?:\s+[\w:<>,' ]+?\s+for)?\s+(?:mut\s+)?(?:[\w$]+::)*(?P<name>[\w$]+)"
         ))
         .expect("valid definition regex")
     })
@@ -127,8 +159,15 @@ fn pairs(kws: &[Keyword], n: usize, sep: &str) -> Option<String> {
 }
 
 fn grep(purpose: Purpose, args: Value) -> ToolCall {
+    grep_n(purpose, None, args)
+}
+
+fn grep_n(purpose: Purpose, n: Option<usize>, args: Value) -> ToolCall {
     ToolCall {
-        id: purpose.id().into(),
+        id: match n {
+            Some(n) => format!("{}_{n}", purpose.id()),
+            None => purpose.id().into(),
+        },
         name: if purpose == Purpose::Paths {
             "Glob".into()
         } else {
@@ -157,11 +196,13 @@ pub fn first_calls(q: &Query) -> Vec<ToolCall> {
         }
         v
     };
-    if !kws.is_empty() {
-        let all: Vec<&Keyword> = kws.iter().collect();
-        calls.push(grep(
+    // One definition search per keyword, so a common keyword's many definitions (cut at the
+    // limit in path order) cannot crowd out a rare one's.
+    for (i, k) in kws.iter().enumerate().take(4) {
+        calls.push(grep_n(
             Purpose::Defs,
-            json!({"pattern": format!("{}(?:{})", def_prefix(), alternation(&all)),
+            Some(i),
+            json!({"pattern": format!("{}{}", def_prefix(), k.regex()),
                    "glob": CODE_GLOB, "limit": DEFS_LIMIT}),
         ));
     }
@@ -170,12 +211,6 @@ pub fn first_calls(q: &Query) -> Vec<ToolCall> {
             Purpose::PairDefs,
             json!({"pattern": format!("{}(?:{p})", def_prefix()), "glob": CODE_GLOB,
                    "limit": PAIR_DEFS_LIMIT}),
-        ));
-    }
-    if let Some(p) = pairs(kws, 4, ".*") {
-        calls.push(grep(
-            Purpose::Pairs,
-            with_glob(json!({"pattern": p, "limit": PAIRS_LIMIT})),
         ));
     }
     let named: Vec<String> = q
@@ -207,6 +242,53 @@ pub fn first_calls(q: &Query) -> Vec<ToolCall> {
         calls.push(grep(
             Purpose::Paths,
             json!({"pattern": format!("**/*{{{}}}*", forms.join(",")), "limit": PATHS_LIMIT}),
+        ));
+    }
+    calls
+}
+
+/// Whether a path can go into a glob alternation as a literal.
+fn glob_safe(path: &str) -> bool {
+    !path.contains(['{', '}', '[', ']', '*', '?', ',', '\\', '!'])
+}
+
+/// The second turn's searches: definitions and two-keyword lines within the likeliest files,
+/// where the first turn's searches may have stopped (in path order) before reaching them.
+pub fn focus_calls(q: &Query, files: &[String], with_defs: bool) -> Vec<ToolCall> {
+    let kws = q.search_keywords();
+    let files: Vec<&String> = files
+        .iter()
+        .filter(|f| glob_safe(f))
+        .take(FOCUS_FILES)
+        .collect();
+    if kws.is_empty() || files.is_empty() {
+        return Vec::new();
+    }
+    let glob = if files.len() == 1 {
+        files[0].clone()
+    } else {
+        format!(
+            "{{{}}}",
+            files
+                .iter()
+                .map(|f| f.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        )
+    };
+    let all: Vec<&Keyword> = kws.iter().collect();
+    let mut calls = Vec::new();
+    if with_defs {
+        calls.push(grep(
+            Purpose::FocusDefs,
+            json!({"pattern": format!("{}(?:{})", def_prefix(), alternation(&all)),
+                   "glob": glob, "limit": FOCUS_LIMIT}),
+        ));
+    }
+    if let Some(p) = pairs(kws, 4, ".*") {
+        calls.push(grep(
+            Purpose::FocusPairs,
+            json!({"pattern": p, "glob": glob, "limit": FOCUS_LIMIT}),
         ));
     }
     calls
@@ -425,25 +507,18 @@ mod tests {
     fn the_definition_search_matches_what_definition_parses() {
         let q = parse("Where is the gate feedback built?");
         let calls = first_calls(&q);
-        let defs: Value = serde_json::from_str(&calls[0].arguments).unwrap();
+        // The second keyword is "gate" (after "feedback").
+        let defs: Value = serde_json::from_str(&calls[1].arguments).unwrap();
         let re = regex::RegexBuilder::new(defs["pattern"].as_str().unwrap())
             .case_insensitive(true)
             .build()
             .unwrap();
         assert!(re.is_match("    async fn gate(&self, text: &str) -> Gate {"));
-        assert!(re.is_match("pub const EMPTY_FEEDBACK: &str = \"\";"));
+        assert!(re.is_match("pub const GATE_RETRIES: u8 = 1;"));
         assert!(!re.is_match("    let x = gate(&text);"));
         assert!(!re.is_match("The gate feedback is built here."));
         let ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
-        assert_eq!(
-            ids,
-            vec![
-                "scout_defs",
-                "scout_pair_defs",
-                "scout_pairs",
-                "scout_paths"
-            ]
-        );
+        assert_eq!(ids, vec!["scout_defs", "scout_pair_defs", "scout_paths"]);
         let paths: Value = serde_json::from_str(&calls[3].arguments).unwrap();
         assert_eq!(
             paths["pattern"],
