@@ -264,11 +264,13 @@ impl Keyword {
         }
     }
 
-    /// Whether one lowercase sub-word of a name matches.
+    /// Whether one lowercase sub-word of a name matches: it is a form plus an inflection
+    /// (`rout` → route, router, routing; not `glob` → global), or holds a long form.
     pub fn matches_part(&self, part: &str) -> bool {
         self.forms.iter().any(|f| {
-            part.starts_with(f.as_str())
-                || (f.len() >= 5 && part.contains(f.as_str()))
+            part.strip_prefix(f.as_str())
+                .is_some_and(|rest| inflection(f, rest))
+                || (f.len() >= 6 && part.contains(f.as_str()))
                 || (part.len() >= 3 && f.starts_with(part) && f.len() <= part.len() + 2)
         })
     }
@@ -289,6 +291,36 @@ impl Keyword {
     }
 }
 
+/// Endings that inflect or derive a word without changing what it names.
+const INFLECTIONS: &[&str] = &[
+    "", "s", "es", "e", "ed", "d", "er", "ers", "r", "or", "ors", "ing", "ings", "ion", "ions",
+    "ation", "ations", "y", "ies", "ied", "ment", "ments", "able", "ize", "izer", "ise", "iser",
+    "ly", "ity", "ive",
+];
+
+fn inflection(form: &str, rest: &str) -> bool {
+    if INFLECTIONS.contains(&rest) {
+        return true;
+    }
+    // A doubled final consonant: run → running, map → mapped.
+    let last = form.chars().last();
+    let mut chars = rest.chars();
+    chars.next() == last && INFLECTIONS.contains(&chars.as_str()) && !rest.is_empty()
+}
+
+/// The kinds of definition a question asks for ("which class ...").
+pub const TYPE_KINDS: &[&str] = &[
+    "class",
+    "struct",
+    "enum",
+    "trait",
+    "type",
+    "interface",
+    "impl",
+];
+/// Function kinds.
+pub const FN_KINDS: &[&str] = &["def", "fn", "func", "function"];
+
 /// A question, read for searching.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Query {
@@ -302,6 +334,8 @@ pub struct Query {
     pub wants_docs: bool,
     /// The question is about examples.
     pub wants_examples: bool,
+    /// The kinds of definition the question asks for, if it says.
+    pub kinds: Option<&'static [&'static str]>,
 }
 
 impl Query {
@@ -469,6 +503,19 @@ pub fn parse(task: &str) -> Query {
         wants_examples: ["example", "examples", "sample"]
             .iter()
             .any(|w| has_word(&lowered, w)),
+        kinds: if ["class", "struct", "type", "enum", "trait", "interface"]
+            .iter()
+            .any(|w| has_word(&lowered, w))
+        {
+            Some(TYPE_KINDS)
+        } else if ["function", "method", "func"]
+            .iter()
+            .any(|w| has_word(&lowered, w))
+        {
+            Some(FN_KINDS)
+        } else {
+            None
+        },
         ..Default::default()
     };
     // Named identifiers: quoted words and identifier-shaped words.

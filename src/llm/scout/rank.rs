@@ -196,6 +196,21 @@ fn weight(set: &BTreeSet<usize>, q: &Query) -> f64 {
     set.iter().map(|&i| kws[i].weight).sum()
 }
 
+/// The keywords' weights corrected by what the searches saw: a keyword whose definition search
+/// stopped at its limit is common in this tree, one whose search finished is rare.
+pub fn reweighted(q: &Query, results: &[SearchResult]) -> Query {
+    let mut q = q.clone();
+    for r in results
+        .iter()
+        .filter(|r| r.purpose == Purpose::Defs && !r.failed)
+    {
+        if let Some(k) = r.keyword.and_then(|i| q.keywords.get_mut(i)) {
+            k.weight *= if r.truncated { 0.85 } else { 1.2 };
+        }
+    }
+    q
+}
+
 fn normalized(name: &str) -> String {
     name.chars()
         .filter(|c| *c != '_' && *c != '$')
@@ -213,6 +228,8 @@ fn kind_weight(kind: &str) -> f64 {
 
 /// Candidates from the searches, best first.
 pub fn rank(results: &[SearchResult], q: &Query) -> Vec<Candidate> {
+    let reweighted = reweighted(q, results);
+    let q = &reweighted;
     let kws = q.search_keywords();
     let named: BTreeSet<String> = q.named.iter().map(|n| normalized(n)).collect();
     // Every line seen, once, with the searches that returned it.
@@ -282,8 +299,10 @@ pub fn rank(results: &[SearchResult], q: &Query) -> Vec<Candidate> {
                     .filter(|i| !pk.contains(i))
                     .copied()
                     .collect();
+                let asked = q.kinds.is_some_and(|k| k.contains(&kind.as_str()));
                 let s = 3.0 * weight(&nk, q)
                     + if all { 2.0 } else { 0.0 }
+                    + if asked && !nk.is_empty() { 1.5 } else { 0.0 }
                     + if exact { 6.0 } else { 0.0 }
                     + focus
                     + kind_weight(kind)
@@ -385,6 +404,7 @@ mod tests {
     fn result(purpose: Purpose, hits: &[(&str, u64, &str)]) -> SearchResult {
         SearchResult {
             purpose,
+            keyword: None,
             pattern: String::new(),
             glob: None,
             lines: hits

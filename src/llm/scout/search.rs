@@ -318,6 +318,8 @@ pub struct LineHit {
 pub struct SearchResult {
     /// What it was for.
     pub purpose: Purpose,
+    /// The keyword it searched for, for a per-keyword search.
+    pub keyword: Option<usize>,
     /// The pattern it used.
     pub pattern: String,
     /// Whether it had a glob.
@@ -362,6 +364,9 @@ pub fn results(messages: &[Message]) -> Vec<SearchResult> {
         let args = call_args(messages, tool_call_id).unwrap_or(Value::Null);
         let mut r = SearchResult {
             purpose,
+            keyword: tool_call_id
+                .rsplit_once('_')
+                .and_then(|(_, n)| n.parse().ok()),
             pattern: args["pattern"].as_str().unwrap_or_default().to_string(),
             glob: args["glob"].as_str().map(str::to_string),
             lines: Vec::new(),
