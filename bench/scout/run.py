@@ -113,11 +113,13 @@ class Tree:
                         self._lines[rel].pop()
         return self._lines[rel]
 
-    def count(self, pattern: str) -> tuple[int, int]:
-        """Matching lines and files for a case-insensitive regex over the whole tree."""
+    def count(self, pattern: str, source_only: bool = False) -> tuple[int, int]:
+        """Matching lines and files for a case-insensitive regex over the tree."""
         rx = re.compile(pattern, re.IGNORECASE)
         lines = files = 0
         for rel in self.files:
+            if source_only and rel.rsplit(".", 1)[-1] not in SOURCE_EXTS:
+                continue
             body = self.lines(rel)
             if body is None:
                 continue
@@ -145,7 +147,12 @@ def overlaps(a: tuple[str, int, int], b: tuple[str, int, int]) -> bool:
 QUOTED_LINE = re.compile(r"^(?P<path>[^\s:]+):(?P<line>\d+)(?:-(?P<end>\d+))?: (?P<what>.*)$")
 DEFINED = re.compile(r"`(?P<name>[^`]+)` is defined at (?P<path>[^\s:]+):(?P<line>\d+)")
 COUNT = re.compile(
-    r"the search for /(?P<rx>(?:[^/\\]|\\.)+)/ found (?P<lines>\d+) matching line\(s\) in (?P<files>\d+) file\(s\)"
+    r"the search for /(?P<rx>.+)/(?P<source> in source files)? found (?P<lines>\d+) matching line\(s\) in (?P<files>\d+) file\(s\)",
+    re.IGNORECASE,
+)
+# "Source files" are those of the scout's CODE_GLOB (src/llm/scout/search.rs).
+SOURCE_EXTS = set(
+    "py pyi rs go js jsx mjs ts tsx java kt scala c h cc cpp hpp cs rb php swift m lua ex exs hs ml dart zig sh vue svelte".split()
 )
 NO_LINE = re.compile(r"no line (?:in the repository )?(?:mentions|matches) /(?P<rx>(?:[^/\\]|\\.)+)/", re.IGNORECASE)
 NO_MENTION = re.compile(r"No line mentions '(?P<term>[^']+)'")
@@ -177,7 +184,7 @@ def check_statements(tree: Tree, result: Any) -> tuple[int, int, int, list[str]]
         for m in COUNT.finditer(s):
             hit = True
             pattern = m["rx"].replace("\\/", "/")
-            lines, files = tree.count(pattern)
+            lines, files = tree.count(pattern, source_only=bool(m["source"]))
             verdict((lines, files) == (int(m["lines"]), int(m["files"])), s)
         for m in NO_LINE.finditer(s):
             hit = True

@@ -246,3 +246,6 @@ impl ChatModel for OfflineScout {
         Some("offline")
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -86,12 +86,7 @@ pub fn prior(path: &str, q: &Query) -> f64 {
     ]) {
         return if q.wants_examples { 1.0 } else { 0.5 };
     }
-    let code = super::search::CODE_GLOB
-        .trim_start_matches("*.{")
-        .trim_end_matches('}')
-        .split(',')
-        .any(|e| e == ext);
-    if code {
+    if super::search::is_source(path) {
         1.0
     } else {
         0.5

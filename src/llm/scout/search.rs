@@ -14,6 +14,19 @@ use crate::llm::{Message, ToolCall};
 /// thing).
 pub const CODE_GLOB: &str = "*.{py,pyi,rs,go,js,jsx,mjs,ts,tsx,java,kt,scala,c,h,cc,cpp,hpp,cs,rb,php,swift,m,lua,ex,exs,hs,ml,dart,zig,sh,vue,svelte}";
 
+/// Whether a path is a source file by [`CODE_GLOB`].
+pub fn is_source(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let Some((_, ext)) = name.rsplit_once('.') else {
+        return false;
+    };
+    CODE_GLOB
+        .trim_start_matches("*.{")
+        .trim_end_matches('}')
+        .split(',')
+        .any(|e| e == ext)
+}
+
 /// Declaration modifiers that may precede a definition keyword (kept short: the pattern is
 /// echoed in every result the model-to-be reads).
 const MODS: &str =
@@ -523,8 +536,23 @@ mod tests {
         assert!(!re.is_match("    let x = gate(&text);"));
         assert!(!re.is_match("The gate feedback is built here."));
         let ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
-        assert_eq!(ids, vec!["scout_defs", "scout_pair_defs", "scout_paths"]);
-        let paths: Value = serde_json::from_str(&calls[3].arguments).unwrap();
+        assert_eq!(
+            ids,
+            vec![
+                "scout_defs_0",
+                "scout_defs_1",
+                "scout_defs_2",
+                "scout_pair_defs",
+                "scout_paths"
+            ]
+        );
+        assert_eq!(Purpose::from_id("scout_defs_2"), Some(Purpose::Defs));
+        assert_eq!(
+            Purpose::from_id("scout_focus_pairs"),
+            Some(Purpose::FocusPairs)
+        );
+        assert_eq!(Purpose::from_id("scout_read_0"), None);
+        let paths: Value = serde_json::from_str(&calls[4].arguments).unwrap();
         assert_eq!(
             paths["pattern"],
             "**/*{feedback,Feedback,gate,Gate,built,Built}*"
