@@ -188,6 +188,38 @@ pub fn cite(c: &Candidate, reads: &[ReadWindow]) -> Cite {
     }
 }
 
+/// Cite each candidate; a plain line (not a definition) that lies within another candidate's
+/// read block is preceded by that block, moved up to the line's place.
+fn merge_contained(picks: Vec<Candidate>, reads: &[ReadWindow]) -> (Vec<Candidate>, Vec<Cite>) {
+    let cites: Vec<Cite> = picks.iter().map(|c| cite(c, reads)).collect();
+    let mut order: Vec<usize> = (0..picks.len()).collect();
+    for i in (0..picks.len()).filter(|&i| picks[i].def.is_none()) {
+        let inner = &cites[i];
+        let outer = (0..picks.len()).find(|&j| {
+            j > i
+                && cites[j].file == inner.file
+                && cites[j].lines.is_some()
+                && cites[j].start <= inner.start
+                && inner.end <= cites[j].end
+                && (cites[j].start, cites[j].end) != (inner.start, inner.end)
+        });
+        if let Some(j) = outer {
+            if let (Some(pi), Some(pj)) = (
+                order.iter().position(|&x| x == i),
+                order.iter().position(|&x| x == j),
+            ) {
+                // The block takes the line's place; the exact line follows it.
+                order.remove(pj);
+                order.insert(pi, j);
+            }
+        }
+    }
+    (
+        order.iter().map(|&i| picks[i].clone()).collect(),
+        order.iter().map(|&i| cites[i].clone()).collect(),
+    )
+}
+
 /// The form of each keyword that occurs in `text` (lowercase), for the keywords that do.
 fn present(kws: &[Keyword], text: &str) -> Vec<(usize, String)> {
     let lowered = text.to_lowercase();
@@ -223,7 +255,11 @@ fn normalized(name: &str) -> String {
 pub fn final_answer(q: &Query, notes: &Notes, reads: &[ReadWindow], verification: bool) -> String {
     let kws = q.search_keywords();
     let words: Vec<&str> = kws.iter().map(|k| k.word.as_str()).collect();
-    let cites: Vec<Cite> = notes.picks.iter().map(|c| cite(c, reads)).collect();
+    let (picks, cites) = merge_contained(notes.picks.clone(), reads);
+    let notes = &Notes {
+        picks,
+        searches: notes.searches.clone(),
+    };
     let mut evidence: Vec<String> = Vec::new();
     let mut findings: Vec<String> = Vec::new();
     for (c, at) in notes.picks.iter().zip(&cites) {
