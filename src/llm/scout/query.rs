@@ -164,6 +164,12 @@ const STOPWORDS: &[&str] = &[
     "up",
 ];
 
+/// Stopwords that are commands at the start of a task ("Find the parser") but content later
+/// ("how does the CLI find the app", "where is the file read").
+const IMPERATIVES: &[&str] = &[
+    "find", "read", "search", "show", "list", "look", "load", "describe", "explain",
+];
+
 /// Words too common in code to rank by on their own (they still count, at half weight).
 const GENERIC: &[&str] = &[
     "get", "set", "new", "add", "make", "build", "built", "create", "value", "values", "data",
@@ -224,6 +230,7 @@ const ALIASES: &[(&str, &[&str])] = &[
     ("certificat", &["cert"]),
     ("password", &["passwd", "pwd"]),
     ("synchron", &["sync"]),
+    ("pars", &["fromstr"]),
     ("asynchron", &["async"]),
 ];
 
@@ -537,12 +544,15 @@ pub fn parse(task: &str) -> Query {
             q.named.push(w.to_string());
         }
     }
+    let raw_lower: Vec<String> = raw.iter().map(|w| w.to_lowercase()).collect();
     // Keywords in question order, with their weights.
     let mut kws: Vec<(Keyword, usize)> = Vec::new();
     let add =
         |word: &str, named: bool, acronym: bool, pos: usize, kws: &mut Vec<(Keyword, usize)>| {
             let lw = word.to_lowercase();
-            if is_stopword(&lw) || lw.chars().all(|c| c.is_ascii_digit()) {
+            let command = pos == 0 || ["please", "you"].contains(&raw_lower[pos - 1].as_str());
+            let content_verb = IMPERATIVES.contains(&lw.as_str()) && !command;
+            if (is_stopword(&lw) && !content_verb) || lw.chars().all(|c| c.is_ascii_digit()) {
                 return;
             }
             if lw.len() < 3 && !(acronym && lw.len() == 2) {
@@ -671,7 +681,14 @@ mod tests {
         let q = parse("Where is the `RIPGREP_CONFIG_PATH` configuration file read?\n\nStructured context:\n{\"x\": \"ignored words\"}");
         assert_eq!(q.named, vec!["RIPGREP_CONFIG_PATH"]);
         let words: Vec<&str> = q.keywords.iter().map(|k| k.word.as_str()).collect();
-        assert_eq!(words, vec!["ripgrep", "configuration", "config", "path"]);
+        // "read" ends the question: content, not a command.
+        assert_eq!(
+            words,
+            vec!["ripgrep", "configuration", "read", "config", "path"]
+        );
+        let q2 = parse("Find the parser and read it");
+        let words2: Vec<&str> = q2.keywords.iter().map(|k| k.word.as_str()).collect();
+        assert_eq!(words2, vec!["parser", "read"]);
         assert_eq!(
             q.keywords[1].forms,
             vec!["configur", "config", "conf", "cfg", "setting"]

@@ -268,6 +268,17 @@ pub fn rank(results: &[SearchResult], q: &Query) -> Vec<Candidate> {
                     .filter(|(_, k)| k.matches_name(name))
                     .map(|(i, _)| i)
                     .collect();
+                // Keywords only a qualifier matches (receiver type, implemented trait).
+                let qk: BTreeSet<usize> = super::search::qualifiers(text)
+                    .iter()
+                    .flat_map(|qn| {
+                        kws.iter()
+                            .enumerate()
+                            .filter(|(_, k)| k.matches_name(qn))
+                            .map(|(i, _)| i)
+                    })
+                    .filter(|i| !nk.contains(i))
+                    .collect();
                 let parts = split_words(name);
                 let focus = parts
                     .iter()
@@ -296,16 +307,21 @@ pub fn rank(results: &[SearchResult], q: &Query) -> Vec<Candidate> {
                     .collect();
                 let asked = q.kinds.is_some_and(|k| k.contains(&kind.as_str()));
                 let s = 3.0 * weight(&nk, q)
+                    + 1.5 * weight(&qk, q)
                     + if all { 2.0 } else { 0.0 }
                     + if asked && !nk.is_empty() { 1.5 } else { 0.0 }
                     + if exact { 6.0 } else { 0.0 }
                     + focus
                     + kind_weight(kind)
-                    + path_weight(&pfk, &pdk, &nk, q)
+                    + path_weight(&pfk, &pdk, &nk.union(&qk).copied().collect(), q)
                     + if eponym { 1.0 } else { 0.0 }
                     + 0.4 * weight(&rest_file, q)
                     + 0.6 * body_pairs;
-                let s = if nk.is_empty() { s * 0.4 } else { s };
+                let s = if nk.is_empty() && qk.is_empty() {
+                    s * 0.4
+                } else {
+                    s
+                };
                 (s, nk)
             }
             None => {
@@ -345,7 +361,8 @@ pub fn rank(results: &[SearchResult], q: &Query) -> Vec<Candidate> {
             text: String::new(),
             def: None,
             matched: pk.iter().map(|&i| kws[i].word.clone()).collect(),
-            score: path_weight(&pfk, &pdk, &BTreeSet::new(), q) * prior(p, q),
+            // Nothing inside it matched: its name alone is weak evidence.
+            score: 0.7 * path_weight(&pfk, &pdk, &BTreeSet::new(), q) * prior(p, q),
         });
     }
     out.sort_by(|a, b| {

@@ -146,6 +146,24 @@ fn name_re() -> &'static Regex {
     })
 }
 
+/// Names a definition line qualifies its name with: a Go method's receiver type, the trait of a
+/// Rust `impl Trait for Type`.
+pub fn qualifiers(line: &str) -> Vec<String> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(r"^\s*(?:func\s*\(\s*(?:\w+\s+)?\*?(?P<recv>\w+)|(?:pub\S*\s+)?(?:unsafe\s+)?impl(?:<[^>]*>)?\s+(?:[\w]+::)*(?P<tr>\w+)(?:<[^>]*>)?\s+for\b)")
+            .expect("valid qualifier regex")
+    });
+    re.captures(line)
+        .map(|c| {
+            ["recv", "tr"]
+                .iter()
+                .filter_map(|g| c.name(g).map(|m| m.as_str().to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The kind and name a line defines, if it is a definition line.
 pub fn definition(line: &str) -> Option<(String, String)> {
     let c = name_re().captures(line)?;
@@ -518,6 +536,15 @@ mod tests {
             );
         }
         assert_eq!(definition("    return session_token(user)"), None);
+        assert_eq!(
+            qualifiers("func (w *responseWriter) WriteHeader(code int) {"),
+            vec!["responseWriter"]
+        );
+        assert_eq!(
+            qualifiers("impl std::str::FromStr for HyperlinkFormat {"),
+            vec!["FromStr"]
+        );
+        assert!(qualifiers("fn parse() {}").is_empty());
         assert_eq!(definition("// the default types are defined here"), None);
     }
 
