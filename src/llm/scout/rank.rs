@@ -86,6 +86,10 @@ pub fn prior(path: &str, q: &Query) -> f64 {
     ]) {
         return if q.wants_examples { 1.0 } else { 0.5 };
     }
+    // Type stubs and declaration files declare what is implemented elsewhere.
+    if name.ends_with(".pyi") || name.ends_with(".d.ts") {
+        return 0.6;
+    }
     if super::search::is_source(path) {
         1.0
     } else {
@@ -496,6 +500,7 @@ mod tests {
         assert_eq!(prior("CHANGES.rst", &q), 0.1);
         assert_eq!(prior("docs/parser.md", &q), 0.25);
         assert_eq!(prior("examples/parse.go", &q), 0.5);
+        assert_eq!(prior("python/pkg/_core.pyi", &q), 0.6);
         let q = parse("which tests cover the parser");
         assert_eq!(prior("tests/test_parser.py", &q), 1.0);
     }
