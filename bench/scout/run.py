@@ -113,6 +113,13 @@ class Tree:
                         self._lines[rel].pop()
         return self._lines[rel]
 
+    def span(self, rel: str, start: int, end: int) -> str | None:
+        """Lines start..end (1-based, inclusive), lowercased, or None if out of range."""
+        body = self.lines(rel)
+        if body is None or start < 1 or end > len(body) or start > end:
+            return None
+        return "\n".join(body[start - 1 : end]).lower()
+
     def count(self, pattern: str, source_only: bool = False) -> tuple[int, int]:
         """Matching lines and files for a case-insensitive regex over the tree."""
         rx = re.compile(pattern, re.IGNORECASE)
@@ -155,6 +162,8 @@ SOURCE_EXTS = set(
     "py pyi rs go js jsx mjs ts tsx java kt scala c h cc cpp hpp cs rb php swift m lua ex exs hs ml dart zig sh vue svelte".split()
 )
 NO_LINE = re.compile(r"no line (?:in the repository )?(?:mentions|matches) /(?P<rx>(?:[^/\\]|\\.)+)/", re.IGNORECASE)
+CONTAIN = re.compile(r"^(?P<path>[^\s:]+):(?P<start>\d+)-(?P<end>\d+): .* Lines \d+-\d+ contain (?P<forms>'[^']+'(?:, '[^']+')*)\.")
+NOT_SEEN = re.compile(r"The best match (?P<path>[^\s:]+):(?P<start>\d+)(?:-(?P<end>\d+))? does not show every keyword of the question \(not seen there: (?P<words>[^)]+)\)")
 NO_MENTION = re.compile(r"No line mentions '(?P<term>[^']+)'")
 SHOWN_TEXT = re.compile(r"^(?:line reads |reads )?«(?P<text>.*)»")
 
@@ -171,6 +180,9 @@ def check_statements(tree: Tree, result: Any) -> tuple[int, int, int, list[str]]
             false += 1
             bad.append(sentence)
 
+    for item in result.evidence:
+        e = parse_range(item)
+        verdict(e is not None and tree.span(e[0], e[1], e[2]) is not None, f"evidence {item}")
     sentences: list[str] = []
     for block in [result.summary, *result.findings, *result.unresolved_questions]:
         sentences.extend(s for s in re.split(r"(?<=[.;])\s+(?=[A-Z`/a-z])", block) if s.strip())
@@ -190,6 +202,16 @@ def check_statements(tree: Tree, result: Any) -> tuple[int, int, int, list[str]]
             hit = True
             lines, _ = tree.count(m["rx"].replace("\\/", "/"))
             verdict(lines == 0, s)
+        for m in CONTAIN.finditer(s):
+            hit = True
+            text = tree.span(m["path"], int(m["start"]), int(m["end"]))
+            verdict(text is not None and all(f.strip("'") in text for f in m["forms"].split(", ")), s)
+        for m in NOT_SEEN.finditer(s):
+            hit = True
+            end = int(m["end"] or m["start"])
+            text = tree.span(m["path"], int(m["start"]), end)
+            # A word the scout did not see there cannot be there (its search form is a prefix of it).
+            verdict(text is not None and not any(w.strip() in text for w in m["words"].split(",")), s)
         for m in NO_MENTION.finditer(s):
             hit = True
             lines, _ = tree.count(re.escape(m["term"]))

@@ -326,28 +326,25 @@ pub fn final_answer(q: &Query, notes: &Notes, reads: &[ReadWindow], verification
                 _ => false,
             };
             if !named_def && !all_terms {
-                let missing: Vec<&str> = match &at.lines {
+                match &at.lines {
                     Some(lines) => {
                         let text = lines.join("\n").to_lowercase();
-                        needed
+                        let missing: Vec<&str> = needed
                             .iter()
                             .filter(|k| !k.in_text(&text))
                             .map(|k| k.word.as_str())
-                            .collect()
+                            .collect();
+                        open.push(format!(
+                            "The best match {} does not show every keyword of the question (not seen there: {}); a reader should confirm it answers the question.",
+                            at.evidence(),
+                            missing.join(", ")
+                        ));
                     }
-                    None => needed.iter().map(|k| k.word.as_str()).collect(),
-                };
-                if missing.is_empty() {
-                    open.push(format!(
-                        "The best match {} was not read, so it is unconfirmed.",
+                    // Only what was read is claimed: an unread line is just unconfirmed.
+                    None => open.push(format!(
+                        "The best match {} was not read, so whether it answers the question is unconfirmed.",
                         at.evidence()
-                    ));
-                } else {
-                    open.push(format!(
-                        "The best match {} does not show every keyword of the question (not seen there: {}); a reader should confirm it answers the question.",
-                        at.evidence(),
-                        missing.join(", ")
-                    ));
+                    )),
                 }
             }
             named_def || all_terms
