@@ -162,7 +162,7 @@ SOURCE_EXTS = set(
     "py pyi rs go js jsx mjs ts tsx java kt scala c h cc cpp hpp cs rb php swift m lua ex exs hs ml dart zig sh vue svelte".split()
 )
 NO_LINE = re.compile(r"no line (?:in the repository )?(?:mentions|matches) /(?P<rx>(?:[^/\\]|\\.)+)/", re.IGNORECASE)
-CONTAIN = re.compile(r"^(?P<path>[^\s:]+):(?P<start>\d+)-(?P<end>\d+): .* Lines \d+-\d+ contain (?P<forms>'[^']+'(?:, '[^']+')*)\.")
+CONTAIN = re.compile(r"^(?P<path>[^\s:]+):(?P<start>\d+)-(?P<end>\d+): .* Lines \d+-\d+ contain (?P<forms>'[^']+'(?:, '[^']+')*)\.$")
 NOT_SEEN = re.compile(r"The best match (?P<path>[^\s:]+):(?P<start>\d+)(?:-(?P<end>\d+))? does not show every keyword of the question \(not seen there: (?P<words>[^)]+)\)")
 NO_MENTION = re.compile(r"No line mentions '(?P<term>[^']+)'")
 SHOWN_TEXT = re.compile(r"^(?:line reads |reads )?«(?P<text>.*)»")
@@ -184,6 +184,11 @@ def check_statements(tree: Tree, result: Any) -> tuple[int, int, int, list[str]]
         e = parse_range(item)
         verdict(e is not None and tree.span(e[0], e[1], e[2]) is not None, f"evidence {item}")
     sentences: list[str] = []
+    for block in result.findings:
+        # "Lines a-b contain ..." follows its finding's "path:a-b:" in the same block.
+        for m in CONTAIN.finditer(block):
+            text = tree.span(m["path"], int(m["start"]), int(m["end"]))
+            verdict(text is not None and all(f.strip("'") in text for f in m["forms"].split(", ")), block)
     for block in [result.summary, *result.findings, *result.unresolved_questions]:
         sentences.extend(s for s in re.split(r"(?<=[.;])\s+(?=[A-Z`/a-z])", block) if s.strip())
     for s in sentences:
@@ -202,10 +207,8 @@ def check_statements(tree: Tree, result: Any) -> tuple[int, int, int, list[str]]
             hit = True
             lines, _ = tree.count(m["rx"].replace("\\/", "/"))
             verdict(lines == 0, s)
-        for m in CONTAIN.finditer(s):
-            hit = True
-            text = tree.span(m["path"], int(m["start"]), int(m["end"]))
-            verdict(text is not None and all(f.strip("'") in text for f in m["forms"].split(", ")), s)
+        if re.match(r"Lines \d+-\d+ contain ", s):
+            hit = True  # checked with its block above
         for m in NOT_SEEN.finditer(s):
             hit = True
             end = int(m["end"] or m["start"])

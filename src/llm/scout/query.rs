@@ -177,6 +177,8 @@ const GENERIC: &[&str] = &[
     "time", "string", "number", "default", "handle", "handler", "item", "items", "result",
     "results", "error", "errors", "option", "options", "config", "test", "tests", "util", "utils",
     "base", "core", "common", "info", "state", "list", "map", "one", "first", "last",
+    // Verbs that say something happens, not what.
+    "determin", "perform", "honour", "honor", "decid", "happen", "occur", "done", "need",
 ];
 
 /// Abbreviations and near-synonyms a code reader tries for a word (by stem).

@@ -237,6 +237,15 @@ pub fn first_calls(q: &Query) -> Vec<ToolCall> {
                    "glob": CODE_GLOB, "limit": DEFS_LIMIT}),
         ));
     }
+    // The remaining keywords share one search.
+    if kws.len() > 4 {
+        let rest: Vec<&Keyword> = kws[4..].iter().collect();
+        calls.push(grep(
+            Purpose::Defs,
+            json!({"pattern": format!("{}(?:{})", def_prefix(), alternation(&rest)),
+                   "glob": CODE_GLOB, "limit": DEFS_LIMIT}),
+        ));
+    }
     if let Some(p) = pairs(kws, 4, r"[\w$]*") {
         calls.push(grep(
             Purpose::PairDefs,
