@@ -302,7 +302,8 @@ def main() -> None:
         rows.append(
             {
                 "id": q["id"], "answered": answered, "file_top5": file_top5, "secs": secs,
-                "status": r.status, "checked": checked, "false": false, "unchecked": unchecked,
+                "status": r.status, "reason": r.terminal_reason, "tokens": r.token_usage,
+                "calls": r.model_calls, "checked": checked, "false": false, "unchecked": unchecked,
                 "bad": bad, "evidence": [f"{p}:{s}-{e}" for p, s, e in evidence[:5]],
             }
         )
@@ -334,6 +335,12 @@ def main() -> None:
     print(f"right file in top 5:                      {top5}/{n} ({top5 / n:.0%}; target >= 70%)")
     print(f"false statements:                         {false} of {checked} checked ({unchecked} sentences unchecked; target 0)")
     print(f"status completed on a wrong answer:       {completed_wrong}")
+    reasons = sorted({r["reason"] for r in rows})
+    print(
+        f"budgets (explore: 12 steps, 32 000 tokens):  model calls max {max(r['calls'] for r in rows)}, "
+        f"tokens mean {statistics.mean(r['tokens'] for r in rows):.0f} max {max(r['tokens'] for r in rows)}; "
+        f"terminal reasons: {', '.join(reasons)}"
+    )
     print(f"time per question:                        mean {statistics.mean(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms")
 
     if args.big_files > 0:

@@ -467,9 +467,7 @@ pub fn stem(word: &str) -> String {
         return stem(&cut(1));
     } else if n > 5 && (w.ends_with("er") || w.ends_with("or")) {
         cut(2)
-    } else if n > 4 && w.ends_with('e') {
-        cut(1)
-    } else if n > 4 && w.ends_with('y') {
+    } else if n > 4 && (w.ends_with('e') || w.ends_with('y')) {
         cut(1)
     } else {
         w.clone()
