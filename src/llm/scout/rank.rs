@@ -219,7 +219,9 @@ fn normalized(name: &str) -> String {
 
 fn kind_weight(kind: &str) -> f64 {
     match kind {
-        "let" | "var" | "val" | "const" | "static" => 0.3,
+        // Locals are often named after what they hold; constants and statics are definitions.
+        "let" | "var" | "val" => 0.3,
+        "const" | "static" => 0.8,
         "mod" | "module" => 0.5,
         _ => 1.0,
     }
