@@ -69,7 +69,7 @@ def ensure_repo(name: str, spec: dict[str, Any], repos: pathlib.Path, mirrors: p
                 f"clone {spec['url']} into {dest} and check out {spec['commit']}"
             )
         repos.mkdir(parents=True, exist_ok=True)
-        git("clone", "-q", "--no-checkout", str(source), str(dest))
+        git("clone", "-q", str(source), str(dest))
     head = git("rev-parse", "HEAD", cwd=dest)
     if head != spec["commit"]:
         git("-c", "advice.detachedHead=false", "checkout", "-q", spec["commit"], cwd=dest)
@@ -275,11 +275,12 @@ def main() -> None:
     args = ap.parse_args()
 
     spec = json.loads(args.questions.read_text())
-    repos = {name: ensure_repo(name, s, args.repos.resolve(), args.mirrors) for name, s in spec["repos"].items()}
+    wanted = [n for n in spec["repos"] if args.only in (None, n)]
+    if not wanted:
+        fail(f"unknown repository {args.only!r}; known: {', '.join(spec['repos'])}")
+    repos = {n: ensure_repo(n, spec["repos"][n], args.repos.resolve(), args.mirrors) for n in wanted}
     trees = {name: Tree(root) for name, root in repos.items()}
     questions = [q for q in spec["questions"] if args.only in (None, q["repo"])]
-    if not questions:
-        fail(f"no questions for repository {args.only!r}; known: {', '.join(spec['repos'])}")
 
     rows = []
     for q in questions:
@@ -344,7 +345,7 @@ def main() -> None:
     print(f"time per question:                        mean {statistics.mean(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms")
 
     if args.big_files > 0:
-        big = args.repos.resolve() / f"_big_{args.big_files}"
+        big = args.repos.resolve() / f"_big_{args.big_files}_{'_'.join(sorted(repos))}"
         total = make_big_tree(repos, big, args.big_files)
         sample = questions[:: max(1, len(questions) // 8)][:8]
         secs = []
