@@ -335,7 +335,8 @@ def main() -> None:
     print(f"answered (right range in top 3 evidence): {answered}/{n} ({answered / n:.0%}; target >= 50%)")
     print(f"right file in top 5:                      {top5}/{n} ({top5 / n:.0%}; target >= 70%)")
     print(f"false statements:                         {false} of {checked} checked ({unchecked} sentences unchecked; target 0)")
-    print(f"status completed on a wrong answer:       {completed_wrong}")
+    completed = sum(1 for r in rows if r["status"] == "completed")
+    print(f"status completed:                         {completed} ({completed_wrong} of them on a wrong answer)")
     reasons = sorted({r["reason"] for r in rows})
     print(
         f"budgets (explore: 12 steps, 32 000 tokens):  model calls max {max(r['calls'] for r in rows)}, "

@@ -220,6 +220,38 @@ fn merge_contained(picks: Vec<Candidate>, reads: &[ReadWindow]) -> (Vec<Candidat
     )
 }
 
+/// Whether a cited block holds every key term of the question (keywords of full weight).
+fn holds_key_terms(q: &Query, at: &Cite) -> bool {
+    let needed: Vec<&Keyword> = q
+        .search_keywords()
+        .iter()
+        .filter(|k| k.weight >= 0.9)
+        .collect();
+    match &at.lines {
+        Some(lines) if !needed.is_empty() => {
+            let text = lines.join("\n").to_lowercase();
+            needed.iter().all(|k| k.in_text(&text))
+        }
+        _ => false,
+    }
+}
+
+/// Among the read citations, those whose lines hold every key term go first (stable): a block
+/// that does what the question says beats a name that only resembles it.
+fn direct_first(q: &Query, picks: Vec<Candidate>, cites: Vec<Cite>) -> (Vec<Candidate>, Vec<Cite>) {
+    let mut both: Vec<(Candidate, Cite)> = picks.into_iter().zip(cites).collect();
+    let read = both
+        .iter()
+        .take_while(|(_, c)| c.lines.is_some())
+        .count()
+        .min(MAX_DIRECT);
+    both[..read].sort_by_key(|(_, c)| !holds_key_terms(q, c));
+    both.into_iter().unzip()
+}
+
+/// How many leading (read) citations [`direct_first`] may reorder.
+const MAX_DIRECT: usize = 3;
+
 /// The form of each keyword that occurs in `text` (lowercase), for the keywords that do.
 fn present(kws: &[Keyword], text: &str) -> Vec<(usize, String)> {
     let lowered = text.to_lowercase();
@@ -256,6 +288,7 @@ pub fn final_answer(q: &Query, notes: &Notes, reads: &[ReadWindow], verification
     let kws = q.search_keywords();
     let words: Vec<&str> = kws.iter().map(|k| k.word.as_str()).collect();
     let (picks, cites) = merge_contained(notes.picks.clone(), reads);
+    let (picks, cites) = direct_first(q, picks, cites);
     let notes = &Notes {
         picks,
         searches: notes.searches.clone(),
@@ -318,13 +351,7 @@ pub fn final_answer(q: &Query, notes: &Notes, reads: &[ReadWindow], verification
                 .as_ref()
                 .is_some_and(|(_, name)| q.named.iter().any(|n| normalized(n) == normalized(name)));
             let needed: Vec<&Keyword> = kws.iter().filter(|k| k.weight >= 0.9).collect();
-            let all_terms = match &at.lines {
-                Some(lines) if !needed.is_empty() => {
-                    let text = lines.join("\n").to_lowercase();
-                    needed.iter().all(|k| k.in_text(&text))
-                }
-                _ => false,
-            };
+            let all_terms = holds_key_terms(q, at);
             if !named_def && !all_terms {
                 match &at.lines {
                     Some(lines) => {
