@@ -476,6 +476,43 @@ mod tests {
             .collect()
     }
 
+    fn cite_of(file: &str, start: u64, lines: Option<&[&str]>) -> Cite {
+        Cite {
+            file: file.into(),
+            start,
+            end: start + lines.map_or(0, |l| l.len() as u64 - 1),
+            lines: lines.map(|l| l.iter().map(|s| s.to_string()).collect()),
+        }
+    }
+
+    fn pick(file: &str, line: u64) -> Candidate {
+        Candidate {
+            file: file.into(),
+            line,
+            text: String::new(),
+            def: None,
+            matched: vec![],
+            score: 1.0,
+        }
+    }
+
+    #[test]
+    fn blocks_holding_every_key_term_go_first_among_read_ones() {
+        let q = crate::llm::scout::query::parse("Where is the session cookie saved?");
+        let picks = vec![pick("a.py", 1), pick("b.py", 10), pick("c.py", 5)];
+        let cites = vec![
+            cite_of("a.py", 1, Some(&["class SessionCookie:", "    pass"])),
+            cite_of("b.py", 10, Some(&["def save(session):", "    set_cookie(session)"])),
+            cite_of("c.py", 5, None),
+        ];
+        let (p, c) = direct_first(&q, picks, cites);
+        let order: Vec<&str> = p.iter().map(|c| c.file.as_str()).collect();
+        assert_eq!(order, ["b.py", "a.py", "c.py"]);
+        assert!(holds_key_terms(&q, &c[0]) && !holds_key_terms(&q, &c[1]));
+        // An unread citation is never said to hold anything.
+        assert!(!holds_key_terms(&q, &c[2]));
+    }
+
     #[test]
     fn block_ends() {
         let py = window(
