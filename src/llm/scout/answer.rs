@@ -502,7 +502,11 @@ mod tests {
         let picks = vec![pick("a.py", 1), pick("b.py", 10), pick("c.py", 5)];
         let cites = vec![
             cite_of("a.py", 1, Some(&["class SessionCookie:", "    pass"])),
-            cite_of("b.py", 10, Some(&["def save(session):", "    set_cookie(session)"])),
+            cite_of(
+                "b.py",
+                10,
+                Some(&["def save(session):", "    set_cookie(session)"]),
+            ),
             cite_of("c.py", 5, None),
         ];
         let (p, c) = direct_first(&q, picks, cites);

@@ -261,3 +261,27 @@ async fn a_best_match_without_the_key_terms_stays_partial() {
     );
     check_sentences(&dir, &r);
 }
+
+#[tokio::test]
+async fn long_matching_lines_stay_within_the_budgets() {
+    // Minified bundles: every line is thousands of characters and holds the keywords.
+    let line = "function renderTemplate(a){return cache.render(a)};".repeat(60);
+    let bundle = format!("{line}\n").repeat(40);
+    let mut files: Vec<(String, String)> = (0..6)
+        .map(|i| (format!("dist_js/bundle{i}.js"), bundle.clone()))
+        .collect();
+    files.push((
+        "src/templates.py".into(),
+        "def render_template(name, context):\n    return cache_render(name, context)\n".into(),
+    ));
+    let dir = tree(&files);
+    let (out, r) = explore(&dir, "Where is the template render cache?").await;
+    assert!(
+        out.terminal_reason.is_success(),
+        "{:?}",
+        out.terminal_reason
+    );
+    assert!(out.token_usage <= 32_000, "{} tokens", out.token_usage);
+    assert!(!r.evidence.is_empty());
+    check_sentences(&dir, &r);
+}
