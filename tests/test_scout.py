@@ -41,12 +41,15 @@ def lines(root: pathlib.Path, rel: str) -> list[str]:
     return (root / rel).read_text().split("\n")
 
 
-def test_scout_cites_the_definition_and_every_checkable_sentence_is_true(tmp_path: pathlib.Path) -> None:
+def test_scout_cites_the_definition_and_every_checkable_sentence_is_true(
+    tmp_path: pathlib.Path,
+) -> None:
     root = make_tree(tmp_path / "repo")
     r = SubagentLauncher(root, outrider.OfflineScout(), trace_dir=False).launch(
         SubagentRequest(task="Where is the completion gate feedback built?")
     )
-    assert r.model_used == "offline" and r.result is not None
+    assert r.model_used == "offline"
+    assert isinstance(r.result, outrider.ExploreResult)
     assert r.result.evidence[0] == "src/app/runner.py:4-6"
     assert r.result.summary.startswith("Offline scout (no LLM configured)")
     assert "no model" in r.result.summary

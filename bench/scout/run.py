@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import pathlib
 import re
 import shutil
@@ -46,21 +45,25 @@ def fail(msg: str) -> None:
 
 
 def git(*args: str, cwd: pathlib.Path | None = None) -> str:
-    out = subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, check=False
-    )
+    out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         fail(f"git {' '.join(args)} failed: {out.stderr.strip()}")
     return out.stdout.strip()
 
 
-def ensure_repo(name: str, spec: dict[str, Any], repos: pathlib.Path, mirrors: pathlib.Path | None) -> pathlib.Path:
+def ensure_repo(
+    name: str, spec: dict[str, Any], repos: pathlib.Path, mirrors: pathlib.Path | None
+) -> pathlib.Path:
     """DIR/name at the pinned commit, cloned from a local mirror when missing."""
     dest = repos / name
     if not dest.exists():
         candidates = []
         if mirrors is not None:
-            candidates = [mirrors / spec["mirror"] / "repo", mirrors / spec["mirror"], mirrors / name]
+            candidates = [
+                mirrors / spec["mirror"] / "repo",
+                mirrors / spec["mirror"],
+                mirrors / name,
+            ]
         source = next((c for c in candidates if c.is_dir()), None)
         if source is None:
             fail(
@@ -161,9 +164,15 @@ COUNT = re.compile(
 SOURCE_EXTS = set(
     "py pyi rs go js jsx mjs ts tsx java kt scala c h cc cpp hpp cs rb php swift m lua ex exs hs ml dart zig sh vue svelte".split()
 )
-NO_LINE = re.compile(r"no line (?:in the repository )?(?:mentions|matches) /(?P<rx>(?:[^/\\]|\\.)+)/", re.IGNORECASE)
-CONTAIN = re.compile(r"^(?P<path>[^\s:]+):(?P<start>\d+)-(?P<end>\d+): .* Lines \d+-\d+ contain (?P<forms>'[^']+'(?:, '[^']+')*)\.$")
-NOT_SEEN = re.compile(r"The best match (?P<path>[^\s:]+):(?P<start>\d+)(?:-(?P<end>\d+))? does not show every keyword of the question \(not seen there: (?P<words>[^)]+)\)")
+NO_LINE = re.compile(
+    r"no line (?:in the repository )?(?:mentions|matches) /(?P<rx>(?:[^/\\]|\\.)+)/", re.IGNORECASE
+)
+CONTAIN = re.compile(
+    r"^(?P<path>[^\s:]+):(?P<start>\d+)-(?P<end>\d+): .* Lines \d+-\d+ contain (?P<forms>'[^']+'(?:, '[^']+')*)\.$"
+)
+NOT_SEEN = re.compile(
+    r"The best match (?P<path>[^\s:]+):(?P<start>\d+)(?:-(?P<end>\d+))? does not show every keyword of the question \(not seen there: (?P<words>[^)]+)\)"
+)
 NO_MENTION = re.compile(r"No line mentions '(?P<term>[^']+)'")
 SHOWN_TEXT = re.compile(r"^(?:line reads |reads )?«(?P<text>.*)»")
 
@@ -188,7 +197,10 @@ def check_statements(tree: Tree, result: Any) -> tuple[int, int, int, list[str]]
         # "Lines a-b contain ..." follows its finding's "path:a-b:" in the same block.
         for m in CONTAIN.finditer(block):
             text = tree.span(m["path"], int(m["start"]), int(m["end"]))
-            verdict(text is not None and all(f.strip("'") in text for f in m["forms"].split(", ")), block)
+            verdict(
+                text is not None and all(f.strip("'") in text for f in m["forms"].split(", ")),
+                block,
+            )
     for block in [result.summary, *result.findings, *result.unresolved_questions]:
         sentences.extend(s for s in re.split(r"(?<=[.;])\s+(?=[A-Z`/a-z])", block) if s.strip())
     for s in sentences:
@@ -214,7 +226,9 @@ def check_statements(tree: Tree, result: Any) -> tuple[int, int, int, list[str]]
             end = int(m["end"] or m["start"])
             text = tree.span(m["path"], int(m["start"]), end)
             # A word the scout did not see there cannot be there (its search form is a prefix of it).
-            verdict(text is not None and not any(w.strip() in text for w in m["words"].split(",")), s)
+            verdict(
+                text is not None and not any(w.strip() in text for w in m["words"].split(",")), s
+            )
         for m in NO_MENTION.finditer(s):
             hit = True
             lines, _ = tree.count(re.escape(m["term"]))
@@ -227,7 +241,11 @@ def check_statements(tree: Tree, result: Any) -> tuple[int, int, int, list[str]]
                 body = tree.lines(q["path"])
                 line = int(q["line"])
                 text = shown["text"].removesuffix("…").strip()
-                ok = body is not None and 0 < line <= len(body) and body[line - 1].strip().startswith(text)
+                ok = (
+                    body is not None
+                    and 0 < line <= len(body)
+                    and body[line - 1].strip().startswith(text)
+                )
                 verdict(ok, s)
         if not hit:
             unchecked += 1
@@ -266,11 +284,22 @@ def make_big_tree(repos: dict[str, pathlib.Path], dest: pathlib.Path, files: int
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repos", type=pathlib.Path, required=True, help="directory with the checked-out repositories")
-    ap.add_argument("--mirrors", type=pathlib.Path, help="directory of local git mirrors to clone missing repositories from")
+    ap.add_argument(
+        "--repos",
+        type=pathlib.Path,
+        required=True,
+        help="directory with the checked-out repositories",
+    )
+    ap.add_argument(
+        "--mirrors",
+        type=pathlib.Path,
+        help="directory of local git mirrors to clone missing repositories from",
+    )
     ap.add_argument("--questions", type=pathlib.Path, default=HERE / "questions.json")
     ap.add_argument("--only", help="run only this repository's questions")
-    ap.add_argument("--big-files", type=int, default=10_000, help="files in the generated tree (0: skip)")
+    ap.add_argument(
+        "--big-files", type=int, default=10_000, help="files in the generated tree (0: skip)"
+    )
     ap.add_argument("--verbose", "-v", action="store_true", help="print every question's outcome")
     args = ap.parse_args()
 
@@ -278,7 +307,9 @@ def main() -> None:
     wanted = [n for n in spec["repos"] if args.only in (None, n)]
     if not wanted:
         fail(f"unknown repository {args.only!r}; known: {', '.join(spec['repos'])}")
-    repos = {n: ensure_repo(n, spec["repos"][n], args.repos.resolve(), args.mirrors) for n in wanted}
+    repos = {
+        n: ensure_repo(n, spec["repos"][n], args.repos.resolve(), args.mirrors) for n in wanted
+    }
     trees = {name: Tree(root) for name, root in repos.items()}
     questions = [q for q in spec["questions"] if args.only in (None, q["repo"])]
 
@@ -288,7 +319,9 @@ def main() -> None:
         answers = [parse_range(a) for a in q["answers"]]
         if any(a is None for a in answers):
             fail(f"question {q['id']}: an answer is not path:start-end: {q['answers']}")
-        evidence = [e for e in (parse_range(x) for x in (r.result.evidence if r.result else [])) if e]
+        evidence = [
+            e for e in (parse_range(x) for x in (r.result.evidence if r.result else [])) if e
+        ]
         top3 = evidence[:3]
         answered = any(overlaps(e, a) for e in top3 for a in answers)  # type: ignore[arg-type]
         files: list[str] = []
@@ -302,10 +335,19 @@ def main() -> None:
             checked, false, unchecked, bad = check_statements(trees[q["repo"]], r.result)
         rows.append(
             {
-                "id": q["id"], "answered": answered, "file_top5": file_top5, "secs": secs,
-                "status": r.status, "reason": r.terminal_reason, "tokens": r.token_usage,
-                "calls": r.model_calls, "checked": checked, "false": false, "unchecked": unchecked,
-                "bad": bad, "evidence": [f"{p}:{s}-{e}" for p, s, e in evidence[:5]],
+                "id": q["id"],
+                "answered": answered,
+                "file_top5": file_top5,
+                "secs": secs,
+                "status": r.status,
+                "reason": r.terminal_reason,
+                "tokens": r.token_usage,
+                "calls": r.model_calls,
+                "checked": checked,
+                "false": false,
+                "unchecked": unchecked,
+                "bad": bad,
+                "evidence": [f"{p}:{s}-{e}" for p, s, e in evidence[:5]],
             }
         )
         if args.verbose:
@@ -325,25 +367,35 @@ def main() -> None:
     unchecked = sum(r["unchecked"] for r in rows)
     completed_wrong = sum(1 for r in rows if r["status"] == "completed" and not r["answered"])
     times = [r["secs"] for r in rows]
-    print(f"outrider {outrider.__version__}: offline scout on {n} questions over {len(set(q['repo'] for q in questions))} repositories")
+    print(
+        f"outrider {outrider.__version__}: offline scout on {n} questions over {len(set(q['repo'] for q in questions))} repositories"
+    )
     for name in sorted({q["repo"] for q in questions}):
-        rr = [r for q, r in zip(questions, rows) if q["repo"] == name]
+        rr = [r for q, r in zip(questions, rows, strict=True) if q["repo"] == name]
         print(
             f"  {name:<8} ({spec['repos'][name]['language']}, {spec['repos'][name]['commit'][:10]}): "
             f"answered {sum(r['answered'] for r in rr)}/{len(rr)}, right file in top 5 {sum(r['file_top5'] for r in rr)}/{len(rr)}"
         )
-    print(f"answered (right range in top 3 evidence): {answered}/{n} ({answered / n:.0%}; target >= 50%)")
+    print(
+        f"answered (right range in top 3 evidence): {answered}/{n} ({answered / n:.0%}; target >= 50%)"
+    )
     print(f"right file in top 5:                      {top5}/{n} ({top5 / n:.0%}; target >= 70%)")
-    print(f"false statements:                         {false} of {checked} checked ({unchecked} sentences unchecked; target 0)")
+    print(
+        f"false statements:                         {false} of {checked} checked ({unchecked} sentences unchecked; target 0)"
+    )
     completed = sum(1 for r in rows if r["status"] == "completed")
-    print(f"status completed:                         {completed} ({completed_wrong} of them on a wrong answer)")
+    print(
+        f"status completed:                         {completed} ({completed_wrong} of them on a wrong answer)"
+    )
     reasons = sorted({r["reason"] for r in rows})
     print(
         f"budgets (explore: 12 steps, 32 000 tokens):  model calls max {max(r['calls'] for r in rows)}, "
         f"tokens mean {statistics.mean(r['tokens'] for r in rows):.0f} max {max(r['tokens'] for r in rows)}; "
         f"terminal reasons: {', '.join(reasons)}"
     )
-    print(f"time per question:                        mean {statistics.mean(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms")
+    print(
+        f"time per question:                        mean {statistics.mean(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms"
+    )
 
     if args.big_files > 0:
         big = args.repos.resolve() / f"_big_{args.big_files}_{'_'.join(sorted(repos))}"
