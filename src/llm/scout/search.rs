@@ -304,31 +304,58 @@ pub fn focus_calls(q: &Query, files: &[String], with_defs: bool) -> Vec<ToolCall
     if kws.is_empty() || files.is_empty() {
         return Vec::new();
     }
-    let glob = if files.len() == 1 {
-        files[0].clone()
+    // Search from the files' deepest common folder: a smaller walk on a big tree.
+    let dirs: Vec<Vec<&str>> = files
+        .iter()
+        .map(|f| {
+            let mut parts: Vec<&str> = f.split('/').collect();
+            parts.pop();
+            parts
+        })
+        .collect();
+    let mut common: Vec<&str> = dirs[0].clone();
+    for d in &dirs[1..] {
+        let n = common.iter().zip(d).take_while(|(a, b)| a == b).count();
+        common.truncate(n);
+    }
+    let base = common.join("/");
+    let rel: Vec<&str> = files
+        .iter()
+        .map(|f| {
+            if base.is_empty() {
+                f.as_str()
+            } else {
+                &f[base.len() + 1..]
+            }
+        })
+        .collect();
+    let glob = if rel.len() == 1 {
+        rel[0].to_string()
     } else {
-        format!(
-            "{{{}}}",
-            files
-                .iter()
-                .map(|f| f.as_str())
-                .collect::<Vec<_>>()
-                .join(",")
-        )
+        format!("{{{}}}", rel.join(","))
+    };
+    let with_scope = |mut v: Value| {
+        v["glob"] = json!(glob);
+        if !base.is_empty() {
+            v["path"] = json!(base);
+        }
+        v
     };
     let all: Vec<&Keyword> = kws.iter().collect();
     let mut calls = Vec::new();
     if with_defs {
         calls.push(grep(
             Purpose::FocusDefs,
-            json!({"pattern": format!("{}(?:{})", def_prefix(), alternation(&all)),
-                   "glob": glob, "limit": FOCUS_LIMIT}),
+            with_scope(
+                json!({"pattern": format!("{}(?:{})", def_prefix(), alternation(&all)),
+                              "limit": FOCUS_LIMIT}),
+            ),
         ));
     }
     if let Some(p) = pairs(kws, 4, ".*") {
         calls.push(grep(
             Purpose::FocusPairs,
-            json!({"pattern": p, "glob": glob, "limit": FOCUS_LIMIT}),
+            with_scope(json!({"pattern": p, "limit": FOCUS_LIMIT})),
         ));
     }
     calls
@@ -588,6 +615,20 @@ mod tests {
             Some(Purpose::FocusPairs)
         );
         assert_eq!(Purpose::from_id("scout_read_0"), None);
+        let focus = focus_calls(
+            &q,
+            &[
+                "src/run/gate.rs".to_string(),
+                "src/run/mod.rs".to_string(),
+                "src/lib.rs".to_string(),
+            ],
+            true,
+        );
+        let args: Value = serde_json::from_str(&focus[0].arguments).unwrap();
+        assert_eq!(
+            (&args["path"], &args["glob"]),
+            (&json!("src"), &json!("{run/gate.rs,run/mod.rs,lib.rs}"))
+        );
         let paths: Value = serde_json::from_str(&calls[4].arguments).unwrap();
         assert_eq!(
             paths["pattern"],
