@@ -1,0 +1,251 @@
+//! The offline scout: a deterministic, model-free policy that explores through the same loop and
+//! tools as a real model, and the default when no LLM is configured (its summary says so).
+//!
+//! It reads the question for the identifiers it names and its keywords ([`query`]), then runs
+//! several narrow searches in one turn ([`search`]): definitions named after a keyword, after two
+//! keywords, lines holding two keywords, lines naming a quoted identifier, file names. It ranks
+//! what came back ([`rank`]): definitions above mentions, names and paths that hold more of the
+//! keywords above fewer, source above tests, docs and changelogs. It Reads the best candidates
+//! and answers ([`answer`]) citing each definition's block. Every file access is a tool call,
+//! so the Workspace's confinement holds; every sentence is about what the tools returned.
+
+pub mod answer;
+pub mod query;
+pub mod rank;
+pub mod search;
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+use crate::llm::{
+    BoxFuture, ChatModel, ChatRequest, ChatResponse, Message, ModelError, ToolCall, Usage,
+};
+use answer::{Notes, SearchFacts, NOTES_PREFIX};
+
+pub use query::terms;
+
+/// Candidates read before answering.
+const MAX_READS: usize = 3;
+/// Candidates cited.
+const MAX_CITES: usize = 5;
+/// Most and fewest lines read per candidate.
+const READ_LINES: (u64, u64) = (12, 50);
+
+/// The scout model.
+#[derive(Debug, Clone, Default)]
+pub struct OfflineScout;
+
+fn task_text(messages: &[Message]) -> &str {
+    messages
+        .iter()
+        .find_map(|m| match m {
+            Message::User { content } => Some(content.as_str()),
+            _ => None,
+        })
+        .unwrap_or("")
+}
+
+fn system_text(messages: &[Message]) -> &str {
+    messages
+        .iter()
+        .find_map(|m| match m {
+            Message::System { content } => Some(content.as_str()),
+            _ => None,
+        })
+        .unwrap_or("")
+}
+
+/// The run's budgets as the system prompt states them: (total tokens, tokens per request).
+fn budgets(system: &str) -> (u64, u64) {
+    static TOTAL: OnceLock<Regex> = OnceLock::new();
+    static CONTEXT: OnceLock<Regex> = OnceLock::new();
+    let total = TOTAL.get_or_init(|| Regex::new(r"(\d+) tokens for the whole run").expect("regex"));
+    let context = CONTEXT.get_or_init(|| Regex::new(r"must fit in (\d+) tokens").expect("regex"));
+    let num = |re: &Regex, default: u64| {
+        re.captures(system)
+            .and_then(|c| c[1].parse().ok())
+            .unwrap_or(default)
+    };
+    (num(total, 32_000), num(context, 16_000))
+}
+
+/// Characters the read turn may add so that the answer's request still fits both budgets
+/// (tokens counted at 3 characters, as the scout reports them).
+fn read_allowance(request: &ChatRequest, notes_chars: usize) -> usize {
+    let (total, context) = budgets(system_text(&request.messages));
+    let schema: usize = request.tools.iter().map(|t| t.to_string().len()).sum();
+    let mut spent = 0usize;
+    let mut before = 0usize;
+    for m in &request.messages {
+        if matches!(m, Message::Assistant { .. }) {
+            spent += before + schema;
+        }
+        before += m.char_len();
+    }
+    let now = request.char_len();
+    let total_chars = (total as usize * 3) * 9 / 10;
+    let context_chars = (context as usize * 3) * 9 / 10;
+    let by_total = total_chars.saturating_sub(spent + now + now + notes_chars);
+    let by_context = context_chars.saturating_sub(now + notes_chars);
+    by_total.min(by_context)
+}
+
+fn calls_response(calls: Vec<ToolCall>, content: String) -> ChatResponse {
+    ChatResponse {
+        content,
+        tool_calls: calls,
+        finish_reason: Some("tool_calls".into()),
+        ..Default::default()
+    }
+}
+
+/// The notes the scout left in its read turn, if any.
+fn notes_in(messages: &[Message]) -> Option<Notes> {
+    messages.iter().rev().find_map(|m| match m {
+        Message::Assistant { content, .. } => content
+            .strip_prefix(NOTES_PREFIX)
+            .and_then(|j| serde_json::from_str(j).ok()),
+        _ => None,
+    })
+}
+
+/// Notes from the search results in the conversation.
+fn notes_from_results(messages: &[Message], q: &query::Query) -> Notes {
+    let results = search::results(messages);
+    let ranked = rank::rank(&results, q);
+    Notes {
+        picks: rank::picks(&ranked, MAX_READS, MAX_CITES),
+        searches: results.iter().map(SearchFacts::of).collect(),
+    }
+}
+
+fn next_step(request: &ChatRequest) -> ChatResponse {
+    let messages = &request.messages;
+    let turns = messages
+        .iter()
+        .filter(|m| matches!(m, Message::Assistant { .. }))
+        .count();
+    let q = query::parse(task_text(messages));
+    let verification = system_text(messages).contains("\"verdict\"");
+    let reply = |content: String| ChatResponse {
+        content,
+        finish_reason: Some("stop".into()),
+        ..Default::default()
+    };
+    let answer = || {
+        // The searches' results, unless compaction cut them: then the notes kept in turn two.
+        let fresh = notes_from_results(messages, &q);
+        let notes = match notes_in(messages) {
+            Some(kept) if fresh.picks.is_empty() => kept,
+            _ => fresh,
+        };
+        reply(answer::final_answer(
+            &q,
+            &notes,
+            &search::reads(messages),
+            verification,
+        ))
+    };
+    if request.tools.is_empty() || turns >= 2 {
+        return answer();
+    }
+    if turns == 0 {
+        let calls = search::first_calls(&q);
+        if calls.is_empty() {
+            return answer();
+        }
+        return calls_response(calls, String::new());
+    }
+    // Turn two: search within the likeliest files, and read the best candidates so far.
+    let results = search::results(messages);
+    // Only a definition search that stopped at its limit can have missed the likeliest files.
+    let cut = results
+        .iter()
+        .any(|r| r.truncated && r.purpose != search::Purpose::Paths);
+    let ranked = rank::rank(&results, &q);
+    let mut calls = search::focus_calls(&q, &rank::focus_files(&ranked, &results, &q), cut);
+    let notes = Notes {
+        picks: rank::picks(&ranked, MAX_READS, MAX_CITES),
+        searches: results.iter().map(SearchFacts::of).collect(),
+    };
+    let text = format!(
+        "{NOTES_PREFIX}{}",
+        serde_json::to_string(&notes).unwrap_or_default()
+    );
+    let seen: Vec<usize> = results
+        .iter()
+        .flat_map(|r| r.lines.iter().map(|h| h.text.chars().count()))
+        .collect();
+    let avg_line = if seen.is_empty() {
+        60
+    } else {
+        (seen.iter().sum::<usize>() / seen.len()).clamp(30, 120)
+    };
+    // What the focused searches will add, at most (a match costs about its text plus 110).
+    let focus_cost = calls.len() * (search::FOCUS_LIMIT as usize * (avg_line + 110) + 1_200);
+    let allowance = read_allowance(request, text.chars().count() + focus_cost);
+    let mut targets: Vec<&rank::Candidate> = Vec::new();
+    for c in notes.picks.iter().take(MAX_READS) {
+        if !targets
+            .iter()
+            .any(|t| t.file == c.file && t.line.abs_diff(c.line) < 40)
+        {
+            targets.push(c);
+        }
+    }
+    let mut lines_each = 0u64;
+    while !targets.is_empty() {
+        lines_each =
+            (allowance / targets.len()).saturating_sub(400) as u64 / (avg_line + 12) as u64;
+        if lines_each >= READ_LINES.0 {
+            break;
+        }
+        targets.pop();
+    }
+    let lines_each = lines_each.min(READ_LINES.1);
+    calls.extend(targets.iter().enumerate().map(|(i, c)| {
+        ToolCall {
+            id: format!("scout_read_{i}"),
+            name: "Read".into(),
+            arguments: serde_json::json!({
+                "path": c.file,
+                "start_line": c.line.saturating_sub(1).max(1),
+                "limit": lines_each,
+            })
+            .to_string(),
+        }
+    }));
+    if calls.is_empty() {
+        return answer();
+    }
+    calls_response(calls, text)
+}
+
+impl ChatModel for OfflineScout {
+    fn complete<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
+        let mut resp = next_step(request);
+        // No tokens are spent, but budgets count what a model would have read.
+        let prompt = crate::llm::estimate_tokens(request.char_len());
+        resp.usage = Some(Usage {
+            prompt_tokens: prompt,
+            completion_tokens: 0,
+            total_tokens: prompt,
+        });
+        Box::pin(async move { Ok(resp) })
+    }
+
+    fn describe(&self) -> String {
+        "offline scout (no LLM)".into()
+    }
+
+    fn route_label(&self) -> Option<&'static str> {
+        Some("offline")
+    }
+}
+
+#[cfg(test)]
+mod tests;
