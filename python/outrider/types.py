@@ -58,6 +58,7 @@ TerminalReason = Literal[
     "timeout",
     "cancelled",
     "context_budget",
+    "rate_limited",
     "runtime_error",
 ]
 """Why a child stopped. ``runtime_error`` is what every failed child reports (as the reference
