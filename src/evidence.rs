@@ -78,11 +78,14 @@ pub fn check_evidence_until(
     items: &[String],
     deadline: Option<Instant>,
 ) -> Vec<EvidenceCheck> {
-    let parsed: Vec<Result<Cited, EvidenceCheck>> = items.iter().map(|i| parse_item(i)).collect();
+    let parsed: Vec<Parsed> = items.iter().map(|i| parse_item(i)).collect();
     // Files in the order first cited, each with the highest line any item cites in it.
     let mut wanted: Vec<(String, u64)> = Vec::new();
     let mut index: HashMap<&str, usize> = HashMap::new();
-    for cited in parsed.iter().flatten() {
+    for cited in parsed.iter().filter_map(|p| match p {
+        Parsed::Cited(c) => Some(c),
+        Parsed::Done(_) => None,
+    }) {
         match index.get(cited.path.as_str()) {
             Some(&i) => wanted[i].1 = wanted[i].1.max(cited.end),
             None => {
@@ -102,14 +105,14 @@ pub fn check_evidence_until(
     parsed
         .into_iter()
         .map(|p| match p {
-            Ok(cited) => {
+            Parsed::Cited(cited) => {
                 let scan = scans
                     .get(&cited.path)
                     .cloned()
                     .unwrap_or(Ok((0, Stopped::Timeout)));
                 judge(cited, &scan)
             }
-            Err(check) => check,
+            Parsed::Done(check) => check,
         })
         .collect()
 }
@@ -122,8 +125,14 @@ struct Cited {
     end: u64,
 }
 
-/// Parse an item; a malformed one comes back as its final (ungrounded) check.
-fn parse_item(item: &str) -> Result<Cited, EvidenceCheck> {
+/// An item parsed: a citation to look up, or a malformed item's final (ungrounded) check.
+enum Parsed {
+    Cited(Cited),
+    Done(EvidenceCheck),
+}
+
+/// Parse an item.
+fn parse_item(item: &str) -> Parsed {
     let mut check = EvidenceCheck {
         evidence: item.to_string(),
         path: None,
@@ -139,7 +148,7 @@ fn parse_item(item: &str) -> Result<Cited, EvidenceCheck> {
         check.reason = Some("format");
         check.message =
             format!("Evidence {item:?} is not 'relative/path:line' or 'relative/path:start-end'.");
-        return Err(check);
+        return Parsed::Done(check);
     };
     let path = caps[1].trim().to_string();
     let start = caps[2].parse::<u64>().ok();
@@ -153,16 +162,16 @@ fn parse_item(item: &str) -> Result<Cited, EvidenceCheck> {
     let (Some(start), Some(end)) = (start, end) else {
         check.reason = Some("invalid_range");
         check.message = format!("Evidence {item:?} has a line number that is too large.");
-        return Err(check);
+        return Parsed::Done(check);
     };
     if start == 0 || end < start {
         check.reason = Some("invalid_range");
         check.message = format!(
             "Evidence {item:?} has an invalid line range: lines start at 1 and a range is start-end with end >= start."
         );
-        return Err(check);
+        return Parsed::Done(check);
     }
-    Ok(Cited {
+    Parsed::Cited(Cited {
         check,
         path,
         start,
