@@ -251,7 +251,9 @@ fn scan_lines(
         if *budget == 0 {
             return Ok((begun(newlines, last), Stopped::TooLarge { read }));
         }
-        let room = buf.len().min(usize::try_from(*budget).unwrap_or(usize::MAX));
+        let room = buf
+            .len()
+            .min(usize::try_from(*budget).unwrap_or(usize::MAX));
         let n = file
             .read(&mut buf[..room])
             .map_err(|e| PathError::Io(e.to_string()))?;
@@ -391,10 +393,7 @@ mod tests {
         // spent, so it cannot be read either.
         expected.extend([None, Some("too_large")]);
         assert_eq!(reasons, expected);
-        assert_eq!(
-            checks[38].message,
-            "Lines 1-1 of 'big.bin' exist."
-        );
+        assert_eq!(checks[38].message, "Lines 1-1 of 'big.bin' exist.");
     }
 
     #[test]
@@ -407,7 +406,10 @@ mod tests {
         let late = Instant::now().saturating_duration_since(deadline);
         assert!(late < std::time::Duration::from_millis(500), "{late:?}");
         for c in &checks[..38] {
-            assert!(!c.grounded && matches!(c.reason, Some("timeout" | "too_large")), "{c:?}");
+            assert!(
+                !c.grounded && matches!(c.reason, Some("timeout" | "too_large")),
+                "{c:?}"
+            );
         }
 
         let passed = Instant::now();
@@ -437,7 +439,11 @@ mod tests {
         let items = vec!["long.txt:5".to_string(), "long.txt:100000".to_string()];
         let checks = check_evidence(&ws, &items[..1]);
         assert_eq!(
-            (checks[0].grounded, checks[0].total_lines, checks[0].message.as_str()),
+            (
+                checks[0].grounded,
+                checks[0].total_lines,
+                checks[0].message.as_str()
+            ),
             (true, None, "Lines 5-5 of 'long.txt' exist.")
         );
         // Cited together, the file is read to the higher line once, here to its end.

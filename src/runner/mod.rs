@@ -6,6 +6,11 @@
 //! a valid final answer or on one of the [`TerminalReason`]s; when steps or tokens run out and the
 //! profile says `on_budget_exhausted = "partial"`, one last tool-less call asks for the result.
 //!
+//! Budgets are checked before a call, not after: a call is made only if its estimated cost (the
+//! request plus [`ANSWER_RESERVE_TOKENS`]) and the wrap-up's reserve fit what is left of
+//! `total_token_budget`, and the wrap-up is compacted into what is left. The wall-clock deadline
+//! goes into every request, bounds every tool call, and stops the evidence check.
+//!
 //! The parts: [`outcome`] (what a run produced), [`cancel`] (the cancellation token), `turn` (one
 //! model call and its tool calls), `gate` (the completion gate), `state` (what a run
 //! accumulates), [`context`] (fitting the history into the context budget).

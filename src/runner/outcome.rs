@@ -24,7 +24,8 @@ pub enum TerminalReason {
     CompletionGateBlocked,
     /// The step budget ran out.
     MaxSteps,
-    /// The token budget ran out.
+    /// The next call would not fit the token budget (with the wrap-up's reserve), or a
+    /// provider reported more than it.
     TokenBudget,
     /// The model failed (error, refusal, unusable answer).
     ModelError,

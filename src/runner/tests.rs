@@ -377,8 +377,11 @@ impl ChatModel for Explorer {
         if self.usage {
             let prompt = request.char_len() as u64 / 4;
             let completion = (response.content.len()
-                + response.tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>())
-                as u64
+                + response
+                    .tool_calls
+                    .iter()
+                    .map(|c| c.arguments.len())
+                    .sum::<usize>()) as u64
                 / 4
                 + 10;
             response.usage = Some(Usage {
@@ -417,7 +420,11 @@ async fn an_exploration_of_100_line_reads_ends_within_the_explore_budgets_with_a
         // The total budget is the sum of what every call sends and receives, and each call
         // re-sends the history: 32 000 tokens pay for a handful of 100-line reads, not 12.
         assert_eq!(
-            (out.terminal_reason, requests.len() as u64, out.usage_estimated),
+            (
+                out.terminal_reason,
+                requests.len() as u64,
+                out.usage_estimated
+            ),
             (TerminalReason::TokenBudget, reads + 1, !usage),
             "usage {usage}: {:?}",
             out.error
@@ -428,7 +435,10 @@ async fn an_exploration_of_100_line_reads_ends_within_the_explore_budgets_with_a
         };
         assert_eq!(
             (result.status, &result.evidence),
-            (SubagentStatus::Partial, &vec![format!("big.txt:1-{}", reads * 100)])
+            (
+                SubagentStatus::Partial,
+                &vec![format!("big.txt:1-{}", reads * 100)]
+            )
         );
         assert!(requests.last().unwrap().tools.is_empty());
         eprintln!("usage {usage}: {reads} reads, {} tokens", out.token_usage);
@@ -510,7 +520,8 @@ async fn every_phase_ends_within_the_wall_clock_limit() {
         .set_len(2 << 30)
         .unwrap();
     let evidence: Vec<String> = (0..40).map(|i| format!("huge.bin:{}", 2 + i)).collect();
-    let answer = json!({"status": "completed", "summary": "s", "findings": ["f"], "evidence": evidence});
+    let answer =
+        json!({"status": "completed", "summary": "s", "findings": ["f"], "evidence": evidence});
     let started = Instant::now();
     let (out, model) = run(
         &dir,

@@ -281,7 +281,7 @@ fn wait_within(
     let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
     if let Some(asked) = failure.retry_after {
         return match left {
-            Some(left) if asked >= left => Err(ModelError {
+            Some(left) if asked >= left && !asked.is_zero() => Err(ModelError {
                 kind: ModelErrorKind::RateLimit,
                 message: format!(
                     "{}; the provider asked to wait {} (Retry-After) but the run has {:.1} s left",
