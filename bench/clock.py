@@ -44,11 +44,13 @@ def sparse_evidence(root: pathlib.Path) -> None:
     )
     took, r = launch(root, lambda request: answer, timeout_seconds=2.0)
     reasons = sorted({c["reason"] for c in r.ungrounded_evidence})
-    print(f"sparse evidence x40, limit 2 s:   {took:6.2f} s  {r.status} {r.terminal_reason} {reasons}")
+    print(
+        f"sparse evidence x40, limit 2 s:   {took:6.2f} s  {r.status} {r.terminal_reason} {reasons}"
+    )
 
 
 class Throttled(http.server.BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 (the http.server API)
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         body = b'{"error": {"message": "slow down"}}'
         self.send_response(429)
@@ -89,14 +91,24 @@ def exploration(root: pathlib.Path) -> None:
             args = {"path": "big.txt", "start_line": 1 + (reads - 1) * 100, "limit": 100}
             reply: dict[str, Any] = {"tool_calls": [{"name": "Read", "arguments": args}]}
         else:
-            reply = {"content": json.dumps({"status": "partial", "summary": "numbered lines",
-                                            "findings": ["f"],
-                                            "evidence": [f"big.txt:1-{reads * 100}"]})}
-        reply["usage"] = {"prompt_tokens": prompt, "completion_tokens": 40,
-                          "total_tokens": prompt + 40}
+            reply = {
+                "content": json.dumps(
+                    {
+                        "status": "partial",
+                        "summary": "numbered lines",
+                        "findings": ["f"],
+                        "evidence": [f"big.txt:1-{reads * 100}"],
+                    }
+                )
+            }
+        reply["usage"] = {
+            "prompt_tokens": prompt,
+            "completion_tokens": 40,
+            "total_tokens": prompt + 40,
+        }
         return reply
 
-    took, r = launch(root, model)
+    _, r = launch(root, model)
     print(
         f"100-line Reads, budget 32 000:    {r.token_usage:6d} tokens  {r.status} "
         f"{r.terminal_reason}, {reads} reads + wrap-up"
