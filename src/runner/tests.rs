@@ -321,6 +321,31 @@ async fn token_budget_from_reported_usage_and_from_estimates() {
         (out.terminal_reason, model.requests().len(), out.token_usage),
         (TerminalReason::TokenBudget, 2, 33_000)
     );
+    // With a wrap-up allowed, it is not made either: nothing is left to pay for it.
+    let (out, model) = run(
+        &dir,
+        vec![
+            with_usage(calls(&[("Glob", json!({}))]), 20_000),
+            with_usage(calls(&[("Glob", json!({}))]), 13_000),
+            say(FINAL),
+        ],
+        explore_profile(),
+    )
+    .await;
+    assert_eq!(
+        (
+            out.terminal_reason,
+            model.requests().len(),
+            out.token_usage,
+            out.result.is_none()
+        ),
+        (TerminalReason::TokenBudget, 2, 33_000, true)
+    );
+    let error = out.error.unwrap();
+    assert!(
+        error.contains("; the wrap-up call failed: no room for the wrap-up: 0 of total_token_budget 32000 tokens are left, but even a compacted request needs about "),
+        "{error}"
+    );
 
     let tiny = RuntimeProfile {
         total_token_budget: 8_000,
