@@ -1,9 +1,15 @@
 //! Evidence check: is each `path:line` / `path:start-end` item grounded in a real file under the
 //! root, with the lines in range? The runner sends ungrounded evidence back to the child.
+//!
+//! A hostile tree can cite a huge (or sparse) file many times over, so a check reads each file
+//! once, stops as soon as the highest cited line is seen, reads at most
+//! [`EVIDENCE_BYTE_BUDGET`] bytes in all, and stops at a deadline. An item it could not finish
+//! is not grounded, with reason `timeout` or `too_large`.
 
 use std::collections::HashMap;
 use std::io::Read;
 use std::sync::OnceLock;
+use std::time::Instant;
 
 use regex::Regex;
 use serde::Serialize;
@@ -21,12 +27,15 @@ pub struct EvidenceCheck {
     pub start_line: Option<u64>,
     /// Last line cited (equal to `start_line` for a single line).
     pub end_line: Option<u64>,
-    /// The file's line count, when it could be read.
+    /// The file's line count, when the check read the whole file (it stops reading once the
+    /// cited lines are seen).
     pub total_lines: Option<u64>,
     /// True when the file exists under the root and the lines are in range.
     pub grounded: bool,
     /// Why not, as a stable name: `format`, `invalid_range`, `absolute`, `outside`,
-    /// `invalid_path`, `not_found`, `directory`, `not_regular`, `io`, `line_out_of_range`.
+    /// `invalid_path`, `not_found`, `directory`, `not_regular`, `io`, `line_out_of_range`, or,
+    /// for an item that could not be checked, `timeout` (the deadline passed) or `too_large`
+    /// (the byte budget ran out).
     pub reason: Option<&'static str>,
     /// A sentence for the model or the user.
     pub message: String,
@@ -37,20 +46,93 @@ fn evidence_re() -> &'static Regex {
     RE.get_or_init(|| Regex::new(r"^(.+):(\d+)(?:-(\d+))?$").expect("valid evidence regex"))
 }
 
-/// Check every item; items citing the same file read it once.
+/// The most bytes one check reads over all the files it looks at.
+pub const EVIDENCE_BYTE_BUDGET: u64 = 64 * 1024 * 1024;
+
+/// How far scanning a cited file got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stopped {
+    /// At the end of the file: the count is exact.
+    End,
+    /// At the highest line cited: the file has at least that many.
+    Enough,
+    /// At the deadline.
+    Timeout,
+    /// When the byte budget ran out, after reading `read` bytes of this file.
+    TooLarge { read: u64 },
+}
+
+/// What scanning a cited file found: the lines begun so far and why it stopped, or why the file
+/// cannot be read.
+type Scan = Result<(u64, Stopped), PathError>;
+
+/// Check every item with no deadline (the byte budget still applies).
 pub fn check_evidence(ws: &Workspace, items: &[String]) -> Vec<EvidenceCheck> {
-    let mut line_counts: HashMap<String, Result<u64, PathError>> = HashMap::new();
-    items
-        .iter()
-        .map(|item| check_one(ws, item, &mut line_counts))
+    check_evidence_until(ws, items, None)
+}
+
+/// Check every item, giving up on what is left at `deadline`; items citing the same file read
+/// it once, up to the highest line any of them cites.
+pub fn check_evidence_until(
+    ws: &Workspace,
+    items: &[String],
+    deadline: Option<Instant>,
+) -> Vec<EvidenceCheck> {
+    let parsed: Vec<Parsed> = items.iter().map(|i| parse_item(i)).collect();
+    // Files in the order first cited, each with the highest line any item cites in it.
+    let mut wanted: Vec<(String, u64)> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    for cited in parsed.iter().filter_map(|p| match p {
+        Parsed::Cited(c) => Some(c),
+        Parsed::Done(_) => None,
+    }) {
+        match index.get(cited.path.as_str()) {
+            Some(&i) => wanted[i].1 = wanted[i].1.max(cited.end),
+            None => {
+                index.insert(&cited.path, wanted.len());
+                wanted.push((cited.path.clone(), cited.end));
+            }
+        }
+    }
+    let mut budget = EVIDENCE_BYTE_BUDGET;
+    let scans: HashMap<String, Scan> = wanted
+        .into_iter()
+        .map(|(path, end)| {
+            let scan = scan_lines(ws, &path, end, &mut budget, deadline);
+            (path, scan)
+        })
+        .collect();
+    parsed
+        .into_iter()
+        .map(|p| match p {
+            Parsed::Cited(cited) => {
+                let scan = scans
+                    .get(&cited.path)
+                    .cloned()
+                    .unwrap_or(Ok((0, Stopped::Timeout)));
+                judge(cited, &scan)
+            }
+            Parsed::Done(check) => check,
+        })
         .collect()
 }
 
-fn check_one(
-    ws: &Workspace,
-    item: &str,
-    cache: &mut HashMap<String, Result<u64, PathError>>,
-) -> EvidenceCheck {
+/// An item that parsed: the check so far, and the file and last line it cites.
+struct Cited {
+    check: EvidenceCheck,
+    path: String,
+    start: u64,
+    end: u64,
+}
+
+/// An item parsed: a citation to look up, or a malformed item's final (ungrounded) check.
+enum Parsed {
+    Cited(Cited),
+    Done(EvidenceCheck),
+}
+
+/// Parse an item.
+fn parse_item(item: &str) -> Parsed {
     let mut check = EvidenceCheck {
         evidence: item.to_string(),
         path: None,
@@ -66,7 +148,7 @@ fn check_one(
         check.reason = Some("format");
         check.message =
             format!("Evidence {item:?} is not 'relative/path:line' or 'relative/path:start-end'.");
-        return check;
+        return Parsed::Done(check);
     };
     let path = caps[1].trim().to_string();
     let start = caps[2].parse::<u64>().ok();
@@ -80,38 +162,116 @@ fn check_one(
     let (Some(start), Some(end)) = (start, end) else {
         check.reason = Some("invalid_range");
         check.message = format!("Evidence {item:?} has a line number that is too large.");
-        return check;
+        return Parsed::Done(check);
     };
     if start == 0 || end < start {
         check.reason = Some("invalid_range");
         check.message = format!(
             "Evidence {item:?} has an invalid line range: lines start at 1 and a range is start-end with end >= start."
         );
-        return check;
+        return Parsed::Done(check);
     }
-    let total = cache
-        .entry(path.clone())
-        .or_insert_with(|| count_lines(ws, &path))
-        .clone();
-    match total {
-        Err(e) => {
+    Parsed::Cited(Cited {
+        check,
+        path,
+        start,
+        end,
+    })
+}
+
+/// The verdict on a parsed item, given what scanning its file found.
+fn judge(cited: Cited, scan: &Scan) -> EvidenceCheck {
+    let Cited {
+        mut check,
+        path,
+        start,
+        end,
+    } = cited;
+    let item = &check.evidence;
+    match *scan {
+        Err(ref e) => {
             check.reason = Some(e.kind());
             check.message =
                 format!("Evidence {item:?} does not point at a readable file under the root: {e}");
         }
-        Ok(total) => {
-            check.total_lines = Some(total);
-            if end > total {
+        Ok((lines, Stopped::End)) => {
+            check.total_lines = Some(lines);
+            if end > lines {
                 check.reason = Some("line_out_of_range");
                 check.message =
-                    format!("Evidence {item:?} cites line {end}, but '{path}' has {total} lines.");
+                    format!("Evidence {item:?} cites line {end}, but '{path}' has {lines} lines.");
             } else {
                 check.grounded = true;
-                check.message = format!("Lines {start}-{end} of '{path}' ({total} lines) exist.");
+                check.message = format!("Lines {start}-{end} of '{path}' ({lines} lines) exist.");
             }
+        }
+        Ok((lines, _)) if end <= lines => {
+            check.grounded = true;
+            check.message = format!("Lines {start}-{end} of '{path}' exist.");
+        }
+        Ok((lines, Stopped::TooLarge { read })) => {
+            check.reason = Some("too_large");
+            check.message = format!(
+                "Evidence {item:?} could not be checked: the check may read {} MiB in all, and after {read} bytes of '{path}' it had seen {lines} lines, not {end}.",
+                EVIDENCE_BYTE_BUDGET / (1024 * 1024)
+            );
+        }
+        Ok((lines, _)) => {
+            check.reason = Some("timeout");
+            check.message = format!(
+                "Evidence {item:?} could not be checked in time: the run's deadline passed after {lines} lines of '{path}', before line {end}."
+            );
         }
     }
     check
+}
+
+/// Count the lines of `path` until line `want` has begun or the file ends, spending at most
+/// `budget` bytes and stopping at `deadline`.
+fn scan_lines(
+    ws: &Workspace,
+    path: &str,
+    want: u64,
+    budget: &mut u64,
+    deadline: Option<Instant>,
+) -> Scan {
+    let past = |d: Option<Instant>| d.is_some_and(|d| Instant::now() >= d);
+    if past(deadline) {
+        return Ok((0, Stopped::Timeout));
+    }
+    let (mut file, size) = ws
+        .resolve_file(path)
+        .and_then(|r| ws.open(&r))
+        .map(|(file, meta)| (file, meta.len()))?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let (mut newlines, mut read, mut last) = (0u64, 0u64, b'\n');
+    // Lines begun so far: a last line without `\n` counts, as Read and Grep count it.
+    let begun = |newlines: u64, last: u8| newlines + u64::from(last != b'\n');
+    loop {
+        if *budget == 0 {
+            return Ok((begun(newlines, last), Stopped::TooLarge { read }));
+        }
+        let room = buf
+            .len()
+            .min(usize::try_from(*budget).unwrap_or(usize::MAX));
+        let n = file
+            .read(&mut buf[..room])
+            .map_err(|e| PathError::Io(e.to_string()))?;
+        if n == 0 {
+            return Ok((begun(newlines, last), Stopped::End));
+        }
+        *budget -= n as u64;
+        read += n as u64;
+        newlines += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
+        last = buf[n - 1];
+        // A file read to its end gets its exact count (so a small one always does).
+        if begun(newlines, last) >= want && read < size {
+            return Ok((begun(newlines, last), Stopped::Enough));
+        }
+        if past(deadline) {
+            return Ok((begun(newlines, last), Stopped::Timeout));
+        }
+    }
 }
 
 /// Lines as Read and Grep count them: split on `\n` only; a last line without `\n` counts.
@@ -184,5 +344,111 @@ mod tests {
                 Some("line_out_of_range"),
             ]
         );
+    }
+
+    /// 2 GiB of zeros that take no disk: one line with no newline.
+    fn sparse(dir: &std::path::Path) {
+        let file = std::fs::File::create(dir.join("big.bin")).unwrap();
+        file.set_len(2 << 30).unwrap();
+        std::fs::write(dir.join("small.txt"), "a\nb\n").unwrap();
+    }
+
+    fn items() -> Vec<String> {
+        let mut items: Vec<String> = (0..38).map(|i| format!("big.bin:{}", 2 + i)).collect();
+        items.push("big.bin:1".into());
+        items.push("small.txt:2".into());
+        items
+    }
+
+    #[test]
+    fn a_huge_sparse_file_cited_forty_times_is_read_once_within_the_byte_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        sparse(dir.path());
+        let ws = Workspace::new(dir.path()).unwrap();
+        let started = Instant::now();
+        let checks = check_evidence(&ws, &items());
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(
+            checks[0],
+            EvidenceCheck {
+                evidence: "big.bin:2".into(),
+                path: Some("big.bin".into()),
+                start_line: Some(2),
+                end_line: Some(2),
+                total_lines: None,
+                grounded: false,
+                reason: Some("too_large"),
+                message: format!(
+                    "Evidence \"big.bin:2\" could not be checked: the check may read 64 MiB in all, and after {EVIDENCE_BYTE_BUDGET} bytes of 'big.bin' it had seen 1 lines, not 2."
+                ),
+            }
+        );
+        let reasons: Vec<_> = checks.iter().map(|c| c.reason).collect();
+        let mut expected = vec![Some("too_large"); 38];
+        // Line 1 was seen before the budget ran out; the small file comes after the budget is
+        // spent, so it cannot be read either.
+        expected.extend([None, Some("too_large")]);
+        assert_eq!(reasons, expected);
+        assert_eq!(checks[38].message, "Lines 1-1 of 'big.bin' exist.");
+    }
+
+    #[test]
+    fn a_check_stops_at_its_deadline_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        sparse(dir.path());
+        let ws = Workspace::new(dir.path()).unwrap();
+        let deadline = Instant::now() + std::time::Duration::from_millis(20);
+        let checks = check_evidence_until(&ws, &items(), Some(deadline));
+        let late = Instant::now().saturating_duration_since(deadline);
+        assert!(late < std::time::Duration::from_millis(500), "{late:?}");
+        for c in &checks[..38] {
+            assert!(
+                !c.grounded && matches!(c.reason, Some("timeout" | "too_large")),
+                "{c:?}"
+            );
+        }
+
+        let passed = Instant::now();
+        let checks = check_evidence_until(&ws, &items(), Some(passed));
+        assert_eq!(
+            checks[39],
+            EvidenceCheck {
+                evidence: "small.txt:2".into(),
+                path: Some("small.txt".into()),
+                start_line: Some(2),
+                end_line: Some(2),
+                total_lines: None,
+                grounded: false,
+                reason: Some("timeout"),
+                message: "Evidence \"small.txt:2\" could not be checked in time: the run's deadline passed after 0 lines of 'small.txt', before line 2.".into(),
+            }
+        );
+        assert!(checks.iter().all(|c| c.reason == Some("timeout")));
+    }
+
+    #[test]
+    fn a_long_file_is_read_only_up_to_the_line_cited() {
+        let dir = tempfile::tempdir().unwrap();
+        let long: String = (0..100_000).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(dir.path().join("long.txt"), &long).unwrap();
+        let ws = Workspace::new(dir.path()).unwrap();
+        let items = vec!["long.txt:5".to_string(), "long.txt:100000".to_string()];
+        let checks = check_evidence(&ws, &items[..1]);
+        assert_eq!(
+            (
+                checks[0].grounded,
+                checks[0].total_lines,
+                checks[0].message.as_str()
+            ),
+            (true, None, "Lines 5-5 of 'long.txt' exist.")
+        );
+        // Cited together, the file is read to the higher line once, here to its end.
+        let checks = check_evidence(&ws, &items);
+        let totals: Vec<_> = checks.iter().map(|c| (c.grounded, c.total_lines)).collect();
+        assert_eq!(totals, vec![(true, Some(100_000)); 2]);
     }
 }

@@ -149,7 +149,8 @@ pub struct RuntimeProfile {
     pub max_steps: i64,
     /// Tokens one request may hold (system prompt and tool schemas included).
     pub context_token_budget: i64,
-    /// Tokens all calls of one run may use together.
+    /// Tokens all calls of one run may use together (each call's prompt and answer, summed): a
+    /// call is made only if its estimate, and the wrap-up's reserve, still fit.
     pub total_token_budget: i64,
     /// Default model route: `light` or `main`.
     pub model_choice: ModelChoice,
@@ -166,7 +167,8 @@ pub struct RuntimeProfile {
     /// `partial`: one last tool-less call asks for the JSON result when budgets run out;
     /// `fail`: stop as the reference does.
     pub on_budget_exhausted: BudgetPolicy,
-    /// Wall-clock limit for one child, in seconds.
+    /// Wall-clock limit for one child, in seconds: model calls and their retries, tools and the
+    /// completion gate all stop at it.
     pub timeout_seconds: f64,
 }
 

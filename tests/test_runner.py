@@ -204,12 +204,24 @@ def test_token_budget_with_and_without_reported_usage(
     repo: pathlib.Path, traces: pathlib.Path
 ) -> None:
     llm = ScriptedLLM(
+        [with_usage([call("Glob")], 20_000), with_usage([call("Glob")], 5_000), FINAL, FINAL]
+    )
+    r = launch(repo, traces, llm)
+    # 25 000 reported tokens leave too little for another step plus the wrap-up's reserve: the
+    # tool-less wrap-up call (estimated) salvages a partial answer within the budget.
+    assert (r.status, r.terminal_reason, r.usage_estimated) == ("partial", "token_budget", True)
+    assert 25_000 < r.token_usage <= 32_000 and llm.calls == 3
+    # A provider reporting more than the budget is reported as it is; nothing more is spent.
+    llm = ScriptedLLM(
         [with_usage([call("Glob")], 20_000), with_usage([call("Glob")], 12_001), FINAL]
     )
     r = launch(repo, traces, llm)
-    # 32 001 reported tokens, then the tool-less wrap-up call (estimated) salvages a partial answer.
-    assert (r.status, r.terminal_reason, r.usage_estimated) == ("partial", "token_budget", True)
-    assert r.token_usage > 32_001 and llm.calls == 3
+    assert (r.status, r.terminal_reason, r.failure_reason) == (
+        "failed",
+        "runtime_error",
+        "token_budget",
+    )
+    assert (r.token_usage, llm.calls) == (32_001, 2)
     llm = ScriptedLLM([[call("Read", path="big.txt", limit=100)] for _ in range(12)])
     r = launch(repo, traces, llm, total_token_budget=6_000, on_budget_exhausted="fail")
     assert (r.terminal_reason, r.failure_reason, r.usage_estimated) == (

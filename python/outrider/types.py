@@ -18,12 +18,15 @@ class EvidenceCheck(TypedDict):
     end_line: int | None
     """Last line cited (equal to ``start_line`` for one line)."""
     total_lines: int | None
-    """The file's line count, when it could be read."""
+    """The file's line count, when the check read the whole file (it stops once the cited lines
+    are seen)."""
     grounded: bool
     """True when the file exists under the root and the lines are in range."""
     reason: str | None
     """Why not: ``format``, ``invalid_range``, ``absolute``, ``outside``, ``invalid_path``,
-    ``not_found``, ``directory``, ``not_regular``, ``io`` or ``line_out_of_range``."""
+    ``not_found``, ``directory``, ``not_regular``, ``io`` or ``line_out_of_range``; for an item
+    the check could not finish, ``timeout`` (the deadline passed) or ``too_large`` (the check's
+    64 MiB read budget ran out)."""
     message: str
     """A sentence for the model or the user."""
 
@@ -58,6 +61,7 @@ TerminalReason = Literal[
     "timeout",
     "cancelled",
     "context_budget",
+    "rate_limited",
     "runtime_error",
 ]
 """Why a child stopped. ``runtime_error`` is what every failed child reports (as the reference

@@ -16,6 +16,9 @@ pub struct ChatRequest {
     pub tools: std::sync::Arc<Vec<Value>>,
     /// `auto` with tools, `none` without.
     pub tool_choice: Option<String>,
+    /// When the run that makes this call must be over; a backend that retries does not wait
+    /// past it. Never sent on the wire.
+    pub deadline: Option<std::time::Instant>,
 }
 
 impl ChatRequest {

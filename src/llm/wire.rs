@@ -102,6 +102,7 @@ impl ChatRequest {
                 .get("tool_choice")
                 .and_then(Value::as_str)
                 .map(str::to_owned),
+            deadline: None,
         })
     }
 }
@@ -233,6 +234,7 @@ mod tests {
             ],
             tools: std::sync::Arc::new(tools),
             tool_choice: Some(choice.into()),
+            deadline: None,
         }
     }
 

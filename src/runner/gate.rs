@@ -7,7 +7,9 @@ use std::str::FromStr;
 use crate::contract::{
     ContractError, ExploreResult, Repair, ToolUsage, VerificationMeta, VerificationResult,
 };
-use crate::evidence::{check_evidence, EvidenceCheck};
+use std::time::Instant;
+
+use crate::evidence::{check_evidence_until, EvidenceCheck};
 use crate::profile::{ResultContract, RuntimeProfile};
 use crate::runner::outcome::ParsedResult;
 use crate::tools::workspace::Workspace;
@@ -41,8 +43,14 @@ pub(crate) fn parse_answer(
     }
 }
 
-/// The completion gate: the contract (with repair), then the evidence check.
-pub(crate) async fn check(profile: &RuntimeProfile, workspace: &Workspace, text: &str) -> Gate {
+/// The completion gate: the contract (with repair), then the evidence check, which gives up at
+/// `deadline` (what it could not check is not grounded).
+pub(crate) async fn check(
+    profile: &RuntimeProfile,
+    workspace: &Workspace,
+    text: &str,
+    deadline: Instant,
+) -> Gate {
     let contract = profile.result_contract.map_or("", |c| c.as_str());
     let (result, repair) = match parse_answer(profile, text) {
         Ok(ok) => ok,
@@ -67,9 +75,14 @@ pub(crate) async fn check(profile: &RuntimeProfile, workspace: &Workspace, text:
         return Gate::Accept(result, repair);
     }
     let ws = workspace.clone();
-    let checks = tokio::task::spawn_blocking(move || check_evidence(&ws, &evidence))
-        .await
-        .unwrap_or_default();
+    let items = evidence.clone();
+    let checking =
+        tokio::task::spawn_blocking(move || check_evidence_until(&ws, &items, Some(deadline)));
+    // The check stops itself at the deadline; this bounds a read that blocks in the kernel.
+    let checks = match tokio::time::timeout_at(deadline.into(), checking).await {
+        Ok(Ok(checks)) => checks,
+        _ => check_evidence_until(workspace, &evidence, Some(deadline)),
+    };
     let ungrounded: Vec<EvidenceCheck> = checks.into_iter().filter(|c| !c.grounded).collect();
     if ungrounded.is_empty() {
         return Gate::Accept(result, repair);

@@ -6,6 +6,11 @@
 //! a valid final answer or on one of the [`TerminalReason`]s; when steps or tokens run out and the
 //! profile says `on_budget_exhausted = "partial"`, one last tool-less call asks for the result.
 //!
+//! Budgets are checked before a call, not after: a call is made only if its estimated cost (the
+//! request plus [`ANSWER_RESERVE_TOKENS`]) and the wrap-up's reserve fit what is left of
+//! `total_token_budget`, and the wrap-up is compacted into what is left. The wall-clock deadline
+//! goes into every request, bounds every tool call, and stops the evidence check.
+//!
 //! The parts: [`outcome`] (what a run produced), [`cancel`] (the cancellation token), `turn` (one
 //! model call and its tool calls), `gate` (the completion gate), `state` (what a run
 //! accumulates), [`context`] (fitting the history into the context budget).
@@ -28,13 +33,15 @@ use tracing::Instrument;
 pub use cancel::CancelToken;
 pub use gate::UnknownRepair;
 pub use outcome::{ParsedResult, RunOutcome, TerminalReason, UnknownTerminalReason};
+pub use turn::ANSWER_RESERVE_TOKENS;
 
 use crate::contract::{Repair, SubagentStatus};
 use crate::evidence::EvidenceCheck;
-use crate::llm::{ChatModel, Message};
+use crate::llm::{estimate_tokens, ChatModel, Message};
 use crate::profile::{BudgetPolicy, ResultContract, RuntimeProfile};
 use crate::runner::gate::Gate;
 use crate::runner::state::{State, Stop};
+use crate::runner::turn::CallSpec;
 use crate::tools::permissions::PermissionContext;
 use crate::tools::registry::ToolRegistry;
 use crate::tools::workspace::Workspace;
@@ -43,6 +50,12 @@ use crate::trace::{event, Trace};
 /// The hint added (not stored) when the model answered with nothing.
 pub const EMPTY_RESPONSE_HINT: &str =
     "Your last reply had no content and no tool calls. Reply with the final answer in content, or call a tool.";
+
+/// Characters kept for the wrap-up's instruction when reserving its tokens.
+const WRAP_UP_NOTE_CHARS: usize = 600;
+/// Characters of history a wrap-up may carry when it has to be compacted hard: the compacted
+/// summary and one shortened observation.
+const WRAP_UP_HISTORY_CHARS: usize = context::SUMMARY_CHARS + context::KEEP_CHARS;
 
 /// What one run needs.
 pub struct RuntimeRunner {
@@ -91,6 +104,15 @@ impl RuntimeRunner {
         };
         let tools = self.tool_schemas.clone();
         let schema_chars: usize = tools.iter().map(|t| t.to_string().len()).sum();
+        // Every call before the wrap-up leaves this much of the total budget unspent, so the
+        // wrap-up (system prompt, task, compacted history, answer) can always be made.
+        let wrap_reserve = if self.profile.on_budget_exhausted == BudgetPolicy::Partial {
+            let fixed: usize = st.messages.iter().map(Message::char_len).sum();
+            estimate_tokens(fixed + WRAP_UP_NOTE_CHARS + WRAP_UP_HISTORY_CHARS)
+                + ANSWER_RESERVE_TOKENS
+        } else {
+            0
+        };
         self.trace.emit(
             0,
             &event::RunStart {
@@ -114,7 +136,18 @@ impl RuntimeRunner {
             let mut hint = None;
             let resp = loop {
                 match self
-                    .call(step, &mut st, &tools, schema_chars, hint, deadline)
+                    .call(
+                        step,
+                        &mut st,
+                        CallSpec {
+                            tools: &tools,
+                            schema_chars,
+                            hint,
+                            reserve: wrap_reserve,
+                            wrap_up: false,
+                        },
+                        deadline,
+                    )
                     .instrument(step_span.clone())
                     .await
                 {
@@ -172,7 +205,7 @@ impl RuntimeRunner {
                 duration_ms = Empty
             );
             let gate_started = Instant::now();
-            let verdict = gate::check(&self.profile, &self.workspace, &text)
+            let verdict = gate::check(&self.profile, &self.workspace, &text, deadline)
                 .instrument(gate_span.clone())
                 .await;
             gate_span.record("duration_ms", gate_started.elapsed().as_millis() as u64);
@@ -218,7 +251,8 @@ impl RuntimeRunner {
                         content: text.clone(),
                         tool_calls: vec![],
                     });
-                    if gate_blocks > self.profile.gate_retries {
+                    let out_of_time = Instant::now() >= deadline;
+                    if gate_blocks > self.profile.gate_retries || out_of_time {
                         if let Some((result, repair, ungrounded)) = parsed {
                             return self.finish(
                                 st,
@@ -230,6 +264,9 @@ impl RuntimeRunner {
                                 None,
                                 ungrounded,
                             );
+                        }
+                        if out_of_time {
+                            break Stop::Terminal(TerminalReason::Timeout, self.timeout_message());
                         }
                         break Stop::Terminal(TerminalReason::CompletionGateBlocked, feedback);
                     }
@@ -275,9 +312,6 @@ impl RuntimeRunner {
             ),
         });
         self.trace.emit(step, &event::WrapUp { reason });
-        let saved_budget = st.tokens;
-        // The wrap-up call is allowed past the token budget: it is the one that salvages the run.
-        st.tokens = 0;
         let span = tracing::info_span!(
             "wrap_up",
             session_id = %self.trace.session_id(),
@@ -285,10 +319,20 @@ impl RuntimeRunner {
             reason = reason.as_str()
         );
         let resp = self
-            .call(step, &mut st, &Arc::new(Vec::new()), 0, None, deadline)
+            .call(
+                step,
+                &mut st,
+                CallSpec {
+                    tools: &Arc::new(Vec::new()),
+                    schema_chars: 0,
+                    hint: None,
+                    reserve: 0,
+                    wrap_up: true,
+                },
+                deadline,
+            )
             .instrument(span)
             .await;
-        st.tokens += saved_budget;
         let text = match resp {
             Ok(r) if !r.content.trim().is_empty() => r.content.trim().to_string(),
             Ok(_) => {

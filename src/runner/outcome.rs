@@ -9,8 +9,8 @@ use crate::contract::{ExploreResult, Repair, ToolUsage, VerificationResult};
 use crate::evidence::EvidenceCheck;
 use crate::llm::Message;
 
-/// Why a run stopped. The first nine are the reference's; `timeout`, `cancelled` and
-/// `context_budget` are ours.
+/// Why a run stopped. The first seven are the reference's; `timeout`, `cancelled`,
+/// `context_budget` and `rate_limited` are ours.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TerminalReason {
@@ -24,7 +24,8 @@ pub enum TerminalReason {
     CompletionGateBlocked,
     /// The step budget ran out.
     MaxSteps,
-    /// The token budget ran out.
+    /// The next call would not fit the token budget (with the wrap-up's reserve), or a
+    /// provider reported more than it.
     TokenBudget,
     /// The model failed (error, refusal, unusable answer).
     ModelError,
@@ -34,6 +35,8 @@ pub enum TerminalReason {
     Cancelled,
     /// Even a fully compacted request does not fit the context budget.
     ContextBudget,
+    /// The provider kept refusing for load (429) or asked to wait past the run's deadline.
+    RateLimited,
     /// The reference's name for every failed child; the launch result's `failure_reason` says
     /// which of the reasons above it was.
     RuntimeError,
@@ -53,12 +56,13 @@ impl TerminalReason {
             TerminalReason::Timeout => "timeout",
             TerminalReason::Cancelled => "cancelled",
             TerminalReason::ContextBudget => "context_budget",
+            TerminalReason::RateLimited => "rate_limited",
             TerminalReason::RuntimeError => "runtime_error",
         }
     }
 
     /// Every reason, in declaration order.
-    pub const ALL: [TerminalReason; 11] = [
+    pub const ALL: [TerminalReason; 12] = [
         TerminalReason::Completed,
         TerminalReason::CompletedUnverified,
         TerminalReason::EmptyResponseFailed,
@@ -69,6 +73,7 @@ impl TerminalReason {
         TerminalReason::Timeout,
         TerminalReason::Cancelled,
         TerminalReason::ContextBudget,
+        TerminalReason::RateLimited,
         TerminalReason::RuntimeError,
     ];
 
@@ -89,7 +94,7 @@ impl fmt::Display for TerminalReason {
 
 /// A terminal reason name that is not one of [`TerminalReason::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("'{0}' is not a terminal reason; expected one of completed, completed_unverified, empty_response_failed, completion_gate_blocked, max_steps, token_budget, model_error, timeout, cancelled, context_budget, runtime_error")]
+#[error("'{0}' is not a terminal reason; expected one of completed, completed_unverified, empty_response_failed, completion_gate_blocked, max_steps, token_budget, model_error, timeout, cancelled, context_budget, rate_limited, runtime_error")]
 pub struct UnknownTerminalReason(pub String);
 
 impl FromStr for TerminalReason {
@@ -178,7 +183,7 @@ mod tests {
         );
         assert_eq!(
             "done".parse::<TerminalReason>().unwrap_err().to_string(),
-            "'done' is not a terminal reason; expected one of completed, completed_unverified, empty_response_failed, completion_gate_blocked, max_steps, token_budget, model_error, timeout, cancelled, context_budget, runtime_error"
+            "'done' is not a terminal reason; expected one of completed, completed_unverified, empty_response_failed, completion_gate_blocked, max_steps, token_budget, model_error, timeout, cancelled, context_budget, rate_limited, runtime_error"
         );
     }
 }

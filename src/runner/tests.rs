@@ -293,15 +293,62 @@ async fn token_budget_from_reported_usage_and_from_estimates() {
         profile.clone(),
     )
     .await;
-    // 32 000 exactly is within budget (strictly-greater test), so the third call happens.
+    // 32 000 exactly is the whole budget: the third call is refused before it is made.
     assert_eq!(
-        (out.terminal_reason, model.requests().len()),
-        (TerminalReason::TokenBudget, 3)
+        (out.terminal_reason, model.requests().len(), out.token_usage),
+        (TerminalReason::TokenBudget, 2, 32_000)
     );
-    assert_eq!(out.token_usage, 32_001);
+    let error = out.error.unwrap();
+    assert!(
+        error.starts_with(
+            "used 32000 tokens of a total_token_budget of 32000; the next call needs about "
+        ) && error.ends_with(" prompt + 1000 answer)"),
+        "{error}"
+    );
+
+    // A provider reporting more than the estimate is reported as it is, and nothing more is spent.
+    let (out, model) = run(
+        &dir,
+        vec![
+            with_usage(calls(&[("Glob", json!({}))]), 20_000),
+            with_usage(calls(&[("Glob", json!({}))]), 13_000),
+            with_usage(say(FINAL), 1),
+        ],
+        profile.clone(),
+    )
+    .await;
+    assert_eq!(
+        (out.terminal_reason, model.requests().len(), out.token_usage),
+        (TerminalReason::TokenBudget, 2, 33_000)
+    );
+    // With a wrap-up allowed, it is not made either: nothing is left to pay for it.
+    let (out, model) = run(
+        &dir,
+        vec![
+            with_usage(calls(&[("Glob", json!({}))]), 20_000),
+            with_usage(calls(&[("Glob", json!({}))]), 13_000),
+            say(FINAL),
+        ],
+        explore_profile(),
+    )
+    .await;
+    assert_eq!(
+        (
+            out.terminal_reason,
+            model.requests().len(),
+            out.token_usage,
+            out.result.is_none()
+        ),
+        (TerminalReason::TokenBudget, 2, 33_000, true)
+    );
+    let error = out.error.unwrap();
+    assert!(
+        error.contains("; the wrap-up call failed: no room for the wrap-up: 0 of total_token_budget 32000 tokens are left, but even a compacted request needs about "),
+        "{error}"
+    );
 
     let tiny = RuntimeProfile {
-        total_token_budget: 3_000,
+        total_token_budget: 8_000,
         ..profile
     };
     let steps = (0..12)
@@ -310,7 +357,218 @@ async fn token_budget_from_reported_usage_and_from_estimates() {
     let (out, model) = run(&dir, steps, tiny).await;
     assert_eq!(out.terminal_reason, TerminalReason::TokenBudget);
     assert!(out.usage_estimated);
-    assert!(model.requests().len() < 12);
+    assert!((1..12).contains(&model.requests().len()));
+    assert!(out.token_usage <= 8_000, "{}", out.token_usage);
+}
+
+/// A model exploring the way a real one does: with tools it reads the next 100 lines of a long
+/// file, without tools (the wrap-up) it answers `partial` citing what it read. With `usage`, it
+/// reports a provider's count (about 4 characters a token) instead of leaving it to the estimate.
+struct Explorer {
+    reads: Mutex<u64>,
+    usage: bool,
+    requests: Mutex<Vec<ChatRequest>>,
+}
+
+impl ChatModel for Explorer {
+    fn complete<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
+        self.requests.lock().unwrap().push(request.clone());
+        let mut reads = self.reads.lock().unwrap();
+        let mut response = if request.tools.is_empty() {
+            let last = (*reads * 100).max(1);
+            ChatResponse {
+                content: json!({"status": "partial", "summary": "big.txt holds numbered lines",
+                    "findings": [format!("lines 1-{last} are numbered")],
+                    "evidence": [format!("big.txt:1-{last}")]})
+                .to_string(),
+                ..Default::default()
+            }
+        } else {
+            let start = 1 + *reads * 100;
+            *reads += 1;
+            ChatResponse {
+                tool_calls: vec![ToolCall {
+                    id: format!("call_{reads}"),
+                    name: "Read".into(),
+                    arguments: json!({"path": "big.txt", "start_line": start, "limit": 100})
+                        .to_string(),
+                }],
+                ..Default::default()
+            }
+        };
+        if self.usage {
+            let prompt = request.char_len() as u64 / 4;
+            let completion = (response.content.len()
+                + response
+                    .tool_calls
+                    .iter()
+                    .map(|c| c.arguments.len())
+                    .sum::<usize>()) as u64
+                / 4
+                + 10;
+            response.usage = Some(Usage {
+                prompt_tokens: prompt,
+                completion_tokens: completion,
+                total_tokens: prompt + completion,
+            });
+        }
+        Box::pin(async move { Ok(response) })
+    }
+    fn describe(&self) -> String {
+        "explorer".into()
+    }
+}
+
+#[tokio::test]
+async fn an_exploration_of_100_line_reads_ends_within_the_explore_budgets_with_an_answer() {
+    let dir = tree();
+    let profile = explore_profile();
+    for usage in [false, true] {
+        let model = Arc::new(Explorer {
+            reads: Mutex::new(0),
+            usage,
+            requests: Mutex::new(vec![]),
+        });
+        let mut r = runner(&dir, Scripted::new(vec![]), profile.clone());
+        r.model = model.clone();
+        let out = r.run("Find what big.txt holds.").await;
+        let reads = *model.reads.lock().unwrap();
+        let requests = model.requests.lock().unwrap().clone();
+        assert!(
+            out.token_usage <= profile.total_token_budget as u64,
+            "usage {usage}: {} tokens",
+            out.token_usage
+        );
+        // The total budget is the sum of what every call sends and receives, and each call
+        // re-sends the history: 32 000 tokens pay for a handful of 100-line reads, not 12.
+        assert_eq!(
+            (
+                out.terminal_reason,
+                requests.len() as u64,
+                out.usage_estimated
+            ),
+            (TerminalReason::TokenBudget, reads + 1, !usage),
+            "usage {usage}: {:?}",
+            out.error
+        );
+        assert!((4..12).contains(&reads), "usage {usage}: {reads} reads");
+        let Some(ParsedResult::Explore(result)) = &out.result else {
+            panic!("usage {usage}: {out:?}")
+        };
+        assert_eq!(
+            (result.status, &result.evidence),
+            (
+                SubagentStatus::Partial,
+                &vec![format!("big.txt:1-{}", reads * 100)]
+            )
+        );
+        assert!(requests.last().unwrap().tools.is_empty());
+        eprintln!("usage {usage}: {reads} reads, {} tokens", out.token_usage);
+    }
+}
+
+#[tokio::test]
+async fn every_phase_ends_within_the_wall_clock_limit() {
+    let dir = tree();
+    let limit = 0.5;
+    let quick = RuntimeProfile {
+        timeout_seconds: limit,
+        ..explore_profile()
+    };
+    let within = |started: Instant| {
+        let took = started.elapsed().as_secs_f64();
+        assert!(took < limit + 0.5, "took {took} s under a {limit} s limit");
+    };
+
+    // A model that does not answer.
+    let started = Instant::now();
+    let (out, _) = run(
+        &dir,
+        vec![Step::Slow(Duration::from_secs(30), ChatResponse::default())],
+        quick.clone(),
+    )
+    .await;
+    within(started);
+    assert_eq!(out.terminal_reason, TerminalReason::Timeout);
+
+    // A tool that ignores its deadline.
+    struct Stuck;
+    impl crate::tools::tool::Tool for Stuck {
+        fn name(&self) -> &'static str {
+            "Read"
+        }
+        fn description(&self) -> std::borrow::Cow<'static, str> {
+            "never returns in time".into()
+        }
+        fn parameters(&self) -> Value {
+            json!({"type": "object"})
+        }
+        fn run(
+            &self,
+            _: &crate::tools::context::ToolContext,
+            args: &Value,
+        ) -> crate::tools::envelope::ToolResult {
+            std::thread::sleep(Duration::from_secs(3));
+            crate::tools::envelope::ToolResult::error(
+                args,
+                crate::tools::envelope::ErrorCode::InternalError,
+                "too late",
+                3_000,
+            )
+        }
+    }
+    let model = Scripted::new(vec![calls(&[("Read", json!({"path": "src/app.py"}))])]);
+    let mut r = runner(&dir, model, quick.clone());
+    let mut registry = ToolRegistry::readonly();
+    registry.register(Arc::new(Stuck));
+    r.registry = Arc::new(registry);
+    let started = Instant::now();
+    let out = r.run("task").await;
+    within(started);
+    assert_eq!(out.terminal_reason, TerminalReason::Timeout);
+    let Some(Message::Tool { content, .. }) = out.messages.last() else {
+        panic!("{:?}", out.messages)
+    };
+    let error: Value = serde_json::from_str::<Value>(content).unwrap()["error"].clone();
+    assert_eq!(
+        error,
+        json!({"code": "TIMEOUT", "message": "Tool 'Read' did not finish before the run's wall-clock limit of 0.5s"})
+    );
+
+    // A final answer citing a 2 GiB sparse file forty times, given just before the deadline:
+    // what the gate could not check in time is not grounded, and the run ends unverified.
+    std::fs::File::create(dir.path().join("huge.bin"))
+        .unwrap()
+        .set_len(2 << 30)
+        .unwrap();
+    let evidence: Vec<String> = (0..40).map(|i| format!("huge.bin:{}", 2 + i)).collect();
+    let answer =
+        json!({"status": "completed", "summary": "s", "findings": ["f"], "evidence": evidence});
+    let started = Instant::now();
+    let (out, model) = run(
+        &dir,
+        vec![Step::Slow(
+            Duration::from_millis(450),
+            ChatResponse {
+                content: answer.to_string(),
+                ..Default::default()
+            },
+        )],
+        quick,
+    )
+    .await;
+    within(started);
+    assert_eq!(
+        (out.terminal_reason, model.requests().len()),
+        (TerminalReason::CompletedUnverified, 1)
+    );
+    assert_eq!(out.ungrounded_evidence.len(), 40);
+    for c in &out.ungrounded_evidence {
+        assert!(matches!(c.reason, Some("timeout" | "too_large")), "{c:?}");
+    }
 }
 
 #[tokio::test]

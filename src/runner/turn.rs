@@ -19,18 +19,50 @@ use crate::tools::context::ToolContext;
 use crate::tools::envelope::{ErrorCode, ToolResult};
 use crate::trace::event;
 
+/// Tokens kept for one answer when deciding whether a call fits the total budget: a final
+/// `ExploreResult` is a few hundred tokens, a tool-call turn fewer.
+pub const ANSWER_RESERVE_TOKENS: u64 = 1_000;
+
+/// What one model call is: its tools, a hint for this call only, and how it may spend.
+pub(crate) struct CallSpec<'a> {
+    /// The tool schemas sent (none for the wrap-up).
+    pub(crate) tools: &'a Arc<Vec<Value>>,
+    /// Their size in characters.
+    pub(crate) schema_chars: usize,
+    /// A user message added to this request only.
+    pub(crate) hint: Option<&'a str>,
+    /// Tokens that must stay unspent after this call (the wrap-up's share).
+    pub(crate) reserve: u64,
+    /// The wrap-up: its request is compacted into whatever the total budget has left.
+    pub(crate) wrap_up: bool,
+}
+
 impl RuntimeRunner {
-    /// One model call within budget: fit the context, call with timeout and cancellation, count
-    /// tokens, log `model_output`.
+    /// The error of a run that hit its wall-clock limit.
+    pub(crate) fn timeout_message(&self) -> String {
+        format!(
+            "the run exceeded its wall-clock limit of {}s",
+            self.profile.timeout_seconds
+        )
+    }
+
+    /// One model call within budget: fit the context, check that the call (and the reserve
+    /// after it) fits the total budget, call with timeout and cancellation, count tokens, log
+    /// `model_output`.
     pub(crate) async fn call(
         &self,
         step: u64,
         st: &mut State,
-        tools: &Arc<Vec<Value>>,
-        schema_chars: usize,
-        hint: Option<&str>,
+        spec: CallSpec<'_>,
         deadline: Instant,
     ) -> Result<ChatResponse, Stop> {
+        let CallSpec {
+            tools,
+            schema_chars,
+            hint,
+            reserve,
+            wrap_up,
+        } = spec;
         if self.cancel.is_cancelled() {
             return Err(Stop::Terminal(
                 TerminalReason::Cancelled,
@@ -51,15 +83,48 @@ impl RuntimeRunner {
             }
             None => &st.messages,
         };
-        let budget = self.profile.context_token_budget as u64;
+        let total = self.profile.total_token_budget as u64;
+        let left = total.saturating_sub(st.tokens);
+        let context_budget = self.profile.context_token_budget as u64;
+        // The wrap-up is compacted into what is left, so that it never overdraws the budget.
+        let budget = if wrap_up {
+            context_budget.min(left.saturating_sub(ANSWER_RESERVE_TOKENS))
+        } else {
+            context_budget
+        };
         let (view, compaction) = context::fit(messages, schema_chars, budget).map_err(|needed| {
-            Stop::Terminal(
-                TerminalReason::ContextBudget,
-                format!(
-                    "the request needs about {needed} tokens even after compacting the history, but context_token_budget is {budget}"
-                ),
-            )
+            if wrap_up {
+                Stop::Terminal(
+                    TerminalReason::TokenBudget,
+                    format!(
+                        "no room for the wrap-up: {left} of total_token_budget {total} tokens are left, but even a compacted request needs about {needed} plus {ANSWER_RESERVE_TOKENS} for the answer"
+                    ),
+                )
+            } else {
+                Stop::Terminal(
+                    TerminalReason::ContextBudget,
+                    format!(
+                        "the request needs about {needed} tokens even after compacting the history, but context_token_budget is {budget}"
+                    ),
+                )
+            }
         })?;
+        let estimated_prompt = compaction.after_tokens;
+        let cost = estimated_prompt + ANSWER_RESERVE_TOKENS;
+        if !wrap_up && cost + reserve > left {
+            let kept = if reserve > 0 {
+                format!(" and {reserve} are kept for the wrap-up")
+            } else {
+                String::new()
+            };
+            return Err(Stop::Exhausted(
+                TerminalReason::TokenBudget,
+                format!(
+                    "used {} tokens of a total_token_budget of {total}; the next call needs about {cost} ({estimated_prompt} prompt + {ANSWER_RESERVE_TOKENS} answer){kept}",
+                    st.tokens
+                ),
+            ));
+        }
         if compaction.shortened + compaction.summarised > 0 {
             self.trace.emit(
                 step,
@@ -80,8 +145,8 @@ impl RuntimeRunner {
             } else {
                 Some("auto".into())
             },
+            deadline: Some(deadline),
         };
-        let estimated_prompt = compaction.after_tokens;
         st.calls += 1;
         let span = tracing::info_span!(
             "model_call",
@@ -116,10 +181,7 @@ impl RuntimeRunner {
             Err(_) => {
                 return Err(Stop::Terminal(
                     TerminalReason::Timeout,
-                    format!(
-                        "the run exceeded its wall-clock limit of {}s",
-                        self.profile.timeout_seconds
-                    ),
+                    self.timeout_message(),
                 ))
             }
             Ok(Err(e)) if e.kind == ModelErrorKind::Cancelled => {
@@ -134,7 +196,14 @@ impl RuntimeRunner {
                         status: e.status,
                     },
                 );
-                return Err(Stop::Terminal(TerminalReason::ModelError, e.to_string()));
+                // A provider that throttles us past the deadline (or past every retry) is not a
+                // broken model: say so, so that the caller retries later instead of elsewhere.
+                let reason = if e.kind == ModelErrorKind::RateLimit {
+                    TerminalReason::RateLimited
+                } else {
+                    TerminalReason::ModelError
+                };
+                return Err(Stop::Terminal(reason, e.to_string()));
             }
             Ok(Ok(r)) => r,
         };
@@ -177,15 +246,8 @@ impl RuntimeRunner {
                 tool_calls: &resp.tool_calls,
             },
         );
-        if st.tokens > self.profile.total_token_budget as u64 {
-            return Err(Stop::Exhausted(
-                TerminalReason::TokenBudget,
-                format!(
-                    "used {} tokens of a total_token_budget of {}",
-                    st.tokens, self.profile.total_token_budget
-                ),
-            ));
-        }
+        // A provider may report more than was estimated: the count stays what it reported, and
+        // the check before the next call (the wrap-up included) refuses to spend any more.
         Ok(resp)
     }
 
@@ -242,9 +304,20 @@ impl RuntimeRunner {
         }
         let mut results = Vec::with_capacity(handles.len());
         for (handle, call) in handles.into_iter().zip(calls) {
-            let result = match handle.await {
-                Ok(r) => r,
-                Err(e) => ToolResult::error(
+            // Tools stop themselves at the deadline; this bounds one that blocks anyway (it is
+            // left to finish on its thread, and the run ends below).
+            let result = match tokio::time::timeout_at(deadline.into(), handle).await {
+                Ok(Ok(r)) => r,
+                Err(_) => ToolResult::error(
+                    &Value::String(call.arguments.clone()),
+                    ErrorCode::Timeout,
+                    format!(
+                        "Tool '{}' did not finish before the run's wall-clock limit of {}s",
+                        call.name, self.profile.timeout_seconds
+                    ),
+                    0,
+                ),
+                Ok(Err(e)) => ToolResult::error(
                     &Value::String(call.arguments.clone()),
                     ErrorCode::InternalError,
                     format!("Tool '{}' failed unexpectedly: {e}", call.name),
@@ -292,10 +365,7 @@ impl RuntimeRunner {
         if Instant::now() >= deadline {
             return Err(Stop::Terminal(
                 TerminalReason::Timeout,
-                format!(
-                    "the run exceeded its wall-clock limit of {}s",
-                    self.profile.timeout_seconds
-                ),
+                self.timeout_message(),
             ));
         }
         Ok(())

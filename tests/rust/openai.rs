@@ -187,6 +187,7 @@ fn simple_request() -> ChatRequest {
         }],
         tools: Default::default(),
         tool_choice: None,
+        deadline: None,
     }
 }
 
@@ -229,6 +230,7 @@ async fn success_with_tool_calls_sends_bearer_and_full_body() {
         ],
         tools: vec![grep_schema.clone()].into(),
         tool_choice: Some("auto".into()),
+        deadline: None,
     };
 
     let response = model.complete(&request).await.unwrap();
@@ -892,4 +894,177 @@ fn error_type_is_the_core_invalid_argument() {
     )
     .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument { ref field, .. } if field == "LLM_TIMEOUT"));
+}
+
+/// The time left in a message such as `... but the run has 2.9 s left`.
+fn seconds_left(message: &str) -> f64 {
+    let tail = message.rsplit("the run has ").next().unwrap_or_default();
+    tail.trim_end_matches(" s left").parse().unwrap_or(f64::NAN)
+}
+
+#[tokio::test]
+async fn a_retry_after_in_seconds_beyond_the_deadline_ends_the_call_at_once() {
+    let server = Server::start(vec![
+        Step::Reply(
+            429,
+            vec![("Retry-After", "99999".into())],
+            json!({"error": {"message": "slow down"}}).to_string(),
+        ),
+        json_reply(200, completion("too late")),
+    ])
+    .await;
+    let model = server.model(|_| {});
+    let started = Instant::now();
+    let request = ChatRequest {
+        deadline: Some(started + Duration::from_secs(3)),
+        ..simple_request()
+    };
+
+    let err = model.complete(&request).await.unwrap_err();
+
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        started.elapsed()
+    );
+    let left = seconds_left(&err.message);
+    assert!((2.0..=3.0).contains(&left), "{}", err.message);
+    assert_eq!(
+        err,
+        error(
+            ModelErrorKind::RateLimit,
+            Some(429),
+            format!(
+                "{} answered HTTP 429 (rate limited): slow down; the provider asked to wait 99999 s (Retry-After) but the run has {left:.1} s left",
+                server.endpoint()
+            )
+        )
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn a_retry_after_date_beyond_the_deadline_ends_the_call_at_once() {
+    let server = Server::start(vec![
+        Step::Reply(
+            503,
+            vec![("Retry-After", "Fri, 31 Dec 9999 23:59:59 GMT".into())],
+            "down for maintenance".into(),
+        ),
+        json_reply(200, completion("too late")),
+    ])
+    .await;
+    let model = server.model(|_| {});
+    let started = Instant::now();
+    let request = ChatRequest {
+        deadline: Some(started + Duration::from_secs(3)),
+        ..simple_request()
+    };
+
+    let err = model.complete(&request).await.unwrap_err();
+
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        started.elapsed()
+    );
+    let left = seconds_left(&err.message);
+    assert_eq!(
+        err,
+        error(
+            ModelErrorKind::RateLimit,
+            Some(503),
+            format!(
+                "{} answered HTTP 503: down for maintenance; the provider asked to wait practically forever (Retry-After) but the run has {left:.1} s left",
+                server.endpoint()
+            )
+        )
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn a_retry_after_within_the_deadline_is_waited_out() {
+    let server = Server::start(vec![
+        Step::Reply(
+            429,
+            vec![("Retry-After", "1".into())],
+            json!({"error": {"message": "slow down"}}).to_string(),
+        ),
+        json_reply(200, completion("after the wait")),
+    ])
+    .await;
+    let model = server.model(|_| {});
+    let started = Instant::now();
+    let request = ChatRequest {
+        deadline: Some(started + Duration::from_secs(3)),
+        ..simple_request()
+    };
+
+    let response = model.complete(&request).await.unwrap();
+
+    assert!(started.elapsed() >= Duration::from_secs(1));
+    assert_eq!(response, final_answer("after the wait"));
+}
+
+#[test]
+fn a_child_throttled_past_its_deadline_fails_at_once_as_rate_limited() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = rt.block_on(Server::start(vec![Step::Reply(
+        429,
+        vec![("Retry-After", "99999".into())],
+        json!({"error": {"message": "slow down"}}).to_string(),
+    )]));
+    let dir = tempfile::tempdir().unwrap();
+    let launcher = outrider::SubagentLauncher::new(
+        dir.path(),
+        outrider::LauncherOptions {
+            main_model: Some(Arc::new(server.model(|_| {}))),
+            trace_dir: outrider::TraceDirSetting::Off,
+            profiles: vec![outrider::RuntimeProfile {
+                timeout_seconds: 3.0,
+                ..outrider::explore_profile()
+            }],
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let started = Instant::now();
+
+    let result = rt
+        .block_on(launcher.launch(
+            outrider::SubagentRequest::explore("find main"),
+            outrider::CancelToken::new(),
+        ))
+        .unwrap();
+
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        (
+            result.status,
+            result.terminal_reason,
+            result.failure_reason,
+            result.model_calls
+        ),
+        (
+            outrider::SubagentStatus::Failed,
+            outrider::TerminalReason::RuntimeError,
+            Some(outrider::TerminalReason::RateLimited),
+            1
+        )
+    );
+    let error = result.error.unwrap();
+    assert!(
+        error.starts_with("child terminal reason: rate_limited: rate_limit error: ")
+            && error.contains("the provider asked to wait 99999 s (Retry-After)"),
+        "{error}"
+    );
 }

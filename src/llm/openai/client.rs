@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::sync::Once;
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use base64::Engine as _;
 use reqwest::header::HeaderMap;
@@ -18,7 +18,7 @@ use crate::llm::openai::config::{
     api_key, build_headers, display_url, invalid, is_loopback, parse_base_url,
     OpenAICompatibleConfig,
 };
-use crate::llm::openai::retry::{backoff_delay, parse_retry_after};
+use crate::llm::openai::retry::{backoff_delay, parse_retry_after, RETRY_AFTER_CAP};
 use crate::llm::{
     BoxFuture, ChatModel, ChatRequest, ChatResponse, ModelError, ModelErrorKind, WireOptions,
 };
@@ -166,9 +166,10 @@ impl OpenAICompatible {
             if !failure.retryable || attempt >= attempts {
                 return Err(self.finish(failure.error, attempt));
             }
-            let delay = failure
-                .retry_after
-                .unwrap_or_else(|| backoff_delay(attempt - 1));
+            let delay = match wait_within(&failure, attempt, request.deadline) {
+                Ok(delay) => delay,
+                Err(error) => return Err(self.finish(error, attempt)),
+            };
             tracing::event!(
                 name: "retry",
                 tracing::Level::INFO,
@@ -265,6 +266,54 @@ impl OpenAICompatible {
         }
         error.message = crate::trace::redact_str(&error.message);
         error
+    }
+}
+
+/// How long to wait before the next attempt: the provider's `Retry-After` (capped) or a backoff.
+/// With a deadline, a wait that would outlast it ends the call now: a `Retry-After` beyond it
+/// as a [`ModelErrorKind::RateLimit`] (the provider will not serve us in time), a backoff beyond
+/// it with the last error.
+fn wait_within(
+    failure: &Failure,
+    attempt: u32,
+    deadline: Option<Instant>,
+) -> Result<Duration, ModelError> {
+    let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+    if let Some(asked) = failure.retry_after {
+        return match left {
+            Some(left) if asked >= left && !asked.is_zero() => Err(ModelError {
+                kind: ModelErrorKind::RateLimit,
+                message: format!(
+                    "{}; the provider asked to wait {} (Retry-After) but the run has {:.1} s left",
+                    failure.error.message,
+                    describe_wait(asked),
+                    left.as_secs_f64()
+                ),
+                status: failure.error.status,
+            }),
+            _ => Ok(asked.min(RETRY_AFTER_CAP)),
+        };
+    }
+    let delay = backoff_delay(attempt - 1);
+    match left {
+        Some(left) if delay >= left => Err(ModelError {
+            message: format!(
+                "{} (no time left for another attempt: the run has {:.1} s left)",
+                failure.error.message,
+                left.as_secs_f64()
+            ),
+            ..failure.error.clone()
+        }),
+        _ => Ok(delay),
+    }
+}
+
+/// A wait in words: seconds, or "forever" for a saturated one.
+fn describe_wait(wait: Duration) -> String {
+    if wait >= Duration::from_secs(u32::MAX as u64) {
+        "practically forever".into()
+    } else {
+        format!("{} s", wait.as_secs_f64())
     }
 }
 

@@ -7,8 +7,9 @@ const BACKOFF_BASE: Duration = Duration::from_millis(500);
 /// The longest backoff delay drawn from.
 const BACKOFF_CAP: Duration = Duration::from_secs(8);
 
-/// The longest `Retry-After` honoured: a provider asking for more is waited on for this long.
-const RETRY_AFTER_CAP: Duration = Duration::from_secs(60);
+/// The longest `Retry-After` honoured: a provider asking for more is waited on for this long
+/// (when the call has no deadline it would overrun).
+pub(crate) const RETRY_AFTER_CAP: Duration = Duration::from_secs(60);
 
 /// Full jitter: a uniform draw from `[0, min(cap, base × 2^retry)]`, so that many children
 /// throttled together do not retry in step.
@@ -19,20 +20,20 @@ pub(crate) fn backoff_delay(retry: u32) -> Duration {
     ceiling.mul_f64(fastrand::f64())
 }
 
-/// `Retry-After` as delta-seconds or an HTTP-date, capped at [`RETRY_AFTER_CAP`].
+/// `Retry-After` as delta-seconds or an HTTP-date: the wait the provider asked for, uncapped
+/// (the caller compares it with the time left before capping it at [`RETRY_AFTER_CAP`]).
 pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
-    let wait = if let Ok(secs) = value.parse::<f64>() {
-        if !secs.is_finite() || secs < 0.0 {
+    if let Ok(secs) = value.parse::<f64>() {
+        if secs.is_nan() || secs < 0.0 {
             return None;
         }
-        Duration::from_secs_f64(secs.min(RETRY_AFTER_CAP.as_secs_f64()))
-    } else {
-        // An HTTP-date in the past means "now".
-        let at = httpdate::parse_http_date(value).ok()?;
-        at.duration_since(now).unwrap_or(Duration::ZERO)
-    };
-    Some(wait.min(RETRY_AFTER_CAP))
+        // `1e30` or `inf` seconds is "never": saturate instead of overflowing.
+        return Some(Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX));
+    }
+    // An HTTP-date in the past means "now".
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 #[cfg(test)]
@@ -56,7 +57,13 @@ mod tests {
             parse_retry_after("0.25", now),
             Some(Duration::from_millis(250))
         );
-        assert_eq!(parse_retry_after("3600", now), Some(RETRY_AFTER_CAP));
+        assert_eq!(
+            parse_retry_after("3600", now),
+            Some(Duration::from_secs(3600))
+        );
+        assert_eq!(parse_retry_after("1e30", now), Some(Duration::MAX));
+        assert_eq!(parse_retry_after("inf", now), Some(Duration::MAX));
+        assert_eq!(parse_retry_after("NaN", now), None);
         assert_eq!(parse_retry_after("soon", now), None);
         assert_eq!(parse_retry_after("-1", now), None);
         assert_eq!(
@@ -64,8 +71,8 @@ mod tests {
             None
         );
         assert_eq!(
-            parse_retry_after("Sun, 06 Nov 1994 08:50:30 GMT", now),
-            Some(Duration::from_secs(60))
+            parse_retry_after("Mon, 07 Nov 1994 08:49:30 GMT", now),
+            Some(Duration::from_secs(86_400))
         );
     }
 
