@@ -396,10 +396,10 @@ impl std::fmt::Debug for SubagentLauncher {
             f,
             "SubagentLauncher(project_root={}, main_llm={}, light_llm={}, profiles={}, max_concurrency={})",
             q(&self.workspace.root().display().to_string()),
-            q(&self.main_model.describe()),
+            q(&crate::redact::redact_str(&self.main_model.describe())),
             self.light_model
                 .as_ref()
-                .map_or("None".into(), |m| q(&m.describe())),
+                .map_or("None".into(), |m| q(&crate::redact::redact_str(&m.describe()))),
             crate::agent::task_tool::py_list(&self.profile_names()),
             self.max_concurrency
         )
@@ -481,7 +481,11 @@ fn assemble(
     };
     let failed = status == SubagentStatus::Failed;
     let error = failed.then(|| match &outcome.error {
-        Some(detail) => format!("child terminal reason: {}: {detail}", reason.as_str()),
+        Some(detail) => format!(
+            "child terminal reason: {}: {}",
+            reason.as_str(),
+            crate::redact::redact_cow(detail)
+        ),
         None => format!("child terminal reason: {}", reason.as_str()),
     });
     SubagentLaunchResult {

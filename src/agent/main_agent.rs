@@ -260,7 +260,7 @@ impl MainAgent {
             session_id: session,
             final_text,
             terminal_reason: out.terminal_reason,
-            error: out.error,
+            error: out.error.map(|e| crate::redact::redact_str(&e)),
             steps: out.steps,
             model_calls: out.model_calls,
             tool_usage: out.tool_usage,

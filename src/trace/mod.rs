@@ -1,10 +1,9 @@
 //! JSONL traces: one file per session, `{ts, session_id, step, event, payload}` per line, secrets
 //! redacted, never inside the explored root. Events are also kept in memory for metrics.
 //!
-//! The parts: [`event`] (event names and typed payloads), `redact` (secret removal).
+//! The parts: [`event`] (event names and typed payloads); secret removal is [`crate::redact`].
 
 pub mod event;
-mod redact;
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
@@ -15,8 +14,8 @@ use std::time::SystemTime;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+pub use crate::redact::{redact, redact_in_place, redact_str, SECRET_KEYS};
 pub use event::{EventKind, EventPayload, SessionSummary, UnknownEvent};
-pub use redact::{redact, redact_in_place, redact_str, SECRET_KEYS};
 
 /// A UTC timestamp in ISO 8601 with milliseconds and a `Z`.
 pub fn utc_now_iso() -> String {
