@@ -21,7 +21,7 @@ use crate::tools::permissions::PermissionContext;
 use crate::tools::registry::ToolRegistry;
 use crate::tools::workspace::Workspace;
 use crate::trace::{
-    default_trace_dir, new_child_id, prepare_trace_dir, EventKind, Trace, TraceDirError,
+    default_trace_dir, new_child_id, prepare_trace_dir, EventKind, Trace, TraceDir, TraceDirError,
 };
 
 /// Children running at once through one launcher, unless configured otherwise.
@@ -37,16 +37,19 @@ pub enum TraceDirSetting {
     Off,
     /// This directory (created; refused when inside the explored root).
     Dir(PathBuf),
+    /// A directory already prepared and held open (a main agent passes its own to its launcher).
+    Held(TraceDir),
 }
 
 impl TraceDirSetting {
     /// The checked, created directory for a launcher exploring `root`; None keeps traces in
     /// memory.
-    pub fn prepare(&self, root: &Path) -> Result<Option<PathBuf>, TraceDirError> {
+    pub fn prepare(&self, root: &Path) -> Result<Option<TraceDir>, TraceDirError> {
         let dir = match self {
             TraceDirSetting::Off => return Ok(None),
             TraceDirSetting::Default => default_trace_dir(),
             TraceDirSetting::Dir(d) => d.clone(),
+            TraceDirSetting::Held(held) => return Ok(Some(held.clone())),
         };
         prepare_trace_dir(&dir, root).map(Some)
     }
@@ -99,7 +102,7 @@ pub struct SubagentLauncher {
     profiles: BTreeMap<String, RuntimeProfile>,
     /// Per profile: the filtered registry and its schemas, built once.
     tools: BTreeMap<String, (Arc<ToolRegistry>, Arc<Vec<Value>>)>,
-    trace_dir: Option<PathBuf>,
+    trace_dir: Option<TraceDir>,
     max_concurrency: usize,
     semaphore: Arc<Semaphore>,
 }
@@ -208,7 +211,7 @@ impl SubagentLauncher {
 
     /// The directory child traces go to, when they are written.
     pub fn trace_dir(&self) -> Option<&Path> {
-        self.trace_dir.as_deref()
+        self.trace_dir.as_ref().map(TraceDir::path)
     }
 
     /// The profile a request names and the model route it asks for (its own, else the
@@ -271,12 +274,20 @@ impl SubagentLauncher {
             elapsed_ms = tracing::field::Empty,
         );
         let run = async {
-            let trace = Arc::new(
-                self.trace_dir
-                    .as_ref()
-                    .and_then(|dir| Trace::to_file(child_session_id.clone(), dir).ok())
-                    .unwrap_or_else(|| Trace::in_memory(child_session_id.clone())),
-            );
+            // A trace file that cannot be created does not stop the child: it runs with an
+            // in-memory trace and the result says why nothing was written.
+            let trace = Arc::new(match &self.trace_dir {
+                Some(dir) => Trace::to_file(child_session_id.clone(), dir).unwrap_or_else(|e| {
+                    Trace::unwritten(
+                        child_session_id.clone(),
+                        format!(
+                            "the trace file in '{}' cannot be created: {e}",
+                            dir.path().display()
+                        ),
+                    )
+                }),
+                None => Trace::in_memory(child_session_id.clone()),
+            });
             let parent_session = request
                 .parent_session_id
                 .clone()
@@ -331,6 +342,8 @@ impl SubagentLauncher {
             };
             self.parent_event(event, common);
             trace.finalize();
+            let mut result = result;
+            result.trace_error = trace.write_error();
             let span = tracing::Span::current();
             span.record("status", result.status.as_str());
             span.record("terminal_reason", reason.as_str());
@@ -406,10 +419,17 @@ impl std::fmt::Debug for SubagentLauncher {
     }
 }
 
-/// Open (append) the parent trace file, refusing one inside the explored root.
+/// Open (append) the parent trace file, refusing one inside the explored root, however spelled.
 fn open_parent_trace(path: &Path, root: &Path) -> Result<Trace, Error> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    prepare_trace_dir(dir, root).map_err(|e| match e {
+    let resolved = crate::trace::resolve(path);
+    let (Some(dir), Some(name)) = (resolved.parent(), resolved.file_name()) else {
+        return Err(Error::config(
+            "parent_trace",
+            format!("'{}' does not name a file", path.display()),
+        ));
+    };
+    let name = name.to_string_lossy().into_owned();
+    let held = prepare_trace_dir(dir, root).map_err(|e| match e {
         TraceDirError::InsideRoot { .. } => Error::config(
             "parent_trace",
             format!(
@@ -421,7 +441,7 @@ fn open_parent_trace(path: &Path, root: &Path) -> Result<Trace, Error> {
         other => Error::TraceDir(other),
     })?;
     let session = format!("parent-{}", uuid::Uuid::new_v4().simple());
-    Trace::at_path(session, path).map_err(|e| {
+    Trace::appending(session, &held, &name).map_err(|e| {
         Error::config(
             "parent_trace",
             format!("'{}' cannot be opened: {e}", path.display()),
@@ -508,6 +528,7 @@ fn assemble(
         repair: outcome.repair,
         model_calls: outcome.model_calls,
         trace_path: trace.path().map(PathBuf::from),
+        trace_error: None,
         failure_reason: failed.then_some(reason),
         ungrounded_evidence: outcome.ungrounded_evidence,
     }
