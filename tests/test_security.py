@@ -344,7 +344,12 @@ def test_file_contents_with_credentials_are_redacted_in_traces(tmp_path: pathlib
     llm = ScriptedLLM(
         [
             [call("Read", path="deploy.env")],
-            final(status="completed", summary="read it", findings=["x"], evidence=["deploy.env:1"]),
+            final(
+                status="completed",
+                summary=f"deploy.env holds the key {AWS}",
+                findings=[f"password=hunter2hunter2 on line 2; key {AWS}"],
+                evidence=["deploy.env:1"],
+            ),
         ]
     )
     result = outrider.SubagentLauncher(root, llm, trace_dir=traces).launch(
@@ -355,6 +360,14 @@ def test_file_contents_with_credentials_are_redacted_in_traces(tmp_path: pathlib
     assert "deploy.env" in trace and "AKIA***" in trace
     for secret in (AWS, "hunter2hunter2", "MIIEowIBAAKCAQEA7secret"):
         assert secret not in trace
+    # The answer names where the credential is, never its value.
+    answer = result.result
+    assert result.status == "completed" and isinstance(answer, outrider.ExploreResult)
+    assert (answer.summary, answer.findings, answer.evidence) == (
+        "deploy.env holds the key AKIA***",
+        ("password=*** on line 2; key AKIA***",),
+        ("deploy.env:1",),
+    )
 
 
 def test_the_configured_openai_key_never_appears(tmp_path: pathlib.Path) -> None:

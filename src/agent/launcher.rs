@@ -16,6 +16,7 @@ use crate::contract::{SubagentStatus, VerificationVerdict};
 use crate::error::{Error, LaunchError};
 use crate::llm::ChatModel;
 use crate::profile::{explore_profile, verification_profile, ModelChoice, RuntimeProfile};
+use crate::redact::redact_str;
 use crate::runner::{CancelToken, ParsedResult, RunOutcome, RuntimeRunner, TerminalReason};
 use crate::tools::permissions::PermissionContext;
 use crate::tools::registry::ToolRegistry;
@@ -461,19 +462,34 @@ fn assemble(
 ) -> SubagentLaunchResult {
     let reason = outcome.terminal_reason;
     let mut result = outcome.result;
+    // The child's answer goes to the parent (and its model): a credential the child read is
+    // reported by where it is, never by its value.
+    let scrub = |items: &mut Vec<String>| {
+        for s in items.iter_mut() {
+            *s = redact_str(s);
+        }
+    };
     match &mut result {
         Some(ParsedResult::Explore(r)) => {
+            r.summary = redact_str(&r.summary);
+            scrub(&mut r.findings);
+            scrub(&mut r.evidence);
+            scrub(&mut r.unresolved_questions);
             r.tool_usage = outcome.tool_usage.clone();
             r.terminal_reason = reason.as_str().into();
         }
         Some(ParsedResult::Verification(r)) => {
+            scrub(&mut r.reasons);
+            scrub(&mut r.findings);
+            scrub(&mut r.evidence);
             r.tool_usage = outcome.tool_usage.clone();
             r.terminal_reason = reason.as_str().into();
             r.child_session_id = Some(child_session_id.into());
             r.child_run_id = Some(CHILD_RUN_ID.into());
             r.token_usage = outcome.token_usage;
         }
-        Some(ParsedResult::Text(_)) | None => {}
+        Some(ParsedResult::Text(t)) => *t = redact_str(t),
+        None => {}
     }
     let budget_ran_out = matches!(
         reason,

@@ -257,7 +257,8 @@ impl MainAgent {
         let final_text = match &out.result {
             Some(ParsedResult::Text(t)) => Some(t.clone()),
             _ => out.final_text.clone(),
-        };
+        }
+        .map(|t| crate::redact::redact_str(&t));
         Ok(MainRun {
             session_id: session,
             final_text,

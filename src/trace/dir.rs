@@ -198,20 +198,7 @@ impl TraceDir {
                 format!("'{name}' is not a plain file name"),
             ));
         }
-        match self.check() {
-            Ok(()) => {}
-            Err(CheckError::Inside) => {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::PermissionDenied,
-                    format!(
-                        "the trace directory '{}' is now inside the explored root '{}'; nothing is written there",
-                        self.path.display(),
-                        self.root_path.display()
-                    ),
-                ))
-            }
-            Err(CheckError::Io(e)) => return Err(e),
-        }
+        self.ensure_outside()?;
         let c_name = CString::new(name).map_err(|_| {
             std::io::Error::new(std::io::ErrorKind::InvalidInput, "a NUL byte in the name")
         })?;
@@ -222,6 +209,23 @@ impl TraceDir {
             0o600,
         )
         .map(File::from)
+    }
+
+    /// Check, through the handle, that the directory is still outside the root (wherever it has
+    /// been moved since); an error says where it is not.
+    pub fn ensure_outside(&self) -> std::io::Result<()> {
+        match self.check() {
+            Ok(()) => Ok(()),
+            Err(CheckError::Inside) => Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "the trace directory '{}' is now inside the explored root '{}'; nothing is written there",
+                    self.path.display(),
+                    self.root_path.display()
+                ),
+            )),
+            Err(CheckError::Io(e)) => Err(e),
+        }
     }
 
     /// Create the new file `name` (`0600`, never an existing file or a symlink) in the held

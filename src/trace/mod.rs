@@ -76,9 +76,28 @@ pub fn prepare_trace_dir(dir: &Path, root: &Path) -> Result<TraceDir, TraceDirEr
 pub struct Trace {
     session_id: String,
     path: Option<PathBuf>,
-    file: Mutex<Option<BufWriter<File>>>,
+    file: Mutex<Option<BufWriter<Confined>>>,
     events: Mutex<Vec<TraceEvent>>,
     write_error: OnceLock<String>,
+}
+
+/// A trace file whose directory is checked to be outside the explored root before every write
+/// that reaches the file (the buffer in front makes that a few checks per step, not per line).
+#[derive(Debug)]
+struct Confined {
+    file: File,
+    dir: TraceDir,
+}
+
+impl Write for Confined {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.dir.ensure_outside()?;
+        self.file.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
 }
 
 impl Trace {
@@ -101,11 +120,15 @@ impl Trace {
         t
     }
 
-    fn with_file(session_id: String, path: PathBuf, file: File) -> Self {
+    fn with_file(session_id: String, dir: &TraceDir, name: &str, file: File) -> Self {
+        let confined = Confined {
+            file,
+            dir: dir.clone(),
+        };
         Trace {
             session_id,
-            path: Some(path),
-            file: Mutex::new(Some(BufWriter::new(file))),
+            path: Some(dir.path().join(name)),
+            file: Mutex::new(Some(BufWriter::with_capacity(64 << 10, confined))),
             events: Mutex::new(Vec::new()),
             write_error: OnceLock::new(),
         }
@@ -117,7 +140,7 @@ impl Trace {
         let session_id = session_id.into();
         let name = format!("trace-{session_id}.jsonl");
         let file = dir.create_new(&name)?;
-        Ok(Trace::with_file(session_id, dir.path().join(name), file))
+        Ok(Trace::with_file(session_id, dir, &name, file))
     }
 
     /// A trace that appends to the file `name` in `dir` (created `0600` when missing).
@@ -127,11 +150,7 @@ impl Trace {
         name: &str,
     ) -> std::io::Result<Self> {
         let file = dir.open_append(name)?;
-        Ok(Trace::with_file(
-            session_id.into(),
-            dir.path().join(name),
-            file,
-        ))
+        Ok(Trace::with_file(session_id.into(), dir, name, file))
     }
 
     /// The first write to the file that failed (or why the file could not be created): the file
@@ -423,6 +442,26 @@ mod tests {
         let err = Trace::appending("parent-1", &dir, "parent.jsonl").unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::PermissionDenied);
         assert_eq!(entries(&root.join("traces")), Vec::<String>::new());
+    }
+
+    #[test]
+    fn an_open_trace_stops_writing_once_its_directory_is_moved_into_the_root() {
+        let (_tmp, root, out) = root_and_out();
+        let dir = prepare_trace_dir(&out.join("traces"), &root).unwrap();
+        let t = Trace::appending("parent-1", &dir, "parent.jsonl").unwrap();
+        t.log(EventKind::ToolCall, 1, json!({"tool": "Read"}));
+        t.flush();
+        let written = std::fs::read_to_string(out.join("traces/parent.jsonl")).unwrap();
+        assert_eq!(written.lines().count(), 1);
+        std::fs::rename(out.join("traces"), root.join("traces")).unwrap();
+        t.log(EventKind::ToolCall, 2, json!({"tool": "Grep"}));
+        t.finalize();
+        assert_eq!(
+            std::fs::read_to_string(root.join("traces/parent.jsonl")).unwrap(),
+            written
+        );
+        let err = t.write_error().unwrap();
+        assert!(err.contains("is now inside the explored root"), "{err}");
     }
 
     #[test]
