@@ -1,7 +1,8 @@
 //! JSONL traces: one file per session, `{ts, session_id, step, event, payload}` per line, secrets
 //! redacted, never inside the explored root. Events are also kept in memory for metrics.
 //!
-//! The parts: [`event`] (event names and typed payloads); secret removal is [`crate::redact`].
+//! The parts: [`event`] (event names and typed payloads), `dir` (the held, confined trace
+//! directory, [`TraceDir`]); secret removal is [`crate::redact`].
 
 mod dir;
 pub mod event;
