@@ -19,6 +19,7 @@ pub mod exec;
 pub mod llm;
 pub mod profile;
 pub mod pyjson;
+pub mod redact;
 pub mod runner;
 pub mod tools;
 pub mod trace;

@@ -301,3 +301,134 @@ def test_tool_schemas_are_complete_in_both_formats() -> None:
         outrider.tool_schemas(names=["Bash"])
     with pytest.raises(ValueError, match="format: must be 'openai' or 'anthropic', got 'xml'"):
         outrider.tool_schemas("xml")  # type: ignore[arg-type]
+
+
+# --- Secrets never leave; traces never land in the root ----------------------------------------
+
+KEY = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+AWS = "AKIAIOSFODNN7EXAMPLE"
+PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7secret\n-----END RSA PRIVATE KEY-----\n"
+
+
+def all_text(result: Any, traces: pathlib.Path) -> str:
+    files = "".join(p.read_text() for p in sorted(traces.rglob("*.jsonl")))
+    return f"{result!r} {json.dumps(result.to_dict())} {result.error} {files}"
+
+
+def test_a_model_callable_raising_with_a_key_is_redacted_everywhere(tmp_path: pathlib.Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    traces = tmp_path / "traces"
+
+    def model(request: dict[str, Any]) -> dict[str, Any]:
+        raise RuntimeError(f"upstream refused key {KEY} (aws {AWS})")
+
+    launcher = outrider.SubagentLauncher(
+        root, model, trace_dir=traces, parent_trace=tmp_path / "parent.jsonl"
+    )
+    result = launcher.launch(outrider.SubagentRequest(task="find main"))
+    assert result.status == "failed"
+    assert "upstream refused key sk-*** (aws AKIA***)" in (result.error or "")
+    text = all_text(result, tmp_path)
+    assert KEY not in text and AWS not in text
+    assert result.trace_error is None
+
+
+def test_file_contents_with_credentials_are_redacted_in_traces(tmp_path: pathlib.Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "deploy.env").write_text(f"AWS_ACCESS_KEY_ID={AWS}\npassword=hunter2hunter2\n{PEM}")
+    traces = tmp_path / "traces"
+    from outrider.testing import ScriptedLLM, call, final
+
+    llm = ScriptedLLM(
+        [
+            [call("Read", path="deploy.env")],
+            final(
+                status="completed",
+                summary=f"deploy.env holds the key {AWS}",
+                findings=[f"password=hunter2hunter2 on line 2; key {AWS}"],
+                evidence=["deploy.env:1"],
+            ),
+        ]
+    )
+    result = outrider.SubagentLauncher(root, llm, trace_dir=traces).launch(
+        outrider.SubagentRequest(task="read deploy.env")
+    )
+    assert result.trace_path is not None
+    trace = pathlib.Path(result.trace_path).read_text()
+    assert "deploy.env" in trace and "AKIA***" in trace
+    for secret in (AWS, "hunter2hunter2", "MIIEowIBAAKCAQEA7secret"):
+        assert secret not in trace
+    # The answer names where the credential is, never its value.
+    answer = result.result
+    assert result.status == "completed" and isinstance(answer, outrider.ExploreResult)
+    assert (answer.summary, answer.findings, answer.evidence) == (
+        "deploy.env holds the key AKIA***",
+        ("password=*** on line 2; key AKIA***",),
+        ("deploy.env:1",),
+    )
+
+
+def test_the_configured_openai_key_never_appears(tmp_path: pathlib.Path) -> None:
+    import http.server
+    import threading
+
+    key = "plain-configured-key-not-shaped-0001"
+
+    class Echo401(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            body = json.dumps({"error": {"message": f"Incorrect API key provided: {key}"}}).encode()
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Echo401)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        llm = outrider.OpenAICompatible("m", base, key, max_retries=0)
+        with pytest.raises(outrider.ModelError) as info:
+            llm({"messages": [{"role": "user", "content": "hi"}]})
+        assert info.value.kind == "auth" and key not in str(info.value)
+        root = tmp_path / "root"
+        root.mkdir()
+        launcher = outrider.SubagentLauncher(root, llm, trace_dir=tmp_path / "traces")
+        result = launcher.launch(outrider.SubagentRequest(task="find main"))
+        assert result.status == "failed" and "[REDACTED]" in (result.error or "")
+        assert key not in all_text(result, tmp_path) + repr(llm) + repr(launcher)
+    finally:
+        server.shutdown()
+
+
+def test_trace_files_are_private_and_never_inside_the_root(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    llm = outrider.testing.ScriptedLLM([])
+    for spelled in (root / "t", out / "missing" / ".." / ".." / "root" / "t"):
+        with pytest.raises(outrider.TraceDirError, match="inside the explored root"):
+            outrider.SubagentLauncher(root, llm, trace_dir=spelled)
+    with pytest.raises(outrider.ConfigError, match="parent_trace"):
+        outrider.SubagentLauncher(root, llm, trace_dir=False, parent_trace=root / "parent.jsonl")
+    monkeypatch.setenv("OUTRIDER_TRACE_DIR", str(root / "env-traces"))
+    with pytest.raises(outrider.TraceDirError, match="inside the explored root"):
+        outrider.SubagentLauncher(root, llm)
+    assert sorted(os.listdir(root)) == []
+    assert not (out / "missing").exists()
+
+    monkeypatch.setenv("OUTRIDER_TRACE_DIR", str(out / "env-traces"))
+    result = outrider.SubagentLauncher(root, llm).launch(outrider.SubagentRequest(task="t"))
+    assert result.trace_path is not None and result.trace_error is None
+    trace = pathlib.Path(result.trace_path)
+    assert trace.parent == out / "env-traces"
+    assert (trace.stat().st_mode & 0o777, trace.parent.stat().st_mode & 0o777) == (0o600, 0o700)

@@ -371,6 +371,9 @@ class SubagentLaunchResult:
     def model_calls(self) -> int: ...
     @property
     def trace_path(self) -> str | None: ...
+    @property
+    def trace_error(self) -> str | None:
+        """Why the trace file is missing or incomplete (not creatable, or a write failed)."""
     def to_dict(self) -> dict[str, Any]: ...
 
 @final
@@ -499,4 +502,4 @@ class MainAgent:
     ) -> MainAgent: ...
     def run(self, task: str) -> dict[str, Any]:
         """``{session_id, final_text, terminal_reason, error, steps, model_calls, tool_usage,
-        token_usage, trace_path}``."""
+        token_usage, trace_path, trace_error}``."""

@@ -16,12 +16,13 @@ use crate::contract::{SubagentStatus, VerificationVerdict};
 use crate::error::{Error, LaunchError};
 use crate::llm::ChatModel;
 use crate::profile::{explore_profile, verification_profile, ModelChoice, RuntimeProfile};
+use crate::redact::redact_str;
 use crate::runner::{CancelToken, ParsedResult, RunOutcome, RuntimeRunner, TerminalReason};
 use crate::tools::permissions::PermissionContext;
 use crate::tools::registry::ToolRegistry;
 use crate::tools::workspace::Workspace;
 use crate::trace::{
-    default_trace_dir, new_child_id, prepare_trace_dir, EventKind, Trace, TraceDirError,
+    default_trace_dir, new_child_id, prepare_trace_dir, EventKind, Trace, TraceDir, TraceDirError,
 };
 
 /// Children running at once through one launcher, unless configured otherwise.
@@ -37,16 +38,19 @@ pub enum TraceDirSetting {
     Off,
     /// This directory (created; refused when inside the explored root).
     Dir(PathBuf),
+    /// A directory already prepared and held open (a main agent passes its own to its launcher).
+    Held(TraceDir),
 }
 
 impl TraceDirSetting {
     /// The checked, created directory for a launcher exploring `root`; None keeps traces in
     /// memory.
-    pub fn prepare(&self, root: &Path) -> Result<Option<PathBuf>, TraceDirError> {
+    pub fn prepare(&self, root: &Path) -> Result<Option<TraceDir>, TraceDirError> {
         let dir = match self {
             TraceDirSetting::Off => return Ok(None),
             TraceDirSetting::Default => default_trace_dir(),
             TraceDirSetting::Dir(d) => d.clone(),
+            TraceDirSetting::Held(held) => return Ok(Some(held.clone())),
         };
         prepare_trace_dir(&dir, root).map(Some)
     }
@@ -101,7 +105,7 @@ pub struct SubagentLauncher {
     profiles: BTreeMap<String, RuntimeProfile>,
     /// Per profile: the filtered registry and its schemas, built once.
     tools: BTreeMap<String, (Arc<ToolRegistry>, Arc<Vec<Value>>)>,
-    trace_dir: Option<PathBuf>,
+    trace_dir: Option<TraceDir>,
     max_concurrency: usize,
     semaphore: Arc<Semaphore>,
 }
@@ -210,7 +214,7 @@ impl SubagentLauncher {
 
     /// The directory child traces go to, when they are written.
     pub fn trace_dir(&self) -> Option<&Path> {
-        self.trace_dir.as_deref()
+        self.trace_dir.as_ref().map(TraceDir::path)
     }
 
     /// The profile a request names and the model route it asks for (its own, else the
@@ -273,12 +277,20 @@ impl SubagentLauncher {
             elapsed_ms = tracing::field::Empty,
         );
         let run = async {
-            let trace = Arc::new(
-                self.trace_dir
-                    .as_ref()
-                    .and_then(|dir| Trace::to_file(child_session_id.clone(), dir).ok())
-                    .unwrap_or_else(|| Trace::in_memory(child_session_id.clone())),
-            );
+            // A trace file that cannot be created does not stop the child: it runs with an
+            // in-memory trace and the result says why nothing was written.
+            let trace = Arc::new(match &self.trace_dir {
+                Some(dir) => Trace::to_file(child_session_id.clone(), dir).unwrap_or_else(|e| {
+                    Trace::unwritten(
+                        child_session_id.clone(),
+                        format!(
+                            "the trace file in '{}' cannot be created: {e}",
+                            dir.path().display()
+                        ),
+                    )
+                }),
+                None => Trace::in_memory(child_session_id.clone()),
+            });
             let parent_session = request
                 .parent_session_id
                 .clone()
@@ -333,6 +345,8 @@ impl SubagentLauncher {
             };
             self.parent_event(event, common);
             trace.finalize();
+            let mut result = result;
+            result.trace_error = trace.write_error();
             let span = tracing::Span::current();
             span.record("status", result.status.as_str());
             span.record("terminal_reason", reason.as_str());
@@ -398,20 +412,27 @@ impl std::fmt::Debug for SubagentLauncher {
             f,
             "SubagentLauncher(project_root={}, main_llm={}, light_llm={}, profiles={}, max_concurrency={})",
             q(&self.workspace.root().display().to_string()),
-            q(&self.main_model.describe()),
+            q(&crate::redact::redact_str(&self.main_model.describe())),
             self.light_model
                 .as_ref()
-                .map_or("None".into(), |m| q(&m.describe())),
+                .map_or("None".into(), |m| q(&crate::redact::redact_str(&m.describe()))),
             crate::agent::task_tool::py_list(&self.profile_names()),
             self.max_concurrency
         )
     }
 }
 
-/// Open (append) the parent trace file, refusing one inside the explored root.
+/// Open (append) the parent trace file, refusing one inside the explored root, however spelled.
 fn open_parent_trace(path: &Path, root: &Path) -> Result<Trace, Error> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    prepare_trace_dir(dir, root).map_err(|e| match e {
+    let resolved = crate::trace::resolve(path);
+    let (Some(dir), Some(name)) = (resolved.parent(), resolved.file_name()) else {
+        return Err(Error::config(
+            "parent_trace",
+            format!("'{}' does not name a file", path.display()),
+        ));
+    };
+    let name = name.to_string_lossy().into_owned();
+    let held = prepare_trace_dir(dir, root).map_err(|e| match e {
         TraceDirError::InsideRoot { .. } => Error::config(
             "parent_trace",
             format!(
@@ -423,7 +444,7 @@ fn open_parent_trace(path: &Path, root: &Path) -> Result<Trace, Error> {
         other => Error::TraceDir(other),
     })?;
     let session = format!("parent-{}", uuid::Uuid::new_v4().simple());
-    Trace::at_path(session, path).map_err(|e| {
+    Trace::appending(session, &held, &name).map_err(|e| {
         Error::config(
             "parent_trace",
             format!("'{}' cannot be opened: {e}", path.display()),
@@ -443,19 +464,34 @@ fn assemble(
 ) -> SubagentLaunchResult {
     let reason = outcome.terminal_reason;
     let mut result = outcome.result;
+    // The child's answer goes to the parent (and its model): a credential the child read is
+    // reported by where it is, never by its value.
+    let scrub = |items: &mut Vec<String>| {
+        for s in items.iter_mut() {
+            *s = redact_str(s);
+        }
+    };
     match &mut result {
         Some(ParsedResult::Explore(r)) => {
+            r.summary = redact_str(&r.summary);
+            scrub(&mut r.findings);
+            scrub(&mut r.evidence);
+            scrub(&mut r.unresolved_questions);
             r.tool_usage = outcome.tool_usage.clone();
             r.terminal_reason = reason.as_str().into();
         }
         Some(ParsedResult::Verification(r)) => {
+            scrub(&mut r.reasons);
+            scrub(&mut r.findings);
+            scrub(&mut r.evidence);
             r.tool_usage = outcome.tool_usage.clone();
             r.terminal_reason = reason.as_str().into();
             r.child_session_id = Some(child_session_id.into());
             r.child_run_id = Some(CHILD_RUN_ID.into());
             r.token_usage = outcome.token_usage;
         }
-        Some(ParsedResult::Text(_)) | None => {}
+        Some(ParsedResult::Text(t)) => *t = redact_str(t),
+        None => {}
     }
     let budget_ran_out = matches!(
         reason,
@@ -483,7 +519,11 @@ fn assemble(
     };
     let failed = status == SubagentStatus::Failed;
     let error = failed.then(|| match &outcome.error {
-        Some(detail) => format!("child terminal reason: {}: {detail}", reason.as_str()),
+        Some(detail) => format!(
+            "child terminal reason: {}: {}",
+            reason.as_str(),
+            crate::redact::redact_cow(detail)
+        ),
         None => format!("child terminal reason: {}", reason.as_str()),
     });
     SubagentLaunchResult {
@@ -506,6 +546,7 @@ fn assemble(
         repair: outcome.repair,
         model_calls: outcome.model_calls,
         trace_path: trace.path().map(PathBuf::from),
+        trace_error: None,
         failure_reason: failed.then_some(reason),
         ungrounded_evidence: outcome.ungrounded_evidence,
     }

@@ -103,6 +103,8 @@ pub struct MainRun {
     pub token_usage: u64,
     /// The main agent's trace, when written.
     pub trace_path: Option<PathBuf>,
+    /// Why the main agent's trace file is incomplete (a write failed), when it is.
+    pub trace_error: Option<String>,
 }
 
 /// The Task tool as a registry tool: launches block their runtime thread (tools run on the
@@ -146,7 +148,7 @@ pub struct MainAgent {
     model: Arc<dyn ChatModel>,
     workspace: Workspace,
     options: MainAgentOptions,
-    trace_dir: Option<PathBuf>,
+    trace_dir: Option<crate::trace::TraceDir>,
     reachable: Vec<String>,
     profile: RuntimeProfile,
 }
@@ -222,7 +224,7 @@ impl MainAgent {
                     main_model: Some(self.model.clone()),
                     light_model: self.options.light_model.clone(),
                     trace_dir: match &self.trace_dir {
-                        Some(d) => TraceDirSetting::Dir(d.clone()),
+                        Some(d) => TraceDirSetting::Held(d.clone()),
                         None => TraceDirSetting::Off,
                     },
                     parent_trace_handle: Some(trace.clone()),
@@ -255,17 +257,19 @@ impl MainAgent {
         let final_text = match &out.result {
             Some(ParsedResult::Text(t)) => Some(t.clone()),
             _ => out.final_text.clone(),
-        };
+        }
+        .map(|t| crate::redact::redact_str(&t));
         Ok(MainRun {
             session_id: session,
             final_text,
             terminal_reason: out.terminal_reason,
-            error: out.error,
+            error: out.error.map(|e| crate::redact::redact_str(&e)),
             steps: out.steps,
             model_calls: out.model_calls,
             tool_usage: out.tool_usage,
             token_usage: out.token_usage,
             trace_path: trace.path().map(PathBuf::from),
+            trace_error: trace.write_error(),
         })
     }
 }

@@ -60,6 +60,9 @@ pub struct SubagentLaunchResult {
     pub model_calls: u64,
     /// The child's JSONL trace, when written.
     pub trace_path: Option<PathBuf>,
+    /// Why the child's trace file is missing or incomplete (it could not be created, or a write
+    /// failed), when it is.
+    pub trace_error: Option<String>,
     /// The precise terminal reason of a failed child (`timeout`, `model_error`, ...).
     pub failure_reason: Option<TerminalReason>,
     /// Evidence items that could not be grounded in the files (status `unverified`).

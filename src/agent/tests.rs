@@ -739,3 +739,72 @@ fn launch_is_traced_with_the_fields_a_person_debugging_needs() {
     );
     assert!(recorded.iter().any(|(k, _)| k == "tokens"), "{recorded:?}");
 }
+
+#[test]
+fn parent_trace_spelled_into_the_root_is_refused_and_a_lost_trace_is_reported() {
+    let dir = tree();
+    let out = tempfile::tempdir().unwrap();
+    let root_name = dir.path().file_name().unwrap().to_owned();
+    let spelled = out
+        .path()
+        .join("missing/../..")
+        .join(&root_name)
+        .join("parent.jsonl");
+    let err = SubagentLauncher::new(
+        dir.path(),
+        LauncherOptions {
+            main_model: Some(explorer(Duration::ZERO)),
+            parent_trace: Some(spelled),
+            trace_dir: TraceDirSetting::Off,
+            ..LauncherOptions::default()
+        },
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(
+        err.starts_with("parent_trace: ") && err.contains("is inside the explored root"),
+        "{err}"
+    );
+    assert!(!dir.path().join("parent.jsonl").exists());
+    assert!(!out.path().join("missing").exists());
+
+    // The trace directory vanishes after the launcher was built: the child still runs, and the
+    // result says why there is no trace file.
+    let traces = out.path().join("traces");
+    let l = SubagentLauncher::new(
+        dir.path(),
+        LauncherOptions {
+            main_model: Some(explorer(Duration::ZERO)),
+            trace_dir: TraceDirSetting::Dir(traces.clone()),
+            ..LauncherOptions::default()
+        },
+    )
+    .unwrap();
+    let ok = rt()
+        .block_on(l.launch(SubagentRequest::explore("main?"), CancelToken::new()))
+        .unwrap();
+    assert_eq!(
+        (ok.status, ok.trace_error.clone()),
+        (SubagentStatus::Completed, None)
+    );
+    assert!(ok
+        .trace_path
+        .as_ref()
+        .unwrap()
+        .starts_with(crate::trace::resolve(&traces)));
+    std::fs::remove_dir_all(&traces).unwrap();
+    let lost = rt()
+        .block_on(l.launch(SubagentRequest::explore("main?"), CancelToken::new()))
+        .unwrap();
+    assert_eq!(
+        (lost.status, lost.trace_path.clone()),
+        (SubagentStatus::Completed, None)
+    );
+    let why = lost.trace_error.clone().unwrap();
+    assert!(
+        why.contains("cannot be created") && why.contains("No such file or directory"),
+        "{why}"
+    );
+    assert_eq!(lost.to_value()["trace_error"], json!(why));
+}

@@ -51,9 +51,10 @@ impl ModelErrorKind {
     }
 }
 
-/// A failed model call.
+/// A failed model call. Its message is redacted when built with [`ModelError::new`] and again
+/// when displayed, so a key echoed by a server or a callable never reaches a result or a trace.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{kind_name} error: {message}", kind_name = .kind.as_str())]
+#[error("{kind_name} error: {shown}", kind_name = .kind.as_str(), shown = crate::redact::redact_cow(.message))]
 pub struct ModelError {
     /// The classification.
     pub kind: ModelErrorKind,
@@ -88,11 +89,11 @@ impl ModelError {
         )
     }
 
-    /// A new error.
+    /// A new error, its message redacted.
     pub fn new(kind: ModelErrorKind, message: impl Into<String>) -> Self {
         ModelError {
             kind,
-            message: message.into(),
+            message: crate::redact::redact_str(&message.into()),
             status: None,
         }
     }

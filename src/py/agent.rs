@@ -65,7 +65,7 @@ impl PyMainAgent {
 
     /// Run the main agent on `task` (GIL released; Ctrl-C cancels it and its children) and return
     /// `{session_id, final_text, terminal_reason, error, steps, model_calls, tool_usage,
-    /// token_usage, trace_path}`.
+    /// token_usage, trace_path, trace_error}`.
     fn run<'py>(&self, py: Python<'py>, task: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let task = req_str(task, "task")?;
         let agent = self.inner.clone();

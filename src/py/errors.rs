@@ -55,7 +55,7 @@ fn contract_error(py: Python<'_>, err: &ContractError) -> PyResult<PyErr> {
 impl From<Error> for PyErr {
     fn from(err: Error) -> PyErr {
         Python::attach(|py| {
-            let msg = err.to_string();
+            let msg = crate::redact::redact_str(&err.to_string());
             match &err {
                 Error::Profile(_) => raise(py, "ProfileError", (msg,)),
                 Error::Contract(c) => contract_error(py, c).unwrap_or_else(|e| e),

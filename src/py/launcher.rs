@@ -80,6 +80,7 @@ frozen_class! {
         repair: Option<&'static str> = |r| r.repair.map(|x| x.as_str()),
         model_calls: u64 = |r| r.model_calls,
         trace_path: Option<String> = |r| r.trace_path.as_ref().map(|p| p.display().to_string()),
+        trace_error: Option<String> = |r| r.trace_error.clone(),
     }
     #[getter]
     fn result(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {

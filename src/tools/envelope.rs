@@ -201,7 +201,7 @@ impl ToolResult {
         message: impl Into<String>,
         time_ms: u64,
     ) -> Self {
-        let message = message.into();
+        let message = crate::redact::redact_str(&message.into());
         ToolResult {
             status: ToolStatus::Error,
             data: Map::new(),

@@ -21,6 +21,7 @@
 //! ```
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -177,6 +178,7 @@ fn glob(ctx: &ToolContext, params: &Value) -> ToolResult {
 
     let found: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let interrupted: Mutex<Option<Interrupt>> = Mutex::new(None);
+    let unreadable = AtomicU64::new(0);
     let mut builder = walk::walker(ws, &search_dir, &req.rules);
     if req.pattern.is_none() {
         builder.max_depth(Some(1));
@@ -184,6 +186,7 @@ fn glob(ctx: &ToolContext, params: &Value) -> ToolResult {
     let mut collectors = CollectorBuilder {
         found: &found,
         interrupted: &interrupted,
+        unreadable: &unreadable,
         req: &req,
         ws_root: &ws_root,
         search_dir: &search_dir,
@@ -220,6 +223,14 @@ fn glob(ctx: &ToolContext, params: &Value) -> ToolResult {
     data.insert("paths".into(), json!(paths));
     data.insert("truncated".into(), Value::from(truncated));
     let mut text = format!("Found {n} path(s) in '{rel_root}'.");
+    let unreadable = unreadable.into_inner();
+    // Only when non-zero, so ordinary results stay as they were.
+    if unreadable > 0 {
+        data.insert("unreadable".into(), Value::from(unreadable));
+        text.push_str(&format!(
+            " {unreadable} director(ies) could not be read and were skipped."
+        ));
+    }
     if truncated {
         text.push_str(" Results were truncated; narrow the path or pattern.");
     }
@@ -239,6 +250,7 @@ fn glob(ctx: &ToolContext, params: &Value) -> ToolResult {
 struct CollectorBuilder<'s> {
     found: &'s Mutex<Vec<String>>,
     interrupted: &'s Mutex<Option<Interrupt>>,
+    unreadable: &'s AtomicU64,
     req: &'s Request,
     ws_root: &'s Path,
     search_dir: &'s Path,
@@ -250,6 +262,7 @@ impl<'s> ParallelVisitorBuilder<'s> for CollectorBuilder<'s> {
         Box::new(Collector {
             found: self.found,
             interrupted: self.interrupted,
+            unreadable: self.unreadable,
             req: self.req,
             ws_root: self.ws_root,
             search_dir: self.search_dir,
@@ -263,6 +276,7 @@ impl<'s> ParallelVisitorBuilder<'s> for CollectorBuilder<'s> {
 struct Collector<'s> {
     found: &'s Mutex<Vec<String>>,
     interrupted: &'s Mutex<Option<Interrupt>>,
+    unreadable: &'s AtomicU64,
     req: &'s Request,
     ws_root: &'s Path,
     search_dir: &'s Path,
@@ -301,10 +315,17 @@ impl ParallelVisitor for Collector<'_> {
             *self.interrupted.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
             return WalkState::Quit;
         }
-        if let Ok(entry) = entry {
-            if let Some(hit) = self.hit(&entry) {
-                self.local.push(hit);
+        match entry {
+            Ok(entry) => {
+                if let Some(hit) = self.hit(&entry) {
+                    self.local.push(hit);
+                }
             }
+            // A directory that cannot be listed (ignore-file syntax errors are not counted).
+            Err(e) if e.io_error().is_some() => {
+                self.unreadable.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(_) => {}
         }
         WalkState::Continue
     }

@@ -3,16 +3,26 @@
 
 use globset::{GlobBuilder, GlobMatcher};
 
+/// Glob length accepted, in bytes.
+pub const MAX_GLOB_BYTES: usize = 1024;
+
 /// Build a `*`-does-not-cross-`/` glob; leading `./` and `/` are dropped.
 pub(crate) fn build_glob(pattern: &str) -> Result<GlobMatcher, String> {
     static GLOBS: crate::tools::memo::Memo<GlobMatcher> = crate::tools::memo::Memo::new();
-    GLOBS.get_or_try(pattern, || {
+    if pattern.len() > MAX_GLOB_BYTES {
+        return Err(format!(
+            "Glob pattern is {} bytes long; globs may be at most {MAX_GLOB_BYTES} bytes.",
+            pattern.len()
+        ));
+    }
+    GLOBS.get_or_try_sized(pattern, || {
         let normalized = normalize_glob(pattern);
         GlobBuilder::new(&normalized)
             .literal_separator(true)
             .backslash_escape(true)
             .build()
-            .map(|g| g.compile_matcher())
+            // An estimate: a glob compiles to a regex a small multiple of its length.
+            .map(|g| (g.compile_matcher(), (64 << 10) + 512 * pattern.len()))
             .map_err(|e| format!("Invalid glob pattern '{pattern}': {}", e.kind()))
     })
 }
@@ -45,5 +55,10 @@ mod tests {
             build_glob("[z-a]").unwrap_err(),
             "Invalid glob pattern '[z-a]': invalid range; 'z' > 'a'"
         );
+        assert_eq!(
+            build_glob(&"*".repeat(MAX_GLOB_BYTES + 1)).unwrap_err(),
+            "Glob pattern is 1025 bytes long; globs may be at most 1024 bytes."
+        );
+        assert!(build_glob(&format!("{}.rs", "a".repeat(MAX_GLOB_BYTES - 3))).is_ok());
     }
 }

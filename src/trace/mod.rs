@@ -1,22 +1,25 @@
 //! JSONL traces: one file per session, `{ts, session_id, step, event, payload}` per line, secrets
 //! redacted, never inside the explored root. Events are also kept in memory for metrics.
 //!
-//! The parts: [`event`] (event names and typed payloads), `redact` (secret removal).
+//! The parts: [`event`] (event names and typed payloads), `dir` (the held, confined trace
+//! directory, [`TraceDir`]); secret removal is [`crate::redact`].
 
+mod dir;
 pub mod event;
-mod redact;
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::OnceLock;
 use std::time::SystemTime;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+pub use crate::redact::{redact, redact_in_place, redact_str, SECRET_KEYS};
+pub use dir::{resolve, TraceDir};
 pub use event::{EventKind, EventPayload, SessionSummary, UnknownEvent};
-pub use redact::{redact, redact_in_place, redact_str, SECRET_KEYS};
 
 /// A UTC timestamp in ISO 8601 with milliseconds and a `Z`.
 pub fn utc_now_iso() -> String {
@@ -60,59 +63,42 @@ pub fn default_trace_dir() -> PathBuf {
     std::env::temp_dir().join("outrider-traces")
 }
 
-/// Canonical form of `path`, resolving the longest existing ancestor (the rest may not exist yet).
-fn canonical_prefix(path: &Path) -> PathBuf {
-    let absolute = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        std::env::current_dir().unwrap_or_default().join(path)
-    };
-    let mut existing = absolute.clone();
-    let mut rest = Vec::new();
-    while !existing.exists() {
-        match (
-            existing.file_name().map(|n| n.to_os_string()),
-            existing.parent(),
-        ) {
-            (Some(name), Some(parent)) => {
-                rest.push(name);
-                existing = parent.to_path_buf();
-            }
-            _ => break,
-        }
-    }
-    let mut out = std::fs::canonicalize(&existing).unwrap_or(existing);
-    for name in rest.into_iter().rev() {
-        out.push(name);
-    }
-    out
-}
-
-/// Check that `dir` is outside `root` and create it.
-pub fn prepare_trace_dir(dir: &Path, root: &Path) -> Result<PathBuf, TraceDirError> {
-    let dir_c = canonical_prefix(dir);
-    let root_c = canonical_prefix(root);
-    if dir_c.starts_with(&root_c) {
-        return Err(TraceDirError::InsideRoot {
-            dir: dir.display().to_string(),
-            root: root.display().to_string(),
-        });
-    }
-    std::fs::create_dir_all(&dir_c).map_err(|e| TraceDirError::Create {
-        dir: dir.display().to_string(),
-        reason: e.to_string(),
-    })?;
-    Ok(dir_c)
+/// Resolve `dir`, refuse it when inside `root`, create it (`0700`) and hold it open (see
+/// [`TraceDir`]).
+pub fn prepare_trace_dir(dir: &Path, root: &Path) -> Result<TraceDir, TraceDirError> {
+    TraceDir::prepare(dir, root)
 }
 
 /// A session's trace: events in memory, and (when a directory is given) a JSONL file
 /// `trace-<session_id>.jsonl`. Writes are buffered and flushed at step boundaries and at the end.
+/// The first write that fails (a full disk, a vanished directory) is kept ([`Trace::write_error`])
+/// and stops further writes, so a short file is never mistaken for a complete one.
 #[derive(Debug)]
 pub struct Trace {
     session_id: String,
     path: Option<PathBuf>,
-    file: Mutex<Option<BufWriter<File>>>,
+    file: Mutex<Option<BufWriter<Confined>>>,
     events: Mutex<Vec<TraceEvent>>,
+    write_error: OnceLock<String>,
+}
+
+/// A trace file whose directory is checked to be outside the explored root before every write
+/// that reaches the file (the buffer in front makes that a few checks per step, not per line).
+#[derive(Debug)]
+struct Confined {
+    file: File,
+    dir: TraceDir,
+}
+
+impl Write for Confined {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.dir.ensure_outside()?;
+        self.file.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
 }
 
 impl Trace {
@@ -123,31 +109,65 @@ impl Trace {
             path: None,
             file: Mutex::new(None),
             events: Mutex::new(Vec::new()),
+            write_error: OnceLock::new(),
         }
     }
 
-    /// A trace that also writes `<dir>/trace-<session_id>.jsonl` (dir must already be prepared).
-    pub fn to_file(session_id: impl Into<String>, dir: &Path) -> std::io::Result<Self> {
-        let session_id = session_id.into();
-        let path = dir.join(format!("trace-{session_id}.jsonl"));
-        let file = OpenOptions::new().create(true).append(true).open(&path)?;
-        Ok(Trace {
-            session_id,
-            path: Some(path),
-            file: Mutex::new(Some(BufWriter::new(file))),
-            events: Mutex::new(Vec::new()),
-        })
+    /// A trace kept in memory because its file could not be created: `why` is reported as its
+    /// [`Trace::write_error`].
+    pub fn unwritten(session_id: impl Into<String>, why: impl Into<String>) -> Self {
+        let t = Trace::in_memory(session_id);
+        let _ = t.write_error.set(why.into());
+        t
     }
 
-    /// A trace that appends to the JSONL file `path` (its directory must exist).
-    pub fn at_path(session_id: impl Into<String>, path: &Path) -> std::io::Result<Self> {
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(Trace {
-            session_id: session_id.into(),
-            path: Some(path.to_path_buf()),
-            file: Mutex::new(Some(BufWriter::new(file))),
+    fn with_file(session_id: String, dir: &TraceDir, name: &str, file: File) -> Self {
+        let confined = Confined {
+            file,
+            dir: dir.clone(),
+        };
+        Trace {
+            session_id,
+            path: Some(dir.path().join(name)),
+            file: Mutex::new(Some(BufWriter::with_capacity(64 << 10, confined))),
             events: Mutex::new(Vec::new()),
-        })
+            write_error: OnceLock::new(),
+        }
+    }
+
+    /// A trace that also writes the new file `<dir>/trace-<session_id>.jsonl` (`0600`, created
+    /// through the held directory, refused if the directory has moved inside the root).
+    pub fn to_file(session_id: impl Into<String>, dir: &TraceDir) -> std::io::Result<Self> {
+        let session_id = session_id.into();
+        let name = format!("trace-{session_id}.jsonl");
+        let file = dir.create_new(&name)?;
+        Ok(Trace::with_file(session_id, dir, &name, file))
+    }
+
+    /// A trace that appends to the file `name` in `dir` (created `0600` when missing).
+    pub fn appending(
+        session_id: impl Into<String>,
+        dir: &TraceDir,
+        name: &str,
+    ) -> std::io::Result<Self> {
+        let file = dir.open_append(name)?;
+        Ok(Trace::with_file(session_id.into(), dir, name, file))
+    }
+
+    /// The first write to the file that failed (or why the file could not be created): the file
+    /// is incomplete from that point on.
+    pub fn write_error(&self) -> Option<String> {
+        self.write_error.get().cloned()
+    }
+
+    fn failed(&self, e: &std::io::Error) {
+        let shown = self
+            .path
+            .as_ref()
+            .map_or_else(String::new, |p| format!(" to '{}'", p.display()));
+        let _ = self
+            .write_error
+            .set(format!("writing the trace{shown} failed: {e}"));
     }
 
     /// The session id.
@@ -180,8 +200,10 @@ impl Trace {
         if let Ok(mut guard) = self.file.lock() {
             if let Some(w) = guard.as_mut() {
                 let line = serde_json::to_string(&ev).unwrap_or_default();
-                // A full disk must not stop a child; the in-memory events still hold.
-                if writeln!(w, "{line}").is_err() {
+                // A full disk must not stop a child; the in-memory events still hold, and the
+                // failure is reported rather than leaving a short file that looks complete.
+                if let Err(e) = writeln!(w, "{line}") {
+                    self.failed(&e);
                     *guard = None;
                 }
             }
@@ -195,7 +217,10 @@ impl Trace {
     pub fn flush(&self) {
         if let Ok(mut guard) = self.file.lock() {
             if let Some(w) = guard.as_mut() {
-                let _ = w.flush();
+                if let Err(e) = w.flush() {
+                    self.failed(&e);
+                    *guard = None;
+                }
             }
         }
     }
@@ -237,7 +262,9 @@ impl Trace {
         );
         if let Ok(mut guard) = self.file.lock() {
             if let Some(mut w) = guard.take() {
-                let _ = w.flush();
+                if let Err(e) = w.flush() {
+                    self.failed(&e);
+                }
             }
         }
     }
@@ -317,5 +344,158 @@ mod tests {
             json!({"steps": 1, "tools_used": 1, "total_usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}})
         );
         assert_eq!(lines[0]["session_id"], id);
+    }
+
+    /// An explored root and an outside directory, side by side in a temp dir.
+    fn root_and_out() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("root");
+        let out = tmp.path().join("out");
+        std::fs::create_dir(&root).unwrap();
+        std::fs::create_dir(&out).unwrap();
+        (tmp, root, out)
+    }
+
+    fn entries(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn mode(path: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::symlink_metadata(path)
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    }
+
+    #[test]
+    fn trace_files_are_0600_in_a_new_0700_directory() {
+        let (_tmp, root, out) = root_and_out();
+        let dir = prepare_trace_dir(&out.join("a/b"), &root).unwrap();
+        let t = Trace::to_file("child-1", &dir).unwrap();
+        t.finalize();
+        assert_eq!(
+            (
+                mode(&out.join("a")),
+                mode(&out.join("a/b")),
+                mode(t.path().unwrap())
+            ),
+            (0o700, 0o700, 0o600)
+        );
+        assert_eq!(t.write_error(), None);
+        // A second file of the same name is refused rather than appended to.
+        assert!(Trace::to_file("child-1", &dir).is_err());
+    }
+
+    #[test]
+    fn a_dotdot_spelling_into_the_root_is_refused_and_creates_nothing() {
+        let (tmp, root, out) = root_and_out();
+        let spelled = out.join("missing/../../root/x");
+        assert_eq!(resolve(&spelled), resolve(&root).join("x"));
+        assert!(matches!(
+            prepare_trace_dir(&spelled, &root),
+            Err(TraceDirError::InsideRoot { .. })
+        ));
+        assert_eq!(entries(&root), Vec::<String>::new());
+        assert_eq!(entries(&out), Vec::<String>::new());
+        // Through a symlink to the root, too.
+        std::os::unix::fs::symlink(&root, tmp.path().join("link")).unwrap();
+        assert!(matches!(
+            prepare_trace_dir(&tmp.path().join("link/t"), &root),
+            Err(TraceDirError::InsideRoot { .. })
+        ));
+        assert_eq!(entries(&root), Vec::<String>::new());
+    }
+
+    #[test]
+    fn swapping_the_directory_for_a_symlink_after_preparing_writes_nothing_in_the_root() {
+        let (tmp, root, out) = root_and_out();
+        let dir = prepare_trace_dir(&out.join("traces"), &root).unwrap();
+        std::fs::rename(out.join("traces"), tmp.path().join("moved")).unwrap();
+        std::os::unix::fs::symlink(&root, out.join("traces")).unwrap();
+        let t = Trace::to_file("child-2", &dir).unwrap();
+        t.log(EventKind::ToolCall, 1, json!({"tool": "Read"}));
+        t.finalize();
+        assert_eq!(t.write_error(), None);
+        assert_eq!(entries(&root), Vec::<String>::new());
+        assert_eq!(
+            entries(&tmp.path().join("moved")),
+            vec!["trace-child-2.jsonl".to_string()]
+        );
+    }
+
+    #[test]
+    fn a_directory_moved_into_the_root_after_preparing_is_refused_at_write_time() {
+        let (_tmp, root, out) = root_and_out();
+        let dir = prepare_trace_dir(&out.join("traces"), &root).unwrap();
+        std::fs::rename(out.join("traces"), root.join("traces")).unwrap();
+        let err = Trace::to_file("child-3", &dir).unwrap_err();
+        assert!(
+            err.to_string().contains("is now inside the explored root"),
+            "{err}"
+        );
+        let err = Trace::appending("parent-1", &dir, "parent.jsonl").unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::PermissionDenied);
+        assert_eq!(entries(&root.join("traces")), Vec::<String>::new());
+    }
+
+    #[test]
+    fn an_open_trace_stops_writing_once_its_directory_is_moved_into_the_root() {
+        let (_tmp, root, out) = root_and_out();
+        let dir = prepare_trace_dir(&out.join("traces"), &root).unwrap();
+        let t = Trace::appending("parent-1", &dir, "parent.jsonl").unwrap();
+        t.log(EventKind::ToolCall, 1, json!({"tool": "Read"}));
+        t.flush();
+        let written = std::fs::read_to_string(out.join("traces/parent.jsonl")).unwrap();
+        assert_eq!(written.lines().count(), 1);
+        std::fs::rename(out.join("traces"), root.join("traces")).unwrap();
+        t.log(EventKind::ToolCall, 2, json!({"tool": "Grep"}));
+        t.finalize();
+        assert_eq!(
+            std::fs::read_to_string(root.join("traces/parent.jsonl")).unwrap(),
+            written
+        );
+        let err = t.write_error().unwrap();
+        assert!(err.contains("is now inside the explored root"), "{err}");
+    }
+
+    #[test]
+    fn a_symlinked_trace_file_is_not_followed() {
+        let (_tmp, root, out) = root_and_out();
+        let dir = prepare_trace_dir(&out, &root).unwrap();
+        std::os::unix::fs::symlink(root.join("victim"), out.join("parent.jsonl")).unwrap();
+        assert!(Trace::appending("parent-1", &dir, "parent.jsonl").is_err());
+        assert!(Trace::appending("parent-1", &dir, "../x").is_err());
+        assert_eq!(entries(&root), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_failed_write_is_reported_not_hidden() {
+        let (_tmp, root, _out) = root_and_out();
+        // /dev/full stands in for a full disk: every write fails with ENOSPC.
+        if !Path::new("/dev/full").exists() {
+            return;
+        }
+        let dev = prepare_trace_dir(Path::new("/dev"), &root).unwrap();
+        let t = Trace::appending("parent-1", &dev, "full").unwrap();
+        t.log(EventKind::ToolCall, 1, json!({"tool": "Read"}));
+        t.flush();
+        let err = t.write_error().expect("the failed write is recorded");
+        assert!(
+            err.starts_with("writing the trace to '/dev/full' failed: No space left on device"),
+            "{err}"
+        );
+        // The events are still kept in memory, and the first error stays the one reported.
+        t.finalize();
+        assert_eq!(t.events().len(), 2);
+        assert_eq!(t.write_error(), Some(err));
+        let unwritten = Trace::unwritten("child-4", "cannot create");
+        assert_eq!(unwritten.write_error().as_deref(), Some("cannot create"));
     }
 }

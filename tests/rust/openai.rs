@@ -1068,3 +1068,47 @@ fn a_child_throttled_past_its_deadline_fails_at_once_as_rate_limited() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn an_echoed_key_never_reaches_the_launch_result_or_the_traces() {
+    // A configured key of no known shape, and a credential-shaped one the server adds.
+    const PLAIN_KEY: &str = "plain-configured-key-0123";
+    const OTHER: &str = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
+    let server = Server::start(vec![json_reply(
+        401,
+        json!({"error": {"message": format!("key {PLAIN_KEY} refused; try {OTHER}")}}),
+    )])
+    .await;
+    let model = server.model(|c| c.api_key = Some(PLAIN_KEY.into()));
+    let out = tempfile::tempdir().unwrap();
+    let root = out.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let launcher = outrider::SubagentLauncher::new(
+        &root,
+        outrider::LauncherOptions {
+            main_model: Some(Arc::new(model)),
+            trace_dir: outrider::TraceDirSetting::Dir(out.path().join("traces")),
+            parent_trace: Some(out.path().join("parent.jsonl")),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let result = launcher
+        .launch(
+            outrider::SubagentRequest::explore("find main"),
+            outrider::runner::CancelToken::new(),
+        )
+        .await
+        .unwrap();
+    let error = result.error.clone().unwrap();
+    assert!(
+        error.contains("HTTP 401: key [REDACTED] refused; try gh*_***"),
+        "{error}"
+    );
+    let child = std::fs::read_to_string(result.trace_path.as_ref().unwrap()).unwrap();
+    let parent = std::fs::read_to_string(out.path().join("parent.jsonl")).unwrap();
+    assert!(child.contains("model_error"), "{child}");
+    for text in [&error, &child, &parent, &format!("{result:?} {launcher:?}")] {
+        assert!(!text.contains(PLAIN_KEY) && !text.contains(OTHER), "{text}");
+    }
+}

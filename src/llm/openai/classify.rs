@@ -94,7 +94,8 @@ pub(crate) fn status_failure(
     Failure {
         error: ModelError {
             kind,
-            message,
+            // The body may echo the key that was refused.
+            message: crate::redact::redact_str(&message),
             status: Some(code),
         },
         retryable: matches!(code, 408 | 409 | 429 | 500..=599),

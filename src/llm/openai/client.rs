@@ -103,6 +103,7 @@ impl OpenAICompatible {
                 secrets.push(value.trim().to_owned());
             }
         }
+        crate::redact::register_secrets(&secrets);
         Ok(OpenAICompatible {
             shown_endpoint: display_url(&endpoint),
             shown_base: display_url(&base).trim_end_matches('/').to_owned(),

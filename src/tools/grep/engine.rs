@@ -15,6 +15,16 @@ use crate::tools::memo::Memo;
 /// pathological pattern (`(a+)+$` on a long run of `a`) fails fast instead of hanging the search.
 pub const FANCY_BACKTRACK_LIMIT: usize = 100_000;
 
+/// Bytes a compiled pattern may take (its automaton); a larger one is refused, so that a valid
+/// but huge pattern (`a{1000}{1000}`) cannot take gigabytes.
+pub const REGEX_SIZE_LIMIT: usize = 10 << 20;
+/// Bytes the lazy DFA of one search may grow to before it falls back to slower matching.
+pub const REGEX_DFA_SIZE_LIMIT: usize = 2 << 20;
+/// Pattern length accepted, in bytes.
+pub const MAX_PATTERN_BYTES: usize = 4096;
+/// Most patterns compile under this: tried first, so the memo can count them as small.
+const SMALL_SIZE_LIMIT: usize = 256 << 10;
+
 /// Which engine a search used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EngineKind {
@@ -67,16 +77,35 @@ impl Engine {
 pub(crate) fn build(pattern: &str, case_sensitive: bool) -> Result<Engine, String> {
     static PLAIN: Memo<RegexMatcher> = Memo::new();
     static FANCY: Memo<Arc<fancy_regex::Regex>> = Memo::new();
+    if pattern.len() > MAX_PATTERN_BYTES {
+        return Err(format!(
+            "Regex pattern is {} bytes long; patterns may be at most {MAX_PATTERN_BYTES} bytes.",
+            pattern.len()
+        ));
+    }
     let key = format!("{case_sensitive}\0{pattern}");
-    let plain = PLAIN.get_or_try(&key, || {
-        RegexMatcherBuilder::new()
-            .case_insensitive(!case_sensitive)
-            // (?m): ^ and $ match at line boundaries inside the searcher's buffer, as in ripgrep.
-            .multi_line(true)
-            .crlf(true)
-            .ban_byte(Some(0))
-            .build(pattern)
-            .map_err(|e| format!("Invalid regex pattern: {e}"))
+    let plain = PLAIN.get_or_try_sized(&key, || {
+        let build = |limit: usize| {
+            RegexMatcherBuilder::new()
+                .case_insensitive(!case_sensitive)
+                // (?m): ^ and $ match at line boundaries inside the searcher's buffer, as in
+                // ripgrep.
+                .multi_line(true)
+                .crlf(true)
+                .ban_byte(Some(0))
+                .size_limit(limit)
+                .dfa_size_limit(REGEX_DFA_SIZE_LIMIT)
+                .build(pattern)
+                .map_err(|e| e.to_string())
+        };
+        // The memo counts each pattern at its size limit: the small one when it fits.
+        match build(SMALL_SIZE_LIMIT) {
+            Ok(m) => Ok((m, SMALL_SIZE_LIMIT + REGEX_DFA_SIZE_LIMIT)),
+            Err(e) if is_size_refusal(&e) => build(REGEX_SIZE_LIMIT)
+                .map(|m| (m, REGEX_SIZE_LIMIT + REGEX_DFA_SIZE_LIMIT))
+                .map_err(|e| refusal_message(&e)),
+            Err(e) => Err(refusal_message(&e)),
+        }
     });
     let refusal = match plain {
         Ok(m) => return Ok(Engine::Plain(m)),
@@ -85,7 +114,7 @@ pub(crate) fn build(pattern: &str, case_sensitive: bool) -> Result<Engine, Strin
     if !needs_fallback(&refusal) {
         return Err(refusal);
     }
-    let regex = FANCY.get_or_try(&key, || {
+    let regex = FANCY.get_or_try_sized(&key, || {
         // An inline flag: the builder's case option does not reach look-around in fancy-regex 0.14.
         let flagged = if case_sensitive {
             Cow::Borrowed(pattern)
@@ -94,14 +123,40 @@ pub(crate) fn build(pattern: &str, case_sensitive: bool) -> Result<Engine, Strin
         };
         fancy_regex::RegexBuilder::new(&flagged)
             .backtrack_limit(FANCY_BACKTRACK_LIMIT)
+            .delegate_size_limit(REGEX_SIZE_LIMIT)
+            .delegate_dfa_size_limit(REGEX_DFA_SIZE_LIMIT)
             .build()
-            .map(Arc::new)
-            .map_err(|_| refusal.clone())
+            .map(|r| (Arc::new(r), REGEX_SIZE_LIMIT + REGEX_DFA_SIZE_LIMIT))
+            .map_err(|e| {
+                let e = e.to_string();
+                if is_size_refusal(&e) {
+                    refusal_message(&e)
+                } else {
+                    refusal.clone()
+                }
+            })
     })?;
     Ok(Engine::Fancy(FancyMatcher {
         regex,
         gave_up: AtomicBool::new(false),
     }))
+}
+
+/// Whether an engine refused a pattern for its compiled size.
+fn is_size_refusal(msg: &str) -> bool {
+    msg.contains("size limit")
+}
+
+/// The message for a refused pattern, naming the limit when size was the reason.
+fn refusal_message(msg: &str) -> String {
+    if is_size_refusal(msg) {
+        format!(
+            "Invalid regex pattern: it compiles to more than the {} MiB limit ({msg}); use smaller repetition counts or a simpler pattern.",
+            REGEX_SIZE_LIMIT >> 20
+        )
+    } else {
+        format!("Invalid regex pattern: {msg}")
+    }
 }
 
 /// Whether ripgrep's engine refused a pattern for a feature only the fallback has.
@@ -204,5 +259,26 @@ mod tests {
         assert!(m.is_match(line.as_bytes()).is_err());
         assert!(engine.gave_up());
         assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    }
+
+    #[test]
+    fn huge_and_long_patterns_are_refused_naming_the_limit() {
+        let started = std::time::Instant::now();
+        for pattern in ["a{1000}{1000}", r"\w{1000}{100}"] {
+            let err = build(pattern, true).unwrap_err();
+            assert!(
+                err.starts_with("Invalid regex pattern: it compiles to more than the 10 MiB limit"),
+                "{pattern}: {err}"
+            );
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+        let long = "x".repeat(MAX_PATTERN_BYTES + 1);
+        assert_eq!(
+            build(&long, true).unwrap_err(),
+            "Regex pattern is 4097 bytes long; patterns may be at most 4096 bytes."
+        );
+        assert!(build(&"x".repeat(MAX_PATTERN_BYTES), true).is_ok());
+        // A pattern between the small and the full limit still compiles.
+        assert_eq!(build("a{20000}", true).unwrap().kind(), EngineKind::Plain);
     }
 }

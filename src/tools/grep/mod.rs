@@ -188,15 +188,7 @@ fn grep(ctx: &ToolContext, params: &Value) -> ToolResult {
                 .with_path_resolved(rel_root);
         }
     };
-    output::finish(
-        params,
-        &req,
-        found.files,
-        found.searched,
-        rel_root,
-        started,
-        engine.kind(),
-    )
+    output::finish(params, &req, found, rel_root, started, engine.kind())
 }
 
 #[cfg(test)]
@@ -353,6 +345,93 @@ mod tests {
             bad.text.starts_with("Invalid regex pattern: "),
             "{}",
             bad.text
+        );
+    }
+
+    #[test]
+    fn a_line_past_the_limit_is_reported_not_silently_missed() {
+        let long = format!(
+            "first hit\n{}\nlast hit\n",
+            "x".repeat(search::HEAP_LIMIT + 10)
+        );
+        let (_d, ctx) = setup(&[("big.txt", long.as_str()), ("small.txt", "hit\n")]);
+        let r = GrepTool.run(&ctx, &json!({"pattern": "hit"}));
+        assert_eq!(
+            matches(&r),
+            vec![("big.txt".to_string(), 1), ("small.txt".to_string(), 1)]
+        );
+        assert_eq!(r.data["skipped_long_lines"], json!(1));
+        assert_eq!(r.data.get("unreadable"), None);
+        assert!(
+            r.text.ends_with(" 1 file(s) were searched only up to a line longer than 1 MiB; matches after it were not looked for."),
+            "{}",
+            r.text
+        );
+        let plain = GrepTool.run(&ctx, &json!({"pattern": "hit", "path": "small.txt"}));
+        assert_eq!(plain.data.get("skipped_long_lines"), None);
+    }
+
+    /// A directory whose path is longer than PATH_MAX: even root cannot list it by path, which
+    /// stands in for permission-denied entries (root reads through permission bits).
+    fn too_deep(base: &std::path::Path) {
+        use std::ffi::CString;
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        let name = CString::new("d".repeat(250)).unwrap();
+        let base = CString::new(base.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: plain syscalls on NUL-terminated names; every descriptor is owned once.
+        let mut fd = unsafe {
+            OwnedFd::from_raw_fd(libc::open(
+                base.as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY,
+            ))
+        };
+        for _ in 0..18 {
+            unsafe {
+                assert_eq!(libc::mkdirat(fd.as_raw_fd(), name.as_ptr(), 0o755), 0);
+                let next = libc::openat(
+                    fd.as_raw_fd(),
+                    name.as_ptr(),
+                    libc::O_RDONLY | libc::O_DIRECTORY,
+                );
+                assert!(next >= 0);
+                fd = OwnedFd::from_raw_fd(next);
+            }
+        }
+        let file = CString::new("deep.txt").unwrap();
+        unsafe {
+            let f = libc::openat(
+                fd.as_raw_fd(),
+                file.as_ptr(),
+                libc::O_WRONLY | libc::O_CREAT,
+                0o644,
+            );
+            assert!(f >= 0);
+            assert_eq!(libc::write(f, b"hit\n".as_ptr().cast(), 4), 4);
+            libc::close(f);
+        }
+    }
+
+    #[test]
+    fn unreadable_directories_are_counted_and_reported() {
+        let (d, ctx) = setup(&[("a.txt", "hit\n")]);
+        too_deep(d.path());
+        let r = GrepTool.run(&ctx, &json!({"pattern": "hit"}));
+        assert_eq!(matches(&r), vec![("a.txt".to_string(), 1)]);
+        assert_eq!(r.data["unreadable"], json!(1));
+        assert!(
+            r.text
+                .ends_with(" 1 file(s) or director(ies) could not be read and were skipped."),
+            "{}",
+            r.text
+        );
+        let g = crate::tools::glob::GlobTool.run(&ctx, &json!({"pattern": "**/*.txt"}));
+        assert_eq!(g.data["paths"], json!(["a.txt"]));
+        assert_eq!(g.data["unreadable"], json!(1));
+        assert!(
+            g.text
+                .ends_with(" 1 director(ies) could not be read and were skipped."),
+            "{}",
+            g.text
         );
     }
 }

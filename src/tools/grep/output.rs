@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 use crate::tools::envelope::{elapsed_ms, ToolResult};
 use crate::tools::grep::args::{OutputMode, Request};
 use crate::tools::grep::engine::EngineKind;
-use crate::tools::grep::search::FileHits;
+use crate::tools::grep::search::{FileHits, Found, HEAP_LIMIT};
 
 /// Characters of one line kept in a result; longer lines are cut and marked.
 pub const MAX_LINE_CHARS: usize = 2000;
@@ -30,12 +30,17 @@ fn cut_line(text: String, reasons: &mut Vec<&'static str>) -> String {
 pub(crate) fn finish(
     params: &Value,
     req: &Request,
-    files: Vec<FileHits>,
-    searched: u64,
+    found: Found,
     rel_root: String,
     started: Instant,
     engine: EngineKind,
 ) -> ToolResult {
+    let Found {
+        files,
+        searched,
+        unreadable,
+        skipped_long_lines,
+    } = found;
     let mut reasons: Vec<&'static str> = Vec::new();
     let mut data = Map::new();
     let (returned, matched_lines, summary) = match req.mode {
@@ -131,6 +136,20 @@ pub(crate) fn finish(
         data.insert("engine".into(), Value::from(engine.as_str()));
     }
     let mut text = summary;
+    // Only when non-zero, so ordinary results stay as they were; the text tells the model too.
+    if skipped_long_lines > 0 {
+        data.insert("skipped_long_lines".into(), Value::from(skipped_long_lines));
+        text.push_str(&format!(
+            " {skipped_long_lines} file(s) were searched only up to a line longer than {} MiB; matches after it were not looked for.",
+            HEAP_LIMIT >> 20
+        ));
+    }
+    if unreadable > 0 {
+        data.insert("unreadable".into(), Value::from(unreadable));
+        text.push_str(&format!(
+            " {unreadable} file(s) or director(ies) could not be read and were skipped."
+        ));
+    }
     if truncated {
         text.push_str(
             " Results were truncated; narrow the path, glob, pattern, or matching lines.",

@@ -17,8 +17,9 @@ use crate::tools::grep::engine::Engine;
 use crate::tools::walk;
 use crate::tools::workspace::Workspace;
 
-/// A single line longer than this makes the searcher give up on that file.
-const HEAP_LIMIT: usize = 64 << 20;
+/// A single line longer than this makes the searcher give up on the rest of that file; such files
+/// are counted in `skipped_long_lines`. (Smaller in unit tests, so they need not write 64 MiB.)
+pub(crate) const HEAP_LIMIT: usize = if cfg!(test) { 1 << 20 } else { 64 << 20 };
 
 /// What a finished search found.
 pub(crate) struct Found {
@@ -26,6 +27,11 @@ pub(crate) struct Found {
     pub(crate) files: Vec<FileHits>,
     /// Files searched.
     pub(crate) searched: u64,
+    /// Files and directories that could not be read (permission denied, gone mid-walk, a path
+    /// too long to open).
+    pub(crate) unreadable: u64,
+    /// Files whose search stopped at a line longer than the line limit ([`HEAP_LIMIT`]).
+    pub(crate) skipped_long_lines: u64,
 }
 
 /// Why a search stopped before the end.
@@ -53,6 +59,7 @@ pub(crate) fn search(
         searched: AtomicU64::new(0),
         interrupted: Mutex::new(None),
         io_errors: AtomicU64::new(0),
+        long_lines: AtomicU64::new(0),
     };
     let mut searcher_builder = SearcherBuilder::new();
     searcher_builder
@@ -81,8 +88,16 @@ pub(crate) fn search(
                     *shared.interrupted.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
                     return WalkState::Quit;
                 }
-                let Ok(entry) = entry else {
-                    return WalkState::Continue;
+                let entry = match entry {
+                    Ok(entry) => entry,
+                    Err(e) => {
+                        // A directory that cannot be listed; ignore-file syntax errors are not
+                        // unreadable entries.
+                        if e.io_error().is_some() {
+                            shared.io_errors.fetch_add(1, Ordering::Relaxed);
+                        }
+                        return WalkState::Continue;
+                    }
                 };
                 let Some(ft) = entry.file_type() else {
                     return WalkState::Continue;
@@ -133,8 +148,12 @@ pub(crate) fn search(
                         gave_up.store(true, Ordering::Relaxed);
                         return WalkState::Quit;
                     }
-                    shared.io_errors.fetch_add(1, Ordering::Relaxed);
-                    return WalkState::Continue;
+                    if !is_line_limit(&e) {
+                        shared.io_errors.fetch_add(1, Ordering::Relaxed);
+                        return WalkState::Continue;
+                    }
+                    // The hits before the long line still count.
+                    shared.long_lines.fetch_add(1, Ordering::Relaxed);
                 }
                 if sink.binary || sink.count == 0 && sink.hits.is_empty() {
                     return WalkState::Continue;
@@ -164,7 +183,14 @@ pub(crate) fn search(
     Ok(Found {
         files,
         searched: shared.searched.load(Ordering::Relaxed),
+        unreadable: shared.io_errors.load(Ordering::Relaxed),
+        skipped_long_lines: shared.long_lines.load(Ordering::Relaxed),
     })
+}
+
+/// Whether the searcher stopped because a line outgrew its buffer limit.
+fn is_line_limit(e: &io::Error) -> bool {
+    e.to_string().contains("allocation limit")
 }
 
 /// One match, or one file, as collected from a file.
@@ -196,6 +222,7 @@ struct Shared {
     searched: AtomicU64,
     interrupted: Mutex<Option<Interrupt>>,
     io_errors: AtomicU64,
+    long_lines: AtomicU64,
 }
 
 impl Shared {

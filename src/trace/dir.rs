@@ -1,0 +1,255 @@
+//! A trace directory held open: resolved once (no `..` spelling or symlink reaches the explored
+//! root), created `0700`, opened with `O_DIRECTORY|O_NOFOLLOW`, and checked again through the
+//! handle each time a file is created in it, so that renaming the directory into the root or
+//! swapping its path for a symlink afterwards never puts a byte inside the root.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::TraceDirError;
+
+/// Parent links followed at most when checking where a directory is (deeper trees are refused).
+const MAX_DEPTH: usize = 4096;
+
+/// A device and inode: what a directory is, whatever it is called.
+type Identity = (u64, u64);
+
+/// A prepared trace directory: its resolved path, an open handle, and the explored root it must
+/// stay out of.
+#[derive(Debug, Clone)]
+pub struct TraceDir {
+    path: PathBuf,
+    fd: Arc<OwnedFd>,
+    root: Option<Identity>,
+    root_path: PathBuf,
+}
+
+/// `path` made absolute with every existing prefix resolved (symlinks and `..` as the kernel
+/// sees them) and the part that does not exist yet normalised lexically, so that
+/// `<out>/missing/../../root/x` is `<root>/x`.
+pub fn resolve(path: &Path) -> PathBuf {
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(path)
+    };
+    let mut out = PathBuf::from("/");
+    let mut exists = true;
+    for comp in absolute.components() {
+        match comp {
+            Component::Prefix(_) | Component::RootDir | Component::CurDir => {}
+            // While `out` exists it is canonical (no symlinks), so its parent is lexical.
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(name) => {
+                out.push(name);
+                if exists {
+                    match std::fs::canonicalize(&out) {
+                        Ok(c) => out = c,
+                        Err(_) => exists = false,
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn c_path(path: &Path) -> Result<CString, std::io::Error> {
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "a NUL byte in the path")
+    })
+}
+
+fn identity_of(fd: &OwnedFd) -> std::io::Result<Identity> {
+    // SAFETY: fstat writes only into the zeroed struct we pass; fd is open.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((st.st_dev as u64, st.st_ino as u64))
+}
+
+fn open_at(
+    dir: Option<&OwnedFd>,
+    name: &CString,
+    flags: libc::c_int,
+    mode: libc::c_uint,
+) -> std::io::Result<OwnedFd> {
+    let at = dir.map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
+    // SAFETY: name is NUL-terminated; the returned descriptor is owned by us alone.
+    let fd = unsafe { libc::openat(at, name.as_ptr(), flags | libc::O_CLOEXEC, mode) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd was just returned by openat and is not owned elsewhere.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Whether the directory behind `fd` is `root` or below it, following `..` links from the
+/// handle (so the answer holds for where the directory is now, not where its path pointed).
+fn is_within(fd: &OwnedFd, root: Identity) -> std::io::Result<bool> {
+    let dotdot = CString::new("..").expect("no NUL");
+    let mut current = open_at(
+        Some(fd),
+        &CString::new(".").expect("no NUL"),
+        libc::O_RDONLY | libc::O_DIRECTORY,
+        0,
+    )?;
+    let mut id = identity_of(&current)?;
+    for _ in 0..MAX_DEPTH {
+        if id == root {
+            return Ok(true);
+        }
+        let parent = open_at(
+            Some(&current),
+            &dotdot,
+            libc::O_RDONLY | libc::O_DIRECTORY,
+            0,
+        )?;
+        let parent_id = identity_of(&parent)?;
+        if parent_id == id {
+            return Ok(false);
+        }
+        current = parent;
+        id = parent_id;
+    }
+    Err(std::io::Error::other(
+        "the directory is nested too deeply to check",
+    ))
+}
+
+impl TraceDir {
+    /// Resolve `dir`, refuse it when inside `root`, create it (`0700`, like its missing parents),
+    /// open it without following a final symlink and check the opened directory again.
+    pub fn prepare(dir: &Path, root: &Path) -> Result<TraceDir, TraceDirError> {
+        let resolved = resolve(dir);
+        let root_path = resolve(root);
+        let inside = || TraceDirError::InsideRoot {
+            dir: dir.display().to_string(),
+            root: root.display().to_string(),
+        };
+        let create = |reason: String| TraceDirError::Create {
+            dir: dir.display().to_string(),
+            reason,
+        };
+        if resolved.starts_with(&root_path) {
+            return Err(inside());
+        }
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&resolved)
+            .map_err(|e| create(e.to_string()))?;
+        let fd = c_path(&resolved)
+            .and_then(|p| {
+                open_at(
+                    None,
+                    &p,
+                    libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+                    0,
+                )
+            })
+            .map_err(|e| {
+                create(format!(
+                    "cannot open it as a directory (not following a symlink): {e}"
+                ))
+            })?;
+        let root_id = std::fs::metadata(&root_path)
+            .ok()
+            .map(|m| (m.dev(), m.ino()));
+        let held = TraceDir {
+            path: resolved,
+            fd: Arc::new(fd),
+            root: root_id,
+            root_path,
+        };
+        match held.check() {
+            Ok(()) => Ok(held),
+            Err(CheckError::Inside) => Err(inside()),
+            Err(CheckError::Io(e)) => Err(create(e.to_string())),
+        }
+    }
+
+    /// The resolved path the directory had when it was prepared.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn check(&self) -> Result<(), CheckError> {
+        match self.root {
+            Some(root) if is_within(&self.fd, root).map_err(CheckError::Io)? => {
+                Err(CheckError::Inside)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn open(&self, name: &str, flags: libc::c_int) -> std::io::Result<File> {
+        if name.is_empty() || name == "." || name == ".." || name.contains('/') {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("'{name}' is not a plain file name"),
+            ));
+        }
+        self.ensure_outside()?;
+        let c_name = CString::new(name).map_err(|_| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "a NUL byte in the name")
+        })?;
+        open_at(
+            Some(&self.fd),
+            &c_name,
+            libc::O_WRONLY | libc::O_NOFOLLOW | flags,
+            0o600,
+        )
+        .map(File::from)
+    }
+
+    /// Check, through the handle, that the directory is still outside the root (wherever it has
+    /// been moved since); an error says where it is not.
+    pub fn ensure_outside(&self) -> std::io::Result<()> {
+        match self.check() {
+            Ok(()) => Ok(()),
+            Err(CheckError::Inside) => Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "the trace directory '{}' is now inside the explored root '{}'; nothing is written there",
+                    self.path.display(),
+                    self.root_path.display()
+                ),
+            )),
+            Err(CheckError::Io(e)) => Err(e),
+        }
+    }
+
+    /// Create the new file `name` (`0600`, never an existing file or a symlink) in the held
+    /// directory, after checking the directory is still outside the root.
+    pub fn create_new(&self, name: &str) -> std::io::Result<File> {
+        self.open(name, libc::O_CREAT | libc::O_EXCL)
+    }
+
+    /// Open `name` for appending (created `0600` when missing; a symlink is refused), after
+    /// checking the directory is still outside the root.
+    pub fn open_append(&self, name: &str) -> std::io::Result<File> {
+        self.open(name, libc::O_CREAT | libc::O_APPEND)
+    }
+}
+
+impl PartialEq for TraceDir {
+    fn eq(&self, other: &Self) -> bool {
+        self.path == other.path && self.root_path == other.root_path
+    }
+}
+
+impl Eq for TraceDir {}
+
+enum CheckError {
+    Inside,
+    Io(std::io::Error),
+}
