@@ -42,15 +42,16 @@ test: test-rust test-python ## All tests
 .PHONY: lint
 lint: dev ## fmt, clippy (with and without python), ruff, mypy --strict, stubtest
 	cargo fmt --all -- --check
+	$(PYTHON) tools/check_layout.py src
 	cargo clippy --all-targets --no-default-features -q -- -D warnings
 	cargo clippy --all-targets -q -- -D warnings
-	$(BIN)/ruff check python tests bench examples
-	$(BIN)/ruff format --check python tests bench examples
+	$(BIN)/ruff check python tests bench examples tools
+	$(BIN)/ruff format --check python tests bench examples tools
 	$(BIN)/mypy
 	$(BIN)/python -m mypy.stubtest outrider._core --allowlist .stubtest-allowlist
 
 .PHONY: fmt
 fmt: venv ## Format Rust and Python
 	cargo fmt --all
-	$(BIN)/ruff format python tests bench examples
-	$(BIN)/ruff check --fix python tests bench examples
+	$(BIN)/ruff format python tests bench examples tools
+	$(BIN)/ruff check --fix python tests bench examples tools

@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 pub mod agent;
+pub mod api;
 pub mod contract;
 pub mod error;
 pub mod evidence;

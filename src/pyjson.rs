@@ -583,6 +583,12 @@ impl serde::Serialize for Json {
     }
 }
 
+/// `repr()` of a list of str: `['explore', 'deep']`.
+pub fn py_repr_list(items: &[String]) -> String {
+    let parts: Vec<String> = items.iter().map(|s| py_repr_str(s)).collect();
+    format!("[{}]", parts.join(", "))
+}
+
 /// `repr()` of a `{str: int}` dict (tool usage) as Python prints it.
 pub fn py_repr_counts(counts: &std::collections::BTreeMap<String, u64>) -> String {
     let parts: Vec<String> = counts

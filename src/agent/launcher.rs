@@ -416,7 +416,7 @@ impl std::fmt::Debug for SubagentLauncher {
             self.light_model
                 .as_ref()
                 .map_or("None".into(), |m| q(&crate::redact::redact_str(&m.describe()))),
-            crate::agent::task_tool::py_list(&self.profile_names()),
+            crate::pyjson::py_repr_list(&self.profile_names()),
             self.max_concurrency
         )
     }

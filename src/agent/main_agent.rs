@@ -281,7 +281,7 @@ impl std::fmt::Debug for MainAgent {
             "MainAgent(project_root={}, llm={}, subagent_types={})",
             crate::pyjson::py_repr_str(&self.workspace.root().display().to_string()),
             self.model.describe(),
-            crate::agent::task_tool::py_list(&self.reachable)
+            crate::pyjson::py_repr_list(&self.reachable)
         )
     }
 }

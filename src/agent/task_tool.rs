@@ -486,17 +486,12 @@ impl TaskTool {
 
 impl std::fmt::Debug for TaskTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "TaskTool(subagent_types={})", py_list(&self.reachable))
+        write!(
+            f,
+            "TaskTool(subagent_types={})",
+            crate::pyjson::py_repr_list(&self.reachable)
+        )
     }
-}
-
-/// A Python-style list of strings: `['explore', 'deep']`.
-pub fn py_list(items: &[String]) -> String {
-    let parts: Vec<String> = items
-        .iter()
-        .map(|s| crate::pyjson::py_repr_str(s))
-        .collect();
-    format!("[{}]", parts.join(", "))
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ impl std::fmt::Display for CompletionVerdict {
             f,
             "CompletionVerdict(verdict={}, reasons={}, feedback={})",
             q(self.verdict),
-            crate::agent::task_tool::py_list(&self.reasons),
+            crate::pyjson::py_repr_list(&self.reasons),
             self.feedback.as_deref().map_or("None".into(), q)
         )
     }

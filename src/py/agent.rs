@@ -2,7 +2,7 @@
 
 use pyo3::prelude::*;
 
-use crate::agent::{MainAgent, MainAgentOptions};
+use crate::api::{MainAgent, MainAgentOptions};
 use crate::py::convert::{dump, opt_float, opt_int, opt_str_list, path_arg, req_str, wrong_type};
 use crate::py::launcher::{model_arg, trace_dir_arg, PySubagentLauncher};
 use crate::py::runtime::run;

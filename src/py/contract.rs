@@ -3,13 +3,13 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple, PyType};
 
-use crate::contract::{
+use crate::api::Json;
+use crate::api::{
     answer_from_bytes, tool_usage_from_json, ExploreResult, ToolUsage, VerificationMeta,
     VerificationResult, UNKNOWN_REASON,
 };
 use crate::py::convert::{dump, opt_json, opt_str, path_arg, str_list, to_json, wrong_type};
 use crate::py::frozen_class;
-use crate::pyjson::Json;
 
 /// The text of a model answer: str, bytes (UTF-8) or None (empty, as the reference).
 fn answer_text(raw: &Bound<'_, PyAny>, contract: &'static str) -> PyResult<String> {
@@ -20,7 +20,8 @@ fn answer_text(raw: &Bound<'_, PyAny>, contract: &'static str) -> PyResult<Strin
         return crate::py::convert::py_str(s, "text");
     }
     if let Ok(b) = raw.cast::<PyBytes>() {
-        return answer_from_bytes(b.as_bytes(), contract).map_err(|e| crate::Error::from(e).into());
+        return answer_from_bytes(b.as_bytes(), contract)
+            .map_err(|e| crate::api::Error::from(e).into());
     }
     Err(wrong_type(&format!("{contract} text"), "str or bytes", raw))
 }
@@ -84,7 +85,7 @@ macro_rules! result_class {
                 if data.cast::<PyDict>().is_err() {
                     return Err(wrong_type(concat!($name, ".from_dict data"), "a dict", data));
                 }
-                let inner = <$core>::from_dict(&to_json(data, "data")?).map_err(crate::Error::from)?;
+                let inner = <$core>::from_dict(&to_json(data, "data")?).map_err(crate::api::Error::from)?;
                 Ok($py { inner })
             }
             /// The result as plain JSON-ready data (lists, not tuples).
@@ -117,7 +118,7 @@ result_class!(PyExploreResult, ExploreResult, "ExploreResult",
         if let (Json::Object(items), Some(u)) = (&mut obj, unresolved_questions) {
             items.push(("unresolved_questions".into(), to_json(u, "unresolved_questions")?));
         }
-        let inner = ExploreResult::from_object(&obj, usage(tool_usage)?, &reason(terminal_reason)?).map_err(crate::Error::from)?;
+        let inner = ExploreResult::from_object(&obj, usage(tool_usage)?, &reason(terminal_reason)?).map_err(crate::api::Error::from)?;
         Ok(PyExploreResult { inner })
     }
     /// Strict parse of a final answer, exactly as the reference parses it.
@@ -125,7 +126,7 @@ result_class!(PyExploreResult, ExploreResult, "ExploreResult",
     #[pyo3(signature = (text, *, tool_usage=None, terminal_reason=None))]
     fn from_json(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, tool_usage: Option<&Bound<'_, PyAny>>, terminal_reason: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let (raw, usage, reason) = (answer_text(text, "ExploreResult")?, usage(tool_usage)?, reason(terminal_reason)?);
-        let inner = py.detach(|| ExploreResult::from_json(&raw, usage, &reason)).map_err(crate::Error::from)?;
+        let inner = py.detach(|| ExploreResult::from_json(&raw, usage, &reason)).map_err(crate::api::Error::from)?;
         Ok(PyExploreResult { inner })
     }
     /// Lenient parse: also a fenced or prose-wrapped answer. Returns `(result, repair)`.
@@ -133,7 +134,7 @@ result_class!(PyExploreResult, ExploreResult, "ExploreResult",
     #[pyo3(signature = (text, *, tool_usage=None, terminal_reason=None))]
     fn repair(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, tool_usage: Option<&Bound<'_, PyAny>>, terminal_reason: Option<&Bound<'_, PyAny>>) -> PyResult<(Self, Option<&'static str>)> {
         let (raw, usage, reason) = (answer_text(text, "ExploreResult")?, usage(tool_usage)?, reason(terminal_reason)?);
-        let (inner, r) = py.detach(|| ExploreResult::repair(&raw, usage, &reason)).map_err(crate::Error::from)?;
+        let (inner, r) = py.detach(|| ExploreResult::repair(&raw, usage, &reason)).map_err(crate::api::Error::from)?;
         Ok((PyExploreResult { inner }, r.map(|r| r.as_str())))
     }
     #[getter]
@@ -156,7 +157,7 @@ result_class!(PyVerificationResult, VerificationResult, "VerificationResult",
         child_session_id: Option<&Bound<'_, PyAny>>, child_run_id: Option<&Bound<'_, PyAny>>, terminal_reason: Option<&Bound<'_, PyAny>>, tool_usage: Option<&Bound<'_, PyAny>>, token_usage: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let obj = object(("verdict", verdict), [("reasons", reasons), ("findings", findings), ("evidence", evidence)])?;
         let meta = meta(child_session_id, child_run_id, terminal_reason, tool_usage, token_usage)?;
-        let inner = VerificationResult::from_object(&obj, meta).map_err(crate::Error::from)?;
+        let inner = VerificationResult::from_object(&obj, meta).map_err(crate::api::Error::from)?;
         Ok(PyVerificationResult { inner })
     }
     /// Strict parse of a final answer, exactly as the reference parses it.
@@ -167,7 +168,7 @@ result_class!(PyVerificationResult, VerificationResult, "VerificationResult",
         terminal_reason: Option<&Bound<'_, PyAny>>, tool_usage: Option<&Bound<'_, PyAny>>, token_usage: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let raw = answer_text(text, "VerificationResult")?;
         let meta = meta(child_session_id, child_run_id, terminal_reason, tool_usage, token_usage)?;
-        let inner = py.detach(|| VerificationResult::from_json(&raw, meta)).map_err(crate::Error::from)?;
+        let inner = py.detach(|| VerificationResult::from_json(&raw, meta)).map_err(crate::api::Error::from)?;
         Ok(PyVerificationResult { inner })
     }
     /// Lenient parse; returns `(result, repair)`.
@@ -178,7 +179,7 @@ result_class!(PyVerificationResult, VerificationResult, "VerificationResult",
         terminal_reason: Option<&Bound<'_, PyAny>>, tool_usage: Option<&Bound<'_, PyAny>>, token_usage: Option<&Bound<'_, PyAny>>) -> PyResult<(Self, Option<&'static str>)> {
         let raw = answer_text(text, "VerificationResult")?;
         let meta = meta(child_session_id, child_run_id, terminal_reason, tool_usage, token_usage)?;
-        let (inner, r) = py.detach(|| VerificationResult::repair(&raw, meta)).map_err(crate::Error::from)?;
+        let (inner, r) = py.detach(|| VerificationResult::repair(&raw, meta)).map_err(crate::api::Error::from)?;
         Ok((PyVerificationResult { inner }, r.map(|r| r.as_str())))
     }
     #[getter]
@@ -199,7 +200,7 @@ pub fn check_evidence<'py>(
         Ok(one) => vec![crate::py::convert::py_str(one, "evidence")?],
         Err(_) => str_list(evidence, "evidence")?,
     };
-    let ws = crate::Workspace::new(&root).map_err(crate::Error::from)?;
-    let checks = py.detach(|| crate::check_evidence(&ws, &items));
+    let ws = crate::api::Workspace::new(&root).map_err(crate::api::Error::from)?;
+    let checks = py.detach(|| crate::api::check_evidence(&ws, &items));
     dump(py, &checks)
 }

@@ -7,8 +7,8 @@ use pyo3::types::{
 };
 use serde::Serialize;
 
-use crate::pyjson::Json;
-use crate::Error;
+use crate::api::Error;
+use crate::api::Json;
 
 /// Nesting deeper than this in a Python value is refused (it would be a cycle or an attack).
 const MAX_DEPTH: usize = 256;
@@ -51,7 +51,7 @@ fn to_json_at(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Json
                 .cast::<PyString>()
                 .map_err(|_| wrong_type(&format!("{what} key"), "str", &k))?;
             let key = py_str(key, what)?;
-            let at = format!("{what}[{}]", crate::pyjson::py_repr_str(&key));
+            let at = format!("{what}[{}]", crate::api::py_repr_str(&key));
             items.push((key, to_json_at(&v, &at, depth + 1)?));
         }
         return Ok(Json::Object(items));

@@ -6,9 +6,9 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
-use crate::contract::{ContractError, LocItem};
+use crate::api::Error;
+use crate::api::{ContractError, LocItem};
 use crate::py::convert::dump;
-use crate::Error;
 
 fn class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
     static MODULE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
@@ -55,7 +55,7 @@ fn contract_error(py: Python<'_>, err: &ContractError) -> PyResult<PyErr> {
 impl From<Error> for PyErr {
     fn from(err: Error) -> PyErr {
         Python::attach(|py| {
-            let msg = crate::redact::redact_str(&err.to_string());
+            let msg = crate::api::redact_str(&err.to_string());
             match &err {
                 Error::Profile(_) => raise(py, "ProfileError", (msg,)),
                 Error::Contract(c) => contract_error(py, c).unwrap_or_else(|e| e),

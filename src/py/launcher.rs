@@ -5,18 +5,18 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict};
 
-use crate::agent::{
+use crate::api::ChatModel;
+use crate::api::{CancelToken, ParsedResult};
+use crate::api::{
     LauncherOptions, RequestInit, SubagentLaunchResult, SubagentLauncher, Verification,
 };
-use crate::agent::{SubagentRequest, TraceDirSetting};
-use crate::llm::ChatModel;
+use crate::api::{SubagentRequest, TraceDirSetting};
 use crate::py::contract::{PyExploreResult, PyVerificationResult};
 use crate::py::convert::{dump, opt_int, opt_json, opt_str, opt_str_list, path_arg, wrong_type};
 use crate::py::frozen_class;
 use crate::py::model::PyCallableModel;
 use crate::py::profile::PyRuntimeProfile;
 use crate::py::runtime::{run, spawn_awaitable};
-use crate::runner::{CancelToken, ParsedResult};
 
 frozen_class! {
     /// A request for one child (frozen).
@@ -74,7 +74,7 @@ frozen_class! {
         failure_reason: Option<&'static str> = |r| r.failure_reason.map(|t| t.as_str()),
         error: Option<String> = |r| r.error.clone(),
         elapsed_ms: u64 = |r| r.elapsed_ms,
-        tool_usage: crate::ToolUsage = |r| r.tool_usage.clone(),
+        tool_usage: crate::api::ToolUsage = |r| r.tool_usage.clone(),
         token_usage: u64 = |r| r.token_usage,
         usage_estimated: bool = |r| r.usage_estimated,
         repair: Option<&'static str> = |r| r.repair.map(|x| x.as_str()),
@@ -129,7 +129,7 @@ pub fn model_arg(
         return Ok(Some(m.get().model.clone()));
     }
     if obj.cast::<crate::py::model::PyOfflineScout>().is_ok() {
-        return Ok(Some(Arc::new(crate::OfflineScout)));
+        return Ok(Some(Arc::new(crate::api::OfflineScout)));
     }
     if obj.is_callable() {
         return Ok(Some(Arc::new(PyCallableModel::new(obj))));
@@ -141,7 +141,7 @@ pub fn model_arg(
     ))
 }
 
-fn profiles_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<crate::RuntimeProfile>> {
+fn profiles_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<crate::api::RuntimeProfile>> {
     let Some(obj) = obj.filter(|o| !o.is_none()) else {
         return Ok(vec![]);
     };

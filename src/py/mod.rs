@@ -97,7 +97,7 @@ pub(crate) use frozen_class;
 #[pymodule]
 #[pyo3(name = "_core")]
 fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add("__version__", crate::VERSION)?;
+    m.add("__version__", crate::api::VERSION)?;
     m.add_class::<profile::PyRuntimeProfile>()?;
     m.add_class::<contract::PyExploreResult>()?;
     m.add_class::<contract::PyVerificationResult>()?;
@@ -113,16 +113,16 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<agent::PyMainAgent>()?;
     m.add_class::<launcher::PyCompletionVerdict>()?;
     let explore = profile::PyRuntimeProfile {
-        inner: crate::explore_profile(),
+        inner: crate::api::explore_profile(),
     };
     m.add("EXPLORE_PROFILE", explore)?;
     let verification = profile::PyRuntimeProfile {
-        inner: crate::verification_profile(),
+        inner: crate::api::verification_profile(),
     };
     m.add("VERIFICATION_PROFILE", verification)?;
     m.add(
         "READONLY_TOOLS",
-        PyFrozenSet::new(m.py(), crate::READONLY_TOOLS)?,
+        PyFrozenSet::new(m.py(), crate::api::READONLY_TOOLS)?,
     )?;
     m.add("__all__", EXPORTS.to_vec())?;
     // Threads the core started must be out of Python before the interpreter finalizes.

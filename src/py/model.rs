@@ -8,14 +8,14 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString};
 use serde_json::Value;
 
-use crate::llm::{BoxFuture, ChatModel, ChatRequest, ChatResponse, ModelError, ModelErrorKind};
+use crate::api::{BoxFuture, ChatModel, ChatRequest, ChatResponse, ModelError, ModelErrorKind};
 use crate::py::convert::{to_json, type_name};
 
 /// A Python callable taking the chat-completions request dict.
 pub struct PyCallableModel {
     callable: Arc<Py<PyAny>>,
     name: String,
-    hot: Arc<crate::exec::HotCaller>,
+    hot: Arc<crate::api::HotCaller>,
 }
 
 impl PyCallableModel {
@@ -29,7 +29,7 @@ impl PyCallableModel {
         PyCallableModel {
             callable: Arc::new(callable.clone().unbind()),
             name,
-            hot: crate::exec::HotCaller::start("outrider-model"),
+            hot: crate::api::HotCaller::start("outrider-model"),
         }
     }
 }
@@ -123,7 +123,7 @@ impl ChatModel for PyCallableModel {
         let what = format!("model callable {}", self.name);
         Box::pin(async move {
             let value =
-                crate::exec::run_off_thread(&hot, move || call_blocking(&callable, &body, &what))
+                crate::api::run_off_thread(&hot, move || call_blocking(&callable, &body, &what))
                     .await
                     .map_err(|e| {
                         ModelError::new(
@@ -153,7 +153,7 @@ impl PyOfflineScout {
     /// The search terms the scout would use for `task`.
     #[staticmethod]
     fn terms(task: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
-        Ok(crate::llm::scout::terms(&crate::py::convert::req_str(
+        Ok(crate::api::scout_terms(&crate::py::convert::req_str(
             task, "task",
         )?))
     }

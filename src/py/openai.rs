@@ -6,13 +6,13 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
 
-use crate::llm::env::MAIN_PREFIX;
-use crate::llm::openai::config::DEFAULT_BASE_URL;
-use crate::llm::openai::{duration_from_secs, OpenAICompatible, OpenAICompatibleConfig};
-use crate::llm::{ChatModel, ChatRequest};
+use crate::api::Error;
+use crate::api::DEFAULT_BASE_URL;
+use crate::api::MAIN_PREFIX;
+use crate::api::{duration_from_secs, OpenAICompatible, OpenAICompatibleConfig};
+use crate::api::{ChatModel, ChatRequest};
 use crate::py::convert::{dump, opt_float, opt_int, opt_str, req_str, to_json, wrong_type};
 use crate::py::runtime::run;
-use crate::Error;
 
 /// The built-in OpenAI-compatible chat-completions client.
 #[pyclass(frozen, module = "outrider._core", name = "OpenAICompatible")]
@@ -137,14 +137,14 @@ impl PyOpenAICompatible {
         self.client.config().max_retries
     }
     fn __repr__(&self) -> String {
-        use crate::pyjson::py_repr_str as q;
+        use crate::api::py_repr_str as q;
         let c = self.client.config();
         format!(
             "OpenAICompatible(model={}, base_url={}, api_key={}, timeout={}, max_retries={})",
             q(&c.model),
             q(self.client.display_base_url()),
             if c.api_key.is_some() { "'***'" } else { "None" },
-            crate::pyjson::Json::Float(c.timeout.as_secs_f64()).py_repr(),
+            crate::api::Json::Float(c.timeout.as_secs_f64()).py_repr(),
             c.max_retries
         )
     }

@@ -3,10 +3,10 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFrozenSet, PyString, PyType};
 
-use crate::profile::{RuntimeProfile, PROFILE_FIELDS};
+use crate::api::Json;
+use crate::api::{RuntimeProfile, PROFILE_FIELDS};
 use crate::py::convert::{to_json, wrong_type};
 use crate::py::frozen_class;
-use crate::pyjson::Json;
 
 /// One keyword value as the core takes it (the allow-list may be any iterable of names).
 fn field(key: &str, v: &Bound<'_, PyAny>) -> PyResult<(String, Json)> {

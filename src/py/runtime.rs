@@ -8,7 +8,7 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::PyAny;
 
-use crate::runner::CancelToken;
+use crate::api::CancelToken;
 
 /// Set by the interpreter's `atexit` hook: from then on no thread Python did not start touches
 /// Python again.
@@ -75,15 +75,15 @@ where
         return std::thread::scope(|scope| {
             let worker = scope.spawn(|| Python::attach(|py| block_on(py, fut, cancel)));
             py.detach(|| worker.join()).unwrap_or_else(|_| {
-                Err(crate::Error::Internal("the blocking call panicked".into()).into())
+                Err(crate::api::Error::Internal("the blocking call panicked".into()).into())
             })
         });
     }
     py.detach(|| {
         // This thread only waits for the future: it may spin briefly for answers (see `hot`).
-        crate::exec::allow_spin(true);
+        crate::api::allow_spin(true);
         let _reset = ResetSpin;
-        crate::exec::runtime().block_on(async {
+        crate::api::runtime().block_on(async {
             let mut fut = std::pin::pin!(fut);
             let mut tick = tokio::time::interval(SIGNAL_POLL);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -111,7 +111,7 @@ where
 pub fn run<T, F, Fut>(py: Python<'_>, start: F) -> PyResult<T>
 where
     F: FnOnce(CancelToken) -> Fut,
-    Fut: Future<Output = Result<T, crate::Error>> + Send,
+    Fut: Future<Output = Result<T, crate::api::Error>> + Send,
     T: Send,
 {
     let cancel = CancelToken::new();
@@ -156,7 +156,7 @@ where
         (Py::new(py, CancelOnDone { cancel })?,),
     )?;
     let (fut_ref, loop_ref) = (future.clone().unbind(), event_loop.unbind());
-    crate::exec::runtime().spawn(async move {
+    crate::api::runtime().spawn(async move {
         let out = fut.await;
         attach(true, |py| {
             let Ok(resolve) = py
@@ -183,6 +183,6 @@ struct ResetSpin;
 
 impl Drop for ResetSpin {
     fn drop(&mut self) {
-        crate::exec::allow_spin(false);
+        crate::api::allow_spin(false);
     }
 }

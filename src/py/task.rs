@@ -5,12 +5,12 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
-use crate::agent::task_tool::{LauncherFactory, TaskInput, TaskTool, TASK_TOOL_NAME};
+use crate::api::CancelToken;
+use crate::api::{to_pretty_json, ToolResult};
+use crate::api::{LauncherFactory, TaskInput, TaskTool, TASK_TOOL_NAME};
 use crate::py::convert::{dump, opt_str_list, to_json, type_name, wrong_type};
 use crate::py::launcher::PySubagentLauncher;
 use crate::py::runtime::{run, spawn_awaitable};
-use crate::runner::CancelToken;
-use crate::tools::envelope::{to_pretty_json, ToolResult};
 
 /// The Task tool (see the stub for documentation).
 #[pyclass(frozen, module = "outrider._core", name = "TaskTool")]

@@ -3,8 +3,8 @@
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
+use crate::api::ToolArgs;
 use crate::py::convert::{dump, opt_float, opt_str, opt_str_list, path_arg, req_str, to_json};
-use crate::tools::run::ToolArgs;
 
 /// Run one tool under `root` and return its envelope dict. Bad arguments give an error envelope.
 #[pyfunction]
@@ -34,9 +34,8 @@ pub fn run_tool<'py>(
             },
         },
     };
-    let envelope = py.detach(move || {
-        crate::tools::run::run_tool(&root, &name, args, mode.as_deref(), timeout)
-    })?;
+    let envelope =
+        py.detach(move || crate::api::run_tool(&root, &name, args, mode.as_deref(), timeout))?;
     dump(py, &envelope)
 }
 
@@ -49,8 +48,5 @@ pub fn tool_schemas<'py>(
     names: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (format, names) = (opt_str(format, "format")?, opt_str_list(names, "names")?);
-    dump(
-        py,
-        &crate::tools::run::tool_schemas(format.as_deref(), names)?,
-    )
+    dump(py, &crate::api::tool_schemas(format.as_deref(), names)?)
 }

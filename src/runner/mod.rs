@@ -33,15 +33,15 @@ use tracing::Instrument;
 pub use cancel::CancelToken;
 pub use gate::UnknownRepair;
 pub use outcome::{ParsedResult, RunOutcome, TerminalReason, UnknownTerminalReason};
-pub use turn::ANSWER_RESERVE_TOKENS;
+pub use state::ANSWER_RESERVE_TOKENS;
 
 use crate::contract::{Repair, SubagentStatus};
 use crate::evidence::EvidenceCheck;
 use crate::llm::{estimate_tokens, ChatModel, Message};
 use crate::profile::{BudgetPolicy, ResultContract, RuntimeProfile};
 use crate::runner::gate::Gate;
+use crate::runner::state::CallSpec;
 use crate::runner::state::{State, Stop};
-use crate::runner::turn::CallSpec;
 use crate::tools::permissions::PermissionContext;
 use crate::tools::registry::ToolRegistry;
 use crate::tools::workspace::Workspace;

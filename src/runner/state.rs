@@ -1,6 +1,9 @@
 //! The mutable state of one run, and why a step stopped the loop.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
 
 use crate::llm::Message;
 use crate::runner::outcome::TerminalReason;
@@ -27,4 +30,21 @@ pub(crate) struct State {
     pub(crate) tool_usage: BTreeMap<String, u64>,
     /// What this run's Reads have seen, so a file changed between two of them is reported.
     pub(crate) read_memory: crate::tools::context::ReadMemory,
+}
+
+/// `ExploreResult` is a few hundred tokens, a tool-call turn fewer.
+pub const ANSWER_RESERVE_TOKENS: u64 = 1_000;
+
+/// What one model call is: its tools, a hint for this call only, and how it may spend.
+pub(crate) struct CallSpec<'a> {
+    /// The tool schemas sent (none for the wrap-up).
+    pub(crate) tools: &'a Arc<Vec<Value>>,
+    /// Their size in characters.
+    pub(crate) schema_chars: usize,
+    /// A user message added to this request only.
+    pub(crate) hint: Option<&'a str>,
+    /// Tokens that must stay unspent after this call (the wrap-up's share).
+    pub(crate) reserve: u64,
+    /// The wrap-up: its request is compacted into whatever the total budget has left.
+    pub(crate) wrap_up: bool,
 }

@@ -1,6 +1,5 @@
 //! One turn of the loop: a model call within the budgets, then the tool calls it asked for.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
@@ -12,7 +11,7 @@ use crate::llm::{
 };
 use crate::runner::context;
 use crate::runner::outcome::TerminalReason;
-use crate::runner::state::{State, Stop};
+use crate::runner::state::{CallSpec, State, Stop, ANSWER_RESERVE_TOKENS};
 use crate::runner::RuntimeRunner;
 use crate::tools::budget::OutputBudget;
 use crate::tools::context::ToolContext;
@@ -20,23 +19,6 @@ use crate::tools::envelope::{ErrorCode, ToolResult};
 use crate::trace::event;
 
 /// Tokens kept for one answer when deciding whether a call fits the total budget: a final
-/// `ExploreResult` is a few hundred tokens, a tool-call turn fewer.
-pub const ANSWER_RESERVE_TOKENS: u64 = 1_000;
-
-/// What one model call is: its tools, a hint for this call only, and how it may spend.
-pub(crate) struct CallSpec<'a> {
-    /// The tool schemas sent (none for the wrap-up).
-    pub(crate) tools: &'a Arc<Vec<Value>>,
-    /// Their size in characters.
-    pub(crate) schema_chars: usize,
-    /// A user message added to this request only.
-    pub(crate) hint: Option<&'a str>,
-    /// Tokens that must stay unspent after this call (the wrap-up's share).
-    pub(crate) reserve: u64,
-    /// The wrap-up: its request is compacted into whatever the total budget has left.
-    pub(crate) wrap_up: bool,
-}
-
 impl RuntimeRunner {
     /// The error of a run that hit its wall-clock limit.
     pub(crate) fn timeout_message(&self) -> String {

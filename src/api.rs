@@ -1,0 +1,31 @@
+//! The one front door to the core for an embedder such as the Python binding: every type and
+//! function a front end needs, by name, so it never reaches into the core's modules.
+
+pub use crate::agent::task_tool::{LauncherFactory, TaskInput, TaskTool, TASK_TOOL_NAME};
+pub use crate::agent::{
+    CompletionVerdict, LaunchError, LauncherOptions, MainAgent, MainAgentOptions, MainRun,
+    ModelRoute, RequestInit, SubagentLaunchResult, SubagentLauncher, SubagentRequest,
+    TraceDirSetting, Verification,
+};
+pub use crate::contract::{
+    answer_from_bytes, tool_usage_from_json, ContractError, ExploreResult, LocItem, Repair,
+    SubagentStatus, ToolUsage, VerificationMeta, VerificationResult, UNKNOWN_REASON,
+};
+pub use crate::error::{Error, Result};
+pub use crate::evidence::{check_evidence, EvidenceCheck};
+pub use crate::exec::{allow_spin, run_off_thread, runtime, HotCaller};
+pub use crate::llm::env::MAIN_PREFIX;
+pub use crate::llm::openai::config::DEFAULT_BASE_URL;
+pub use crate::llm::openai::{duration_from_secs, OpenAICompatible, OpenAICompatibleConfig};
+pub use crate::llm::scout::{terms as scout_terms, OfflineScout};
+pub use crate::llm::{BoxFuture, ChatModel, ChatRequest, ChatResponse, ModelError, ModelErrorKind};
+pub use crate::profile::{
+    explore_profile, verification_profile, RuntimeProfile, PROFILE_FIELDS, READONLY_TOOLS,
+};
+pub use crate::pyjson::{py_repr_str, Json};
+pub use crate::redact::redact_str;
+pub use crate::runner::{CancelToken, ParsedResult};
+pub use crate::tools::envelope::{to_pretty_json, ToolResult};
+pub use crate::tools::run::{run_tool, tool_schemas, ToolArgs};
+pub use crate::tools::workspace::Workspace;
+pub use crate::VERSION;
