@@ -114,7 +114,7 @@ fn quoted(names: &[String]) -> String {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TraceDirError {
     /// The directory is inside the explored root, where a read-only child must not write.
-    #[error("trace_dir '{dir}' is inside the explored root '{root}'; a read-only child never writes there: choose a directory outside it")]
+    #[error("trace_dir '{dir}' is inside the explored root '{root}'; a read-only child never writes there: choose a directory outside it, or trace_dir=False to keep traces in memory")]
     InsideRoot {
         /// The refused directory.
         dir: String,

@@ -27,6 +27,7 @@ from outrider.testing import ScriptedLLM
 FINAL = '{"status": "completed", "summary": "s", "evidence": []}'
 # A value of the wrong type or an unknown name, typed as Any so each case needs no ignore comment.
 BAD: Any = "root"
+NUMBER: Any = 1
 
 
 @pytest.fixture
@@ -96,6 +97,50 @@ def cases(repo: pathlib.Path) -> list[tuple[Callable[[], Any], type[Exception], 
             lambda: outrider.SubagentLauncher(repo, ScriptedLLM([]), profiles=[1]),  # type: ignore[list-item]
             ArgumentTypeError,
             "RuntimeProfile",
+        ),
+        (
+            lambda: outrider.SubagentLauncher(
+                repo, ScriptedLLM([]), profiles={"x": outrider.EXPLORE_PROFILE.replace(name="deep")}
+            ),
+            ConfigError,
+            "key 'x' names a profile called 'deep'",
+        ),
+        (
+            lambda: outrider.SubagentLauncher(
+                repo, ScriptedLLM([]), profiles=[outrider.EXPLORE_PROFILE] * 2
+            ),
+            ConfigError,
+            "'explore' is given twice",
+        ),
+        (
+            lambda: outrider.SubagentLauncher(repo, ScriptedLLM([]), trace_dir=""),
+            TraceDirError,
+            "the path is empty",
+        ),
+        (lambda: outrider.SubagentRequest("", "t"), ConfigError, "profile_name"),
+        (
+            lambda: launcher.verify("x", requirements={"todos": "abc"}),
+            ArgumentTypeError,
+            "requirements['todos']",
+        ),
+        (
+            lambda: launcher.verify("x", requirements={"requires_verification": "no"}),
+            ArgumentTypeError,
+            "requirements['requires_verification']: must be a bool",
+        ),
+        (lambda: outrider.run_tool(repo, "Grep", {}, timeout=1e300), ConfigError, "timeout"),
+        (
+            lambda: outrider.run_tool(repo, "Grep", {}, runtime_mode=NUMBER),
+            ArgumentTypeError,
+            "runtime_mode",
+        ),
+        (lambda: outrider.tool_schemas(None, names=3), ArgumentTypeError, "names"),  # type: ignore[arg-type]
+        (lambda: outrider.OpenAICompatible(None), ArgumentTypeError, "model"),  # type: ignore[arg-type]
+        (lambda: outrider.OfflineScout.terms(None), ArgumentTypeError, "task"),  # type: ignore[arg-type]
+        (
+            lambda: outrider.EXPLORE_PROFILE.replace(timeout_seconds=1e300),
+            ProfileError,
+            "at most 31536000 seconds",
         ),
         # task tool and main agent
         (lambda: outrider.TaskTool(3), ArgumentTypeError, "TaskTool launcher"),  # type: ignore[arg-type]

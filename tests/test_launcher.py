@@ -150,14 +150,27 @@ def test_task_failure_envelope(repo: pathlib.Path, traces: pathlib.Path) -> None
         SubagentLauncher(repo, ScriptedLLM(["not json", "still not json"]), trace_dir=traces)
     )
     env = tool.run(TASK_ARGS)
+    error = env["error"]
     assert env == {
         "status": "error",
         "data": {},
         "text": env["text"],
-        "stats": {"time_ms": 0},
+        "stats": {"time_ms": env["stats"]["time_ms"]},
         "context": {"cwd": ".", "params_input": TASK_ARGS},
-        "error": {"code": "INTERNAL_ERROR", "message": env["text"]},
+        # What the child did before it failed stays visible to the parent.
+        "error": {
+            "code": "INTERNAL_ERROR",
+            "message": env["text"],
+            "child_session_id": error["child_session_id"],
+            "terminal_reason": "runtime_error",
+            "failure_reason": "completion_gate_blocked",
+            "tool_usage": {},
+            "token_usage": error["token_usage"],
+            "trace_path": error["trace_path"],
+        },
     }
+    assert env["stats"]["time_ms"] >= 1 and error["token_usage"] > 0
+    assert pathlib.Path(error["trace_path"]).parent == traces
     assert env["text"].startswith(
         "Explore subagent failed: child terminal reason: completion_gate_blocked"
     )
@@ -667,7 +680,9 @@ def test_cli_reports_unverified_and_survives_a_closed_pipe(
             command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
         )
         assert out.returncode == 3, out.stderr
-        assert out.stdout.startswith("status: unverified  (completed_unverified; model: main")
+        assert out.stdout.startswith(
+            "status: unverified  (run ended: completed_unverified; model: main"
+        )
         assert "UNVERIFIED: this evidence could not be found" in out.stdout
         assert "src/login.py" in out.stdout
         # A reader that goes away before the answer is printed (`... | head -1` on a long answer).
@@ -681,3 +696,25 @@ def test_cli_reports_unverified_and_survives_a_closed_pipe(
         assert "Traceback" not in err and "BrokenPipe" not in err, err
     finally:
         server.close()
+
+
+def test_cli_trace_refuses_foreign_files_without_a_traceback(tmp_path: pathlib.Path) -> None:
+    ts = '"ts": "2026-12-03T08:00:00.000Z", "session_id": "s"'
+    bad = {
+        "binary.jsonl": b"\x7fELF\x02\x01\x01\x00\xff\xfe",
+        "null-step.jsonl": f'{{{ts}, "step": null, "event": "x", "payload": {{}}}}'.encode(),
+        "list-payload.jsonl": f'{{{ts}, "step": 1, "event": "model_output", "payload": [1]}}'.encode(),
+        "odd-calls.jsonl": (
+            f'{{{ts}, "step": 1, "event": "model_output", "payload": {{"tool_calls": [1]}}}}'
+        ).encode(),
+        "naive.jsonl": (
+            f'{{{ts}, "step": 0, "event": "a", "payload": {{}}}}\n'
+            '{"ts": "2026-12-03T08:00:01", "step": 1, "event": "b", "payload": {}}'
+        ).encode(),
+    }
+    for name, content in bad.items():
+        path = tmp_path / name
+        path.write_bytes(content)
+        out = run_cli("trace", str(path), cwd=tmp_path)
+        assert out.returncode == 2, (name, out.stdout, out.stderr)
+        assert "Traceback" not in out.stderr and out.stderr.startswith("outrider: "), name

@@ -35,3 +35,32 @@ def test_exit_after_async_launches_is_clean(tmp_path: pathlib.Path) -> None:
         )
         codes.append((proc.returncode, proc.stderr[-300:]))
     assert codes == [(0, "")] * 10
+
+
+def test_exploring_the_home_directory_keeps_traces_out_of_it(tmp_path: pathlib.Path) -> None:
+    # The default trace directory lives under $HOME; exploring $HOME must not write into it.
+    import os
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "notes.py").write_text("def login():\n    pass\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "LIGHT_LLM_", "XDG_"))}
+    env.pop("OUTRIDER_TRACE_DIR", None)
+    env["HOME"] = str(home)
+    script = (
+        "import sys, outrider\n"
+        "r = outrider.SubagentLauncher(sys.argv[1]).launch(outrider.SubagentRequest(task='login'))\n"
+        "print(r.trace_path)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(home)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    trace = proc.stdout.strip()
+    assert trace != "None" and not trace.startswith(str(home)), trace
+    assert sorted(p.name for p in home.rglob("*")) == ["notes.py"]

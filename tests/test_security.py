@@ -414,7 +414,9 @@ def test_trace_files_are_private_and_never_inside_the_root(
     root.mkdir()
     out = tmp_path / "out"
     out.mkdir()
-    llm = outrider.testing.ScriptedLLM([])
+    from outrider.testing import ScriptedLLM
+
+    llm = ScriptedLLM([])
     for spelled in (root / "t", out / "missing" / ".." / ".." / "root" / "t"):
         with pytest.raises(outrider.TraceDirError, match="inside the explored root"):
             outrider.SubagentLauncher(root, llm, trace_dir=spelled)

@@ -41,7 +41,7 @@ def _print_result(result: outrider.SubagentLaunchResult, note: str) -> None:
     reason = data["terminal_reason"]
     if data.get("failure_reason"):
         reason = f"{reason}: {data['failure_reason']}"
-    print(f"status: {data['status']}  ({reason}; model: {data['model_used']} - {note})")
+    print(f"status: {data['status']}  (run ended: {reason}; model: {data['model_used']} - {note})")
     if data["error"]:
         print(f"error: {data['error']}")
     if data["status"] == "unverified":
@@ -142,6 +142,9 @@ def _trace(args: argparse.Namespace) -> int:
     except OSError as err:
         print(f"outrider: cannot read trace {args.file!r}: {err.strerror or err}", file=sys.stderr)
         return 2
+    except UnicodeDecodeError:
+        print(f"outrider: {args.file!r} is not a trace: it is not UTF-8 text", file=sys.stderr)
+        return 2
     start: datetime | None = None
     shown = 0
     for n, line in enumerate(lines, 1):
@@ -151,15 +154,18 @@ def _trace(args: argparse.Namespace) -> int:
             ev = json.loads(line)
             ts = datetime.fromisoformat(ev["ts"].replace("Z", "+00:00"))
             event, step, payload = ev["event"], ev["step"], ev.get("payload") or {}
+            if not (isinstance(event, str) and isinstance(step, int) and isinstance(payload, dict)):
+                raise TypeError("event must be a str, step an int and payload an object")
+            start = start or ts
+            ms = (ts - start).total_seconds() * 1000
+            text = f"{step:>4}  {ms:>8.1f} ms  {event:<24} {_describe(event, payload)}"
         except (ValueError, KeyError, TypeError, AttributeError) as err:
             print(f"outrider: {args.file}:{n} is not a trace event ({err})", file=sys.stderr)
             return 2
-        start = start or ts
-        ms = (ts - start).total_seconds() * 1000
         if shown == 0:
             print(f"session {ev.get('session_id')}")
         shown += 1
-        print(f"{step:>4}  {ms:>8.1f} ms  {event:<24} {_describe(event, payload)}")
+        print(text)
     if shown == 0:
         print(f"outrider: {args.file!r} holds no events", file=sys.stderr)
         return 2

@@ -45,14 +45,38 @@ pub enum TraceDirSetting {
 impl TraceDirSetting {
     /// The checked, created directory for a launcher exploring `root`; None keeps traces in
     /// memory.
+    ///
+    /// The default directory is the user's: when the explored root contains it (exploring the
+    /// home directory, say), traces go to a directory under the system temp dir instead, or stay
+    /// in memory when that is inside the root too. A directory the caller named (here or in
+    /// `OUTRIDER_TRACE_DIR`) is never replaced: inside the root it is an error.
     pub fn prepare(&self, root: &Path) -> Result<Option<TraceDir>, TraceDirError> {
         let dir = match self {
             TraceDirSetting::Off => return Ok(None),
             TraceDirSetting::Default => default_trace_dir(),
+            TraceDirSetting::Dir(d) if d.as_os_str().is_empty() => {
+                return Err(TraceDirError::Create {
+                    dir: String::new(),
+                    reason: "the path is empty: name a directory, or pass False to keep traces in memory".into(),
+                })
+            }
             TraceDirSetting::Dir(d) => d.clone(),
             TraceDirSetting::Held(held) => return Ok(Some(held.clone())),
         };
-        prepare_trace_dir(&dir, root).map(Some)
+        match prepare_trace_dir(&dir, root) {
+            Err(TraceDirError::InsideRoot { .. })
+                if matches!(self, TraceDirSetting::Default)
+                    && std::env::var_os("OUTRIDER_TRACE_DIR").is_none_or(|d| d.is_empty()) =>
+            {
+                let fallback = std::env::temp_dir().join("outrider-traces");
+                match prepare_trace_dir(&fallback, root) {
+                    Ok(dir) => Ok(Some(dir)),
+                    Err(TraceDirError::InsideRoot { .. }) => Ok(None),
+                    Err(other) => Err(other),
+                }
+            }
+            other => other.map(Some),
+        }
     }
 }
 
@@ -141,7 +165,17 @@ impl SubagentLauncher {
                 .into_iter()
                 .map(|p| (p.name.clone(), p))
                 .collect();
+        let mut given = std::collections::BTreeSet::new();
         for p in options.profiles {
+            if !given.insert(p.name.clone()) {
+                return Err(Error::config(
+                    "profiles",
+                    format!(
+                        "{} is given twice; give each profile once",
+                        crate::pyjson::py_repr_str(&p.name)
+                    ),
+                ));
+            }
             p.validate().map_err(|e| {
                 crate::profile::ProfileError(format!("profile '{}': {}", p.name, e.0))
             })?;

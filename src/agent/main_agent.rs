@@ -176,8 +176,41 @@ impl MainAgent {
         let trace_dir = options.trace_dir.prepare(workspace.root())?;
         let reachable =
             crate::agent::task_tool::reachable_profiles(options.subagent_types.clone())?;
-        if let Some(l) = &options.launcher {
-            crate::agent::task_tool::check_reachable(l, &reachable)?;
+        match &options.launcher {
+            Some(l) => {
+                if l.workspace().root() != workspace.root() {
+                    return Err(Error::config(
+                        "launcher",
+                        format!(
+                            "explores '{}' but the main agent explores '{}'; give it a launcher over the same root",
+                            l.workspace().root().display(),
+                            workspace.root().display()
+                        ),
+                    ));
+                }
+                crate::agent::task_tool::check_reachable(l, &reachable)?;
+            }
+            None => {
+                // The launcher built for each run has the built-in profiles only.
+                let builtin = [
+                    explore_profile().name,
+                    crate::profile::verification_profile().name,
+                ];
+                let missing: Vec<String> = reachable
+                    .iter()
+                    .filter(|p| !builtin.contains(p))
+                    .cloned()
+                    .collect();
+                if !missing.is_empty() {
+                    return Err(Error::config(
+                        "subagent_types",
+                        format!(
+                            "{} are not built-in profiles (explore, verification); pass a launcher that registers them",
+                            crate::pyjson::py_repr_list(&missing)
+                        ),
+                    ));
+                }
+            }
         }
         Ok(MainAgent {
             model,

@@ -79,10 +79,17 @@ impl RequestInit {
                     .map_err(|_| crate::error::LaunchError::BadModelChoice(m.to_string()))?,
             ),
         };
+        let profile_name = self
+            .profile_name
+            .unwrap_or_else(|| DEFAULT_PROFILE.to_string());
+        if profile_name.trim().is_empty() {
+            return Err(Error::config(
+                "SubagentRequest.profile_name",
+                "must name a profile, e.g. 'explore' (or be left out)",
+            ));
+        }
         Ok(SubagentRequest {
-            profile_name: self
-                .profile_name
-                .unwrap_or_else(|| DEFAULT_PROFILE.to_string()),
+            profile_name,
             task,
             structured_context,
             model_choice,

@@ -173,9 +173,9 @@ pub fn check_reachable(launcher: &SubagentLauncher, reachable: &[String]) -> Res
     Err(Error::config(
         "subagent_types",
         format!(
-            "{:?} are not registered in the launcher (its profiles: {:?})",
-            missing,
-            launcher.profile_names()
+            "{} are not registered in the launcher (its profiles: {})",
+            crate::pyjson::py_repr_list(&missing.into_iter().cloned().collect::<Vec<_>>()),
+            crate::pyjson::py_repr_list(&launcher.profile_names())
         ),
     ))
 }
@@ -214,15 +214,27 @@ pub fn launch_envelope(
             .error
             .clone()
             .unwrap_or_else(|| launched.terminal_reason.as_str().to_string());
-        return ToolResult::error(
+        let mut failed = ToolResult::error(
             params_input,
             ErrorCode::InternalError,
             format!(
                 "{} subagent failed: {why}",
                 capitalised(&launched.profile_name)
             ),
-            0,
+            elapsed_ms.max(1),
         );
+        // What the child did before it failed stays visible to the parent (the reference
+        // lost it): its ids, the precise cause, its tools and tokens, its trace.
+        if let Some(err) = &mut failed.error {
+            let d = &mut err.details;
+            d.insert("child_session_id".into(), json!(launched.child_session_id));
+            d.insert("terminal_reason".into(), json!(launched.terminal_reason));
+            d.insert("failure_reason".into(), json!(launched.failure_reason));
+            d.insert("tool_usage".into(), json!(launched.tool_usage));
+            d.insert("token_usage".into(), json!(launched.token_usage));
+            d.insert("trace_path".into(), json!(launched.trace_path));
+        }
+        return failed;
     }
     let mut data = Map::new();
     data.insert("status".into(), json!(launched.status.as_str()));

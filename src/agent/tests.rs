@@ -537,6 +537,26 @@ fn task_envelopes_success_and_every_failure() {
         failed["text"],
         json!("Explore subagent failed: child terminal reason: model_error: server error: 503")
     );
+    let details = &failed["error"];
+    assert_eq!(
+        (
+            &details["terminal_reason"],
+            &details["failure_reason"],
+            &details["tool_usage"],
+            &details["trace_path"]
+        ),
+        (
+            &json!("runtime_error"),
+            &json!("model_error"),
+            &json!({}),
+            &Value::Null
+        )
+    );
+    assert!(details["child_session_id"]
+        .as_str()
+        .unwrap()
+        .starts_with("child-"));
+    assert!(failed["stats"]["time_ms"].as_u64().unwrap() >= 1);
 
     let broken: task_tool::LauncherFactory =
         Box::new(|| Err("the factory raised OSError: disk".into()));
@@ -553,7 +573,7 @@ fn task_envelopes_success_and_every_failure() {
     .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "subagent_types: [\"deep\"] are not registered in the launcher (its profiles: [\"explore\", \"verification\"])"
+        "subagent_types: ['deep'] are not registered in the launcher (its profiles: ['explore', 'verification'])"
     );
 }
 
@@ -602,6 +622,7 @@ fn main_agent_runs_task_and_links_the_child() {
         explorer(Duration::ZERO),
         MainAgentOptions {
             max_steps: Some(0),
+            trace_dir: TraceDirSetting::Off,
             ..MainAgentOptions::default()
         },
     );

@@ -51,52 +51,79 @@ pub struct Verification {
 
 /// The deterministic part of the gate (§2.14 steps 1-2), which needs no model: an incomplete
 /// todo fails the candidate, and `requires_verification: false` passes it without a child.
-/// Returns None when a verification child must decide.
-pub fn deterministic_verdict(requirements: &Map<String, Value>) -> Option<CompletionVerdict> {
-    let open: Vec<String> = requirements
-        .get("todos")
-        .and_then(Value::as_array)
-        .map(|todos| todos.iter().filter_map(open_todo).collect())
-        .unwrap_or_default();
+/// Returns None when a verification child must decide; an error when `todos` is not a list of
+/// objects or `requires_verification` not a bool.
+pub fn deterministic_verdict(
+    requirements: &Map<String, Value>,
+) -> Result<Option<CompletionVerdict>, Error> {
+    let type_name = |v: &Value| crate::pyjson::Json::from_value(v).type_name();
+    let todos = match requirements.get("todos") {
+        None | Some(Value::Null) => &[][..],
+        Some(Value::Array(items)) => items.as_slice(),
+        Some(other) => {
+            return Err(Error::wrong_type(
+                "requirements['todos']",
+                "a list of {'content': ..., 'status': ...} dicts",
+                type_name(other),
+            ))
+        }
+    };
+    let mut open = Vec::new();
+    for (i, item) in todos.iter().enumerate() {
+        let Value::Object(todo) = item else {
+            return Err(Error::wrong_type(
+                format!("requirements['todos'][{i}]"),
+                "a dict with 'content' and 'status'",
+                type_name(item),
+            ));
+        };
+        if let Some(text) = open_todo(todo) {
+            open.push(text);
+        }
+    }
     if !open.is_empty() {
         let reasons: Vec<String> = open
             .iter()
             .map(|t| format!("incomplete_todo: {t}"))
             .collect();
-        return Some(CompletionVerdict {
+        return Ok(Some(CompletionVerdict {
             verdict: "FAIL",
             feedback: Some(format!(
                 "Finish the incomplete todo items before completing: {}",
                 open.join("; ")
             )),
             reasons,
-        });
+        }));
     }
-    if requirements.get("requires_verification") == Some(&Value::Bool(false)) {
-        return Some(CompletionVerdict {
+    match requirements.get("requires_verification") {
+        None | Some(Value::Null) | Some(Value::Bool(true)) => Ok(None),
+        Some(Value::Bool(false)) => Ok(Some(CompletionVerdict {
             verdict: "PASS",
             reasons: vec!["verification_not_required".into()],
             feedback: None,
-        });
+        })),
+        Some(other) => Err(Error::wrong_type(
+            "requirements['requires_verification']",
+            "a bool",
+            type_name(other),
+        )),
     }
-    None
 }
 
-/// A todo item that is not done: `{"content"|"title"|"task": ..., "status": ...}` whose status
-/// is not `completed`/`done`/`cancelled`, or `{"done": false}`. Its text, when it is open.
-fn open_todo(item: &Value) -> Option<String> {
-    let obj = item.as_object()?;
+/// A todo item that is not done: its `status` is not `completed`/`done`/`cancelled`, or
+/// `done` is false, or it says neither (an unknown state counts as open). Its text, when open.
+fn open_todo(todo: &Map<String, Value>) -> Option<String> {
     let text = ["content", "title", "task", "text"]
         .iter()
-        .find_map(|k| obj.get(*k).and_then(Value::as_str))
+        .find_map(|k| todo.get(*k).and_then(Value::as_str))
         .unwrap_or("(unnamed todo)");
-    let open = match (obj.get("status"), obj.get("done")) {
+    let open = match (todo.get("status"), todo.get("done")) {
         (Some(Value::String(s)), _) => !matches!(
             s.to_ascii_lowercase().as_str(),
             "completed" | "complete" | "done" | "cancelled" | "canceled"
         ),
         (_, Some(Value::Bool(done))) => !done,
-        _ => false,
+        _ => true,
     };
     open.then(|| text.to_string())
 }
@@ -202,7 +229,7 @@ impl SubagentLauncher {
                 ))
             }
         };
-        if let Some(verdict) = deterministic_verdict(&requirements) {
+        if let Some(verdict) = deterministic_verdict(&requirements)? {
             return Ok(Verification {
                 verdict,
                 launch: None,
@@ -229,10 +256,38 @@ mod tests {
         v.as_object().cloned().unwrap()
     }
 
+    fn deterministic_verdict_ok(r: &Map<String, Value>) -> Option<CompletionVerdict> {
+        deterministic_verdict(r).unwrap()
+    }
+
+    #[test]
+    fn malformed_requirements_are_refused_by_name() {
+        let err = |v: Value| deterministic_verdict(&reqs(v)).unwrap_err().to_string();
+        assert_eq!(
+            err(json!({"todos": "abc"})),
+            "requirements['todos']: must be a list of {'content': ..., 'status': ...} dicts, got str"
+        );
+        assert_eq!(
+            err(json!({"todos": ["abc"]})),
+            "requirements['todos'][0]: must be a dict with 'content' and 'status', got str"
+        );
+        assert_eq!(
+            err(json!({"requires_verification": "no"})),
+            "requirements['requires_verification']: must be a bool, got str"
+        );
+        // A todo that says nothing of its state is open.
+        assert_eq!(
+            deterministic_verdict_ok(&reqs(json!({"todos": [{"content": "a"}]})))
+                .unwrap()
+                .reasons,
+            vec!["incomplete_todo: a".to_string()]
+        );
+    }
+
     #[test]
     fn deterministic_checks_decide_without_a_child() {
         assert_eq!(
-            deterministic_verdict(&reqs(json!({"todos": [
+            deterministic_verdict_ok(&reqs(json!({"todos": [
                 {"content": "write tests", "status": "in_progress"},
                 {"content": "ship", "status": "completed"},
                 {"title": "docs", "done": false}
@@ -249,7 +304,7 @@ mod tests {
             })
         );
         assert_eq!(
-            deterministic_verdict(&reqs(json!({"requires_verification": false}))),
+            deterministic_verdict_ok(&reqs(json!({"requires_verification": false}))),
             Some(CompletionVerdict {
                 verdict: "PASS",
                 reasons: vec!["verification_not_required".into()],
@@ -258,18 +313,18 @@ mod tests {
         );
         // Incomplete todos fail even when verification is not required.
         assert_eq!(
-            deterministic_verdict(&reqs(json!({"requires_verification": false,
+            deterministic_verdict_ok(&reqs(json!({"requires_verification": false,
                 "todos": [{"content": "x", "status": "pending"}]})))
             .unwrap()
             .verdict,
             "FAIL"
         );
         assert_eq!(
-            deterministic_verdict(&reqs(
+            deterministic_verdict_ok(&reqs(
                 json!({"todos": [{"content": "x", "status": "done"}]})
             )),
             None
         );
-        assert_eq!(deterministic_verdict(&Map::new()), None);
+        assert_eq!(deterministic_verdict_ok(&Map::new()), None);
     }
 }

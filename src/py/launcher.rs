@@ -12,7 +12,9 @@ use crate::api::{
 };
 use crate::api::{SubagentRequest, TraceDirSetting};
 use crate::py::contract::{PyExploreResult, PyVerificationResult};
-use crate::py::convert::{dump, opt_int, opt_json, opt_str, opt_str_list, path_arg, wrong_type};
+use crate::py::convert::{
+    dump, opt_int, opt_json, opt_str, opt_str_list, path_arg, req_str, wrong_type,
+};
 use crate::py::frozen_class;
 use crate::py::model::PyCallableModel;
 use crate::py::profile::PyRuntimeProfile;
@@ -145,20 +147,33 @@ fn profiles_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<crate::api::Runt
     let Some(obj) = obj.filter(|o| !o.is_none()) else {
         return Ok(vec![]);
     };
-    let items = match obj.cast::<PyDict>() {
-        Ok(d) => d.values().into_any(),
-        Err(_) => obj.clone(),
-    };
-    let iter = items
-        .try_iter()
-        .map_err(|_| wrong_type("profiles", "an iterable of RuntimeProfile", obj))?;
-    iter.map(|p| {
-        let p = p?;
+    let profile = |p: &Bound<'_, PyAny>| {
         p.cast::<PyRuntimeProfile>()
             .map(|p| p.get().inner.clone())
-            .map_err(|_| wrong_type("profiles item", "a RuntimeProfile", &p))
-    })
-    .collect()
+            .map_err(|_| wrong_type("profiles item", "a RuntimeProfile", p))
+    };
+    if let Ok(d) = obj.cast::<PyDict>() {
+        return d
+            .iter()
+            .map(|(k, v)| {
+                let p = profile(&v)?;
+                let key = req_str(&k, "profiles key")?;
+                if key != p.name {
+                    let msg = format!(
+                        "key {} names a profile called {}",
+                        k.repr()?,
+                        v.getattr("name")?.repr()?
+                    );
+                    return Err(crate::api::Error::config("profiles", msg).into());
+                }
+                Ok(p)
+            })
+            .collect();
+    }
+    let iter = obj
+        .try_iter()
+        .map_err(|_| wrong_type("profiles", "an iterable of RuntimeProfile", obj))?;
+    iter.map(|p| profile(&p?)).collect()
 }
 
 fn request_arg(obj: &Bound<'_, PyAny>) -> PyResult<SubagentRequest> {
