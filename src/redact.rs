@@ -40,7 +40,7 @@ pub const SECRET_KEYS: [&str; 14] = [
 
 /// Configured secrets shorter than this are not registered: replacing a short word everywhere
 /// would mangle ordinary text, and no real key is that short.
-const MIN_REGISTERED_LEN: usize = 8;
+pub const MIN_REGISTERED_LEN: usize = 8;
 /// Registered secrets kept at most (a process configures a handful of clients).
 const MAX_REGISTERED: usize = 256;
 

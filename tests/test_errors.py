@@ -206,3 +206,36 @@ def test_reprs_are_python_style(repo: pathlib.Path) -> None:
     assert "Some(" not in text and '"' not in text
     assert "Some(" not in repr(launcher) and repr(launcher).endswith("max_concurrency=8)")
     assert repr(outrider.TaskTool(launcher)) == "TaskTool(subagent_types=['explore'])"
+
+
+def test_a_short_key_does_not_mangle_error_messages() -> None:
+    import http.server
+    import json
+    import threading
+
+    class Refuse(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            body = json.dumps({"error": {"message": "bad key for model m"}}).encode()
+            self.send_response(401)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        client = outrider.OpenAICompatible("m", url, "k", max_retries=0)
+        with pytest.raises(ModelError) as info:
+            client({"messages": [{"role": "user", "content": "hi"}]})
+        assert str(info.value).endswith(
+            "HTTP 401: bad key for model m; check the API key and that it may use model 'm'"
+        ), str(info.value)
+        assert "REDACTED" not in str(info.value)
+    finally:
+        server.shutdown()
+        server.server_close()

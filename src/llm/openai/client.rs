@@ -262,7 +262,13 @@ impl OpenAICompatible {
         if attempts > 1 {
             error.message = format!("{} (gave up after {attempts} attempts)", error.message);
         }
-        for secret in &self.secrets {
+        // A key shorter than a real one cannot be told from ordinary words (a key `k` would
+        // mangle every `k`); the shape patterns still catch real credentials.
+        for secret in self
+            .secrets
+            .iter()
+            .filter(|s| s.len() >= crate::redact::MIN_REGISTERED_LEN)
+        {
             error.message = error.message.replace(secret.as_str(), "[REDACTED]");
         }
         error.message = crate::trace::redact_str(&error.message);
