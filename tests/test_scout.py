@@ -76,3 +76,16 @@ def test_scout_cites_the_definition_and_every_checkable_sentence_is_true(
     # The definition search for "feedback" stopped at its limit: said so, and no count claimed.
     assert any("stopped at its limit" in q for q in r.result.unresolved_questions)
     assert not any("definitions named after" in f for f in r.result.findings)
+
+
+def test_the_readme_question_finds_the_gate_on_this_repository() -> None:
+    # The README's first command asks this of outrider's own tree; the file that builds the
+    # completion gate's feedback must be among the first three citations.
+    root = pathlib.Path(__file__).resolve().parent.parent
+    launcher = outrider.SubagentLauncher(root, outrider.OfflineScout(), trace_dir=False)
+    result = launcher.launch(
+        outrider.SubagentRequest(task="Where is the completion gate feedback built?")
+    )
+    assert result.result is not None and not isinstance(result.result, str)
+    top = [item.split(":")[0] for item in result.result.evidence[:3]]
+    assert "src/runner/gate.rs" in top, result.result.evidence
