@@ -15,8 +15,8 @@ pub use crate::error::{Error, Result};
 pub use crate::evidence::{check_evidence, EvidenceCheck};
 pub use crate::exec::{allow_spin, run_off_thread, runtime, HotCaller};
 pub use crate::llm::env::MAIN_PREFIX;
-pub use crate::llm::openai::config::DEFAULT_BASE_URL;
-pub use crate::llm::openai::{duration_from_secs, OpenAICompatible, OpenAICompatibleConfig};
+pub use crate::llm::openai::config::ClientSettings;
+pub use crate::llm::openai::{OpenAICompatible, OpenAICompatibleConfig};
 pub use crate::llm::scout::{terms as scout_terms, OfflineScout};
 pub use crate::llm::{BoxFuture, ChatModel, ChatRequest, ChatResponse, ModelError, ModelErrorKind};
 pub use crate::profile::{

@@ -7,10 +7,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
 
 use crate::api::Error;
-use crate::api::DEFAULT_BASE_URL;
 use crate::api::MAIN_PREFIX;
-use crate::api::{duration_from_secs, OpenAICompatible, OpenAICompatibleConfig};
 use crate::api::{ChatModel, ChatRequest};
+use crate::api::{ClientSettings, OpenAICompatible, OpenAICompatibleConfig};
 use crate::py::convert::{dump, opt_float, opt_int, opt_str, req_str, to_json, wrong_type};
 use crate::py::runtime::run;
 
@@ -47,39 +46,22 @@ impl PyOpenAICompatible {
         max_tokens: Option<&Bound<'_, PyAny>>,
         headers: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
-        let base_url = opt_str(base_url, "base_url")?;
-        let mut config = OpenAICompatibleConfig::new(
-            req_str(model, "model")?,
-            base_url.as_deref().unwrap_or(DEFAULT_BASE_URL),
-        );
-        config.api_key = opt_str(api_key, "api_key")?.filter(|k| !k.is_empty());
-        if let Some(t) = opt_float(timeout, "timeout")? {
-            config.timeout = duration_from_secs("timeout", t)?;
-        }
-        if let Some(t) = opt_float(connect_timeout, "connect_timeout")? {
-            config.connect_timeout = duration_from_secs("connect_timeout", t)?;
-        }
-        if let Some(n) = opt_int(max_retries, "max_retries")? {
-            config.max_retries = u32::try_from(n).map_err(|_| {
-                Error::config("max_retries", format!("{n} is negative; use e.g. 2"))
-            })?;
-        }
-        config.temperature = opt_float(temperature, "temperature")?;
-        if let Some(n) = opt_int(max_tokens, "max_tokens")? {
-            config.max_tokens = Some(u64::try_from(n).map_err(|_| {
-                Error::config(
-                    "max_tokens",
-                    format!(
-                        "{n} leaves no room for an answer; use a positive number or leave it unset"
-                    ),
-                )
-            })?);
-        }
-        for (k, v) in headers.into_iter().flat_map(|h| h.iter()) {
-            config
-                .extra_headers
-                .push((req_str(&k, "headers key")?, req_str(&v, "headers value")?));
-        }
+        let headers = headers
+            .into_iter()
+            .flat_map(|h| h.iter())
+            .map(|(k, v)| Ok((req_str(&k, "headers key")?, req_str(&v, "headers value")?)))
+            .collect::<PyResult<_>>()?;
+        let settings = ClientSettings {
+            base_url: opt_str(base_url, "base_url")?,
+            api_key: opt_str(api_key, "api_key")?,
+            timeout: opt_float(timeout, "timeout")?,
+            connect_timeout: opt_float(connect_timeout, "connect_timeout")?,
+            max_retries: opt_int(max_retries, "max_retries")?,
+            temperature: opt_float(temperature, "temperature")?,
+            max_tokens: opt_int(max_tokens, "max_tokens")?,
+            headers,
+        };
+        let config = OpenAICompatibleConfig::from_settings(req_str(model, "model")?, settings)?;
         Ok(Self::wrap(OpenAICompatible::new(config)?))
     }
 

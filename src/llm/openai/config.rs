@@ -44,6 +44,28 @@ pub struct OpenAICompatibleConfig {
     pub extra_headers: Vec<(String, String)>,
 }
 
+/// The optional settings of a client as a caller gives them (see
+/// [`OpenAICompatibleConfig::from_settings`]).
+#[derive(Debug, Clone, Default)]
+pub struct ClientSettings {
+    /// The API root; None is the OpenAI API.
+    pub base_url: Option<String>,
+    /// The key; None or empty sends none.
+    pub api_key: Option<String>,
+    /// Seconds one attempt may take.
+    pub timeout: Option<f64>,
+    /// Seconds opening a connection may take.
+    pub connect_timeout: Option<f64>,
+    /// Extra attempts after a transient failure (0..=10).
+    pub max_retries: Option<i64>,
+    /// Sent as `temperature`.
+    pub temperature: Option<f64>,
+    /// Sent as `max_tokens` (at least 1).
+    pub max_tokens: Option<i64>,
+    /// Headers added to every request.
+    pub headers: Vec<(String, String)>,
+}
+
 impl OpenAICompatibleConfig {
     /// A config with the default timeouts and retries, no key, temperature or token limit.
     pub fn new(model: impl Into<String>, base_url: impl Into<String>) -> Self {
@@ -58,6 +80,41 @@ impl OpenAICompatibleConfig {
             max_tokens: None,
             extra_headers: Vec::new(),
         }
+    }
+
+    /// A config from the settings a caller gives, each optional (None keeps the default: the
+    /// OpenAI API, no key, the default timeouts and retries). An empty key means no key. The
+    /// result is not validated yet ([`OpenAICompatible::new`](super::OpenAICompatible::new)
+    /// does that).
+    pub fn from_settings(model: String, settings: ClientSettings) -> Result<Self, Error> {
+        let mut config = Self::new(
+            model,
+            settings.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL),
+        );
+        config.api_key = settings.api_key.filter(|k| !k.is_empty());
+        if let Some(t) = settings.timeout {
+            config.timeout = duration_from_secs("timeout", t)?;
+        }
+        if let Some(t) = settings.connect_timeout {
+            config.connect_timeout = duration_from_secs("connect_timeout", t)?;
+        }
+        if let Some(n) = settings.max_retries {
+            config.max_retries = u32::try_from(n)
+                .map_err(|_| invalid("max_retries", format!("{n} is negative; use e.g. 2")))?;
+        }
+        config.temperature = settings.temperature;
+        if let Some(n) = settings.max_tokens {
+            config.max_tokens = Some(u64::try_from(n).map_err(|_| {
+                invalid(
+                    "max_tokens",
+                    format!(
+                        "{n} leaves no room for an answer; use a positive number or leave it unset"
+                    ),
+                )
+            })?);
+        }
+        config.extra_headers = settings.headers;
+        Ok(config)
     }
 
     /// Check every field; the error names the field and the offending value.
@@ -285,5 +342,56 @@ mod tests {
     fn messages_show_no_credentials_in_urls() {
         let url = Url::parse("https://user:pw@example.com/v1/chat/completions?key=abc").unwrap();
         assert_eq!(display_url(&url), "https://example.com/v1/chat/completions");
+    }
+}
+
+#[cfg(test)]
+mod settings_tests {
+    use super::*;
+
+    #[test]
+    fn settings_fill_defaults_and_refuse_impossible_numbers() {
+        let c = OpenAICompatibleConfig::from_settings(
+            "m".into(),
+            ClientSettings {
+                api_key: Some(String::new()),
+                timeout: Some(5.0),
+                ..ClientSettings::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            (c.base_url.as_str(), c.api_key, c.timeout, c.max_retries),
+            (
+                DEFAULT_BASE_URL,
+                None,
+                Duration::from_secs(5),
+                DEFAULT_MAX_RETRIES
+            )
+        );
+        let err = |s: ClientSettings| {
+            OpenAICompatibleConfig::from_settings("m".into(), s)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            err(ClientSettings {
+                max_retries: Some(-1),
+                ..ClientSettings::default()
+            }),
+            "max_retries: -1 is negative; use e.g. 2"
+        );
+        assert_eq!(
+            err(ClientSettings {
+                max_tokens: Some(-5),
+                ..ClientSettings::default()
+            }),
+            "max_tokens: -5 leaves no room for an answer; use a positive number or leave it unset"
+        );
+        assert!(err(ClientSettings {
+            timeout: Some(1e300),
+            ..ClientSettings::default()
+        })
+        .starts_with("timeout: "));
     }
 }
