@@ -67,15 +67,6 @@ fn c_path(path: &Path) -> Result<CString, std::io::Error> {
     })
 }
 
-fn identity_of(fd: &OwnedFd) -> std::io::Result<Identity> {
-    // SAFETY: fstat writes only into the zeroed struct we pass; fd is open.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok((st.st_dev as u64, st.st_ino as u64))
-}
-
 fn open_at(
     dir: Option<&OwnedFd>,
     name: &CString,
@@ -92,32 +83,36 @@ fn open_at(
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// The identity of `rel` (`.`, `..`, `../..`, ...) resolved from the directory behind `fd`.
+fn identity_at(fd: &OwnedFd, rel: &str) -> std::io::Result<Identity> {
+    let c_rel = CString::new(rel).map_err(|_| std::io::Error::other("a NUL byte in a path"))?;
+    // SAFETY: fstatat writes only into the zeroed struct we pass; fd is open, c_rel is a C string.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstatat(fd.as_raw_fd(), c_rel.as_ptr(), &mut st, 0) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((st.st_dev as u64, st.st_ino as u64))
+}
+
 /// Whether the directory behind `fd` is `root` or below it, following `..` links from the
 /// handle (so the answer holds for where the directory is now, not where its path pointed).
+/// One `fstatat` per level, relative to the handle: this runs before every trace write.
 fn is_within(fd: &OwnedFd, root: Identity) -> std::io::Result<bool> {
-    let dotdot = CString::new("..").expect("no NUL");
-    let mut current = open_at(
-        Some(fd),
-        &CString::new(".").expect("no NUL"),
-        libc::O_RDONLY | libc::O_DIRECTORY,
-        0,
-    )?;
-    let mut id = identity_of(&current)?;
+    let mut rel = String::from(".");
+    let mut id = identity_at(fd, &rel)?;
     for _ in 0..MAX_DEPTH {
         if id == root {
             return Ok(true);
         }
-        let parent = open_at(
-            Some(&current),
-            &dotdot,
-            libc::O_RDONLY | libc::O_DIRECTORY,
-            0,
-        )?;
-        let parent_id = identity_of(&parent)?;
+        rel = if rel == "." {
+            "..".to_string()
+        } else {
+            format!("{rel}/..")
+        };
+        let parent_id = identity_at(fd, &rel)?;
         if parent_id == id {
             return Ok(false);
         }
-        current = parent;
         id = parent_id;
     }
     Err(std::io::Error::other(
