@@ -160,7 +160,7 @@ pub fn cite(c: &Candidate, reads: &[ReadWindow]) -> Cite {
     let start = if c.def.is_none() && c.text.is_empty() {
         w.lines
             .iter()
-            .find(|(_, t)| super::search::definition(t).is_some())
+            .find(|(_, t)| super::search::definition_in(&c.file, t).is_some())
             .map(|(n, _)| *n)
             .unwrap_or(c.line)
     } else {
@@ -378,6 +378,22 @@ pub fn final_answer(q: &Query, notes: &Notes, reads: &[ReadWindow], verification
         }
         _ => false,
     };
+    // A name the question gives that no line holds: the answer can only be a guess.
+    let mut direct = direct;
+    for s in &notes.searches {
+        if s.purpose == Purpose::Named && !s.truncated && !s.failed && s.returned == 0 {
+            direct = false;
+            let scope = if s.source_only {
+                " in source files"
+            } else {
+                ""
+            };
+            open.push(format!(
+                "The search for /{}/{scope} found no line, so what the question names may not exist under that name; the best match is only a guess.",
+                s.pattern
+            ));
+        }
+    }
     for s in &notes.searches {
         if s.failed {
             open.push(format!(

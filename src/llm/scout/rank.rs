@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::query::{split_words, Query};
-use super::search::{definition, Purpose, SearchResult};
+use super::search::{definition_in, Purpose, SearchResult};
 
 /// A place worth citing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -265,7 +265,7 @@ pub fn rank(results: &[SearchResult], q: &Query) -> Vec<Candidate> {
         let (file_words, _) = path_words(file);
         let fk = file_kws.get(file).cloned().unwrap_or_default();
         let lk = line_keywords(text, q);
-        let def = definition(text);
+        let def = definition_in(file, text);
         let (score, matched) = match &def {
             Some((kind, name)) => {
                 let nk: BTreeSet<usize> = kws

@@ -170,6 +170,42 @@ pub fn definition(line: &str) -> Option<(String, String)> {
     Some((c["kind"].to_string(), c["name"].to_string()))
 }
 
+/// [`definition`], for a line of `file`: only the keywords that language defines with count, so
+/// prose such as "function differently" in a Python docstring is not called a definition.
+pub fn definition_in(file: &str, line: &str) -> Option<(String, String)> {
+    let (kind, name) = definition(line)?;
+    let ext = file.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
+    let kinds: &[&str] = match ext {
+        "py" | "pyi" => &["def", "class"],
+        "rs" => &[
+            "fn",
+            "struct",
+            "enum",
+            "trait",
+            "type",
+            "mod",
+            "const",
+            "static",
+            "impl",
+            "macro_rules!",
+            "let",
+        ],
+        "go" => &["func", "type", "const", "var"],
+        "js" | "jsx" | "mjs" | "cjs" | "ts" | "tsx" | "mts" | "cts" => &[
+            "function",
+            "class",
+            "const",
+            "let",
+            "var",
+            "interface",
+            "type",
+            "enum",
+        ],
+        _ => return Some((kind, name)),
+    };
+    kinds.contains(&kind.as_str()).then_some((kind, name))
+}
+
 fn alternation(kws: &[&Keyword]) -> String {
     kws.iter().map(|k| k.regex()).collect::<Vec<_>>().join("|")
 }

@@ -285,3 +285,33 @@ async fn long_matching_lines_stay_within_the_budgets() {
     assert!(!r.evidence.is_empty());
     check_sentences(&dir, &r);
 }
+
+#[tokio::test]
+async fn prose_is_not_a_definition_and_a_missing_name_is_not_an_answer() {
+    let dir = tree(&owned(&[
+        (
+            "src/models.py",
+            "def iter_content(chunk_size=1):\n    \"\"\"Iterate over the body.\n\n    This\n    function differently behaves when streaming.\n    \"\"\"\n    return chunk_size\n",
+        ),
+        ("src/adapters.py", "def request_url(request, proxies):\n    return request.url\n"),
+    ]));
+    let (_, r) = explore(&dir, "Where is the function parse_url_v2 defined?").await;
+    check_sentences(&dir, &r);
+    assert_eq!(r.status, crate::contract::SubagentStatus::Partial, "{r:?}");
+    assert!(
+        r.unresolved_questions
+            .iter()
+            .any(|q| q.contains("found no line, so what the question names may not exist")),
+        "{r:?}"
+    );
+    let text = format!("{} {:?}", r.summary, r.findings);
+    assert!(!text.contains("`differently` is defined"), "{text}");
+    assert_eq!(
+        super::search::definition_in("src/models.py", "    function differently behaves"),
+        None
+    );
+    assert_eq!(
+        super::search::definition_in("web/app.js", "function render(a) {"),
+        Some(("function".into(), "render".into()))
+    );
+}
