@@ -179,7 +179,7 @@ fn glob(ctx: &ToolContext, params: &Value) -> ToolResult {
     let found: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let interrupted: Mutex<Option<Interrupt>> = Mutex::new(None);
     let unreadable = AtomicU64::new(0);
-    let mut builder = walk::walker(ws, &search_dir, &req.rules);
+    let (mut builder, ignores) = walk::walker(ws, &search_dir, &req.rules);
     if req.pattern.is_none() {
         builder.max_depth(Some(1));
     }
@@ -229,6 +229,13 @@ fn glob(ctx: &ToolContext, params: &Value) -> ToolResult {
         data.insert("unreadable".into(), Value::from(unreadable));
         text.push_str(&format!(
             " {unreadable} director(ies) could not be read and were skipped."
+        ));
+    }
+    let refused = ignores.refused();
+    if refused > 0 {
+        data.insert("refused_ignore_files".into(), Value::from(refused));
+        text.push_str(&format!(
+            " {refused} ignore file(s) were not read (a symlink, a special file or over 1 MiB); their rules were not applied."
         ));
     }
     if truncated {

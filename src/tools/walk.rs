@@ -6,7 +6,10 @@
 //! read only inside the workspace: those of the directories between the root and the search
 //! directory are applied as well, but nothing above the root is consulted (no global git config).
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::types::Types;
@@ -52,15 +55,103 @@ pub struct WalkRules {
     pub types: Option<Types>,
 }
 
-/// A walker over `dir` (an absolute directory inside the workspace) with the shared rules.
-pub(crate) fn walker(ws: &Workspace, dir: &Path, rules: &WalkRules) -> WalkBuilder {
+/// Ignore files bigger than this are not read (and are counted as refused).
+const MAX_IGNORE_FILE_BYTES: u64 = 1 << 20;
+
+/// The ignore files of the directories a walk enters, read through the workspace's confinement
+/// (never through a symlink, never a FIFO or device, at most [`MAX_IGNORE_FILE_BYTES`]), each
+/// directory once. The `ignore` crate's own reading is off: it opens them with a plain open.
+pub(crate) struct IgnoreFiles {
+    ws: Workspace,
+    loaded: std::sync::RwLock<std::collections::HashMap<PathBuf, Option<Arc<Gitignore>>>>,
+    refused: AtomicU64,
+}
+
+impl IgnoreFiles {
+    fn new(ws: &Workspace) -> Self {
+        IgnoreFiles {
+            ws: ws.clone(),
+            loaded: Default::default(),
+            refused: AtomicU64::new(0),
+        }
+    }
+
+    /// Ignore files that were not read because they were symlinks, special files, too big or
+    /// outside the root.
+    pub(crate) fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+
+    /// The rules of `dir`'s `.gitignore`, `.ignore` and (when `dir/.git` is a directory)
+    /// `.git/info/exclude`.
+    fn of(&self, dir: &Path) -> Option<Arc<Gitignore>> {
+        if let Some(found) = self.loaded.read().ok().and_then(|m| m.get(dir).cloned()) {
+            return found;
+        }
+        let mut builder = GitignoreBuilder::new(dir);
+        let mut any = false;
+        for name in [".git/info/exclude", ".gitignore", ".ignore"] {
+            if name.starts_with(".git/")
+                && !std::fs::symlink_metadata(dir.join(".git")).is_ok_and(|m| m.is_dir())
+            {
+                continue;
+            }
+            if let Some(text) = self.read(&dir.join(name)) {
+                for line in text.lines() {
+                    any |= builder.add_line(Some(dir.join(name)), line).is_ok();
+                }
+            }
+        }
+        let rules = any.then(|| builder.build().ok()).flatten().map(Arc::new);
+        if let Ok(mut m) = self.loaded.write() {
+            m.insert(dir.to_path_buf(), rules.clone());
+        }
+        rules
+    }
+
+    /// An ignore file's text, through the workspace: None when there is none, and None (counted)
+    /// when it may not be read.
+    fn read(&self, path: &Path) -> Option<String> {
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        let refuse = || {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+            None
+        };
+        if !meta.file_type().is_file() || meta.len() > MAX_IGNORE_FILE_BYTES {
+            return refuse();
+        }
+        let rel = self.ws.relative(path);
+        let Ok(resolved) = self.ws.resolve_file(&rel) else {
+            return refuse();
+        };
+        let Ok((file, _)) = self.ws.open(&resolved) else {
+            return refuse();
+        };
+        let mut bytes = Vec::new();
+        if file
+            .take(MAX_IGNORE_FILE_BYTES)
+            .read_to_end(&mut bytes)
+            .is_err()
+        {
+            return refuse();
+        }
+        Some(String::from_utf8_lossy(&bytes).into_owned())
+    }
+}
+
+/// A walker over `dir` (an absolute directory inside the workspace) with the shared rules, and
+/// the ignore files it reads (to report the ones it refused).
+pub(crate) fn walker(
+    ws: &Workspace,
+    dir: &Path,
+    rules: &WalkRules,
+) -> (WalkBuilder, Arc<IgnoreFiles>) {
     let mut b = WalkBuilder::new(dir);
-    let respect = !rules.include_ignored;
     b.hidden(!rules.include_hidden)
         .parents(false)
-        .ignore(respect)
-        .git_ignore(respect)
-        .git_exclude(respect)
+        .ignore(false)
+        .git_ignore(false)
+        .git_exclude(false)
         .git_global(false)
         .require_git(false)
         .follow_links(false)
@@ -68,21 +159,32 @@ pub(crate) fn walker(ws: &Workspace, dir: &Path, rules: &WalkRules) -> WalkBuild
     if let Some(types) = &rules.types {
         b.types(types.clone());
     }
+    let ignores = Arc::new(IgnoreFiles::new(ws));
     if rules.include_ignored {
-        return b;
+        return (b, ignores);
     }
-    let ancestors = ancestor_ignores(ws.root(), dir);
+    let ancestors = ancestor_ignores(&ignores, ws.root(), dir);
+    let files = ignores.clone();
     b.filter_entry(move |entry: &DirEntry| {
         if let Some(name) = entry.file_name().to_str() {
             if DEFAULT_IGNORED_NAMES.contains(&name) {
                 return false;
             }
         }
-        if ancestors.is_empty() {
-            return true;
-        }
         let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-        // Deepest ignore file first: it overrides the ones above, as git does.
+        // The rules of each directory from the entry's parent up to the search directory, then
+        // those above it: the deepest that matches decides, as git does.
+        for d in entry.path().ancestors().skip(1).take(entry.depth()) {
+            if let Some(gi) = files.of(d) {
+                let m = gi.matched(entry.path(), is_dir);
+                if m.is_ignore() {
+                    return false;
+                }
+                if m.is_whitelist() {
+                    return true;
+                }
+            }
+        }
         for gi in ancestors.iter().rev() {
             let m = gi.matched(entry.path(), is_dir);
             if m.is_ignore() {
@@ -94,7 +196,7 @@ pub(crate) fn walker(ws: &Workspace, dir: &Path, rules: &WalkRules) -> WalkBuild
         }
         true
     });
-    b
+    (b, ignores)
 }
 
 /// Trees with at most this many entries are walked in the calling thread: the parallel walker
@@ -157,25 +259,15 @@ where
 
 /// Matchers for the ignore files of the directories from `root` down to the parent of `dir`
 /// (the walker itself reads those of `dir` and below).
-fn ancestor_ignores(root: &Path, dir: &Path) -> Vec<Gitignore> {
+fn ancestor_ignores(files: &IgnoreFiles, root: &Path, dir: &Path) -> Vec<Arc<Gitignore>> {
     let Ok(rel) = dir.strip_prefix(root) else {
         return Vec::new();
     };
     let mut out = Vec::new();
     let mut current = PathBuf::from(root);
     for component in rel.components() {
-        let mut builder = GitignoreBuilder::new(&current);
-        let mut any = false;
-        for name in [".gitignore", ".ignore"] {
-            let file = current.join(name);
-            if std::fs::symlink_metadata(&file).is_ok_and(|m| m.file_type().is_file()) {
-                any |= builder.add(&file).is_none();
-            }
-        }
-        if any {
-            if let Ok(gi) = builder.build() {
-                out.push(gi);
-            }
+        if let Some(gi) = files.of(&current) {
+            out.push(gi);
         }
         current.push(component);
     }
@@ -270,6 +362,7 @@ mod tests {
         std::fs::write(root.join("src/gen/x.rs"), "").unwrap();
         let ws = Workspace::new(&root).unwrap();
         let mut seen: Vec<String> = walker(&ws, &root.join("src"), &WalkRules::default())
+            .0
             .build()
             .filter_map(Result::ok)
             .map(|e| rel_str(e.path(), &root))

@@ -485,3 +485,54 @@ fn file_swapped_for_symlink_is_refused() {
     let err = ws.open(&resolved).unwrap_err();
     assert_eq!(err.kind(), "conflict");
 }
+
+/// Ignore files are read through the workspace: a FIFO `.gitignore` cannot hang a search, a
+/// symlinked one is not followed out of the root (its rules, which would hide everything, are
+/// not applied), one linked to /dev/zero cannot exhaust memory, and each refusal is reported.
+#[test]
+fn hostile_ignore_files_are_refused_and_reported() {
+    for (name, make) in [("fifo", 0), ("outside", 1), ("zero", 2), ("nested-fifo", 3)] {
+        let a = arena();
+        let outside_rules = a.root.parent().unwrap().join("outside/rules");
+        std::fs::write(&outside_rules, "*\n").unwrap();
+        match make {
+            0 => mkfifo(&a.root.join(".gitignore")),
+            1 => symlink(&outside_rules, a.root.join(".gitignore")).unwrap(),
+            2 => symlink("/dev/zero", a.root.join(".ignore")).unwrap(),
+            _ => mkfifo(&a.root.join("src/.gitignore")),
+        }
+        let before = snapshot(&a.root);
+        for tool in ["Grep", "Glob"] {
+            let args = if tool == "Grep" {
+                json!({"pattern": "return", "output_mode": "files_with_matches"})
+            } else {
+                json!({"pattern": "**/*.py"})
+            };
+            let r = call(&a, tool, args);
+            assert_eq!(
+                r.data["refused_ignore_files"],
+                json!(1),
+                "{name} {tool}: {r:?}"
+            );
+            let found = r.to_json();
+            assert!(found.contains("src/main.py"), "{name} {tool}: {found}");
+        }
+        assert_eq!(snapshot(&a.root), before, "{name}: the tree changed");
+    }
+}
+
+/// Ordinary ignore files still work at every depth, with whitelists.
+#[test]
+fn plain_ignore_files_still_apply() {
+    let a = arena();
+    std::fs::write(a.root.join(".gitignore"), "*.txt\n!keep.txt\n").unwrap();
+    std::fs::write(a.root.join("keep.txt"), "kept\n").unwrap();
+    std::fs::write(a.root.join("src/.ignore"), "sub/\n").unwrap();
+    let r = call(&a, "Glob", json!({"pattern": "**/*"}));
+    let paths = listed(&r);
+    assert!(paths.contains(&"keep.txt".to_string()), "{paths:?}");
+    assert!(!paths.contains(&"notes.txt".to_string()), "{paths:?}");
+    assert!(paths.contains(&"src/main.py".to_string()), "{paths:?}");
+    assert!(!paths.iter().any(|p| p.starts_with("src/sub")), "{paths:?}");
+    assert_eq!(r.data.get("refused_ignore_files"), None);
+}

@@ -40,6 +40,7 @@ pub(crate) fn finish(
         searched,
         unreadable,
         skipped_long_lines,
+        refused_ignore_files,
     } = found;
     let mut reasons: Vec<&'static str> = Vec::new();
     let mut data = Map::new();
@@ -148,6 +149,15 @@ pub(crate) fn finish(
         data.insert("unreadable".into(), Value::from(unreadable));
         text.push_str(&format!(
             " {unreadable} file(s) or director(ies) could not be read and were skipped."
+        ));
+    }
+    if refused_ignore_files > 0 {
+        data.insert(
+            "refused_ignore_files".into(),
+            Value::from(refused_ignore_files),
+        );
+        text.push_str(&format!(
+            " {refused_ignore_files} ignore file(s) were not read (a symlink, a special file or over 1 MiB); their rules were not applied."
         ));
     }
     if truncated {

@@ -32,6 +32,8 @@ pub(crate) struct Found {
     pub(crate) unreadable: u64,
     /// Files whose search stopped at a line longer than the line limit ([`HEAP_LIMIT`]).
     pub(crate) skipped_long_lines: u64,
+    /// Ignore files not read (symlinks, special files, too big): their rules were not applied.
+    pub(crate) refused_ignore_files: u64,
 }
 
 /// Why a search stopped before the end.
@@ -77,7 +79,7 @@ pub(crate) fn search(
     let ws_root: PathBuf = ws.root().to_path_buf();
     let gave_up = AtomicBool::new(false);
 
-    let builder = walk::walker(ws, search_dir, &req.rules);
+    let (builder, ignores) = walk::walker(ws, search_dir, &req.rules);
     walk::visit_walk(
         &builder,
         &mut walk::FnVisitors(|| -> Box<dyn FnMut(Result<ignore::DirEntry, ignore::Error>) -> WalkState + Send + '_> {
@@ -185,6 +187,7 @@ pub(crate) fn search(
         searched: shared.searched.load(Ordering::Relaxed),
         unreadable: shared.io_errors.load(Ordering::Relaxed),
         skipped_long_lines: shared.long_lines.load(Ordering::Relaxed),
+        refused_ignore_files: ignores.refused(),
     })
 }
 
