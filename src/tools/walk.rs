@@ -64,14 +64,19 @@ const MAX_IGNORE_FILE_BYTES: u64 = 1 << 20;
 pub(crate) struct IgnoreFiles {
     ws: Workspace,
     loaded: std::sync::RwLock<std::collections::HashMap<PathBuf, Option<Arc<Gitignore>>>>,
+    /// Per directory of the walk, the rules that apply to its entries, outermost first.
+    chains: std::sync::RwLock<std::collections::HashMap<PathBuf, Chain>>,
     refused: AtomicU64,
 }
+
+type Chain = Arc<Vec<Arc<Gitignore>>>;
 
 impl IgnoreFiles {
     fn new(ws: &Workspace) -> Self {
         IgnoreFiles {
             ws: ws.clone(),
             loaded: Default::default(),
+            chains: Default::default(),
             refused: AtomicU64::new(0),
         }
     }
@@ -104,6 +109,30 @@ impl IgnoreFiles {
         }
         let rules = any.then(|| builder.build().ok()).flatten().map(Arc::new);
         if let Ok(mut m) = self.loaded.write() {
+            m.insert(dir.to_path_buf(), rules.clone());
+        }
+        rules
+    }
+
+    /// The rules for entries directly inside `dir`: those of every directory from the root down
+    /// to `dir`, outermost first. Each directory's chain is built once, from its parent's.
+    fn chain(&self, dir: &Path) -> Chain {
+        if !dir.starts_with(self.ws.root()) {
+            // Nothing above the root is consulted.
+            return Chain::default();
+        }
+        if let Some(found) = self.chains.read().ok().and_then(|m| m.get(dir).cloned()) {
+            return found;
+        }
+        let mut rules: Vec<Arc<Gitignore>> = match dir.parent() {
+            Some(parent) if dir != self.ws.root() => self.chain(parent).as_ref().clone(),
+            _ => Vec::new(),
+        };
+        if let Some(own) = self.of(dir) {
+            rules.push(own);
+        }
+        let rules = Arc::new(rules);
+        if let Ok(mut m) = self.chains.write() {
             m.insert(dir.to_path_buf(), rules.clone());
         }
         rules
@@ -163,7 +192,6 @@ pub(crate) fn walker(
     if rules.include_ignored {
         return (b, ignores);
     }
-    let ancestors = ancestor_ignores(&ignores, ws.root(), dir);
     let files = ignores.clone();
     b.filter_entry(move |entry: &DirEntry| {
         if let Some(name) = entry.file_name().to_str() {
@@ -171,21 +199,12 @@ pub(crate) fn walker(
                 return false;
             }
         }
+        let Some(parent) = entry.path().parent() else {
+            return true;
+        };
         let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-        // The rules of each directory from the entry's parent up to the search directory, then
-        // those above it: the deepest that matches decides, as git does.
-        for d in entry.path().ancestors().skip(1).take(entry.depth()) {
-            if let Some(gi) = files.of(d) {
-                let m = gi.matched(entry.path(), is_dir);
-                if m.is_ignore() {
-                    return false;
-                }
-                if m.is_whitelist() {
-                    return true;
-                }
-            }
-        }
-        for gi in ancestors.iter().rev() {
+        // The deepest directory whose rules match decides, as git does.
+        for gi in files.chain(parent).iter().rev() {
             let m = gi.matched(entry.path(), is_dir);
             if m.is_ignore() {
                 return false;
@@ -255,23 +274,6 @@ where
     fn build(&mut self) -> Box<dyn ignore::ParallelVisitor + 's> {
         Box::new(FnVisitor((self.0)()))
     }
-}
-
-/// Matchers for the ignore files of the directories from `root` down to the parent of `dir`
-/// (the walker itself reads those of `dir` and below).
-fn ancestor_ignores(files: &IgnoreFiles, root: &Path, dir: &Path) -> Vec<Arc<Gitignore>> {
-    let Ok(rel) = dir.strip_prefix(root) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    let mut current = PathBuf::from(root);
-    for component in rel.components() {
-        if let Some(gi) = files.of(&current) {
-            out.push(gi);
-        }
-        current.push(component);
-    }
-    out
 }
 
 /// The `/`-separated path of `path` relative to `base`.
