@@ -12,13 +12,11 @@
 use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
-
-use std::sync::OnceLock;
 
 use tokio::sync::oneshot;
 
@@ -41,6 +39,8 @@ pub fn allow_spin(on: bool) {
 
 /// One persistent caller thread.
 pub struct HotCaller {
+    /// The process the thread runs in: after `fork()` the child has no such thread.
+    pid: u32,
     slot: Mutex<Option<Job>>,
     has_job: AtomicBool,
     busy: AtomicBool,
@@ -78,6 +78,7 @@ impl HotCaller {
             })
             .expect("the outrider caller thread could not start");
         let caller = Arc::new(HotCaller {
+            pid: std::process::id(),
             slot: Mutex::new(None),
             has_job: AtomicBool::new(false),
             busy: AtomicBool::new(false),
@@ -92,10 +93,11 @@ impl HotCaller {
     where
         F: FnOnce() + Send + 'static,
     {
-        if self
-            .busy
-            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
+        if self.pid != std::process::id()
+            || self
+                .busy
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
         {
             return Err(f);
         }
@@ -154,14 +156,35 @@ impl<T> Future for SpinJoin<T> {
 }
 
 /// The runtime (multi-threaded; tools and sync Python callables run on its blocking pool).
+///
+/// One per process: a child made by `fork()` has none of its parent's worker threads, so it gets
+/// a runtime of its own on first use (the parent's is leaked there: dropping it would wait for
+/// threads that do not exist).
 pub fn runtime() -> &'static tokio::runtime::Runtime {
-    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RT.get_or_init(|| {
+    static CURRENT: AtomicPtr<tokio::runtime::Runtime> = AtomicPtr::new(std::ptr::null_mut());
+    static OWNER: AtomicU32 = AtomicU32::new(0);
+    static BUILD: Mutex<()> = Mutex::new(());
+    let pid = std::process::id();
+    let current = CURRENT.load(Ordering::Acquire);
+    if !current.is_null() && OWNER.load(Ordering::Acquire) == pid {
+        // SAFETY: the pointer comes from Box::leak below and is never freed.
+        return unsafe { &*current };
+    }
+    let _building = BUILD.lock().unwrap_or_else(|p| p.into_inner());
+    let current = CURRENT.load(Ordering::Acquire);
+    if !current.is_null() && OWNER.load(Ordering::Acquire) == pid {
+        // SAFETY: as above.
+        return unsafe { &*current };
+    }
+    let rt: &'static mut tokio::runtime::Runtime = Box::leak(Box::new(
         tokio::runtime::Builder::new_multi_thread()
             .thread_name("outrider")
             .max_blocking_threads(256)
             .enable_all()
             .build()
-            .expect("the outrider runtime could not start")
-    })
+            .expect("the outrider runtime could not start"),
+    ));
+    CURRENT.store(rt, Ordering::Release);
+    OWNER.store(pid, Ordering::Release);
+    rt
 }

@@ -64,3 +64,46 @@ def test_exploring_the_home_directory_keeps_traces_out_of_it(tmp_path: pathlib.P
     trace = proc.stdout.strip()
     assert trace != "None" and not trace.startswith(str(home)), trace
     assert sorted(p.name for p in home.rglob("*")) == ["notes.py"]
+
+
+FORK_SCRIPT = textwrap.dedent(
+    """
+    import multiprocessing, os, sys, outrider
+    from outrider.testing import ScriptedLLM
+    FINAL = '{"status": "completed", "summary": "s", "evidence": ["a.py:1"]}'
+    root = sys.argv[1]
+
+    def explore(_):
+        launcher = outrider.SubagentLauncher(root, ScriptedLLM([FINAL]), trace_dir=False)
+        return launcher.launch(outrider.SubagentRequest(task="t")).status
+
+    if __name__ == "__main__":
+        launcher = outrider.SubagentLauncher(root, ScriptedLLM([FINAL, FINAL]), trace_dir=False)
+        assert launcher.launch(outrider.SubagentRequest(task="t")).status == "completed"
+        pid = os.fork()
+        if pid == 0:
+            status = launcher.launch(outrider.SubagentRequest(task="t")).status
+            os._exit(0 if status == "completed" else 1)
+        _, code = os.waitpid(pid, 0)
+        print("child", os.waitstatus_to_exitcode(code))
+        with multiprocessing.get_context("fork").Pool(2) as pool:
+            print("pool", pool.map(explore, range(4)))
+    """
+)
+
+
+def test_a_forked_child_can_launch(tmp_path: pathlib.Path) -> None:
+    # The runtime's threads do not exist after fork(): a child used to hang forever.
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "a.py").write_text("x = 1\n")
+    script = tmp_path / "fork.py"
+    script.write_text(FORK_SCRIPT)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(repo)], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "child 0",
+        "pool ['completed', 'completed', 'completed', 'completed']",
+    ]
