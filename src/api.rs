@@ -3,8 +3,8 @@
 
 pub use crate::agent::task_tool::{LauncherFactory, TaskInput, TaskTool, TASK_TOOL_NAME};
 pub use crate::agent::{
-    CompletionVerdict, LaunchError, LauncherOptions, MainAgent, MainAgentOptions, MainRun,
-    ModelRoute, RequestInit, SubagentLaunchResult, SubagentLauncher, SubagentRequest,
+    profiles_by_key, CompletionVerdict, LaunchError, LauncherOptions, MainAgent, MainAgentOptions,
+    MainRun, ModelRoute, RequestInit, SubagentLaunchResult, SubagentLauncher, SubagentRequest,
     TraceDirSetting, Verification,
 };
 pub use crate::contract::{

@@ -134,6 +134,26 @@ pub struct SubagentLauncher {
     semaphore: Arc<Semaphore>,
 }
 
+/// Profiles a caller gave as a mapping: each key must be its profile's name.
+pub fn profiles_by_key(pairs: Vec<(String, RuntimeProfile)>) -> Result<Vec<RuntimeProfile>, Error> {
+    pairs
+        .into_iter()
+        .map(|(key, p)| {
+            if key != p.name {
+                return Err(Error::config(
+                    "profiles",
+                    format!(
+                        "key {} names a profile called {}",
+                        crate::pyjson::py_repr_str(&key),
+                        crate::pyjson::py_repr_str(&p.name)
+                    ),
+                ));
+            }
+            Ok(p)
+        })
+        .collect()
+}
+
 /// A concurrency limit given by a caller: at least 1.
 pub fn concurrency_limit(field: &str, value: i64) -> Result<usize, Error> {
     if value < 1 {

@@ -829,3 +829,21 @@ fn parent_trace_spelled_into_the_root_is_refused_and_a_lost_trace_is_reported() 
     );
     assert_eq!(lost.to_value()["trace_error"], json!(why));
 }
+
+#[test]
+fn profiles_given_by_key_must_be_named_alike() {
+    let deep = crate::profile::RuntimeProfile {
+        name: "deep".into(),
+        ..explore_profile()
+    };
+    assert_eq!(
+        profiles_by_key(vec![("deep".into(), deep.clone())]).unwrap(),
+        vec![deep.clone()]
+    );
+    assert_eq!(
+        profiles_by_key(vec![("x".into(), deep)])
+            .unwrap_err()
+            .to_string(),
+        "profiles: key 'x' names a profile called 'deep'"
+    );
+}

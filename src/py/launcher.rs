@@ -153,22 +153,11 @@ fn profiles_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<crate::api::Runt
             .map_err(|_| wrong_type("profiles item", "a RuntimeProfile", p))
     };
     if let Ok(d) = obj.cast::<PyDict>() {
-        return d
+        let pairs = d
             .iter()
-            .map(|(k, v)| {
-                let p = profile(&v)?;
-                let key = req_str(&k, "profiles key")?;
-                if key != p.name {
-                    let msg = format!(
-                        "key {} names a profile called {}",
-                        k.repr()?,
-                        v.getattr("name")?.repr()?
-                    );
-                    return Err(crate::api::Error::config("profiles", msg).into());
-                }
-                Ok(p)
-            })
-            .collect();
+            .map(|(k, v)| Ok((req_str(&k, "profiles key")?, profile(&v)?)))
+            .collect::<PyResult<_>>()?;
+        return Ok(crate::api::profiles_by_key(pairs)?);
     }
     let iter = obj
         .try_iter()
