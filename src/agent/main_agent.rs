@@ -196,11 +196,7 @@ impl MainAgent {
                     explore_profile().name,
                     crate::profile::verification_profile().name,
                 ];
-                let missing: Vec<String> = reachable
-                    .iter()
-                    .filter(|p| !builtin.contains(p))
-                    .cloned()
-                    .collect();
+                let missing = crate::agent::task_tool::unknown_profiles(&builtin, &reachable);
                 if !missing.is_empty() {
                     return Err(Error::config(
                         "subagent_types",

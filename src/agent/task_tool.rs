@@ -161,12 +161,19 @@ pub fn reachable_profiles(names: Option<Vec<String>>) -> Result<Vec<String>, Err
     Ok(out)
 }
 
+/// The reachable names that are not among `known`.
+pub fn unknown_profiles(known: &[String], reachable: &[String]) -> Vec<String> {
+    reachable
+        .iter()
+        .filter(|p| !known.contains(p))
+        .cloned()
+        .collect()
+}
+
 /// Check that every reachable profile is registered in the launcher.
 pub fn check_reachable(launcher: &SubagentLauncher, reachable: &[String]) -> Result<(), Error> {
-    let missing: Vec<&String> = reachable
-        .iter()
-        .filter(|p| launcher.profile(p).is_none())
-        .collect();
+    let known = launcher.profile_names();
+    let missing = unknown_profiles(&known, reachable);
     if missing.is_empty() {
         return Ok(());
     }
@@ -174,8 +181,8 @@ pub fn check_reachable(launcher: &SubagentLauncher, reachable: &[String]) -> Res
         "subagent_types",
         format!(
             "{} are not registered in the launcher (its profiles: {})",
-            crate::pyjson::py_repr_list(&missing.into_iter().cloned().collect::<Vec<_>>()),
-            crate::pyjson::py_repr_list(&launcher.profile_names())
+            crate::pyjson::py_repr_list(&missing),
+            crate::pyjson::py_repr_list(&known)
         ),
     ))
 }
