@@ -356,7 +356,7 @@ mod tests {
         let v = serde_json::json!({
             "api_key": "abc", "Authorization": "Bearer abcdefghijklmnop",
             "tool_call_id": "call_1", "session_id": "child-1",
-            "note": "use sk-abcdefghijklmnopqrstuvwx and bearer xyz.abc-def_123",
+            "note": "use sk-abcdefghijklmnopqrstuvwx and bearer xyz.abc-def_123 at https://h/x?api_key=zzz&q=1",
             "list": ["sk-AAAAAAAAAAAAAAAAAAAAAAAA"], "n": 3
         });
         assert_eq!(
@@ -364,7 +364,7 @@ mod tests {
             serde_json::json!({
                 "api_key": "***", "Authorization": "***",
                 "tool_call_id": "call_1", "session_id": "child-1",
-                "note": "use sk-*** and Bearer ***",
+                "note": "use sk-*** and Bearer *** at https://h/x?api_key=***&q=1",
                 "list": ["sk-***"], "n": 3
             })
         );

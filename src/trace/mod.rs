@@ -277,25 +277,6 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn redaction_covers_keys_bearer_and_sk() {
-        let v = json!({
-            "api_key": "abc", "Authorization": "Bearer abcdefghijklmnop",
-            "tool_call_id": "call_1", "session_id": "child-1",
-            "note": "use sk-abcdefghijklmnopqrstuvwx and bearer xyz.abc-def_123 at https://h/x?api_key=zzz&q=1",
-            "list": ["sk-AAAAAAAAAAAAAAAAAAAAAAAA"], "n": 3
-        });
-        assert_eq!(
-            redact(&v),
-            json!({
-                "api_key": "***", "Authorization": "***",
-                "tool_call_id": "call_1", "session_id": "child-1",
-                "note": "use sk-*** and Bearer *** at https://h/x?api_key=***&q=1",
-                "list": ["sk-***"], "n": 3
-            })
-        );
-    }
-
-    #[test]
     fn timestamps_are_iso_utc() {
         let ts = utc_now_iso();
         assert!(
