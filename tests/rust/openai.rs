@@ -902,15 +902,18 @@ fn seconds_left(message: &str) -> f64 {
     tail.trim_end_matches(" s left").parse().unwrap_or(f64::NAN)
 }
 
-#[tokio::test]
-async fn a_retry_after_in_seconds_beyond_the_deadline_ends_the_call_at_once() {
+/// One call with a 3 s deadline to a server that first answers `status` with `Retry-After:
+/// retry_after` and `body`, then a completion saying `then`: the outcome, how long the call
+/// took, and the server (for its endpoint and requests).
+async fn call_throttled(
+    status: u16,
+    retry_after: &str,
+    body: String,
+    then: &str,
+) -> (Result<ChatResponse, ModelError>, Duration, Server) {
     let server = Server::start(vec![
-        Step::Reply(
-            429,
-            vec![("Retry-After", "99999".into())],
-            json!({"error": {"message": "slow down"}}).to_string(),
-        ),
-        json_reply(200, completion("too late")),
+        Step::Reply(status, vec![("Retry-After", retry_after.into())], body),
+        json_reply(200, completion(then)),
     ])
     .await;
     let model = server.model(|_| {});
@@ -919,14 +922,22 @@ async fn a_retry_after_in_seconds_beyond_the_deadline_ends_the_call_at_once() {
         deadline: Some(started + Duration::from_secs(3)),
         ..simple_request()
     };
+    let out = model.complete(&request).await;
+    (out, started.elapsed(), server)
+}
 
-    let err = model.complete(&request).await.unwrap_err();
+#[tokio::test]
+async fn a_retry_after_in_seconds_beyond_the_deadline_ends_the_call_at_once() {
+    let (err, elapsed, server) = call_throttled(
+        429,
+        "99999",
+        json!({"error": {"message": "slow down"}}).to_string(),
+        "too late",
+    )
+    .await;
+    let err = err.unwrap_err();
 
-    assert!(
-        started.elapsed() < Duration::from_millis(500),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(elapsed < Duration::from_millis(500), "{elapsed:?}");
     let left = seconds_left(&err.message);
     assert!((2.0..=3.0).contains(&left), "{}", err.message);
     assert_eq!(
@@ -945,29 +956,16 @@ async fn a_retry_after_in_seconds_beyond_the_deadline_ends_the_call_at_once() {
 
 #[tokio::test]
 async fn a_retry_after_date_beyond_the_deadline_ends_the_call_at_once() {
-    let server = Server::start(vec![
-        Step::Reply(
-            503,
-            vec![("Retry-After", "Fri, 31 Dec 9999 23:59:59 GMT".into())],
-            "down for maintenance".into(),
-        ),
-        json_reply(200, completion("too late")),
-    ])
+    let (err, elapsed, server) = call_throttled(
+        503,
+        "Fri, 31 Dec 9999 23:59:59 GMT",
+        "down for maintenance".into(),
+        "too late",
+    )
     .await;
-    let model = server.model(|_| {});
-    let started = Instant::now();
-    let request = ChatRequest {
-        deadline: Some(started + Duration::from_secs(3)),
-        ..simple_request()
-    };
+    let err = err.unwrap_err();
 
-    let err = model.complete(&request).await.unwrap_err();
-
-    assert!(
-        started.elapsed() < Duration::from_millis(500),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(elapsed < Duration::from_millis(500), "{elapsed:?}");
     let left = seconds_left(&err.message);
     assert_eq!(
         err,
@@ -985,25 +983,16 @@ async fn a_retry_after_date_beyond_the_deadline_ends_the_call_at_once() {
 
 #[tokio::test]
 async fn a_retry_after_within_the_deadline_is_waited_out() {
-    let server = Server::start(vec![
-        Step::Reply(
-            429,
-            vec![("Retry-After", "1".into())],
-            json!({"error": {"message": "slow down"}}).to_string(),
-        ),
-        json_reply(200, completion("after the wait")),
-    ])
+    let (response, elapsed, _server) = call_throttled(
+        429,
+        "1",
+        json!({"error": {"message": "slow down"}}).to_string(),
+        "after the wait",
+    )
     .await;
-    let model = server.model(|_| {});
-    let started = Instant::now();
-    let request = ChatRequest {
-        deadline: Some(started + Duration::from_secs(3)),
-        ..simple_request()
-    };
+    let response = response.unwrap();
 
-    let response = model.complete(&request).await.unwrap();
-
-    assert!(started.elapsed() >= Duration::from_secs(1));
+    assert!(elapsed >= Duration::from_secs(1));
     assert_eq!(response, final_answer("after the wait"));
 }
 
