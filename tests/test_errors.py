@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from loopback import answering
 
 import outrider
 from outrider import (
@@ -209,26 +210,7 @@ def test_reprs_are_python_style(repo: pathlib.Path) -> None:
 
 
 def test_a_short_key_does_not_mangle_error_messages() -> None:
-    import http.server
-    import json
-    import threading
-
-    class Refuse(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            body = json.dumps({"error": {"message": "bad key for model m"}}).encode()
-            self.send_response(401)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    with answering(401, {"error": {"message": "bad key for model m"}}) as url:
         client = outrider.OpenAICompatible("m", url, "k", max_retries=0)
         with pytest.raises(ModelError) as info:
             client({"messages": [{"role": "user", "content": "hi"}]})
@@ -236,6 +218,3 @@ def test_a_short_key_does_not_mangle_error_messages() -> None:
             "HTTP 401: bad key for model m; check the API key and that it may use model 'm'"
         ), str(info.value)
         assert "REDACTED" not in str(info.value)
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 import pytest
+from loopback import answering, completion
 
 import outrider
 from outrider import EXPLORE_PROFILE, SubagentLauncher, SubagentRequest, TaskTool
@@ -623,57 +624,12 @@ def test_ungrounded_evidence_is_unverified_through_launch_and_task(
     assert envelope["text"].startswith("UNVERIFIED: the child's evidence could not be found")
 
 
-class _ChatServer:
-    """A loopback OpenAI-compatible endpoint that always answers `content`."""
-
-    def __init__(self, content: str) -> None:
-        import http.server
-        import threading
-
-        body = json.dumps(
-            {
-                "id": "x",
-                "object": "chat.completion",
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": content},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-            }
-        ).encode()
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def test_cli_reports_unverified_and_survives_a_closed_pipe(
     repo: pathlib.Path, traces: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:
-    server = _ChatServer(UNGROUNDED)
-    try:
+    with answering(200, completion(UNGROUNDED)) as url:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "LIGHT_LLM_"))}
-        env |= {"LLM_MODEL_ID": "m", "LLM_BASE_URL": server.url, "LLM_API_KEY": "k"}
+        env |= {"LLM_MODEL_ID": "m", "LLM_BASE_URL": url, "LLM_API_KEY": "k"}
         command = [sys.executable, "-m", "outrider", "explore", "Where is login?"]
         command += ["--root", str(repo), "--trace-dir", str(traces), "--model", "main"]
         out = subprocess.run(
@@ -694,8 +650,6 @@ def test_cli_reports_unverified_and_survives_a_closed_pipe(
         err = proc.stderr.read().decode()
         assert proc.wait(timeout=60) == 0, err
         assert "Traceback" not in err and "BrokenPipe" not in err, err
-    finally:
-        server.close()
 
 
 def test_cli_trace_refuses_foreign_files_without_a_traceback(tmp_path: pathlib.Path) -> None:

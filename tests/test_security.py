@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from loopback import answering
 
 import outrider
 
@@ -371,28 +372,9 @@ def test_file_contents_with_credentials_are_redacted_in_traces(tmp_path: pathlib
 
 
 def test_the_configured_openai_key_never_appears(tmp_path: pathlib.Path) -> None:
-    import http.server
-    import threading
-
     key = "plain-configured-key-not-shaped-0001"
-
-    class Echo401(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            body = json.dumps({"error": {"message": f"Incorrect API key provided: {key}"}}).encode()
-            self.send_response(401)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = http.server.HTTPServer(("127.0.0.1", 0), Echo401)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        base = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    echo = {"error": {"message": f"Incorrect API key provided: {key}"}}
+    with answering(401, echo) as base:
         llm = outrider.OpenAICompatible("m", base, key, max_retries=0)
         with pytest.raises(outrider.ModelError) as info:
             llm({"messages": [{"role": "user", "content": "hi"}]})
@@ -403,8 +385,6 @@ def test_the_configured_openai_key_never_appears(tmp_path: pathlib.Path) -> None
         result = launcher.launch(outrider.SubagentRequest(task="find main"))
         assert result.status == "failed" and "[REDACTED]" in (result.error or "")
         assert key not in all_text(result, tmp_path) + repr(llm) + repr(launcher)
-    finally:
-        server.shutdown()
 
 
 def test_trace_files_are_private_and_never_inside_the_root(
