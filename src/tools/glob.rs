@@ -129,12 +129,7 @@ fn parse(params: &Value) -> Result<Request, String> {
     let Ok(limit) = params::int_in(args, "limit", DEFAULT_RESULT_LIMIT, 1, MAX_RESULT_LIMIT) else {
         return Err("limit must be an integer between 1 and 200.".into());
     };
-    let (Ok(include_hidden), Ok(include_ignored)) = (
-        params::bool_or(args, "include_hidden", false),
-        params::bool_or(args, "include_ignored", false),
-    ) else {
-        return Err("include_hidden and include_ignored must be booleans.".into());
-    };
+    let (include_hidden, include_ignored) = walk::visibility_args(args)?;
     if let Some(msg) = params::unknown_arguments("Glob", args, &ACCEPTED) {
         return Err(msg);
     }
@@ -142,10 +137,7 @@ fn parse(params: &Value) -> Result<Request, String> {
         None => None,
         Some(p) => Some(build_glob(&p.replace('\\', "/"))?),
     };
-    let path = match path {
-        None | Some("") => ".".to_string(),
-        Some(p) => p.to_string(),
-    };
+    let path = walk::search_path(path);
     Ok(Request {
         path,
         pattern,

@@ -168,6 +168,27 @@ impl IgnoreFiles {
     }
 }
 
+/// The `include_hidden` and `include_ignored` arguments Grep and Glob share (both default false).
+pub(crate) fn visibility_args(
+    args: &serde_json::Map<String, Value>,
+) -> Result<(bool, bool), String> {
+    match (
+        super::params::bool_or(args, "include_hidden", false),
+        super::params::bool_or(args, "include_ignored", false),
+    ) {
+        (Ok(hidden), Ok(ignored)) => Ok((hidden, ignored)),
+        _ => Err("include_hidden and include_ignored must be booleans.".into()),
+    }
+}
+
+/// The directory a search starts from: `.` when none (or an empty one) is given.
+pub(crate) fn search_path(path: Option<&str>) -> String {
+    match path {
+        None | Some("") => ".".to_string(),
+        Some(p) => p.to_string(),
+    }
+}
+
 /// A walker over `dir` (an absolute directory inside the workspace) with the shared rules, and
 /// the ignore files it reads (to report the ones it refused).
 pub(crate) fn walker(

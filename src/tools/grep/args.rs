@@ -124,12 +124,7 @@ pub(crate) fn parse(params: &Value) -> Result<Request, String> {
     } else {
         context[0]
     };
-    let (Ok(include_hidden), Ok(include_ignored)) = (
-        params::bool_or(args, "include_hidden", false),
-        params::bool_or(args, "include_ignored", false),
-    ) else {
-        return Err("include_hidden and include_ignored must be booleans.".into());
-    };
+    let (include_hidden, include_ignored) = walk::visibility_args(args)?;
     let types = match params::str_opt(args, "type") {
         Err(()) => return Err("type must be a string naming a ripgrep file type.".into()),
         Ok(None) => None,
@@ -148,10 +143,7 @@ pub(crate) fn parse(params: &Value) -> Result<Request, String> {
             })
         }
     };
-    let path = match path {
-        None | Some("") => ".".to_string(),
-        Some(p) => p.to_string(),
-    };
+    let path = walk::search_path(path);
     Ok(Request {
         pattern,
         path,
