@@ -13,12 +13,13 @@ pub use crate::contract::{
 };
 pub use crate::error::{Error, Result};
 pub use crate::evidence::{check_evidence, EvidenceCheck};
-pub use crate::exec::{allow_spin, run_off_thread, runtime, HotCaller};
+pub use crate::exec::{current_caller, runtime, with_caller, CallerScope};
 pub use crate::llm::env::MAIN_PREFIX;
 pub use crate::llm::openai::config::ClientSettings;
 pub use crate::llm::openai::{OpenAICompatible, OpenAICompatibleConfig};
 pub use crate::llm::scout::{terms as scout_terms, OfflineScout};
 pub use crate::llm::{BoxFuture, ChatModel, ChatRequest, ChatResponse, ModelError, ModelErrorKind};
+pub use crate::llm::{ModelSettings, RouteSettings};
 pub use crate::profile::{
     explore_profile, verification_profile, RuntimeProfile, PROFILE_FIELDS, READONLY_TOOLS,
 };

@@ -1,162 +1,51 @@
-//! Where work runs: the process's one tokio runtime, and a low-latency hand-off for blocking
-//! callbacks (a sync Python model callable, for one).
-//!
-//! A sync model callable must run off the thread that waits for it, so that the child's
-//! wall-clock limit and cancellation still hold if it hangs. On small VMs a thread hand-off costs
-//! 0.1-0.2 ms each way (a futex wake and a cross-CPU schedule), which dominates a scripted launch.
-//! A [`HotCaller`] is one persistent thread that keeps spinning for a short while after each job,
-//! so the next call of a running loop is picked up at once; and [`SpinJoin`] lets a Python
-//! caller's own thread (never a runtime worker) spin briefly for the answer before parking.
-//! When the hot thread is busy (many children at once), callers fall back to the blocking pool.
+//! Where work runs: the process's one tokio runtime, and the caller's scope a launch carries
+//! into every task it spawns.
 
-use std::cell::Cell;
 use std::future::Future;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, Weak};
-use std::task::{Context, Poll};
-use std::thread::Thread;
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 
-use tokio::sync::oneshot;
+/// What the code that started a launch leaves for its model calls to find (for the Python
+/// binding: the caller's event loop and `contextvars` context). Opaque to the core, which only
+/// carries it from the launch into every task the launch spawns.
+#[derive(Clone)]
+pub struct CallerScope(pub Arc<dyn std::any::Any + Send + Sync>);
 
-/// How long the hot thread spins for its next job before parking.
-const IDLE_SPIN: Duration = Duration::from_millis(2);
-/// How long a Python caller's thread spins for an answer before parking.
-const WAIT_SPIN: Duration = Duration::from_micros(300);
-
-type Job = Box<dyn FnOnce() + Send>;
-
-thread_local! {
-    /// Set on a thread that blocks on the runtime for Python (it has nothing else to do).
-    static MAY_SPIN: Cell<bool> = const { Cell::new(false) };
+tokio::task_local! {
+    static CALLER: CallerScope;
 }
 
-/// Mark the current thread as one that may spin while waiting (see [`SpinJoin`]).
-pub fn allow_spin(on: bool) {
-    MAY_SPIN.with(|c| c.set(on));
+/// Run `fut` with `scope` as its [`CallerScope`].
+pub async fn with_caller<F: Future>(scope: CallerScope, fut: F) -> F::Output {
+    CALLER.scope(scope, fut).await
 }
 
-/// One persistent caller thread.
-pub struct HotCaller {
-    /// The process the thread runs in: after `fork()` the child has no such thread.
-    pid: u32,
-    slot: Mutex<Option<Job>>,
-    has_job: AtomicBool,
-    busy: AtomicBool,
-    thread: Thread,
+/// The [`CallerScope`] of the task running now, if its launch was given one.
+pub fn current_caller() -> Option<CallerScope> {
+    CALLER.try_with(Clone::clone).ok()
 }
 
-impl HotCaller {
-    /// Start the thread.
-    pub fn start(name: &str) -> Arc<HotCaller> {
-        let (tx, rx) = std::sync::mpsc::channel::<Weak<HotCaller>>();
-        let handle = std::thread::Builder::new()
-            .name(name.into())
-            .spawn(move || {
-                let Ok(weak) = rx.recv() else { return };
-                let mut last = Instant::now();
-                // The thread ends once its model is dropped (checked after each park).
-                while let Some(me) = weak.upgrade() {
-                    loop {
-                        if me.has_job.swap(false, Ordering::AcqRel) {
-                            let job = me.slot.lock().ok().and_then(|mut s| s.take());
-                            if let Some(job) = job {
-                                job();
-                            }
-                            me.busy.store(false, Ordering::Release);
-                            last = Instant::now();
-                        } else if last.elapsed() < IDLE_SPIN {
-                            std::hint::spin_loop();
-                        } else {
-                            break;
-                        }
-                    }
-                    drop(me);
-                    std::thread::park_timeout(Duration::from_millis(200));
-                }
-            })
-            .expect("the outrider caller thread could not start");
-        let caller = Arc::new(HotCaller {
-            pid: std::process::id(),
-            slot: Mutex::new(None),
-            has_job: AtomicBool::new(false),
-            busy: AtomicBool::new(false),
-            thread: handle.thread().clone(),
-        });
-        let _ = tx.send(Arc::downgrade(&caller));
-        caller
-    }
-
-    /// Run `f` on the hot thread if it is free; otherwise give `f` back.
-    pub fn try_run<F>(&self, f: F) -> Result<(), F>
-    where
-        F: FnOnce() + Send + 'static,
-    {
-        if self.pid != std::process::id()
-            || self
-                .busy
-                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-                .is_err()
-        {
-            return Err(f);
-        }
-        if let Ok(mut slot) = self.slot.lock() {
-            *slot = Some(Box::new(f));
-        }
-        self.has_job.store(true, Ordering::Release);
-        self.thread.unpark();
-        Ok(())
-    }
-}
-
-/// Run `f` off this thread (on the hot thread when free, else the blocking pool) and await it,
-/// spinning briefly first when the current thread may spin.
-pub async fn run_off_thread<T, F>(hot: &HotCaller, f: F) -> Result<T, String>
-where
-    T: Send + 'static,
-    F: FnOnce() -> T + Send + 'static,
-{
-    let (tx, rx) = oneshot::channel();
-    let job = move || {
-        let _ = tx.send(f());
-    };
-    if let Err(job) = hot.try_run(job) {
-        tokio::task::spawn_blocking(job);
-    }
-    SpinJoin {
-        rx,
-        started: Instant::now(),
-    }
-    .await
-    .map_err(|_| "the caller thread stopped without an answer".to_string())
-}
-
-/// A oneshot receiver that spins for [`WAIT_SPIN`] before parking, on threads that may spin.
-struct SpinJoin<T> {
-    rx: oneshot::Receiver<T>,
-    started: Instant,
-}
-
-impl<T> Future for SpinJoin<T> {
-    type Output = Result<T, oneshot::error::RecvError>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let may_spin = MAY_SPIN.with(Cell::get);
-        loop {
-            match Pin::new(&mut self.rx).poll(cx) {
-                Poll::Ready(v) => return Poll::Ready(v),
-                Poll::Pending if may_spin && self.started.elapsed() < WAIT_SPIN => {
-                    std::hint::spin_loop()
-                }
-                Poll::Pending => return Poll::Pending,
-            }
+/// `fut`, keeping the current task's [`CallerScope`] (for a task about to be spawned).
+pub fn inherit_caller<F: Future>(fut: F) -> impl Future<Output = F::Output> {
+    let scope = current_caller();
+    async move {
+        match scope {
+            Some(s) => with_caller(s, fut).await,
+            None => fut.await,
         }
     }
 }
 
-/// The runtime (multi-threaded; tools and sync Python callables run on its blocking pool).
-///
+/// `f`, keeping the current task's [`CallerScope`] (for a blocking closure about to be handed to
+/// another thread, such as a tool that launches children).
+pub fn inherit_caller_sync<R>(f: impl FnOnce() -> R) -> impl FnOnce() -> R {
+    let scope = current_caller();
+    move || match scope {
+        Some(s) => CALLER.sync_scope(s, f),
+        None => f(),
+    }
+}
+
 /// One per process: a child made by `fork()` has none of its parent's worker threads, so it gets
 /// a runtime of its own on first use (the parent's is leaked there: dropping it would wait for
 /// threads that do not exist).
@@ -187,4 +76,26 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
     CURRENT.store(rt, Ordering::Release);
     OWNER.store(pid, Ordering::Release);
     rt
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_spawned_task_keeps_the_launchs_caller_scope() {
+        let scope = CallerScope(Arc::new(7u32));
+        let seen = with_caller(scope, async {
+            tokio::spawn(inherit_caller(async {
+                current_caller().and_then(|s| s.0.downcast_ref::<u32>().copied())
+            }))
+            .await
+            .unwrap()
+        })
+        .await;
+        assert_eq!(seen, Some(7));
+        assert!(current_caller().is_none());
+        let bare = tokio::spawn(inherit_caller(async { current_caller().is_some() }));
+        assert!(!bare.await.unwrap());
+    }
 }

@@ -13,6 +13,7 @@ hard step and token budgets, and a strict JSON result contract::
 
 from __future__ import annotations
 
+from outrider import _aio, _core
 from outrider._core import (
     EXPLORE_PROFILE,
     READONLY_TOOLS,
@@ -47,6 +48,8 @@ from outrider.exceptions import (
     TraceDirError,
 )
 from outrider.types import EvidenceCheck
+
+_aio.install(_core)
 
 __all__ = [
     "EXPLORE_PROFILE",

@@ -1,34 +1,173 @@
-"""A private asyncio loop on a daemon thread, where outrider awaits async model callables.
+"""How outrider runs a Python model callable for the native core.
 
-A synchronous ``launch()`` may be called from inside a running event loop (Jupyter), which it
-then blocks; coroutines from async callables therefore run here, not on the caller's loop.
+* Sync callables run on outrider's own daemon threads (pure Python threads: a thread with native
+  frames on its stack must never be inside a user's call when the interpreter finalizes), with
+  the caller's ``contextvars`` context.
+* Coroutines run on the caller's running event loop when the launch came through an async entry
+  point (``launch_async``, ``launch_many_async``, ``run_async``), so clients, locks and context
+  bound to that loop work; otherwise (a sync ``launch()``, perhaps inside Jupyter's running loop)
+  on a private loop on a daemon thread.
+
+The core waits for ``done(kind, payload)``; an abandoned call is cancelled through the handle.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
+import inspect
+import json
+import os
+import queue
 import threading
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-_lock = threading.Lock()
+from outrider._returns import to_chat_response
+
+Done = Callable[[str, Any], None]
+
+_IDLE_SECONDS = 30.0
+
+
+class _Pool:
+    """Daemon threads that run jobs; one more starts whenever none is idle."""
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.idle = 0
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self.lock:
+            start = self.idle == 0
+            if not start:
+                self.idle -= 1
+        self.jobs.put(job)
+        if start:
+            threading.Thread(target=self._work, name="outrider-model", daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            try:
+                job = self.jobs.get(timeout=_IDLE_SECONDS)
+            except queue.Empty:
+                with self.lock:
+                    if self.idle > 0:
+                        self.idle -= 1
+                        return
+                continue
+            job()
+            with self.lock:
+                self.idle += 1
+
+
+_pool = _Pool()
+_loop_lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
 
 
-def _background_loop() -> asyncio.AbstractEventLoop:
+def _after_fork() -> None:
+    # The parent's threads do not exist in a forked child.
+    global _pool, _loop, _loop_lock
+    _pool, _loop, _loop_lock = _Pool(), None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
+def _private_loop() -> asyncio.AbstractEventLoop:
     global _loop
-    with _lock:
+    with _loop_lock:
         if _loop is None or _loop.is_closed():
             loop = asyncio.new_event_loop()
-            thread = threading.Thread(target=loop.run_forever, name="outrider-asyncio", daemon=True)
-            thread.start()
+            threading.Thread(target=loop.run_forever, name="outrider-asyncio", daemon=True).start()
             _loop = loop
         return _loop
 
 
-def run(coro: Coroutine[Any, Any, Any]) -> Any:
-    """Run ``coro`` on the background loop and wait for its result (from a non-loop thread)."""
-    return asyncio.run_coroutine_threadsafe(coro, _background_loop()).result()
+async def _await(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
+class Handle:
+    """One model call in flight; ``cancel()`` stops a coroutine (a sync call cannot be stopped)."""
+
+    def __init__(self) -> None:
+        self.future: concurrent.futures.Future[Any] | None = None
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        if self.future is not None:
+            self.future.cancel()
+
+
+def _report(out: Any, done: Done) -> None:
+    try:
+        value = to_chat_response(out)
+    except TypeError:
+        try:
+            shown = repr(out)
+        except Exception:
+            shown = "<unrepresentable>"
+        done("unusable", (type(out).__qualname__, shown))
+        return
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        done("invalid", str(error))
+        return
+    done("ok", text)
+
+
+def _finished(future: concurrent.futures.Future[Any], done: Done) -> None:
+    try:
+        if future.cancelled():
+            done("raised", asyncio.CancelledError("the model call was cancelled"))
+            return
+        error = future.exception()
+        if error is not None:
+            done("raised", error)
+        else:
+            _report(future.result(), done)
+    except BaseException as error:
+        done("raised", error)
+
+
+def call(
+    fn: Callable[[dict[str, Any]], Any],
+    request: str,
+    context: contextvars.Context | None,
+    loop: asyncio.AbstractEventLoop | None,
+    done: Done,
+) -> Handle:
+    """Start ``fn(request)``; ``done`` is called exactly once with how it ended."""
+    handle = Handle()
+    ctx = context.copy() if context is not None else contextvars.copy_context()
+
+    def job() -> None:
+        try:
+            if handle.cancelled:
+                done("raised", asyncio.CancelledError("the model call was cancelled"))
+                return
+            out = ctx.run(fn, json.loads(request))
+            if inspect.isawaitable(out):
+                target = loop if loop is not None and not loop.is_closed() else _private_loop()
+                coro: Coroutine[Any, Any, Any] = _await(out)
+                future = ctx.run(asyncio.run_coroutine_threadsafe, coro, target)
+                handle.future = future
+                if handle.cancelled:
+                    future.cancel()
+                future.add_done_callback(lambda f: _finished(f, done))
+                return
+            _report(out, done)
+        except BaseException as error:
+            done("raised", error)
+
+    _pool.submit(job)
+    return handle
 
 
 def resolve(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
@@ -39,3 +178,37 @@ def resolve(future: asyncio.Future[Any], value: Any, error: BaseException | None
         future.set_exception(error)
     else:
         future.set_result(value)
+
+
+def install(core: Any) -> None:
+    """Give the native classes their coroutine methods (``async def``: ``asyncio.run``,
+    ``create_task`` and ``TaskGroup`` take them as they are)."""
+
+    async def launch_async(self: Any, request: Any) -> Any:
+        """The same as ``launch`` from async code; cancelling it cancels the child."""
+        return await self._launch_future(request)
+
+    async def launch_many_async(
+        self: Any, requests: Any, max_concurrency: int | None = None
+    ) -> list[Any]:
+        """The same as ``launch_many`` from async code; cancelling it cancels every child."""
+        result: list[Any] = await self._launch_many_future(requests, max_concurrency)
+        return result
+
+    async def run_async(self: Any, task: Any) -> Any:
+        """The same as ``run`` from async code; cancelling it cancels the run."""
+        return await self._run_future(task)
+
+    async def task_run_async(self: Any, args: Any) -> Any:
+        """``run`` from async code: the envelope dict; cancelling it cancels the child."""
+        return await self._run_future(args)
+
+    for cls, name, fn in (
+        (core.SubagentLauncher, "launch_async", launch_async),
+        (core.SubagentLauncher, "launch_many_async", launch_many_async),
+        (core.MainAgent, "run_async", run_async),
+        (core.TaskTool, "run_async", task_run_async),
+    ):
+        fn.__qualname__ = f"{cls.__name__}.{name}"
+        fn.__module__ = cls.__module__
+        setattr(cls, name, fn)

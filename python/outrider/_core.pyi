@@ -1,10 +1,16 @@
 """Type stubs for the native core, ``outrider._core`` (hand-written; checked by mypy.stubtest)."""
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from os import PathLike
 from typing import Any, Final, Literal, final
 
-from outrider.types import EvidenceCheck, ModelCallable, TerminalReason, ToolEnvelope
+from outrider.types import (
+    EvidenceCheck,
+    ModelCallable,
+    ModelSettings,
+    TerminalReason,
+    ToolEnvelope,
+)
 
 __all__ = [
     "EXPLORE_PROFILE",
@@ -397,13 +403,25 @@ class SubagentLauncher:
         parent_trace: str | PathLike[str] | None = None,
         profiles: Iterable[RuntimeProfile] | Mapping[str, RuntimeProfile] | None = None,
         max_concurrency: int | None = None,
+        main_model: str | None = None,
+        light_model: str | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> SubagentLauncher:
         """``max_concurrency`` bounds the children running at once through this launcher
-        (default 8)."""
+        (default 8). ``main_model``/``light_model`` name the model each route's requests carry
+        (the ``"model"`` of the request dict a callable receives; a ``light_model`` without a
+        ``light_llm`` sends light requests to ``main_llm`` under that name), and
+        ``model_settings`` (``temperature``, ``top_p``, ``max_tokens``, ``seed``, ``extra_body``)
+        go with every request."""
     def launch(self, request: SubagentRequest) -> SubagentLaunchResult:
         """Run one child to the end (GIL released; Ctrl-C cancels it and raises)."""
-    def launch_async(self, request: SubagentRequest) -> Awaitable[SubagentLaunchResult]:
-        """The same from async code; cancelling the awaitable cancels the child."""
+    async def launch_async(self, request: SubagentRequest) -> SubagentLaunchResult:
+        """The same from async code; cancelling it cancels the child. Async model callables run
+        on the caller's running loop, sync ones with the caller's ``contextvars``."""
+    async def launch_many_async(
+        self, requests: Iterable[SubagentRequest], max_concurrency: int | None = None
+    ) -> list[SubagentLaunchResult]:
+        """``launch_many`` from async code; cancelling it cancels every child."""
     def launch_many(
         self, requests: Iterable[SubagentRequest], max_concurrency: int | None = None
     ) -> list[SubagentLaunchResult]:
@@ -478,7 +496,7 @@ class TaskTool:
         (bad arguments give INVALID_PARAM, a failed child INTERNAL_ERROR); never an exception."""
     def run_json(self, args: Mapping[str, Any] | str) -> str:
         """The envelope as the tool message carries it (JSON, indent 2, non-ASCII kept)."""
-    def run_async(self, args: Mapping[str, Any] | str) -> Awaitable[dict[str, Any]]: ...
+    async def run_async(self, args: Mapping[str, Any] | str) -> dict[str, Any]: ...
 
 @final
 class MainAgent:
@@ -499,7 +517,15 @@ class MainAgent:
         total_token_budget: int | None = None,
         context_token_budget: int | None = None,
         timeout_seconds: float | None = None,
-    ) -> MainAgent: ...
+        model: str | None = None,
+        light_model: str | None = None,
+        model_settings: ModelSettings | None = None,
+    ) -> MainAgent:
+        """``model``, ``light_model`` and ``model_settings`` as for :class:`SubagentLauncher`;
+        they reach the children too."""
     def run(self, task: str) -> dict[str, Any]:
         """``{session_id, final_text, terminal_reason, error, steps, model_calls, tool_usage,
         token_usage, trace_path, trace_error}``."""
+    async def run_async(self, task: str) -> dict[str, Any]:
+        """``run`` from async code: async model callables (the main model and the children's)
+        run on the caller's running loop; cancelling it cancels the run and its children."""

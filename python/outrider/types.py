@@ -72,4 +72,23 @@ ModelCallable = Callable[[dict[str, Any]], Any]
 object with ``model_dump()``, a short ``{content, tool_calls, usage, finish_reason}`` dict, a str,
 or an awaitable of one of these."""
 
-__all__ = ["EvidenceCheck", "ModelCallable", "TerminalReason", "ToolEnvelope", "ToolError"]
+
+class ModelSettings(TypedDict, total=False):
+    """What every request of a launcher or main agent carries (``model_settings=``)."""
+
+    model: str
+    temperature: float
+    top_p: float
+    max_tokens: int
+    seed: int
+    extra_body: dict[str, Any]
+
+
+__all__ = [
+    "EvidenceCheck",
+    "ModelCallable",
+    "ModelSettings",
+    "TerminalReason",
+    "ToolEnvelope",
+    "ToolError",
+]

@@ -118,6 +118,8 @@ pub struct LauncherOptions {
     pub profiles: Vec<RuntimeProfile>,
     /// Children running at once, at least 1; None means [`DEFAULT_MAX_CONCURRENCY`].
     pub max_concurrency: Option<i64>,
+    /// Model names per route and the settings every request carries.
+    pub routes: crate::llm::RouteSettings,
 }
 
 /// Launches children. Cheap to share: one semaphore bounds all launches through it.
@@ -215,6 +217,8 @@ impl SubagentLauncher {
             Some(m) => Some(m),
             None => default_light_model()?,
         };
+        let light_model = options.routes.light(&main_model, light_model);
+        let main_model = options.routes.main(&main_model);
         let tools = profiles
             .iter()
             .map(|(name, p)| {
@@ -439,10 +443,10 @@ impl SubagentLauncher {
             .map(|req| {
                 let (launcher, sem, c) = (self.clone(), sem.clone(), cancel.clone());
                 tokio::spawn(
-                    async move {
+                    crate::exec::inherit_caller(async move {
                         let _permit = sem.acquire_owned().await.ok();
                         launcher.launch(req, c).await
-                    }
+                    })
                     .in_current_span(),
                 )
             })

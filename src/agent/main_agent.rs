@@ -55,6 +55,8 @@ pub struct MainAgentOptions {
     pub context_token_budget: Option<i64>,
     /// Wall-clock limit in seconds.
     pub timeout_seconds: Option<f64>,
+    /// Model names per route and the settings every request carries (children's too).
+    pub routes: crate::llm::RouteSettings,
 }
 
 /// The main agent's profile: no result contract (a plain-text answer), Task allowed.
@@ -252,6 +254,7 @@ impl MainAgent {
                 LauncherOptions {
                     main_model: Some(self.model.clone()),
                     light_model: self.options.light_model.clone(),
+                    routes: self.options.routes.clone(),
                     trace_dir: match &self.trace_dir {
                         Some(d) => TraceDirSetting::Held(d.clone()),
                         None => TraceDirSetting::Off,
@@ -270,7 +273,7 @@ impl MainAgent {
         }));
         let schemas = Arc::new(registry.openai_tools());
         let runner = RuntimeRunner {
-            model: self.model.clone(),
+            model: self.options.routes.main(&self.model),
             profile: self.profile.clone(),
             registry: Arc::new(registry),
             tool_schemas: schemas,

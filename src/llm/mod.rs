@@ -13,12 +13,14 @@ pub mod openai;
 pub mod request;
 pub mod response;
 pub mod scout;
+pub mod settings;
 pub mod wire;
 
 pub use error::{BadResponse, ModelError, ModelErrorKind};
 pub use message::{Message, ToolCall, Usage};
 pub use request::{estimate_tokens, ChatRequest};
 pub use response::ChatResponse;
+pub use settings::{Configured, ModelSettings, RouteSettings};
 pub use wire::WireOptions;
 
 /// A boxed, sendable future.
@@ -37,6 +39,11 @@ pub trait ChatModel: Send + Sync {
 
     /// The model id sent in requests, when the backend has one.
     fn model_id(&self) -> Option<String> {
+        None
+    }
+
+    /// The settings sent with every request (see [`Configured`]).
+    fn settings(&self) -> Option<std::sync::Arc<ModelSettings>> {
         None
     }
 

@@ -16,6 +16,8 @@ pub struct ChatRequest {
     pub tools: std::sync::Arc<Vec<Value>>,
     /// `auto` with tools, `none` without.
     pub tool_choice: Option<String>,
+    /// The caller's model settings (temperature, `extra_body`, ...), when it gave any.
+    pub settings: Option<std::sync::Arc<crate::llm::ModelSettings>>,
     /// When the run that makes this call must be over; a backend that retries does not wait
     /// past it. Never sent on the wire.
     pub deadline: Option<std::time::Instant>,

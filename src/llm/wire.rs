@@ -23,7 +23,13 @@ pub struct WireOptions<'a> {
     pub max_tokens: Option<u64>,
     /// Leave `tool_choice` out when there are no tools (several providers reject it then).
     pub omit_tool_choice_without_tools: bool,
+    /// Merge the settings' `extra_body` into the body (an HTTP client) instead of sending it as
+    /// the `extra_body` key (what `client.chat.completions.create(**request)` takes).
+    pub flatten_extra_body: bool,
 }
+
+static NO_EXTRA: std::sync::LazyLock<serde_json::Map<String, Value>> =
+    std::sync::LazyLock::new(serde_json::Map::new);
 
 impl Message {
     /// The OpenAI chat-completions form of this message.
@@ -52,13 +58,21 @@ impl ChatRequest {
 
     fn wire<'a>(&'a self, options: &WireOptions<'a>) -> WireRequest<'a> {
         let omit_choice = options.omit_tool_choice_without_tools && self.tools.is_empty();
+        let settings = self.settings.as_deref();
+        let extra = settings.map(|s| &s.extra_body).filter(|e| !e.is_empty());
         WireRequest {
             model: self.model.as_deref().or(options.default_model),
             messages: self.messages.iter().map(WireMessage::from).collect(),
             tools: &self.tools,
             tool_choice: self.tool_choice.as_deref().filter(|_| !omit_choice),
-            temperature: options.temperature,
-            max_tokens: options.max_tokens,
+            temperature: settings.and_then(|s| s.temperature).or(options.temperature),
+            top_p: settings.and_then(|s| s.top_p),
+            max_tokens: settings.and_then(|s| s.max_tokens).or(options.max_tokens),
+            seed: settings.and_then(|s| s.seed),
+            extra_body: extra.filter(|_| !options.flatten_extra_body),
+            flat: extra
+                .filter(|_| options.flatten_extra_body)
+                .unwrap_or(&NO_EXTRA),
         }
     }
 
@@ -103,6 +117,7 @@ impl ChatRequest {
                 .and_then(Value::as_str)
                 .map(str::to_owned),
             deadline: None,
+            settings: None,
         })
     }
 }
@@ -202,7 +217,15 @@ struct WireRequest<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seed: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    extra_body: Option<&'a serde_json::Map<String, Value>>,
+    #[serde(flatten)]
+    flat: &'a serde_json::Map<String, Value>,
 }
 
 #[cfg(test)]
@@ -235,6 +258,7 @@ mod tests {
             tools: std::sync::Arc::new(tools),
             tool_choice: Some(choice.into()),
             deadline: None,
+            settings: None,
         }
     }
 
@@ -260,6 +284,7 @@ mod tests {
             temperature: Some(0.5),
             max_tokens: Some(9),
             omit_tool_choice_without_tools: true,
+            flatten_extra_body: false,
         };
         assert_eq!(
             req.encode(&options),
@@ -275,6 +300,38 @@ mod tests {
             json!({"model": "m", "messages": messages, "temperature": 0.5, "max_tokens": 9})
         );
         assert_eq!(bare.to_openai()["tool_choice"], json!("none"));
+    }
+
+    #[test]
+    fn settings_win_over_the_clients_and_extra_body_goes_where_the_sender_wants_it() {
+        let mut req = request(vec![], "none");
+        req.settings = Some(std::sync::Arc::new(crate::llm::ModelSettings {
+            temperature: Some(0.0),
+            seed: Some(3),
+            extra_body: json!({"reasoning": {"effort": "low"}})
+                .as_object()
+                .unwrap()
+                .clone(),
+            ..Default::default()
+        }));
+        let v = req.to_openai();
+        assert_eq!(
+            (&v["temperature"], &v["seed"], &v["extra_body"]),
+            (
+                &json!(0.0),
+                &json!(3),
+                &json!({"reasoning": {"effort": "low"}})
+            )
+        );
+        let client = WireOptions {
+            temperature: Some(0.7),
+            flatten_extra_body: true,
+            ..Default::default()
+        };
+        let body: Value = serde_json::from_str(&req.encode(&client)).unwrap();
+        assert_eq!(body["temperature"], json!(0.0));
+        assert_eq!(body["reasoning"], json!({"effort": "low"}));
+        assert!(body.get("extra_body").is_none());
     }
 
     #[test]

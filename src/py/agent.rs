@@ -2,10 +2,11 @@
 
 use pyo3::prelude::*;
 
+use crate::api::CancelToken;
 use crate::api::{MainAgent, MainAgentOptions};
 use crate::py::convert::{dump, opt_float, opt_int, opt_str_list, path_arg, req_str, wrong_type};
-use crate::py::launcher::{model_arg, trace_dir_arg, PySubagentLauncher};
-use crate::py::runtime::run;
+use crate::py::launcher::{model_arg, routes_arg, trace_dir_arg, PySubagentLauncher};
+use crate::py::runtime::{run, spawn_awaitable};
 
 /// A main agent with Read/Grep/Glob and the Task tool (see the stub).
 #[pyclass(frozen, module = "outrider._core", name = "MainAgent")]
@@ -16,7 +17,7 @@ pub struct PyMainAgent {
 #[pymethods]
 impl PyMainAgent {
     #[new]
-    #[pyo3(signature = (project_root, llm, light_llm=None, *, launcher=None, trace_dir=None, subagent_types=None, max_steps=None, total_token_budget=None, context_token_budget=None, timeout_seconds=None))]
+    #[pyo3(signature = (project_root, llm, light_llm=None, *, launcher=None, trace_dir=None, subagent_types=None, max_steps=None, total_token_budget=None, context_token_budget=None, timeout_seconds=None, model=None, light_model=None, model_settings=None))]
     #[allow(clippy::too_many_arguments)]
     fn py_new(
         project_root: &Bound<'_, PyAny>,
@@ -29,6 +30,9 @@ impl PyMainAgent {
         total_token_budget: Option<&Bound<'_, PyAny>>,
         context_token_budget: Option<&Bound<'_, PyAny>>,
         timeout_seconds: Option<&Bound<'_, PyAny>>,
+        model: Option<&Bound<'_, PyAny>>,
+        light_model: Option<&Bound<'_, PyAny>>,
+        model_settings: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let launcher = match launcher.filter(|l| !l.is_none()) {
             Some(l) => Some(
@@ -40,6 +44,7 @@ impl PyMainAgent {
             ),
             None => None,
         };
+        let routes = routes_arg(model, light_model, model_settings, "model")?;
         let model = model_arg(Some(llm), "llm")?.ok_or_else(|| {
             wrong_type(
                 "llm",
@@ -56,6 +61,7 @@ impl PyMainAgent {
             total_token_budget: opt_int(total_token_budget, "total_token_budget")?,
             context_token_budget: opt_int(context_token_budget, "context_token_budget")?,
             timeout_seconds: opt_float(timeout_seconds, "timeout_seconds")?,
+            routes,
         };
         let root = path_arg(project_root, "project_root")?;
         Ok(PyMainAgent {
@@ -71,6 +77,23 @@ impl PyMainAgent {
         let agent = self.inner.clone();
         let out = run(py, |c| async move { agent.run(&task, c).await })?;
         dump(py, &out)
+    }
+
+    /// `run_async`'s native half: an asyncio future of the same dict; async model callables
+    /// run on the running loop.
+    fn _run_future<'py>(
+        &self,
+        py: Python<'py>,
+        task: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (task, agent, cancel) = (
+            req_str(task, "task")?,
+            self.inner.clone(),
+            CancelToken::new(),
+        );
+        let c = cancel.clone();
+        let fut = async move { agent.run(&task, c).await };
+        spawn_awaitable(py, fut, cancel, |py, out| Ok(dump(py, &out?)?.unbind()))
     }
 
     fn __repr__(&self) -> String {

@@ -171,6 +171,31 @@ fn request_arg(obj: &Bound<'_, PyAny>) -> PyResult<SubagentRequest> {
         .map_err(|_| wrong_type("request", "an outrider.SubagentRequest", obj))
 }
 
+/// The model names and `model_settings` a launcher or main agent was given.
+pub fn routes_arg(
+    main: Option<&Bound<'_, PyAny>>,
+    light: Option<&Bound<'_, PyAny>>,
+    settings: Option<&Bound<'_, PyAny>>,
+    main_field: &str,
+) -> PyResult<crate::api::RouteSettings> {
+    Ok(crate::api::RouteSettings {
+        main_model: opt_str(main, main_field)?,
+        light_model: opt_str(light, "light_model")?,
+        settings: crate::api::ModelSettings::from_json(
+            "model_settings",
+            &opt_json(settings, "model_settings")?.to_value(),
+        )?,
+    })
+}
+
+fn requests_arg(requests: &Bound<'_, PyAny>) -> PyResult<Vec<SubagentRequest>> {
+    requests
+        .try_iter()
+        .map_err(|_| wrong_type("requests", "an iterable of SubagentRequest", requests))?
+        .map(|r| r.and_then(|r| request_arg(&r)))
+        .collect()
+}
+
 /// Launches read-only children (see the stub for the full documentation).
 #[pyclass(frozen, module = "outrider._core", name = "SubagentLauncher")]
 pub struct PySubagentLauncher {
@@ -180,7 +205,8 @@ pub struct PySubagentLauncher {
 #[pymethods]
 impl PySubagentLauncher {
     #[new]
-    #[pyo3(signature = (project_root, main_llm=None, light_llm=None, *, trace_dir=None, parent_trace=None, profiles=None, max_concurrency=None))]
+    #[pyo3(signature = (project_root, main_llm=None, light_llm=None, *, trace_dir=None, parent_trace=None, profiles=None, max_concurrency=None, main_model=None, light_model=None, model_settings=None))]
+    #[allow(clippy::too_many_arguments)]
     fn py_new(
         project_root: &Bound<'_, PyAny>,
         main_llm: Option<&Bound<'_, PyAny>>,
@@ -189,6 +215,9 @@ impl PySubagentLauncher {
         parent_trace: Option<&Bound<'_, PyAny>>,
         profiles: Option<&Bound<'_, PyAny>>,
         max_concurrency: Option<&Bound<'_, PyAny>>,
+        main_model: Option<&Bound<'_, PyAny>>,
+        light_model: Option<&Bound<'_, PyAny>>,
+        model_settings: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let options = LauncherOptions {
             main_model: model_arg(main_llm, "main_llm")?,
@@ -201,6 +230,7 @@ impl PySubagentLauncher {
             parent_trace_handle: None,
             profiles: profiles_arg(profiles)?,
             max_concurrency: opt_int(max_concurrency, "max_concurrency")?,
+            routes: routes_arg(main_model, light_model, model_settings, "main_model")?,
         };
         let root = path_arg(project_root, "project_root")?;
         Ok(PySubagentLauncher {
@@ -227,11 +257,7 @@ impl PySubagentLauncher {
         requests: &Bound<'_, PyAny>,
         max_concurrency: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<PySubagentLaunchResult>> {
-        let reqs: Vec<SubagentRequest> = requests
-            .try_iter()
-            .map_err(|_| wrong_type("requests", "an iterable of SubagentRequest", requests))?
-            .map(|r| r.and_then(|r| request_arg(&r)))
-            .collect::<PyResult<_>>()?;
+        let reqs = requests_arg(requests)?;
         let (limit, launcher) = (
             opt_int(max_concurrency, "max_concurrency")?,
             self.inner.clone(),
@@ -246,8 +272,9 @@ impl PySubagentLauncher {
             .collect())
     }
 
-    /// Launch one child from async code: returns an awaitable (cancelling it cancels the child).
-    fn launch_async<'py>(
+    /// `launch_async`'s native half: an asyncio future of the running loop (cancelling it
+    /// cancels the child); async model callables run on that loop.
+    fn _launch_future<'py>(
         &self,
         py: Python<'py>,
         request: &Bound<'py, PyAny>,
@@ -260,6 +287,34 @@ impl PySubagentLauncher {
             async move { launcher.launch(req, c).await },
             cancel,
             |py, out| Ok(Py::new(py, PySubagentLaunchResult { inner: out? })?.into_any()),
+        )
+    }
+
+    /// `launch_many_async`'s native half (see `_launch_future`).
+    #[pyo3(signature = (requests, max_concurrency=None))]
+    fn _launch_many_future<'py>(
+        &self,
+        py: Python<'py>,
+        requests: &Bound<'py, PyAny>,
+        max_concurrency: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let reqs = requests_arg(requests)?;
+        let (limit, launcher) = (
+            opt_int(max_concurrency, "max_concurrency")?,
+            self.inner.clone(),
+        );
+        let cancel = CancelToken::new();
+        let c = cancel.clone();
+        spawn_awaitable(
+            py,
+            async move { launcher.launch_many(reqs, limit, c).await },
+            cancel,
+            |py, out| {
+                let results = out?
+                    .into_iter()
+                    .map(|inner| PySubagentLaunchResult { inner });
+                Ok(pyo3::types::PyList::new(py, results)?.into_any().unbind())
+            },
         )
     }
 

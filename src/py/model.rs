@@ -1,21 +1,21 @@
-//! Any Python callable as a [`ChatModel`]: sync callables run on the blocking pool (so many
-//! children can wait on slow callables at once), coroutines on a private asyncio loop.
+//! Any Python callable as a [`ChatModel`]. `outrider._aio.call` runs it (sync callables on
+//! outrider's own Python threads, coroutines on the caller's loop or a private one, both with the
+//! caller's `contextvars`) and reports back through [`Done`]; this side only waits.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyString};
-use serde_json::Value;
+use tokio::sync::oneshot;
 
-use crate::api::{BoxFuture, ChatModel, ChatRequest, ChatResponse, ModelError, ModelErrorKind};
-use crate::py::convert::{to_json, type_name};
+use crate::api::ModelErrorKind;
+use crate::api::{current_caller, BoxFuture, ChatModel, ChatRequest, ChatResponse, ModelError};
+use crate::py::runtime::{attach, Caller};
 
 /// A Python callable taking the chat-completions request dict.
 pub struct PyCallableModel {
     callable: Arc<Py<PyAny>>,
     name: String,
-    hot: Arc<crate::api::HotCaller>,
 }
 
 impl PyCallableModel {
@@ -29,87 +29,84 @@ impl PyCallableModel {
         PyCallableModel {
             callable: Arc::new(callable.clone().unbind()),
             name,
-            hot: crate::api::HotCaller::start("outrider-model"),
         }
     }
 }
 
-fn is_awaitable(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
-    static ISAWAITABLE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    let f = ISAWAITABLE.get_or_try_init(obj.py(), || -> PyResult<Py<PyAny>> {
-        Ok(obj.py().import("inspect")?.getattr("isawaitable")?.unbind())
-    })?;
-    f.bind(obj.py()).call1((obj,))?.is_truthy()
+/// How a call ended, as `outrider._aio` reports it.
+type Answer = Result<String, ModelError>;
+
+/// The callback `outrider._aio.call` reports to, once: `("ok", json_text)`, `("raised",
+/// exception)`, `("unusable", (type_name, repr))` for a value of no accepted type, or
+/// `("invalid", reason)` for one that is not JSON.
+#[pyclass(frozen, module = "outrider._core")]
+pub struct Done {
+    tx: Mutex<Option<oneshot::Sender<Answer>>>,
+    what: String,
 }
 
-fn callback_error(py: Python<'_>, err: PyErr, what: &str) -> ModelError {
-    let kind = err
-        .get_type(py)
-        .name()
-        .map(|n| n.to_string())
-        .unwrap_or_default();
-    ModelError::callback_raised(what, &kind, &err.value(py).to_string())
-}
-
-/// Turn what a callable returned into JSON: a str, a dict, or an object with `model_dump()`.
-fn returned_value(out: &Bound<'_, PyAny>, what: &str) -> Result<Value, ModelError> {
-    let py = out.py();
-    if let Ok(s) = out.cast::<PyString>() {
-        return Ok(Value::String(s.to_string()));
-    }
-    let dict = if out.cast::<PyDict>().is_ok() {
-        out.clone()
-    } else if out.hasattr("model_dump").unwrap_or(false) {
-        out.call_method0("model_dump")
-            .map_err(|e| callback_error(py, e, &format!("{what}'s result .model_dump()")))?
-    } else {
-        let shown = out.repr().map(|r| r.to_string()).unwrap_or_default();
-        return Err(ModelError::unusable_return(what, &type_name(out), &shown));
-    };
-    to_json(&dict, "model response")
-        .map(|j| j.to_value())
-        .map_err(|e| {
-            ModelError::new(
+#[pymethods]
+impl Done {
+    fn __call__(&self, kind: &str, payload: &Bound<'_, PyAny>) -> PyResult<()> {
+        let answer = match kind {
+            "ok" => Ok(payload.extract::<String>()?),
+            "raised" => Err(ModelError::callback_raised(
+                &self.what,
+                &payload.get_type().name()?.to_string(),
+                &payload.str()?.to_string(),
+            )),
+            "invalid" => Err(ModelError::new(
                 ModelErrorKind::Callback,
-                format!("{what} returned an unusable value: {}", e.value(py)),
-            )
-        })
-}
-
-fn json_loads<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
-    static LOADS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    let loads = LOADS.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-        Ok(py.import("json")?.getattr("loads")?.unbind())
-    })?;
-    loads.bind(py).call1((text,))
-}
-
-/// Call `callable(request)` (awaiting a coroutine on the private loop) and return its value.
-fn call_blocking(callable: &Py<PyAny>, request: &str, what: &str) -> Result<Value, ModelError> {
-    crate::py::runtime::attach(false, |py| {
-        // json.loads builds the request dict faster than converting node by node.
-        let req =
-            json_loads(py, request).map_err(|e| callback_error(py, e, "building the request"))?;
-        let mut out = callable
-            .bind(py)
-            .call1((req,))
-            .map_err(|e| callback_error(py, e, what))?;
-        if is_awaitable(&out).unwrap_or(false) {
-            let aio = py
-                .import("outrider._aio")
-                .map_err(|e| callback_error(py, e, "outrider._aio"))?;
-            out = aio
-                .call_method1("run", (out,))
-                .map_err(|e| callback_error(py, e, what))?;
+                format!(
+                    "{} returned an unusable value: {}",
+                    self.what,
+                    payload.str()?
+                ),
+            )),
+            _ => {
+                let (type_name, shown): (String, String) = payload.extract()?;
+                Err(ModelError::unusable_return(&self.what, &type_name, &shown))
+            }
+        };
+        if let Some(tx) = self.tx.lock().ok().and_then(|mut t| t.take()) {
+            let _ = tx.send(answer);
         }
-        returned_value(&out, what)
-    })
-    .unwrap_or_else(|| {
-        Err(ModelError::new(
-            ModelErrorKind::Cancelled,
-            "the Python interpreter is exiting",
-        ))
-    })
+        Ok(())
+    }
+}
+
+/// Cancels the Python side of a call that was abandoned (the child timed out or was cancelled).
+struct CancelOnDrop(Option<Py<PyAny>>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(handle) = self.0.take() {
+            attach(|py| handle.bind(py).call_method0("cancel").map(drop));
+        }
+    }
+}
+
+fn start_call(
+    py: Python<'_>,
+    callable: &Py<PyAny>,
+    body: String,
+    done: Done,
+) -> PyResult<Py<PyAny>> {
+    static CALL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let call = CALL.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+        Ok(py.import("outrider._aio")?.getattr("call")?.unbind())
+    })?;
+    let scope = current_caller();
+    let caller = scope.as_ref().and_then(|s| s.0.downcast_ref::<Caller>());
+    let (context, event_loop) = match caller {
+        Some(c) => (
+            Some(c.context.clone_ref(py)),
+            c.event_loop.as_ref().map(|l| l.clone_ref(py)),
+        ),
+        None => (None, None),
+    };
+    let args = (callable.clone_ref(py), body, context, event_loop, done);
+    Ok(call.bind(py).call1(args)?.unbind())
 }
 
 impl ChatModel for PyCallableModel {
@@ -117,20 +114,45 @@ impl ChatModel for PyCallableModel {
         &'a self,
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
-        let callable = self.callable.clone();
-        let hot = self.hot.clone();
         let body = request.to_openai_string();
         let what = format!("model callable {}", self.name);
         Box::pin(async move {
-            let value =
-                crate::api::run_off_thread(&hot, move || call_blocking(&callable, &body, &what))
-                    .await
-                    .map_err(|e| {
-                        ModelError::new(
-                            ModelErrorKind::Callback,
-                            format!("model callable thread failed: {e}"),
-                        )
-                    })??;
+            let (tx, rx) = oneshot::channel();
+            let done = Done {
+                tx: Mutex::new(Some(tx)),
+                what: what.clone(),
+            };
+            let started = attach(|py| {
+                start_call(py, &self.callable, body, done).map_err(|e| {
+                    let kind = e
+                        .get_type(py)
+                        .name()
+                        .map(|n| n.to_string())
+                        .unwrap_or_default();
+                    ModelError::callback_raised(&what, &kind, &e.value(py).to_string())
+                })
+            });
+            let Some(started) = started else {
+                return Err(ModelError::new(
+                    ModelErrorKind::Cancelled,
+                    "the Python interpreter is exiting",
+                ));
+            };
+            let mut guard = CancelOnDrop(Some(started?));
+            let answer = rx.await;
+            guard.0 = None;
+            let text = answer.map_err(|_| {
+                ModelError::new(
+                    ModelErrorKind::Callback,
+                    format!("{what} ended without an answer"),
+                )
+            })??;
+            let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+                ModelError::new(
+                    ModelErrorKind::Callback,
+                    format!("{what} returned an unusable value: {e}"),
+                )
+            })?;
             ChatResponse::from_value(&value).map_err(ModelError::from)
         })
     }

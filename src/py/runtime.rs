@@ -8,7 +8,7 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::PyAny;
 
-use crate::api::CancelToken;
+use crate::api::{with_caller, CallerScope, CancelToken};
 
 /// Set by the interpreter's `atexit` hook: from then on no thread Python did not start touches
 /// Python again.
@@ -26,23 +26,32 @@ impl Drop for LeavePython {
     }
 }
 
-/// Run `f` with the GIL on a thread Python did not start (a runtime worker, the model caller
-/// thread). Returns None, touching nothing, once the interpreter is exiting: a thread that
-/// enters Python during finalization brings the process down. `short` sections (resolving an
-/// awaitable) are waited for at exit; a user's model call may take any time, so it is not.
-pub fn attach<R>(short: bool, f: impl for<'py> FnOnce(Python<'py>) -> R) -> Option<R> {
-    if EXITING.load(Ordering::SeqCst) {
-        return None;
-    }
-    if !short {
-        return Python::try_attach(f);
-    }
+/// Run `f` with the GIL on a thread Python did not start (a runtime worker). Returns None,
+/// touching nothing, once the interpreter is exiting: a thread that enters Python during
+/// finalization brings the process down. Only short sections come here (handing a model call to
+/// Python, resolving an awaitable); exit waits for them.
+pub fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> Option<R> {
     IN_PYTHON.fetch_add(1, Ordering::SeqCst);
     let _leave = LeavePython;
     if EXITING.load(Ordering::SeqCst) {
         return None;
     }
     Python::try_attach(f)
+}
+
+/// The caller a launch started from: its `contextvars` context, and its running event loop when
+/// it came through an async entry point. Model callables run with both (see `outrider._aio`).
+pub struct Caller {
+    pub context: Py<PyAny>,
+    pub event_loop: Option<Py<PyAny>>,
+}
+
+fn caller_scope(py: Python<'_>, event_loop: Option<&Bound<'_, PyAny>>) -> PyResult<CallerScope> {
+    let context = py.import("contextvars")?.call_method0("copy_context")?;
+    Ok(CallerScope(std::sync::Arc::new(Caller {
+        context: context.unbind(),
+        event_loop: event_loop.map(|l| l.clone().unbind()),
+    })))
 }
 
 /// The `atexit` hook: stop new entries into Python from other threads, and give the ones inside
@@ -80,9 +89,6 @@ where
         });
     }
     py.detach(|| {
-        // This thread only waits for the future: it may spin briefly for answers (see `hot`).
-        crate::api::allow_spin(true);
-        let _reset = ResetSpin;
         crate::api::runtime().block_on(async {
             let mut fut = std::pin::pin!(fut);
             let mut tick = tokio::time::interval(SIGNAL_POLL);
@@ -115,7 +121,8 @@ where
     T: Send,
 {
     let cancel = CancelToken::new();
-    Ok(block_on(py, start(cancel.clone()), Some(cancel))??)
+    let work = with_caller(caller_scope(py, None)?, start(cancel.clone()));
+    Ok(block_on(py, work, Some(cancel))??)
 }
 
 /// Done-callback of an asyncio future made by [`spawn_awaitable`]: cancels the work when the
@@ -148,8 +155,8 @@ where
     T: Send + 'static,
     C: FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
 {
-    let asyncio = py.import("asyncio")?;
-    let event_loop = asyncio.call_method0("get_running_loop")?;
+    let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
+    let fut = with_caller(caller_scope(py, Some(&event_loop))?, fut);
     let future = event_loop.call_method0("create_future")?;
     future.call_method1(
         "add_done_callback",
@@ -158,7 +165,7 @@ where
     let (fut_ref, loop_ref) = (future.clone().unbind(), event_loop.unbind());
     crate::api::runtime().spawn(async move {
         let out = fut.await;
-        attach(true, |py| {
+        attach(|py| {
             let Ok(resolve) = py
                 .import("outrider._aio")
                 .and_then(|m| m.getattr("resolve"))
@@ -176,13 +183,4 @@ where
         });
     });
     Ok(future)
-}
-
-/// Clears the spin permission when a blocking call ends, however it ends.
-struct ResetSpin;
-
-impl Drop for ResetSpin {
-    fn drop(&mut self) {
-        crate::api::allow_spin(false);
-    }
 }

@@ -122,8 +122,8 @@ impl PyTaskTool {
     fn run_json(&self, py: Python<'_>, args: &Bound<'_, PyAny>) -> PyResult<String> {
         Ok(to_pretty_json(&self.envelope(py, args)?.to_value()))
     }
-    /// `run` from async code: an awaitable of the envelope dict.
-    fn run_async<'py>(
+    /// `run_async`'s native half: an asyncio future of the envelope dict.
+    fn _run_future<'py>(
         &self,
         py: Python<'py>,
         args: &Bound<'py, PyAny>,

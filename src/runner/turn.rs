@@ -128,6 +128,7 @@ impl RuntimeRunner {
                 Some("auto".into())
             },
             deadline: Some(deadline),
+            settings: self.model.settings(),
         };
         st.calls += 1;
         let span = tracing::info_span!(
@@ -272,17 +273,19 @@ impl RuntimeRunner {
                 self.permissions.clone(),
                 call.clone(),
             );
-            handles.push(tokio::task::spawn_blocking(move || {
-                let _entered = span.enter();
-                let started = Instant::now();
-                let result = registry.execute(&call.name, &call.arguments, &ctx, &perms);
-                span.record("duration_ms", started.elapsed().as_millis() as u64);
-                span.record("status", result.status.as_str());
-                if let Some(code) = result.error_code() {
-                    span.record("error_code", code.as_str());
-                }
-                result
-            }));
+            handles.push(tokio::task::spawn_blocking(
+                crate::exec::inherit_caller_sync(move || {
+                    let _entered = span.enter();
+                    let started = Instant::now();
+                    let result = registry.execute(&call.name, &call.arguments, &ctx, &perms);
+                    span.record("duration_ms", started.elapsed().as_millis() as u64);
+                    span.record("status", result.status.as_str());
+                    if let Some(code) = result.error_code() {
+                        span.record("error_code", code.as_str());
+                    }
+                    result
+                }),
+            ));
         }
         let mut results = Vec::with_capacity(handles.len());
         for (handle, call) in handles.into_iter().zip(calls) {

@@ -188,6 +188,7 @@ fn simple_request() -> ChatRequest {
         tools: Default::default(),
         tool_choice: None,
         deadline: None,
+        settings: None,
     }
 }
 
@@ -231,6 +232,7 @@ async fn success_with_tool_calls_sends_bearer_and_full_body() {
         tools: vec![grep_schema.clone()].into(),
         tool_choice: Some("auto".into()),
         deadline: None,
+        settings: None,
     };
 
     let response = model.complete(&request).await.unwrap();
@@ -920,6 +922,7 @@ async fn call_throttled(
     let started = Instant::now();
     let request = ChatRequest {
         deadline: Some(started + Duration::from_secs(3)),
+        settings: None,
         ..simple_request()
     };
     let out = model.complete(&request).await;

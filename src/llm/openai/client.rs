@@ -151,6 +151,7 @@ impl OpenAICompatible {
             temperature: self.config.temperature,
             max_tokens: self.config.max_tokens,
             omit_tool_choice_without_tools: true,
+            flatten_extra_body: true,
         }
     }
 
