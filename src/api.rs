@@ -27,6 +27,6 @@ pub use crate::pyjson::{py_repr_str, Json};
 pub use crate::redact::redact_str;
 pub use crate::runner::{CancelToken, ParsedResult};
 pub use crate::tools::envelope::{to_pretty_json, ToolResult};
-pub use crate::tools::run::{run_tool, tool_schemas, ToolArgs};
+pub use crate::tools::run::{run_tool, run_tool_until, tool_schemas, ToolArgs};
 pub use crate::tools::workspace::Workspace;
 pub use crate::VERSION;

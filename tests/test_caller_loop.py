@@ -288,3 +288,26 @@ def test_one_async_openai_client_shared_by_a_main_agent_and_its_children(
     models = [b["model"] for b in seen]
     assert models == ["big-model", "small-model", "big-model", "own"], models
     assert all(b.get("temperature") == 0 and b.get("user_tag") == "t" for b in seen[:3])
+
+
+def test_a_launcher_collected_mid_run_cancels_its_children(repo: pathlib.Path) -> None:
+    import gc
+
+    def looping(request: dict[str, Any]) -> Any:
+        # Reads forever: only cancellation ends this child before its step budget.
+        import time
+
+        time.sleep(0.05)
+        return ScriptedLLM._render([call("Read", path="auth.py")])
+
+    async def main() -> outrider.SubagentLaunchResult:
+        ln = launcher(repo, looping)
+        future = ln._launch_future(req())  # type: ignore[attr-defined]  # holds no launcher
+        await asyncio.sleep(0.3)
+        del ln
+        gc.collect()
+        result: outrider.SubagentLaunchResult = await asyncio.wait_for(future, 5)
+        return result
+
+    r = asyncio.run(main())
+    assert (r.status, r.failure_reason, r.elapsed_ms < 2000) == ("failed", "cancelled", True), r

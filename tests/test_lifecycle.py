@@ -107,3 +107,57 @@ def test_a_forked_child_can_launch(tmp_path: pathlib.Path) -> None:
         "child 0",
         "pool ['completed', 'completed', 'completed', 'completed']",
     ]
+
+
+ABANDONED = textwrap.dedent(
+    """
+    import sys, threading, time, outrider
+    mode = sys.argv[2]
+    quick = [outrider.EXPLORE_PROFILE.replace(timeout_seconds=0.2)]
+    def slow(request):
+        time.sleep(0.6)
+        return "{}"
+    class SlowFinalization:
+        # Keeps finalization going while the abandoned call wakes up and wants the GIL back.
+        def __del__(self):
+            time.sleep(1.0)
+    keep = SlowFinalization()
+    launcher = outrider.SubagentLauncher(sys.argv[1], slow, profiles=quick, trace_dir=False)
+    request = outrider.SubagentRequest(task="where is login")
+    if mode == "abandoned":
+        # The child times out while the sync call sleeps on; the interpreter then exits with
+        # the call still in flight.
+        r = launcher.launch(request)
+        print(r.terminal_reason, r.failure_reason)
+    else:
+        # A launch still running on another thread when the interpreter exits.
+        threading.Thread(target=launcher.launch, args=(request,), daemon=True).start()
+        time.sleep(0.1)
+        print("exiting")
+    """
+)
+
+
+def test_exit_with_model_calls_in_flight_is_clean(tmp_path: pathlib.Path) -> None:
+    # A sync model call left running on a thread with native frames aborted the interpreter at
+    # exit ("FATAL: exception not rethrown") in a quarter to half of runs.
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "auth.py").write_text("def login(user):\n    return user\n")
+    script = tmp_path / "abandoned.py"
+    script.write_text(ABANDONED)
+    outcomes = []
+    for _batch in range(5):
+        procs = [
+            subprocess.Popen(
+                [sys.executable, str(script), str(repo), mode],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for mode in ("abandoned", "running") * 2
+        ]
+        for proc in procs:
+            out, err = proc.communicate(timeout=60)
+            outcomes.append((proc.returncode, out.strip(), err[-300:]))
+    assert outcomes == [(0, "runtime_error timeout", ""), (0, "exiting", "")] * 10

@@ -18,7 +18,7 @@ use crate::py::convert::{
 use crate::py::frozen_class;
 use crate::py::model::PyCallableModel;
 use crate::py::profile::PyRuntimeProfile;
-use crate::py::runtime::{run, spawn_awaitable};
+use crate::py::runtime::{run_under, spawn_awaitable};
 
 frozen_class! {
     /// A request for one child (frozen).
@@ -200,6 +200,14 @@ fn requests_arg(requests: &Bound<'_, PyAny>) -> PyResult<Vec<SubagentRequest>> {
 #[pyclass(frozen, module = "outrider._core", name = "SubagentLauncher")]
 pub struct PySubagentLauncher {
     pub inner: Arc<SubagentLauncher>,
+    /// Parent of every launch's token: a launcher garbage-collected mid-run cancels its children.
+    cancel: CancelToken,
+}
+
+impl Drop for PySubagentLauncher {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
 }
 
 #[pymethods]
@@ -235,6 +243,7 @@ impl PySubagentLauncher {
         let root = path_arg(project_root, "project_root")?;
         Ok(PySubagentLauncher {
             inner: Arc::new(SubagentLauncher::new(&root, options)?),
+            cancel: CancelToken::new(),
         })
     }
 
@@ -245,7 +254,9 @@ impl PySubagentLauncher {
         request: &Bound<'_, PyAny>,
     ) -> PyResult<PySubagentLaunchResult> {
         let (req, launcher) = (request_arg(request)?, self.inner.clone());
-        let inner = run(py, |c| async move { launcher.launch(req, c).await })?;
+        let inner = run_under(py, &self.cancel, |c| async move {
+            launcher.launch(req, c).await
+        })?;
         Ok(PySubagentLaunchResult { inner })
     }
 
@@ -262,10 +273,9 @@ impl PySubagentLauncher {
             opt_int(max_concurrency, "max_concurrency")?,
             self.inner.clone(),
         );
-        let results = run(
-            py,
-            |c| async move { launcher.launch_many(reqs, limit, c).await },
-        )?;
+        let results = run_under(py, &self.cancel, |c| async move {
+            launcher.launch_many(reqs, limit, c).await
+        })?;
         Ok(results
             .into_iter()
             .map(|inner| PySubagentLaunchResult { inner })
@@ -280,7 +290,7 @@ impl PySubagentLauncher {
         request: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (req, launcher) = (request_arg(request)?, self.inner.clone());
-        let cancel = CancelToken::new();
+        let cancel = self.cancel.child();
         let c = cancel.clone();
         spawn_awaitable(
             py,
@@ -303,7 +313,7 @@ impl PySubagentLauncher {
             opt_int(max_concurrency, "max_concurrency")?,
             self.inner.clone(),
         );
-        let cancel = CancelToken::new();
+        let cancel = self.cancel.child();
         let c = cancel.clone();
         spawn_awaitable(
             py,
@@ -331,7 +341,7 @@ impl PySubagentLauncher {
         let requirements = opt_json(requirements, "requirements")?.to_value();
         let evidence = opt_str_list(evidence, "evidence")?.unwrap_or_default();
         let launcher = self.inner.clone();
-        let inner = run(py, |c| async move {
+        let inner = run_under(py, &self.cancel, |c| async move {
             launcher.verify(&candidate, requirements, evidence, c).await
         })?;
         Ok(PyCompletionVerdict { inner })

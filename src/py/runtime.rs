@@ -120,7 +120,17 @@ where
     Fut: Future<Output = Result<T, crate::api::Error>> + Send,
     T: Send,
 {
-    let cancel = CancelToken::new();
+    run_under(py, &CancelToken::new(), start)
+}
+
+/// [`run`] with a token that `parent` cancels too.
+pub fn run_under<T, F, Fut>(py: Python<'_>, parent: &CancelToken, start: F) -> PyResult<T>
+where
+    F: FnOnce(CancelToken) -> Fut,
+    Fut: Future<Output = Result<T, crate::api::Error>> + Send,
+    T: Send,
+{
+    let cancel = parent.child();
     let work = with_caller(caller_scope(py, None)?, start(cancel.clone()));
     Ok(block_on(py, work, Some(cancel))??)
 }

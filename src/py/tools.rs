@@ -34,8 +34,17 @@ pub fn run_tool<'py>(
             },
         },
     };
-    let envelope =
-        py.detach(move || crate::api::run_tool(&root, &name, args, mode.as_deref(), timeout))?;
+    // On a blocking thread, so that Ctrl-C is heard while the tool runs (it stops the tool).
+    let envelope = crate::py::runtime::run(py, |cancel| async move {
+        let work = move || {
+            crate::api::run_tool_until(&root, &name, args, mode.as_deref(), timeout, &cancel)
+        };
+        tokio::task::spawn_blocking(work).await.unwrap_or_else(|e| {
+            Err(crate::api::Error::Internal(format!(
+                "the tool did not finish: {e}"
+            )))
+        })
+    })?;
     dump(py, &envelope)
 }
 

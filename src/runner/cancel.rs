@@ -11,6 +11,8 @@ use tokio::sync::Notify;
 pub struct CancelToken {
     flag: Arc<AtomicBool>,
     notify: Arc<Notify>,
+    /// Tokens made by [`CancelToken::child`] that are still held somewhere.
+    children: Arc<std::sync::Mutex<Vec<CancelToken>>>,
 }
 
 impl CancelToken {
@@ -19,10 +21,30 @@ impl CancelToken {
         Self::default()
     }
 
-    /// Cancel: running model calls are abandoned and tools stop at their next check.
+    /// A token cancelled with this one (and on its own).
+    pub fn child(&self) -> CancelToken {
+        let child = CancelToken::new();
+        let mut children = self.children.lock().unwrap_or_else(|p| p.into_inner());
+        // Forget the children nobody holds any more (finished runs).
+        children.retain(|c| Arc::strong_count(&c.flag) > 1);
+        children.push(child.clone());
+        drop(children);
+        if self.is_cancelled() {
+            child.cancel();
+        }
+        child
+    }
+
+    /// Cancel: running model calls are abandoned and tools stop at their next check; so are
+    /// those of every child token.
     pub fn cancel(&self) {
         self.flag.store(true, Ordering::SeqCst);
         self.notify.notify_waiters();
+        let children =
+            std::mem::take(&mut *self.children.lock().unwrap_or_else(|p| p.into_inner()));
+        for c in children {
+            c.cancel();
+        }
     }
 
     /// Whether `cancel` was called.
@@ -65,5 +87,19 @@ mod tests {
         waiter.await.unwrap();
         token.cancelled().await;
         assert!(token.is_cancelled() && token.flag().load(Ordering::SeqCst));
+    }
+
+    #[test]
+    fn cancelling_a_parent_cancels_its_live_children_only_downwards() {
+        let parent = CancelToken::new();
+        let (a, b) = (parent.child(), parent.child());
+        drop(parent.child()); // finished: forgotten at the next child()
+        b.cancel();
+        assert!(!parent.is_cancelled() && !a.is_cancelled());
+        let c = parent.child();
+        assert_eq!(parent.children.lock().unwrap().len(), 3);
+        parent.cancel();
+        assert!(a.is_cancelled() && c.is_cancelled());
+        assert!(parent.child().is_cancelled());
     }
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::error::Error;
+use crate::runner::cancel::CancelToken;
 use crate::tools::budget::OutputBudget;
 use crate::tools::context::ToolContext;
 use crate::tools::envelope::{ErrorCode, ToolResult};
@@ -36,6 +37,18 @@ pub fn run_tool(
     runtime_mode: Option<&str>,
     timeout: Option<f64>,
 ) -> Result<Value, Error> {
+    run_tool_until(root, name, args, runtime_mode, timeout, &CancelToken::new())
+}
+
+/// [`run_tool`] that stops at its next check once `cancel` is cancelled (Ctrl-C in Python).
+pub fn run_tool_until(
+    root: &Path,
+    name: &str,
+    args: ToolArgs,
+    runtime_mode: Option<&str>,
+    timeout: Option<f64>,
+    cancel: &CancelToken,
+) -> Result<Value, Error> {
     let workspace = Workspace::new(root)?;
     let mode: RuntimeMode = runtime_mode
         .unwrap_or("readonly_subagent")
@@ -49,7 +62,7 @@ pub fn run_tool(
                 ),
             )
         })?;
-    let mut ctx = ToolContext::new(workspace);
+    let mut ctx = ToolContext::new(workspace).with_cancel(cancel.flag());
     if let Some(t) = timeout {
         let max = crate::profile::MAX_TIMEOUT_SECONDS;
         if !(t.is_finite() && t > 0.0 && t <= max) {
