@@ -342,9 +342,14 @@ impl ExploreResult {
         let lowered = raw_status.to_lowercase();
         let status = match SubagentStatus::parse(&lowered) {
             None => {
+                let msg = if obj.get("status").is_none() {
+                    "status is missing; expected 'completed' or 'partial'".to_string()
+                } else {
+                    format!("{} is not a valid SubagentStatus", py_repr_str(&lowered))
+                };
                 violations.push(Violation {
                     loc: vec![LocItem::Key("status".into())],
-                    msg: format!("{} is not a valid SubagentStatus", py_repr_str(&lowered)),
+                    msg,
                     kind: "status_invalid",
                     input: status_input,
                 });
@@ -784,7 +789,7 @@ mod tests {
         assert_eq!(msg("[1]"), "structured child result must be an object");
         assert_eq!(
             msg("{\"summary\":\"s\"}"),
-            "'' is not a valid SubagentStatus"
+            "status is missing; expected 'completed' or 'partial'"
         );
         assert_eq!(
             msg("{\"status\":\"Done\",\"summary\":\"s\"}"),

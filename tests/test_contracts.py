@@ -129,12 +129,12 @@ def test_python_json_leniencies_are_accepted() -> None:
         ),
         (
             '{"summary": "s"}',
-            "'' is not a valid SubagentStatus",
+            "status is missing; expected 'completed' or 'partial'",
             [
                 {
                     "type": "status_invalid",
                     "loc": ("status",),
-                    "msg": "'' is not a valid SubagentStatus",
+                    "msg": "status is missing; expected 'completed' or 'partial'",
                     "input": "",
                 }
             ],

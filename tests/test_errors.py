@@ -48,7 +48,7 @@ def cases(repo: pathlib.Path) -> list[tuple[Callable[[], Any], type[Exception], 
         (lambda: outrider.EXPLORE_PROFILE.replace(nope=1), ArgumentTypeError, "has no field"),
         (lambda: outrider.RuntimeProfile.from_dict(BAD), ArgumentTypeError, "must be a dict"),
         # contracts
-        (lambda: outrider.ExploreResult.from_json("{}"), ContractError, "SubagentStatus"),
+        (lambda: outrider.ExploreResult.from_json("{}"), ContractError, "status is missing"),
         (lambda: outrider.ExploreResult.from_json(3), ArgumentTypeError, "str or bytes"),  # type: ignore[arg-type]
         (
             lambda: outrider.ExploreResult.from_json(FINAL, tool_usage={"Read": -1}),
@@ -56,7 +56,7 @@ def cases(repo: pathlib.Path) -> list[tuple[Callable[[], Any], type[Exception], 
             ">= 0",
         ),
         # requests and launches
-        (lambda: outrider.SubagentRequest("explore"), ArgumentTypeError, "task: missing"),
+        (lambda: outrider.SubagentRequest(profile_name="explore"), ArgumentTypeError, "task: missing"),
         (lambda: outrider.SubagentRequest(task=" "), ConfigError, "non-empty"),
         (lambda: outrider.SubagentRequest(task="t", model_choice="big"), LaunchError, "'light'"),
         (
@@ -65,7 +65,7 @@ def cases(repo: pathlib.Path) -> list[tuple[Callable[[], Any], type[Exception], 
             "must be a dict, got list",
         ),
         (
-            lambda: launcher.launch(outrider.SubagentRequest("nope", "t")),
+            lambda: launcher.launch(outrider.SubagentRequest("t", "nope")),
             LaunchError,
             "registered profiles: 'explore', 'verification'",
         ),
@@ -118,7 +118,7 @@ def cases(repo: pathlib.Path) -> list[tuple[Callable[[], Any], type[Exception], 
             TraceDirError,
             "the path is empty",
         ),
-        (lambda: outrider.SubagentRequest("", "t"), ConfigError, "profile_name"),
+        (lambda: outrider.SubagentRequest("t", ""), ConfigError, "profile_name"),
         (
             lambda: launcher.verify("x", requirements={"todos": "abc"}),
             ArgumentTypeError,

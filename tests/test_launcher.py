@@ -299,7 +299,7 @@ def test_model_routing(
     monkeypatch.setenv("LLM_BASE_URL", "http://127.0.0.1:9/v1")
     assert SubagentLauncher(repo, main, trace_dir=traces).has_light_model
     with pytest.raises(ValueError, match="unsupported runtime profile: nope"):
-        launcher.launch(SubagentRequest("nope", "t"))
+        launcher.launch(SubagentRequest("t", "nope"))
     with pytest.raises(ValueError, match="unsupported subagent model choice: heavy"):
         launcher.launch(SubagentRequest(task="t", model_choice="heavy"))
     with pytest.raises(TypeError, match="main_llm: must be a callable"):
@@ -307,7 +307,7 @@ def test_model_routing(
     with pytest.raises(ValueError, match="max_concurrency: must be at least 1, got 0"):
         SubagentLauncher(repo, main, max_concurrency=0)
     with pytest.raises(TypeError, match="SubagentRequest.task: missing"):
-        SubagentRequest("explore")
+        SubagentRequest(profile_name="explore")
 
 
 def test_parent_events_and_failures_keep_their_metrics(
@@ -377,7 +377,7 @@ def test_launch_many_keeps_order_and_isolates_failures(
     ]
     assert "child model down" in (results[2].error or "")
     with pytest.raises(ValueError, match=r"requests\[1\]: unsupported runtime profile: x"):
-        launcher.launch_many([SubagentRequest(task="a"), SubagentRequest("x", "b")])
+        launcher.launch_many([SubagentRequest(task="a"), SubagentRequest("b", "x")])
 
 
 @pytest.mark.parametrize("is_async", [False, True])

@@ -39,7 +39,7 @@ def launch(
 ) -> outrider.SubagentLaunchResult:
     profiles = [EXPLORE_PROFILE.replace(name="test", **profile)] if profile else None
     launcher = SubagentLauncher(repo, llm, trace_dir=traces, profiles=profiles)
-    return launcher.launch(SubagentRequest("test" if profile else "explore", task))
+    return launcher.launch(SubagentRequest(task, "test" if profile else "explore"))
 
 
 def test_happy_path_with_scripted_llm(repo: pathlib.Path, traces: pathlib.Path) -> None:
@@ -320,11 +320,11 @@ def test_a_hung_sync_callable_cannot_outlive_the_timeout(
     profile = [EXPLORE_PROFILE.replace(name="quick", timeout_seconds=0.3)]
     launcher = SubagentLauncher(repo, model, trace_dir=traces, profiles=profile)
     started = time.monotonic()
-    r = launcher.launch(SubagentRequest("quick", "hang here"))
+    r = launcher.launch(SubagentRequest("hang here", "quick"))
     assert (r.status, r.terminal_reason, r.failure_reason) == ("failed", "runtime_error", "timeout")
     assert time.monotonic() - started < 1.0
     # The same model still answers other children while the hung call is stuck.
-    assert launcher.launch(SubagentRequest("quick", "fine")).status == "completed"
+    assert launcher.launch(SubagentRequest("fine", "quick")).status == "completed"
     release.set()
 
 

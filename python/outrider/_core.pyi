@@ -307,8 +307,8 @@ class SubagentRequest:
 
     def __new__(
         cls,
-        profile_name: str | None = None,
         task: str | None = None,
+        profile_name: str | None = None,
         structured_context: Mapping[str, Any] | None = None,
         model_choice: str | None = None,
         parent_session_id: str | None = None,

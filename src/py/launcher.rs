@@ -31,8 +31,8 @@ frozen_class! {
         parent_run_id: Option<String> = |r| r.parent_run_id.clone(),
     }
     #[new]
-    #[pyo3(signature = (profile_name=None, task=None, structured_context=None, model_choice=None, parent_session_id=None, parent_run_id=None))]
-    fn py_new(profile_name: Option<&Bound<'_, PyAny>>, task: Option<&Bound<'_, PyAny>>, structured_context: Option<&Bound<'_, PyAny>>,
+    #[pyo3(signature = (task=None, profile_name=None, structured_context=None, model_choice=None, parent_session_id=None, parent_run_id=None))]
+    fn py_new(task: Option<&Bound<'_, PyAny>>, profile_name: Option<&Bound<'_, PyAny>>, structured_context: Option<&Bound<'_, PyAny>>,
         model_choice: Option<&Bound<'_, PyAny>>, parent_session_id: Option<&Bound<'_, PyAny>>, parent_run_id: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let init = RequestInit {
             profile_name: opt_str(profile_name, "SubagentRequest.profile_name")?,
