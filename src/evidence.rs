@@ -12,9 +12,25 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use regex::Regex;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::tools::workspace::{PathError, Workspace};
+
+/// The stable names of [`EvidenceCheck::reason`].
+pub const EVIDENCE_REASONS: [&str; 12] = [
+    "format",
+    "invalid_range",
+    "absolute",
+    "outside",
+    "invalid_path",
+    "not_found",
+    "directory",
+    "not_regular",
+    "io",
+    "line_out_of_range",
+    "timeout",
+    "too_large",
+];
 
 /// The verdict on one evidence item.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -39,6 +55,48 @@ pub struct EvidenceCheck {
     pub reason: Option<&'static str>,
     /// A sentence for the model or the user.
     pub message: String,
+}
+
+/// [`EvidenceCheck`] as it is read back (its reason checked against [`EVIDENCE_REASONS`]).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CheckData {
+    evidence: String,
+    path: Option<String>,
+    start_line: Option<u64>,
+    end_line: Option<u64>,
+    total_lines: Option<u64>,
+    grounded: bool,
+    reason: Option<String>,
+    message: String,
+}
+
+impl<'de> Deserialize<'de> for EvidenceCheck {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let c = CheckData::deserialize(d)?;
+        let reason = match c.reason {
+            None => None,
+            Some(name) => Some(*EVIDENCE_REASONS.iter().find(|r| **r == name).ok_or_else(
+                || {
+                    D::Error::custom(format!(
+                        "unknown evidence reason {name:?}; expected one of {}",
+                        EVIDENCE_REASONS.join(", ")
+                    ))
+                },
+            )?),
+        };
+        Ok(EvidenceCheck {
+            evidence: c.evidence,
+            path: c.path,
+            start_line: c.start_line,
+            end_line: c.end_line,
+            total_lines: c.total_lines,
+            grounded: c.grounded,
+            reason,
+            message: c.message,
+        })
+    }
 }
 
 fn evidence_re() -> &'static Regex {

@@ -335,6 +335,9 @@ class SubagentRequest:
 class SubagentLaunchResult:
     """What a launch produced (frozen)."""
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SubagentLaunchResult:
+        """Rebuild from :meth:`to_dict` output; a bad or unknown key raises ConfigError."""
     @property
     def status(self) -> Literal["completed", "partial", "failed", "unverified"]: ...
     @property
@@ -445,6 +448,9 @@ class SubagentLauncher:
 class CompletionVerdict:
     """The verdict of :meth:`SubagentLauncher.verify`."""
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CompletionVerdict:
+        """Rebuild from :meth:`to_dict` output (``{verdict, reasons, feedback, launch}``)."""
     @property
     def verdict(self) -> Literal["PASS", "FAIL", "UNVERIFIED"]: ...
     @property

@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::error::Error;
 use serde_json::{json, Value};
 
 use crate::contract::{Repair, SubagentStatus, ToolUsage};
@@ -26,7 +28,8 @@ wire_enum! {
 }
 
 /// What a launch produced.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SubagentLaunchResult {
     /// completed | partial | failed | unverified.
     pub status: SubagentStatus,
@@ -37,7 +40,10 @@ pub struct SubagentLaunchResult {
     /// Always `run-1`.
     pub child_run_id: String,
     /// The validated result, when there is one.
-    #[serde(serialize_with = "serialize_parsed")]
+    #[serde(
+        serialize_with = "serialize_parsed",
+        deserialize_with = "deserialize_parsed"
+    )]
     pub result: Option<ParsedResult>,
     /// The route used.
     pub model_used: ModelRoute,
@@ -73,6 +79,27 @@ fn serialize_parsed<S: Serializer>(r: &Option<ParsedResult>, s: S) -> Result<S::
     parsed_value(r.as_ref()).serialize(s)
 }
 
+fn deserialize_parsed<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ParsedResult>, D::Error> {
+    use serde::de::Error as _;
+    let v = Value::deserialize(d)?;
+    let json = crate::pyjson::Json::from_value(&v);
+    Ok(Some(match &v {
+        Value::Null => return Ok(None),
+        Value::String(t) => ParsedResult::Text(t.clone()),
+        Value::Object(m) if m.contains_key("verdict") => ParsedResult::Verification(
+            crate::contract::VerificationResult::from_dict(&json).map_err(D::Error::custom)?,
+        ),
+        Value::Object(_) => ParsedResult::Explore(
+            crate::contract::ExploreResult::from_dict(&json).map_err(D::Error::custom)?,
+        ),
+        other => {
+            return Err(D::Error::custom(format!(
+                "result must be a dict, a str or None, got {other}"
+            )))
+        }
+    }))
+}
+
 /// The JSON form of a parsed result (a text answer is a string).
 pub fn parsed_value(r: Option<&ParsedResult>) -> Value {
     match r {
@@ -84,6 +111,13 @@ pub fn parsed_value(r: Option<&ParsedResult>) -> Value {
 }
 
 impl SubagentLaunchResult {
+    /// Rebuild a result from its JSON form ([`SubagentLaunchResult::to_value`]); a bad or
+    /// unknown key is refused by name.
+    pub fn from_value(v: &Value) -> Result<Self, Error> {
+        Self::deserialize(v)
+            .map_err(|e| Error::config("SubagentLaunchResult.from_dict data", e.to_string()))
+    }
+
     /// The JSON form (`to_dict()` in Python).
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)

@@ -26,6 +26,34 @@ pub struct CompletionVerdict {
     pub feedback: Option<String>,
 }
 
+impl CompletionVerdict {
+    /// Rebuild a verdict from its parts (`to_dict()` in Python); `verdict` must be `PASS`,
+    /// `FAIL` or `UNVERIFIED`.
+    pub fn from_parts(
+        verdict: &str,
+        reasons: Vec<String>,
+        feedback: Option<String>,
+    ) -> Result<Self, Error> {
+        let verdict = ["PASS", "FAIL", "UNVERIFIED"]
+            .into_iter()
+            .find(|v| *v == verdict)
+            .ok_or_else(|| {
+                Error::config(
+                    "CompletionVerdict.from_dict data['verdict']",
+                    format!(
+                        "must be 'PASS', 'FAIL' or 'UNVERIFIED', got {}",
+                        crate::pyjson::py_repr_str(verdict)
+                    ),
+                )
+            })?;
+        Ok(CompletionVerdict {
+            verdict,
+            reasons,
+            feedback,
+        })
+    }
+}
+
 impl std::fmt::Display for CompletionVerdict {
     /// The Python repr.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -178,3 +178,13 @@ pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
         .map(|n| n.to_string())
         .unwrap_or_else(|_| "object".into())
 }
+
+/// A copy of the dict `obj` (so the caller may edit it), or a type error naming `what`.
+pub fn dict_arg<'py>(
+    obj: &Bound<'py, PyAny>,
+    what: &str,
+) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    obj.cast::<pyo3::types::PyDict>()
+        .map_err(|_| wrong_type(what, "a dict", obj))?
+        .copy()
+}

@@ -3,17 +3,19 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict};
+use pyo3::types::{PyBool, PyDict, PyType};
 
 use crate::api::ChatModel;
 use crate::api::{CancelToken, ParsedResult};
 use crate::api::{
-    LauncherOptions, RequestInit, SubagentLaunchResult, SubagentLauncher, Verification,
+    CompletionVerdict, LauncherOptions, RequestInit, SubagentLaunchResult, SubagentLauncher,
+    Verification,
 };
 use crate::api::{SubagentRequest, TraceDirSetting};
 use crate::py::contract::{PyExploreResult, PyVerificationResult};
 use crate::py::convert::{
-    dump, opt_int, opt_json, opt_str, opt_str_list, path_arg, req_str, wrong_type,
+    dict_arg, dump, opt_int, opt_json, opt_str, opt_str_list, path_arg, req_str, to_json,
+    wrong_type,
 };
 use crate::py::frozen_class;
 use crate::py::model::PyCallableModel;
@@ -96,6 +98,16 @@ frozen_class! {
     #[getter]
     fn ungrounded_evidence<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         dump(py, &self.inner.ungrounded_evidence)
+    }
+    /// Rebuild from `to_dict()` output (its `result` may also be the result object itself).
+    #[classmethod]
+    fn from_dict(_cls: &Bound<'_, PyType>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let d = dict_arg(data, "SubagentLaunchResult.from_dict data")?;
+        if let Some(r) = d.get_item("result")?.filter(|r| r.hasattr("to_dict").unwrap_or(false)) {
+            d.set_item("result", r.call_method0("to_dict")?)?;
+        }
+        let inner = SubagentLaunchResult::from_value(&to_json(&d, "data")?.to_value())?;
+        Ok(PySubagentLaunchResult { inner })
     }
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         dump(py, &self.inner)
@@ -374,7 +386,29 @@ frozen_class! {
         launch: Option<PySubagentLaunchResult> = |v| v.launch.clone().map(|inner| PySubagentLaunchResult { inner }),
     }
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        dump(py, &self.inner.verdict)
+        let d = dump(py, &self.inner.verdict)?;
+        d.set_item("launch", self.launch())?;
+        Ok(d)
+    }
+    /// Rebuild from `to_dict()` output (`launch` a `SubagentLaunchResult`, its dict, or None).
+    #[classmethod]
+    fn from_dict(_cls: &Bound<'_, PyType>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let field = "CompletionVerdict.from_dict data";
+        let d = dict_arg(data, field)?;
+        let get = |k: &str| d.get_item(k).map(|v| v.filter(|v| !v.is_none()));
+        let launch = match get("launch")? {
+            None => None,
+            Some(l) => Some(match l.cast::<PySubagentLaunchResult>() {
+                Ok(l) => l.get().inner.clone(),
+                Err(_) => PySubagentLaunchResult::from_dict(&l.get_type(), &l)?.inner,
+            }),
+        };
+        let verdict = CompletionVerdict::from_parts(
+            &req_str(&get("verdict")?.unwrap_or_else(|| data.py().None().into_bound(data.py())), "verdict")?,
+            opt_str_list(get("reasons")?.as_ref(), "reasons")?.unwrap_or_default(),
+            opt_str(get("feedback")?.as_ref(), "feedback")?,
+        )?;
+        Ok(PyCompletionVerdict { inner: Verification { verdict, launch } })
     }
     fn __repr__(&self) -> String {
         self.inner.verdict.to_string()
