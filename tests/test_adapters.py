@@ -270,6 +270,30 @@ def test_request_settings_win_over_the_adapters(repo: pathlib.Path) -> None:
     ]
 
 
+def test_anthropic_request_settings_win_and_unknown_ones_reach_the_body() -> None:
+    anthropic = pytest.importorskip("anthropic")
+    with scripted([anthropic_answer([], "hi")]) as server:
+        client = anthropic.Anthropic(base_url=server.base, api_key="test", max_retries=0)
+        model = adapters.anthropic(client, "claude-a", max_tokens=50, temperature=0.5)
+        out = model(
+            {"model": None, "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
+        )
+    assert out == {
+        "choices": [
+            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "hi"}}
+        ],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+    }
+    assert server.bodies == [
+        {
+            "model": "claude-a",
+            "max_tokens": 10,
+            "temperature": 0.5,
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+        }
+    ]
+
+
 # --- the Anthropic translation -------------------------------------------------------------------
 
 

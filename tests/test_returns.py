@@ -240,6 +240,22 @@ class BadDump:
         return [1]
 
 
+class OtherModel:
+    def model_dump(self) -> dict[str, Any]:
+        return {"id": "resp_1", "output": []}
+
+
+class OwnModel:
+    """A user's own model with the short form's fields still works."""
+
+    def model_dump(self) -> dict[str, Any]:
+        return {"content": "done", "usage": None}
+
+
+def test_own_models_with_the_short_fields_pass() -> None:
+    assert to_chat_response(OwnModel()) == {"content": "done", "usage": None}
+
+
 @pytest.mark.parametrize(
     ("value", "named"),
     [
@@ -247,6 +263,11 @@ class BadDump:
         (42, "returned int 42; expected"),
         (Opaque(), "returned test_returns.Opaque <test_returns.Opaque object"),
         (BadDump(), "returned test_returns.BadDump whose model_dump() gave list, not a dict"),
+        (
+            OtherModel(),
+            "returned test_returns.OtherModel, whose model_dump() has none of "
+            "['choices', 'content', 'tool_calls']",
+        ),
     ],
 )
 def test_unknown_objects_are_a_type_error_naming_them(value: Any, named: str) -> None:

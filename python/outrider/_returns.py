@@ -41,6 +41,9 @@ _MESSAGE_EXTRAS = frozenset(
     }
 )
 
+# A dict the core parses has one of these keys.
+_SHAPES = frozenset({"choices", "content", "tool_calls"})
+
 # Anthropic stop reasons in chat-completions terms; others pass through as they are.
 _FINISH_REASONS = {
     "end_turn": "stop",
@@ -62,6 +65,8 @@ def to_chat_response(obj: object) -> dict[str, Any] | str:
     """
     if isinstance(obj, str):
         return obj
+    if isinstance(obj, dict):
+        return _from_dict(obj, from_sdk=False)
     if isinstance(obj, Mapping):
         return _from_dict(dict(obj), from_sdk=False)
     dump = getattr(obj, "model_dump", None)
@@ -72,7 +77,14 @@ def to_chat_response(obj: object) -> dict[str, Any] | str:
                 f"a model callable returned {_type_name(obj)} whose model_dump() gave "
                 f"{_type_name(dumped)}, not a dict; expected {ACCEPTED}"
             )
-        return _from_dict(dict(dumped), from_sdk=True)
+        out = _from_dict(dict(dumped), from_sdk=True)
+        if not _SHAPES & out.keys():
+            # E.g. an OpenAI Responses API object: say which class, not just its fields.
+            raise TypeError(
+                f"a model callable returned {_type_name(obj)}, whose model_dump() has none of "
+                f"{sorted(_SHAPES)}; expected {ACCEPTED}"
+            )
+        return out
     raise TypeError(
         f"a model callable returned {_type_name(obj)} {_short_repr(obj)}; expected {ACCEPTED}"
     )

@@ -30,7 +30,7 @@ from typing import Any, TypeAlias
 
 from outrider._returns import to_chat_response
 
-__all__ = ["anthropic", "litellm", "openai"]
+__all__ = ["anthropic", "litellm", "openai", "to_anthropic_request"]
 
 Request: TypeAlias = dict[str, Any]
 Response: TypeAlias = dict[str, Any] | str
