@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import pathlib
+import subprocess
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -502,3 +503,14 @@ def test_bad_settings_are_named() -> None:
     assert str(info.value) == (
         "outrider.adapters.anthropic(): max_tokens must be a positive int, got 0"
     )
+
+
+def test_importing_the_adapters_imports_no_sdk() -> None:
+    code = (
+        "import sys, outrider, outrider.adapters, outrider._returns; "
+        "print(sorted({'openai', 'anthropic', 'litellm'} & set(sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
+    )
+    assert out.stdout.strip() == "[]", out.stderr
