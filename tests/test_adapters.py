@@ -497,6 +497,11 @@ def test_bad_settings_are_named() -> None:
     client = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="test")
     with pytest.raises(ValueError, match=r"adapters.openai\(\): stream=True is not supported"):
         adapters.openai(client, "m", stream=True)
+    with pytest.raises(ValueError) as info:
+        adapters.openai(client, "")
+    assert str(info.value) == (
+        "outrider.adapters.openai(): model must be a non-empty str (the provider's model id), got ''"
+    )
     claude = anthropic.Anthropic(base_url="http://127.0.0.1:9", api_key="test")
     with pytest.raises(ValueError) as info:
         adapters.anthropic(claude, "m", max_tokens=0)

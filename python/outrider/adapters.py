@@ -50,7 +50,12 @@ def _require(module: str, adapter: str) -> Any:
         ) from e
 
 
-def _reject_stream(settings: Mapping[str, Any], adapter: str) -> None:
+def _check(model: object, settings: Mapping[str, Any], adapter: str) -> None:
+    if not isinstance(model, str) or not model.strip():
+        raise ValueError(
+            f"outrider.adapters.{adapter}(): model must be a non-empty str (the provider's model "
+            f"id), got {model!r}"
+        )
     if settings.get("stream"):
         raise ValueError(
             f"outrider.adapters.{adapter}(): stream=True is not supported (the runner needs the "
@@ -105,21 +110,22 @@ def openai(client: Any, model: str, **settings: Any) -> SyncModel | AsyncModel:
     to every call, after the request's ``messages``, ``tools`` and ``tool_choice``.
     """
     sdk = _require("openai", "openai")
-    _reject_stream(settings, "openai")
+    _check(model, settings, "openai")
     defaults = {"model": model, **settings}
+    # create() is looked up on every call, so instrumentation patched in later is used.
     if isinstance(client, sdk.AsyncOpenAI):
-        acreate = client.chat.completions.create
 
         async def call_async(request: Request) -> Response:
+            acreate = client.chat.completions.create
             kwargs = _split(_merge(defaults, request), acreate)
             return to_chat_response(await acreate(**kwargs))
 
         call_async.__qualname__ = f"adapters.openai({model!r})"
         return call_async
     if isinstance(client, sdk.OpenAI):
-        create = client.chat.completions.create
 
         def call(request: Request) -> Response:
+            create = client.chat.completions.create
             return to_chat_response(create(**_split(_merge(defaults, request), create)))
 
         call.__qualname__ = f"adapters.openai({model!r})"
@@ -139,7 +145,7 @@ def litellm(model: str, *, is_async: bool = False, **kwargs: Any) -> SyncModel |
     call.
     """
     _require("litellm", "litellm")
-    _reject_stream(kwargs, "litellm")
+    _check(model, kwargs, "litellm")
     defaults = {"model": model, **kwargs}
     if is_async:
 
@@ -181,7 +187,7 @@ def anthropic(
     ``extra_body``, ...) are passed to every call.
     """
     sdk = _require("anthropic", "anthropic")
-    _reject_stream(settings, "anthropic")
+    _check(model, settings, "anthropic")
     if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
         raise ValueError(
             f"outrider.adapters.anthropic(): max_tokens must be a positive int, got {max_tokens!r}"
@@ -198,18 +204,18 @@ def anthropic(
         if hasattr(sdk, n)
     )
     if isinstance(client, async_types):
-        acreate = client.messages.create
 
         async def call_async(request: Request) -> Response:
+            acreate = client.messages.create
             kwargs = _split(to_anthropic_request(_merge(defaults, request)), acreate)
             return to_chat_response(await acreate(**kwargs))
 
         call_async.__qualname__ = f"adapters.anthropic({model!r})"
         return call_async
     if isinstance(client, sync_types):
-        create = client.messages.create
 
         def call(request: Request) -> Response:
+            create = client.messages.create
             kwargs = _split(to_anthropic_request(_merge(defaults, request)), create)
             return to_chat_response(create(**kwargs))
 
