@@ -368,3 +368,10 @@ def test_the_normalised_shapes_are_json() -> None:
     for param in sdk_returns():
         for value in param.values[0]:
             json.dumps(to_chat_response(value))
+
+
+def test_the_callers_dict_is_not_changed() -> None:
+    dumped = openai_message(content=None, refusal="no").model_dump()
+    before = json.dumps(dumped, sort_keys=True)
+    assert to_chat_response(dumped) == {"role": "assistant", "content": "no", "tool_calls": None}
+    assert json.dumps(dumped, sort_keys=True) == before

@@ -267,6 +267,9 @@ def _tool_input(arguments: Any) -> dict[str, Any]:
 
 
 def _is_error(content: str) -> bool:
+    # The whole history is re-sent on every call: parse only what may be an error envelope.
+    if '"error"' not in content:
+        return False
     try:
         envelope = json.loads(content)
     except ValueError:
