@@ -50,3 +50,59 @@ def answering(status: int, body: dict[str, Any]) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+class Scripted:
+    """A loopback endpoint that answers POSTs from a script, in order, and records each request.
+
+    ``base`` is the server root (``http://127.0.0.1:PORT``); ``requests`` holds, per POST, the
+    path, the headers (lower-cased names) and the JSON body. Past the script it answers 500.
+    """
+
+    def __init__(self, responses: list[dict[str, Any]]) -> None:
+        self.responses = list(responses)
+        self.requests: list[dict[str, Any]] = []
+        self.base = ""
+        self._lock = threading.Lock()
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        """The JSON bodies received, in order."""
+        return [r["body"] for r in self.requests]
+
+    def _answer(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, bytes]:
+        with self._lock:
+            self.requests.append({"path": path, "headers": headers, "body": json.loads(raw)})
+            if not self.responses:
+                error = {"error": {"message": f"script exhausted at request {len(self.requests)}"}}
+                return 500, json.dumps(error).encode()
+            return 200, json.dumps(self.responses.pop(0)).encode()
+
+
+@contextlib.contextmanager
+def scripted(responses: list[dict[str, Any]]) -> Iterator[Scripted]:
+    """Serve `responses` in order on 127.0.0.1 until the block ends; yields the `Scripted`."""
+    state = Scripted(responses)
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            status, payload = state._answer(self.path, headers, raw)
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state.base = f"http://127.0.0.1:{server.server_address[1]}"
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()

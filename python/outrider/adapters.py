@@ -1,0 +1,401 @@
+"""Model callables for provider SDKs: the OpenAI SDK, Anthropic's Claude SDK and litellm.
+
+Each function returns a callable that takes outrider's chat-completions request dict and returns
+a response the core accepts::
+
+    import anthropic, openai, outrider
+    from outrider import adapters
+
+    main = adapters.openai(openai.OpenAI(), "gpt-4.1", temperature=0)
+    light = adapters.anthropic(anthropic.AsyncAnthropic(), "claude-haiku-4-5", max_tokens=2048)
+    launcher = outrider.SubagentLauncher("path/to/repo", main, light_llm=light)
+
+An async client gives an async callable. None of the SDKs is imported before an adapter is made,
+and none is needed by outrider itself: each is an optional extra (``pip install
+'outrider[openai]'``, ``[anthropic]``, ``[litellm]``).
+
+Settings given to an adapter are defaults: a setting the request itself carries (the launcher's
+or profile's model, temperature, ...) wins. Settings the SDK's ``create()`` does not take as a
+parameter go into ``extra_body``, so a provider-specific field reaches the provider either way.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeAlias
+
+from outrider._returns import to_chat_response
+
+__all__ = ["anthropic", "litellm", "openai", "to_anthropic_request"]
+
+Request: TypeAlias = dict[str, Any]
+Response: TypeAlias = dict[str, Any] | str
+SyncModel: TypeAlias = Callable[[Request], Response]
+AsyncModel: TypeAlias = Callable[[Request], Awaitable[Response]]
+
+_ANTHROPIC_DEFAULT_MAX_TOKENS = 4096
+
+
+def _require(module: str, adapter: str) -> Any:
+    try:
+        return __import__(module)
+    except ImportError as e:
+        raise ImportError(
+            f"outrider.adapters.{adapter}() needs the {module} package, which is not installed: "
+            f"pip install 'outrider[{module}]'"
+        ) from e
+
+
+def _check(model: object, settings: Mapping[str, Any], adapter: str) -> None:
+    if not isinstance(model, str) or not model.strip():
+        raise ValueError(
+            f"outrider.adapters.{adapter}(): model must be a non-empty str (the provider's model "
+            f"id), got {model!r}"
+        )
+    if settings.get("stream"):
+        raise ValueError(
+            f"outrider.adapters.{adapter}(): stream=True is not supported (the runner needs the "
+            "whole answer); leave stream out"
+        )
+
+
+@functools.cache
+def _parameters(create: Callable[..., Any]) -> frozenset[str] | None:
+    """The keyword parameters of an SDK ``create()``; None when it takes ``**kwargs``."""
+    try:
+        params = inspect.signature(create).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    return frozenset(p.name for p in params)
+
+
+def _split(kwargs: dict[str, Any], create: Callable[..., Any]) -> dict[str, Any]:
+    """Move keys ``create()`` has no parameter for into ``extra_body``."""
+    accepted = _parameters(getattr(create, "__func__", create))
+    if accepted is None:
+        return kwargs
+    extra = {k: kwargs.pop(k) for k in list(kwargs) if k not in accepted}
+    if extra:
+        kwargs["extra_body"] = {**extra, **(kwargs.get("extra_body") or {})}
+    return kwargs
+
+
+def _merge(settings: Mapping[str, Any], request: Mapping[str, Any]) -> dict[str, Any]:
+    """The adapter's settings overridden by the request's non-None values."""
+    out = dict(settings)
+    for key, value in request.items():
+        if value is None:
+            continue
+        if key == "extra_body" and isinstance(value, Mapping):
+            out[key] = {**(out.get(key) or {}), **value}
+        else:
+            out[key] = value
+    return out
+
+
+# --- OpenAI ---------------------------------------------------------------------------------
+
+
+def openai(client: Any, model: str, **settings: Any) -> SyncModel | AsyncModel:
+    """A model callable over ``client.chat.completions.create`` (``openai.OpenAI`` or
+    ``openai.AsyncOpenAI``, Azure clients included; an async client gives an async callable).
+
+    ``settings`` (``temperature``, ``max_tokens``, ``extra_body``, ``timeout``, ...) are passed
+    to every call, after the request's ``messages``, ``tools`` and ``tool_choice``.
+    """
+    sdk = _require("openai", "openai")
+    _check(model, settings, "openai")
+    defaults = {"model": model, **settings}
+    # create() is looked up on every call, so instrumentation patched in later is used.
+    if isinstance(client, sdk.AsyncOpenAI):
+
+        async def call_async(request: Request) -> Response:
+            acreate = client.chat.completions.create
+            kwargs = _split(_merge(defaults, request), acreate)
+            return to_chat_response(await acreate(**kwargs))
+
+        call_async.__qualname__ = f"adapters.openai({model!r})"
+        return call_async
+    if isinstance(client, sdk.OpenAI):
+
+        def call(request: Request) -> Response:
+            create = client.chat.completions.create
+            return to_chat_response(create(**_split(_merge(defaults, request), create)))
+
+        call.__qualname__ = f"adapters.openai({model!r})"
+        return call
+    raise TypeError(
+        f"outrider.adapters.openai() needs an openai.OpenAI or openai.AsyncOpenAI client, got "
+        f"{type(client).__module__}.{type(client).__qualname__}"
+    )
+
+
+# --- litellm --------------------------------------------------------------------------------
+
+
+def litellm(model: str, *, is_async: bool = False, **kwargs: Any) -> SyncModel | AsyncModel:
+    """A model callable over ``litellm.completion`` (``litellm.acompletion`` with
+    ``is_async=True``); ``kwargs`` (``api_base``, ``api_key``, ``temperature``, ...) go to every
+    call.
+    """
+    _require("litellm", "litellm")
+    _check(model, kwargs, "litellm")
+    defaults = {"model": model, **kwargs}
+    if is_async:
+
+        async def call_async(request: Request) -> Response:
+            import litellm as sdk
+
+            return to_chat_response(await sdk.acompletion(**_merge(defaults, request)))
+
+        call_async.__qualname__ = f"adapters.litellm({model!r})"
+        return call_async
+
+    def call(request: Request) -> Response:
+        import litellm as sdk
+
+        return to_chat_response(sdk.completion(**_merge(defaults, request)))
+
+    call.__qualname__ = f"adapters.litellm({model!r})"
+    return call
+
+
+# --- Anthropic ------------------------------------------------------------------------------
+
+
+def anthropic(
+    client: Any,
+    model: str,
+    *,
+    max_tokens: int = _ANTHROPIC_DEFAULT_MAX_TOKENS,
+    **settings: Any,
+) -> SyncModel | AsyncModel:
+    """A model callable over ``client.messages.create`` (``anthropic.Anthropic`` or
+    ``anthropic.AsyncAnthropic``, Bedrock/Vertex clients included; an async client gives an
+    async callable).
+
+    The chat-completions request is translated into the Messages API (system prompt into
+    ``system``, assistant tool calls into ``tool_use`` blocks, tool results into ``tool_result``
+    blocks of one user turn, tools into Anthropic schemas) and the ``Message`` back.
+    ``max_tokens`` is required by the API; ``settings`` (``temperature``, ``thinking``,
+    ``extra_body``, ...) are passed to every call.
+    """
+    sdk = _require("anthropic", "anthropic")
+    _check(model, settings, "anthropic")
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+        raise ValueError(
+            f"outrider.adapters.anthropic(): max_tokens must be a positive int, got {max_tokens!r}"
+        )
+    defaults = {"model": model, "max_tokens": max_tokens, **settings}
+    sync_types = tuple(
+        getattr(sdk, n)
+        for n in ("Anthropic", "AnthropicBedrock", "AnthropicVertex")
+        if hasattr(sdk, n)
+    )
+    async_types = tuple(
+        getattr(sdk, n)
+        for n in ("AsyncAnthropic", "AsyncAnthropicBedrock", "AsyncAnthropicVertex")
+        if hasattr(sdk, n)
+    )
+    if isinstance(client, async_types):
+
+        async def call_async(request: Request) -> Response:
+            acreate = client.messages.create
+            kwargs = _split(to_anthropic_request(_merge(defaults, request)), acreate)
+            return to_chat_response(await acreate(**kwargs))
+
+        call_async.__qualname__ = f"adapters.anthropic({model!r})"
+        return call_async
+    if isinstance(client, sync_types):
+
+        def call(request: Request) -> Response:
+            create = client.messages.create
+            kwargs = _split(to_anthropic_request(_merge(defaults, request)), create)
+            return to_chat_response(create(**kwargs))
+
+        call.__qualname__ = f"adapters.anthropic({model!r})"
+        return call
+    raise TypeError(
+        "outrider.adapters.anthropic() needs an anthropic.Anthropic or anthropic.AsyncAnthropic "
+        f"client, got {type(client).__module__}.{type(client).__qualname__}"
+    )
+
+
+# Request keys to_anthropic_request translates; the others pass through as they are.
+_TRANSLATED = frozenset(
+    {"messages", "tools", "tool_choice", "parallel_tool_calls", "stop", "max_completion_tokens"}
+)
+_TOOL_ID = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def _tool_id(raw: Any) -> str:
+    # Anthropic ids must match [a-zA-Z0-9_-]+; other providers' ids (e.g. "functions.Read:0")
+    # are rewritten the same way in the tool_use and its tool_result, so they still pair up.
+    return _TOOL_ID.sub("_", str(raw or "")) or "call"
+
+
+def _text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            p if isinstance(p, str) else str(p.get("text") or "")
+            for p in content
+            if isinstance(p, str) or isinstance(p, Mapping)
+        )
+    return str(content)
+
+
+def _tool_input(arguments: Any) -> dict[str, Any]:
+    if isinstance(arguments, Mapping):
+        return dict(arguments)
+    try:
+        value = json.loads(arguments) if isinstance(arguments, str) and arguments.strip() else {}
+    except ValueError:
+        value = None
+    # tool_use.input must be an object: unparsable arguments are kept, not dropped, so the model
+    # sees what it sent (the tool already answered it with an error).
+    return value if isinstance(value, dict) else {"_unparsed_arguments": arguments}
+
+
+def _is_error(content: str) -> bool:
+    # The whole history is re-sent on every call: parse only what may be an error envelope.
+    if '"error"' not in content:
+        return False
+    try:
+        envelope = json.loads(content)
+    except ValueError:
+        return False
+    return isinstance(envelope, dict) and envelope.get("status") == "error"
+
+
+def _anthropic_tool(tool: Any) -> dict[str, Any]:
+    if isinstance(tool, Mapping) and tool.get("type") == "function":
+        func = tool.get("function") or {}
+        out: dict[str, Any] = {
+            "name": func.get("name"),
+            "input_schema": func.get("parameters") or {"type": "object", "properties": {}},
+        }
+        if func.get("description"):
+            out["description"] = func["description"]
+        return out
+    if isinstance(tool, Mapping):
+        return dict(tool)  # already an Anthropic tool
+    raise TypeError(f"request['tools'] items must be dicts, got {type(tool).__qualname__}")
+
+
+def _anthropic_tool_choice(choice: Any) -> dict[str, Any] | None:
+    if choice is None:
+        return None
+    if isinstance(choice, str):
+        mapped = {"auto": "auto", "none": "none", "required": "any", "any": "any"}.get(choice)
+        if mapped is None:
+            raise ValueError(
+                f"request['tool_choice'] must be auto, none, required or a function choice, "
+                f"got {choice!r}"
+            )
+        return {"type": mapped}
+    if isinstance(choice, Mapping):
+        if choice.get("type") == "function":
+            return {"type": "tool", "name": (choice.get("function") or {}).get("name")}
+        return dict(choice)
+    raise ValueError(f"request['tool_choice'] must be a str or a dict, got {choice!r}")
+
+
+def to_anthropic_request(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of ``messages.create`` for a chat-completions ``request``."""
+    out = {k: v for k, v in request.items() if k not in _TRANSLATED}
+    if request.get("max_completion_tokens") is not None:
+        out["max_tokens"] = request["max_completion_tokens"]
+    stop = request.get("stop")
+    if stop is not None:
+        out["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
+
+    system: list[str] = []
+    messages: list[dict[str, Any]] = []
+    used_tools: dict[str, None] = {}
+
+    def user_blocks() -> list[dict[str, Any]]:
+        # Tool results and any text after them share one user turn (the API wants turns to
+        # alternate, and the results of parallel calls in one message, in call order).
+        if messages and messages[-1]["role"] == "user":
+            return messages[-1]["content"]  # type: ignore[no-any-return]
+        blocks: list[dict[str, Any]] = []
+        messages.append({"role": "user", "content": blocks})
+        return blocks
+
+    for i, m in enumerate(request.get("messages") or []):
+        if not isinstance(m, Mapping):
+            raise TypeError(f"request['messages'][{i}] must be a dict, got {type(m).__qualname__}")
+        role = m.get("role")
+        if role in ("system", "developer"):
+            text = _text(m.get("content"))
+            if text:
+                system.append(text)
+        elif role == "user":
+            text = _text(m.get("content"))
+            if text:
+                user_blocks().append({"type": "text", "text": text})
+        elif role == "tool":
+            content = _text(m.get("content"))
+            block: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": _tool_id(m.get("tool_call_id")),
+                "content": content,
+            }
+            if _is_error(content):
+                block["is_error"] = True
+            user_blocks().append(block)
+        elif role == "assistant":
+            blocks: list[dict[str, Any]] = []
+            text = _text(m.get("content"))
+            if text:
+                blocks.append({"type": "text", "text": text})
+            for call in m.get("tool_calls") or []:
+                func = call.get("function") or call
+                name = func.get("name")
+                used_tools[name] = None
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": _tool_id(call.get("id")),
+                        "name": name,
+                        "input": _tool_input(func.get("arguments")),
+                    }
+                )
+            # An empty assistant turn says nothing, and the API rejects empty content.
+            if blocks:
+                messages.append({"role": "assistant", "content": blocks})
+        else:
+            raise ValueError(
+                f"request['messages'][{i}]['role'] must be system, developer, user, assistant "
+                f"or tool, got {role!r}"
+            )
+    if system:
+        out["system"] = "\n\n".join(system)
+    out["messages"] = messages
+
+    tools = [_anthropic_tool(t) for t in request.get("tools") or []]
+    choice = _anthropic_tool_choice(request.get("tool_choice"))
+    if not tools and used_tools:
+        # The wrap-up call offers no tools, but a history with tool_use blocks must declare
+        # them: declare the ones used, and forbid calling them.
+        tools = [
+            {"name": n, "input_schema": {"type": "object", "properties": {}}} for n in used_tools
+        ]
+        choice = {"type": "none"}
+    if tools:
+        out["tools"] = tools
+        if request.get("parallel_tool_calls") is False and (choice or {}).get("type") != "none":
+            choice = {**(choice or {"type": "auto"}), "disable_parallel_tool_use": True}
+        if choice is not None:
+            out["tool_choice"] = choice
+    return out
