@@ -45,7 +45,9 @@ from outrider.exceptions import (
     PathError,
     ProfileError,
     TraceDirError,
+    TraceError,
 )
+from outrider.trace import Trace
 from outrider.types import EvidenceCheck
 
 __all__ = [
@@ -73,7 +75,9 @@ __all__ = [
     "SubagentLauncher",
     "SubagentRequest",
     "TaskTool",
+    "Trace",
     "TraceDirError",
+    "TraceError",
     "VerificationResult",
     "__version__",
     "check_evidence",
