@@ -13,6 +13,7 @@ hard step and token budgets, and a strict JSON result contract::
 
 from __future__ import annotations
 
+from outrider import _display, _interop
 from outrider._core import (
     EXPLORE_PROFILE,
     READONLY_TOOLS,
@@ -49,6 +50,10 @@ from outrider.exceptions import (
 )
 from outrider.trace import Trace
 from outrider.types import EvidenceCheck
+
+# Jupyter display, to_json, ==, pickling and pydantic support for the native result types.
+_display.install()
+_interop.install()
 
 __all__ = [
     "EXPLORE_PROFILE",

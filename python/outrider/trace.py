@@ -638,6 +638,16 @@ class Trace:
         frame["ts"] = pd.to_datetime(frame["ts"], utc=True)
         return frame
 
+    def _repr_html_(self) -> str:
+        from outrider._display import trace_html
+
+        return trace_html(self)
+
+    def _repr_markdown_(self) -> str:
+        from outrider._display import trace_md
+
+        return trace_md(self)
+
     def __iter__(self) -> Iterator[TraceEvent]:
         return iter(self.events)
 
