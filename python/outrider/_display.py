@@ -102,6 +102,10 @@ def _tools(usage: Mapping[str, int]) -> str:
     return ", ".join(f"{k} x{v}" for k, v in sorted(usage.items())) or "none"
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def _header(kind: str, status: str | None, extra: str = "") -> str:
     return (
         f'<div style="display:flex;flex-wrap:wrap;gap:.6em;align-items:baseline">'
@@ -257,7 +261,7 @@ def _timeline(trace: Trace, *, opened: bool = False) -> str:
     )
     return (
         f"<details{' open' if opened else ''}><summary><strong>Timeline</strong> "
-        f"({steps} steps, {len(trace.events)} events)</summary>"
+        f"({_plural(steps, 'step')}, {_plural(len(trace.events), 'event')})</summary>"
         f'<table style="border-collapse:collapse;font-size:.88em;margin:.3em 0;color:inherit;'
         f'background:transparent"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody>'
         "</table></details>"
@@ -403,7 +407,8 @@ def _md_timeline(trace: Trace) -> list[str]:
     steps = max((s.number for s in trace.steps), default=0)
     return [
         "",
-        f"<details><summary>Timeline ({steps} steps, {len(trace.events)} events)</summary>",
+        f"<details><summary>Timeline ({_plural(steps, 'step')}, "
+        f"{_plural(len(trace.events), 'event')})</summary>",
         "",
         "| step | ms | event | detail |",
         "|---:|---:|---|---|",
