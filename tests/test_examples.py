@@ -68,7 +68,11 @@ def html_outputs(nb: Any) -> list[str]:
 
 
 def test_the_notebook_runs_headless_and_renders_results() -> None:
-    nb = run_notebook_module().execute(NOTEBOOK, timeout=300)
+    check = "import outrider, os; print(os.path.realpath(outrider.__file__), os.getcwd())"
+    nb = run_notebook_module().execute(NOTEBOOK, timeout=300, extra_cells=[check])
+    # The kernel imported the outrider under test, in the examples directory.
+    printed = "".join(o.get("text", "") for o in nb.cells[-1].outputs).split()
+    assert printed == [os.path.realpath(outrider.__file__), str(EXAMPLES)]
     markup = html_outputs(nb)
     for kind in ("SubagentLaunchResult", "ExploreResult", "Trace", "CompletionVerdict"):
         assert any(f"<strong>{kind}</strong>" in m for m in markup), kind

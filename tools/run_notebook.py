@@ -12,7 +12,7 @@ import argparse
 import os
 import pathlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import nbclient
@@ -34,9 +34,12 @@ def kernel_env() -> dict[str, str]:
     return env
 
 
-def execute(path: pathlib.Path, *, timeout: int = 600) -> Any:
-    """Run every cell of ``path``; return the executed notebook (raises on a failing cell)."""
+def execute(path: pathlib.Path, *, timeout: int = 600, extra_cells: Sequence[str] = ()) -> Any:
+    """Run every cell of ``path`` (then ``extra_cells``, code appended for checks); return the
+    executed notebook (raises on a failing cell)."""
     nb = read_notebook(path, as_version=4)
+    new_code_cell: Callable[..., Any] = nbformat.v4.new_code_cell
+    nb.cells.extend(new_code_cell(source) for source in extra_cells)
     client = nbclient.NotebookClient(
         nb,
         timeout=timeout,
