@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 import pytest
 
 import outrider
-from outrider._display import LONG_LIST, STATUS_COLOURS
+from outrider._display import LONG_LIST, STATUS_COLOURS, _md
 from outrider.testing import ScriptedLLM, call, final
 
 EVIL = "<script>alert('x')</script> & <img src=x onerror=alert(1)>"
@@ -266,3 +266,24 @@ def test_badge_colours_read_on_light_and_dark_backgrounds(status: str) -> None:
     lum = _luminance(STATUS_COLOURS[status])
     assert _contrast(lum, _luminance("#ffffff")) >= 3.0, status
     assert _contrast(lum, _luminance("#1e1e1e")) >= 3.0, status
+
+
+def test_a_trace_that_could_not_be_written_is_said_so(
+    repo: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    traces = tmp_path / "traces"
+    llm = ScriptedLLM([final(status="partial", summary="s")])
+    launcher = outrider.SubagentLauncher(repo, llm, trace_dir=traces)
+    traces.rmdir()  # the launcher made it; now no trace file can be created in it
+    result = launcher.launch(outrider.SubagentRequest(task="x"))
+    assert result.trace_path is None and result.trace_error is not None
+    text = text_of(result._repr_html_())
+    assert f"trace error: {result.trace_error}" in text and "kept in memory" not in text
+    assert f"**trace error:** {_md(result.trace_error)}" in result._repr_markdown_()
+    # A trace file deleted since the launch: the view says why there is no timeline.
+    kept = outrider.SubagentLauncher(
+        repo, ScriptedLLM([final(status="partial", summary="s")]), trace_dir=tmp_path / "t2"
+    ).launch(outrider.SubagentRequest(task="x"))
+    assert kept.trace_path is not None
+    pathlib.Path(kept.trace_path).unlink()
+    assert "cannot read trace" in text_of(kept._repr_html_())

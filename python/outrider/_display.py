@@ -169,16 +169,13 @@ def _result_body(result: Any) -> str:
 
 
 def _launch_trace(r: Any) -> Trace | str:
-    if r.trace_error:
-        note = f"trace incomplete: {r.trace_error}"
-    else:
-        note = ""
+    """The launch's trace, or why there is none to show."""
     if r.trace_path is None:
-        return note or "no trace file (kept in memory)"
+        return "" if r.trace_error else "no trace file (kept in memory)"
     try:
         return Trace.load(r.trace_path)
     except TraceError as err:
-        return f"{note}; {err}" if note else str(err)
+        return str(err)
 
 
 def launch_html(r: Any) -> str:
@@ -214,11 +211,13 @@ def launch_html(r: Any) -> str:
             ]
         )
     )
+    if r.trace_error:
+        parts.append(f"<div><strong>trace error:</strong> {_e(r.trace_error)}</div>")
     trace = _launch_trace(r)
     if isinstance(trace, Trace):
         parts.append(_timeline(trace))
         parts.append(f'<div style="{_MUTED};font-size:.85em">trace: {_e(r.trace_path)}</div>')
-    else:
+    elif trace:
         parts.append(f'<div style="{_MUTED};font-size:.85em">{_e(trace)}</div>')
     return _box("".join(parts))
 
@@ -479,10 +478,12 @@ def launch_md(r: Any) -> str:
             ("elapsed", f"{r.elapsed_ms} ms"),
         ]
     )
+    if r.trace_error:
+        lines += ["", f"**trace error:** {_md(r.trace_error)}"]
     trace = _launch_trace(r)
     if isinstance(trace, Trace):
         lines += _md_timeline(trace)
-    else:
+    elif trace:
         lines += ["", _md(trace)]
     return "\n".join(lines) + "\n"
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from outrider.exceptions import TraceError
 
 if TYPE_CHECKING:
-    import pandas
+    import pandas as _pandas  # private, so stubtest does not look for it at runtime
 
 __all__ = [
     "RECORD_COLUMNS",
@@ -36,6 +36,7 @@ __all__ = [
     "TraceRecord",
     "TraceStep",
     "TraceToolCall",
+    "describe",
 ]
 
 
@@ -622,7 +623,7 @@ class Trace:
             )
         return rows
 
-    def to_pandas(self) -> pandas.DataFrame:
+    def to_pandas(self) -> _pandas.DataFrame:
         """:meth:`to_records` as a ``pandas.DataFrame`` (``ts`` as ``datetime64[..., UTC]``).
 
         pandas is imported here, so outrider does not need it otherwise.
