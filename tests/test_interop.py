@@ -156,3 +156,22 @@ def test_the_core_is_not_overridden() -> None:
         assert "slot wrapper" in repr(cls.__eq__)
         assert cls.__reduce__.__qualname__.endswith("__reduce__")
         assert "_interop" not in getattr(cls.__reduce__, "__module__", "")
+
+
+def test_pydantic_json_schemas_describe_to_dict() -> None:
+    """The schema a framework sees (e.g. as a tool's output type) lists every to_dict field."""
+    for obj in (EXPLORE, VERIFICATION):
+        adapter = pydantic.TypeAdapter(type(obj))
+        for mode in ("validation", "serialization"):
+            schema = adapter.json_schema(mode=mode)
+            assert set(schema["properties"]) == set(obj.to_dict()), (type(obj), mode)
+    explore = pydantic.TypeAdapter(outrider.ExploreResult).json_schema()
+    assert explore["required"] == ["status", "summary"]
+    assert explore["properties"]["status"]["enum"] == ["completed", "partial"]
+    assert explore["properties"]["evidence"] == {
+        "items": {"type": "string"},
+        "title": "Evidence",
+        "type": "array",
+    }
+    launch = pydantic.TypeAdapter(outrider.SubagentLaunchResult).json_schema()
+    assert launch == {"additionalProperties": True, "type": "object"}

@@ -79,10 +79,50 @@ def _pydantic_schema(cls: type[Any], source: Any, handler: Any) -> Any:
             f"expected a {name} or a dict of its to_dict() fields, got {type(value).__name__}"
         )
 
+    shape = _dict_shape(cls, core_schema)
     return core_schema.no_info_plain_validator_function(
         validate,
-        serialization=core_schema.plain_serializer_function_ser_schema(lambda v: v.to_dict()),
+        json_schema_input_schema=shape,
+        serialization=core_schema.plain_serializer_function_ser_schema(
+            lambda v: v.to_dict(), return_schema=shape
+        ),
     )
+
+
+def _dict_shape(cls: type[Any], cs: Any) -> Any:
+    """The JSON schema of ``to_dict()`` (what validates and what is dumped): field by field
+    for the two contracts, an object for the rest."""
+    strings = cs.list_schema(cs.str_schema())
+    counts = cs.dict_schema(cs.str_schema(), cs.int_schema())
+
+    def field(schema: Any, required: bool = False) -> Any:
+        return cs.typed_dict_field(schema, required=required)
+
+    if cls is _core.ExploreResult:
+        fields = {
+            "status": field(cs.literal_schema(["completed", "partial"]), True),
+            "summary": field(cs.str_schema(), True),
+            "findings": field(strings),
+            "evidence": field(strings),
+            "unresolved_questions": field(strings),
+            "tool_usage": field(counts),
+            "terminal_reason": field(cs.str_schema()),
+        }
+    elif cls is _core.VerificationResult:
+        fields = {
+            "verdict": field(cs.literal_schema(["PASS", "FAIL", "PARTIAL", "UNVERIFIED"]), True),
+            "reasons": field(strings),
+            "findings": field(strings),
+            "evidence": field(strings),
+            "child_session_id": field(cs.nullable_schema(cs.str_schema())),
+            "child_run_id": field(cs.nullable_schema(cs.str_schema())),
+            "terminal_reason": field(cs.str_schema()),
+            "tool_usage": field(counts),
+            "token_usage": field(cs.int_schema()),
+        }
+    else:
+        return cs.dict_schema(cs.str_schema(), cs.any_schema())
+    return cs.typed_dict_schema(fields, cls_name=cls.__name__)
 
 
 def install() -> None:
