@@ -55,3 +55,11 @@ fmt: venv ## Format Rust and Python
 	cargo fmt --all
 	$(BIN)/ruff format python tests bench examples tools
 	$(BIN)/ruff check --fix python tests bench examples tools
+
+.PHONY: notebook
+notebook: dev ## Run examples/explore.ipynb headless (nbclient, python3 kernel, no network)
+	$(BIN)/python tools/run_notebook.py examples/explore.ipynb
+
+.PHONY: notebook-outputs
+notebook-outputs: dev ## Re-run examples/explore.ipynb and save its outputs (commit them)
+	$(BIN)/python tools/run_notebook.py examples/explore.ipynb --write

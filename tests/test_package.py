@@ -52,7 +52,7 @@ def test_export_lists_agree() -> None:
         and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
     )
     assert sorted(stub_all) == sorted(outrider._core.__all__)
-    exported = set(outrider._core.__all__) | set(outrider.exceptions.__all__)
+    exported = set(outrider._core.__all__) | set(outrider.exceptions.__all__) | {"Trace"}
     assert exported - {"ErrorDetails"} <= set(outrider.__all__)
     assert set(outrider.__all__) - exported == {"ErrorDetails", "EvidenceCheck"} - exported
     for name in outrider.exceptions.__all__:

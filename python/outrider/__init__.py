@@ -13,7 +13,7 @@ hard step and token budgets, and a strict JSON result contract::
 
 from __future__ import annotations
 
-from outrider import _aio, _core
+from outrider import _aio, _core, _display, _interop
 from outrider._core import (
     EXPLORE_PROFILE,
     READONLY_TOOLS,
@@ -46,10 +46,15 @@ from outrider.exceptions import (
     PathError,
     ProfileError,
     TraceDirError,
+    TraceError,
 )
+from outrider.trace import Trace
 from outrider.types import EvidenceCheck
 
 _aio.install(_core)
+# Jupyter display, to_json, ==, pickling and pydantic support for the native result types.
+_display.install()
+_interop.install()
 
 __all__ = [
     "EXPLORE_PROFILE",
@@ -76,7 +81,9 @@ __all__ = [
     "SubagentLauncher",
     "SubagentRequest",
     "TaskTool",
+    "Trace",
     "TraceDirError",
+    "TraceError",
     "VerificationResult",
     "__version__",
     "check_evidence",

@@ -174,6 +174,15 @@ class ExploreResult:
     def __copy__(self) -> ExploreResult: ...
     def __deepcopy__(self, memo: Any) -> ExploreResult: ...
     def __reduce__(self) -> tuple[Any, ...]: ...
+    def to_json(self, *, indent: int | None = None) -> str:
+        """:meth:`to_dict` as JSON text (non-ASCII kept)."""
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        """pydantic support: an instance validates as is, a dict through :meth:`from_dict`; serialises as :meth:`to_dict`."""
+    def _repr_html_(self) -> str:
+        """Jupyter: an HTML view (escaped, theme-neutral colours, long parts folded)."""
+    def _repr_markdown_(self) -> str:
+        """Jupyter: the same as Markdown."""
 
 @final
 class VerificationResult:
@@ -241,6 +250,15 @@ class VerificationResult:
     def __copy__(self) -> VerificationResult: ...
     def __deepcopy__(self, memo: Any) -> VerificationResult: ...
     def __reduce__(self) -> tuple[Any, ...]: ...
+    def to_json(self, *, indent: int | None = None) -> str:
+        """:meth:`to_dict` as JSON text (non-ASCII kept)."""
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        """pydantic support: an instance validates as is, a dict through :meth:`from_dict`; serialises as :meth:`to_dict`."""
+    def _repr_html_(self) -> str:
+        """Jupyter: an HTML view (escaped, theme-neutral colours, long parts folded)."""
+    def _repr_markdown_(self) -> str:
+        """Jupyter: the same as Markdown."""
 
 def check_evidence(root: str | PathLike[str], evidence: str | Iterable[str]) -> list[EvidenceCheck]:
     """Say for each ``path:line`` / ``path:start-end`` item whether the file exists under
@@ -384,6 +402,18 @@ class SubagentLaunchResult:
     def trace_error(self) -> str | None:
         """Why the trace file is missing or incomplete (not creatable, or a write failed)."""
     def to_dict(self) -> dict[str, Any]: ...
+    def to_json(self, *, indent: int | None = None) -> str:
+        """:meth:`to_dict` as JSON text (non-ASCII kept)."""
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        """pydantic support: an instance validates as is; serialises as :meth:`to_dict`."""
+    def _repr_html_(self) -> str:
+        """Jupyter: an HTML view (escaped, theme-neutral colours, long parts folded)."""
+    def _repr_markdown_(self) -> str:
+        """Jupyter: the same as Markdown."""
+    def __eq__(self, other: object, /) -> bool:
+        """Equal when every field is (:meth:`to_dict`)."""
+    def __hash__(self) -> int: ...
 
 @final
 class SubagentLauncher:
@@ -462,6 +492,18 @@ class CompletionVerdict:
     def launch(self) -> SubagentLaunchResult | None:
         """The verification child's launch; None when the deterministic checks decided."""
     def to_dict(self) -> dict[str, Any]: ...
+    def to_json(self, *, indent: int | None = None) -> str:
+        """:meth:`to_dict` as JSON text (non-ASCII kept)."""
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        """pydantic support: an instance validates as is; serialises as :meth:`to_dict`."""
+    def _repr_html_(self) -> str:
+        """Jupyter: an HTML view (escaped, theme-neutral colours, long parts folded)."""
+    def _repr_markdown_(self) -> str:
+        """Jupyter: the same as Markdown."""
+    def __eq__(self, other: object, /) -> bool:
+        """Equal when every field is (:meth:`to_dict` and the launch)."""
+    def __hash__(self) -> int: ...
 
 @final
 class OfflineScout:

@@ -46,6 +46,21 @@ class TraceDirError(OutriderError, ValueError):
     """A trace directory cannot be used (inside the explored root, or not creatable)."""
 
 
+class TraceError(OutriderError, ValueError):
+    """A trace file cannot be read: missing, unreadable, empty, or a line that is not an event.
+
+    ``path`` is the file; ``line`` the 1-based line at fault, when one is.
+    """
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.line = line
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.path, self.line))
+
+
 class LaunchError(OutriderError, ValueError):
     """The launcher refused a request before starting a child (unknown profile or model choice)."""
 
@@ -106,4 +121,5 @@ __all__ = [
     "PathError",
     "ProfileError",
     "TraceDirError",
+    "TraceError",
 ]

@@ -1,0 +1,549 @@
+"""Rich display in Jupyter: ``_repr_html_`` and ``_repr_markdown_`` for results, verdicts, launch
+results and traces.
+
+Everything that comes from a model, a file or a trace is escaped. Colours are inherited from the
+notebook's theme except a status badge in mid-tone colours that read on light and dark
+backgrounds; borders and shading are translucent grey. Long parts (long summaries, long lists,
+the step timeline) are folded into ``<details>``.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from outrider import _core
+from outrider.exceptions import TraceError
+from outrider.trace import Trace, describe
+
+__all__ = ["STATUS_COLOURS", "install", "launch_html", "trace_html"]
+
+STATUS_COLOURS: dict[str, str] = {
+    "completed": "#2da44e",
+    "PASS": "#2da44e",
+    "partial": "#bf8700",
+    "PARTIAL": "#bf8700",
+    "unverified": "#8a63d2",
+    "UNVERIFIED": "#8a63d2",
+    "failed": "#d1242f",
+    "FAIL": "#d1242f",
+}
+"""Badge colours: mid-tones readable on white and on dark backgrounds. Any other status uses
+the inherited text colour."""
+
+LONG_TEXT = 600
+"""Characters of a summary or answer shown before the rest is folded away."""
+LONG_LIST = 8
+"""Items of a list shown open; longer lists start folded."""
+MAX_TIMELINE = 300
+"""Events shown in a timeline; the rest are counted (``Trace.to_pandas()`` has all)."""
+
+_BOX = (
+    "border:1px solid rgba(127,127,127,.35);border-radius:6px;padding:.5em .8em;margin:.3em 0;"
+    "color:inherit;background:transparent;line-height:1.45;max-width:100%;overflow-x:auto"
+)
+_MUTED = "opacity:.75"
+_CELL = "text-align:left;vertical-align:top;padding:.15em .6em;border-top:1px solid rgba(127,127,127,.25)"
+_CODE = "background:rgba(127,127,127,.12);color:inherit;padding:0 .25em;border-radius:3px"
+
+
+def _e(value: Any) -> str:
+    return html.escape(value if isinstance(value, str) else str(value), quote=True)
+
+
+def _badge(status: str | None) -> str:
+    if not status:
+        return ""
+    colour = STATUS_COLOURS.get(status, "inherit")
+    return (
+        f'<span style="border:1px solid currentColor;border-radius:999px;padding:0 .55em;'
+        f'font-weight:600;color:{colour}">{_e(status)}</span>'
+    )
+
+
+def _thousands(n: int | float) -> str:
+    return f"{n:,.0f}".replace(",", "\u202f")
+
+
+def _text_block(text: str, *, label: str = "more") -> str:
+    """A paragraph, the tail folded away when long; newlines kept."""
+    style = "white-space:pre-wrap;margin:.4em 0"
+    if len(text) <= LONG_TEXT:
+        return f'<div style="{style}">{_e(text)}</div>'
+    return (
+        f'<div style="{style}">{_e(text[:LONG_TEXT])}…</div>'
+        f"<details><summary>{_e(label)} ({_thousands(len(text))} characters)</summary>"
+        f'<div style="{style}">{_e(text)}</div></details>'
+    )
+
+
+def _list(title: str, items: Sequence[str], *, code: bool = False) -> str:
+    if not items:
+        return ""
+    cells = "".join(
+        f'<li><code style="{_CODE}">{_e(i)}</code></li>' if code else f"<li>{_e(i)}</li>"
+        for i in items
+    )
+    opened = " open" if len(items) <= LONG_LIST else ""
+    return (
+        f"<details{opened}><summary><strong>{_e(title)}</strong> ({len(items)})</summary>"
+        f'<ul style="margin:.2em 0 .4em 0">{cells}</ul></details>'
+    )
+
+
+def _facts(pairs: Iterable[tuple[str, Any]]) -> str:
+    shown = [f"{_e(k)}: <strong>{_e(v)}</strong>" for k, v in pairs if v not in (None, "", {})]
+    return f'<div style="{_MUTED};margin:.2em 0">{" · ".join(shown)}</div>' if shown else ""
+
+
+def _tools(usage: Mapping[str, int]) -> str:
+    return ", ".join(f"{k} x{v}" for k, v in sorted(usage.items())) or "none"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _header(kind: str, status: str | None, extra: str = "") -> str:
+    return (
+        f'<div style="display:flex;flex-wrap:wrap;gap:.6em;align-items:baseline">'
+        f"<strong>{_e(kind)}</strong>{_badge(status)}{extra}</div>"
+    )
+
+
+def _box(inner: str) -> str:
+    return f'<div class="outrider-view" style="{_BOX}">{inner}</div>'
+
+
+# --- results ----------------------------------------------------------------------------------
+
+
+def _explore_body(r: Any) -> str:
+    return (
+        _text_block(r.summary, label="whole summary")
+        + _list("Findings", r.findings)
+        + _list("Evidence", r.evidence, code=True)
+        + _list("Open questions", r.unresolved_questions)
+    )
+
+
+def explore_html(r: Any) -> str:
+    return _box(
+        _header("ExploreResult", r.status)
+        + _explore_body(r)
+        + _facts([("terminal reason", r.terminal_reason), ("tools", _tools(r.tool_usage))])
+    )
+
+
+def _verification_body(r: Any) -> str:
+    return (
+        _list("Reasons", r.reasons)
+        + _list("Findings", r.findings)
+        + _list("Evidence", r.evidence, code=True)
+    )
+
+
+def verification_html(r: Any) -> str:
+    return _box(
+        _header("VerificationResult", r.verdict)
+        + _verification_body(r)
+        + _facts(
+            [
+                ("terminal reason", r.terminal_reason),
+                ("tools", _tools(r.tool_usage)),
+                ("tokens", _thousands(r.token_usage)),
+                ("child", r.child_session_id),
+            ]
+        )
+    )
+
+
+def _result_body(result: Any) -> str:
+    if isinstance(result, _core.ExploreResult):
+        return _explore_body(result)
+    if isinstance(result, _core.VerificationResult):
+        return _header("verdict", result.verdict) + _verification_body(result)
+    return ""
+
+
+def _launch_trace(r: Any) -> Trace | str:
+    """The launch's trace, or why there is none to show."""
+    if r.trace_path is None:
+        return "" if r.trace_error else "no trace file (kept in memory)"
+    try:
+        return Trace.load(r.trace_path)
+    except TraceError as err:
+        return str(err)
+
+
+def launch_html(r: Any) -> str:
+    """A launch result: status, answer, usage, and its trace's step timeline."""
+    tokens = _thousands(r.token_usage) + (" (estimated)" if r.usage_estimated else "")
+    reason = r.terminal_reason + (f" ({r.failure_reason})" if r.failure_reason else "")
+    parts = [
+        _header(
+            "SubagentLaunchResult",
+            r.status,
+            f'<span style="{_MUTED}">{_e(r.profile_name)} · {_e(r.model_used)} model</span>',
+        )
+    ]
+    if r.error:
+        parts.append(f"<div><strong>error:</strong> {_e(r.error)}</div>")
+    if r.ungrounded_evidence:
+        parts.append(
+            _list(
+                "Evidence not found in the files",
+                [f"{c['evidence']}: {c['message']}" for c in r.ungrounded_evidence],
+            )
+        )
+    parts.append(_result_body(r.result))
+    parts.append(
+        _facts(
+            [
+                ("terminal reason", reason),
+                ("tools", _tools(r.tool_usage)),
+                ("tokens", tokens),
+                ("model calls", r.model_calls),
+                ("elapsed", f"{_thousands(r.elapsed_ms)} ms"),
+                ("repair", r.repair),
+            ]
+        )
+    )
+    if r.trace_error:
+        parts.append(f"<div><strong>trace error:</strong> {_e(r.trace_error)}</div>")
+    trace = _launch_trace(r)
+    if isinstance(trace, Trace):
+        parts.append(_timeline(trace))
+        parts.append(f'<div style="{_MUTED};font-size:.85em">trace: {_e(r.trace_path)}</div>')
+    elif trace:
+        parts.append(f'<div style="{_MUTED};font-size:.85em">{_e(trace)}</div>')
+    return _box("".join(parts))
+
+
+def verdict_html(v: Any) -> str:
+    parts = [_header("CompletionVerdict", v.verdict)]
+    if v.feedback:
+        parts.append(_text_block(v.feedback, label="whole feedback"))
+    parts.append(_list("Reasons", v.reasons))
+    if v.launch is not None:
+        parts.append(
+            "<details><summary>verification child</summary>" + launch_html(v.launch) + "</details>"
+        )
+    return _box("".join(parts))
+
+
+# --- traces -----------------------------------------------------------------------------------
+
+
+def _timeline(trace: Trace, *, opened: bool = False) -> str:
+    start = trace.started
+    rows = []
+    for e in trace.events[:MAX_TIMELINE]:
+        ms = (e["ts"] - start).total_seconds() * 1000
+        rows.append(
+            f'<tr><td style="{_CELL}">{e["step"]}</td>'
+            f'<td style="{_CELL};white-space:nowrap">{ms:.1f}</td>'
+            f'<td style="{_CELL}"><code style="{_CODE}">{_e(e["event"])}</code></td>'
+            f'<td style="{_CELL};white-space:pre-wrap">{_e(describe(e))}</td></tr>'
+        )
+    more = len(trace.events) - MAX_TIMELINE
+    if more > 0:
+        rows.append(
+            f'<tr><td colspan="4" style="{_CELL};{_MUTED}">… {more} more events '
+            "(Trace.to_pandas() has them all)</td></tr>"
+        )
+    steps = max((s.number for s in trace.steps), default=0)
+    head = "".join(
+        f'<th style="{_CELL};border-top:none">{h}</th>' for h in ("step", "ms", "event", "detail")
+    )
+    return (
+        f"<details{' open' if opened else ''}><summary><strong>Timeline</strong> "
+        f"({_plural(steps, 'step')}, {_plural(len(trace.events), 'event')})</summary>"
+        f'<table style="border-collapse:collapse;font-size:.88em;margin:.3em 0;color:inherit;'
+        f'background:transparent"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody>'
+        "</table></details>"
+    )
+
+
+def trace_html(t: Trace) -> str:
+    parts = [
+        _header(
+            "Trace",
+            t.terminal_reason or "unfinished",
+            f'<span style="{_MUTED}">{_e(t.session_id)}</span>',
+        )
+    ]
+    if t.truncated:
+        parts.append(
+            f"<div><strong>truncated:</strong> line {t.skipped_line} was cut short and skipped"
+            "</div>"
+        )
+    if t.error:
+        parts.append(f"<div><strong>error:</strong> {_e(t.error)}</div>")
+    if t.task:
+        parts.append(
+            f"<details><summary><strong>Task</strong></summary>{_text_block(t.task)}</details>"
+        )
+    tokens = _thousands(t.token_usage) + (" (estimated)" if t.usage_estimated else "")
+    parts.append(
+        _facts(
+            [
+                ("profile", t.profile),
+                ("model", t.model),
+                ("tools", _tools(t.tool_usage)),
+                ("tokens", tokens),
+                ("model calls", t.model_calls),
+                ("elapsed", f"{_thousands(t.elapsed_ms)} ms"),
+            ]
+        )
+    )
+    if t.final_text:
+        parts.append(
+            "<details><summary><strong>Final answer</strong></summary>"
+            + _text_block(t.final_text)
+            + "</details>"
+        )
+    if t.child_refs:
+        head = "".join(
+            f'<th style="{_CELL};border-top:none">{h}</th>'
+            for h in ("child", "profile", "outcome", "reason", "tokens", "ms")
+        )
+        rows = "".join(
+            "<tr>"
+            + "".join(
+                f'<td style="{_CELL}">{_e(v)}</td>'
+                for v in (
+                    c.session_id,
+                    c.profile or "",
+                    c.outcome or "running",
+                    c.terminal_reason or "",
+                    "" if c.token_usage is None else c.token_usage,
+                    "" if c.elapsed_ms is None else c.elapsed_ms,
+                )
+            )
+            + "</tr>"
+            for c in t.child_refs
+        )
+        parts.append(
+            f"<details open><summary><strong>Children</strong> ({len(t.child_refs)})</summary>"
+            f'<table style="border-collapse:collapse;font-size:.88em;color:inherit;'
+            f'background:transparent"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody>'
+            "</table></details>"
+        )
+    parts.append(_timeline(t, opened=len(t.events) <= 40))
+    if t.path is not None:
+        parts.append(f'<div style="{_MUTED};font-size:.85em">{_e(t.path)}</div>')
+    return _box("".join(parts))
+
+
+# --- markdown ---------------------------------------------------------------------------------
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+_MD_LEADING = re.compile(r"^(\d+)([.)])|^([#+>-])")
+
+
+def _md(value: Any) -> str:
+    """Inline Markdown text: HTML escaped, Markdown punctuation backslash-escaped, one line
+    (so model output cannot open a heading, a list, a link, a table cell or raw HTML)."""
+    text = " ".join((value if isinstance(value, str) else str(value)).split())
+    text = _MD_SPECIAL.sub(r"\\\1", html.escape(text, quote=False))
+    return _MD_LEADING.sub(lambda m: f"{m[1]}\\{m[2]}" if m[1] else f"\\{m[3]}", text)
+
+
+def _md_code(value: str) -> str:
+    text = " ".join(value.split())
+    fence = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _md_list(title: str, items: Sequence[str], *, code: bool = False) -> list[str]:
+    if not items:
+        return []
+    lines = [f"- {_md_code(i) if code else _md(i)}" for i in items]
+    if len(items) > LONG_LIST:
+        return [
+            "",
+            f"<details><summary>{html.escape(title)} ({len(items)})</summary>",
+            "",
+            *lines,
+            "",
+            "</details>",
+        ]
+    return ["", f"**{_md(title)}** ({len(items)})", "", *lines]
+
+
+def _md_summary(text: str) -> list[str]:
+    if len(text) <= LONG_TEXT:
+        return ["", _md(text)]
+    return [
+        "",
+        _md(text[:LONG_TEXT]) + "…",
+        "",
+        f"<details><summary>whole text ({len(text)} characters)</summary>",
+        "",
+        _md(text),
+        "",
+        "</details>",
+    ]
+
+
+def _md_facts(pairs: Iterable[tuple[str, Any]]) -> list[str]:
+    shown = [f"{_md(k)}: **{_md(v)}**" for k, v in pairs if v not in (None, "", {})]
+    return ["", " · ".join(shown)] if shown else []
+
+
+def _md_timeline(trace: Trace) -> list[str]:
+    start = trace.started
+    rows = [
+        f"| {e['step']} | {(e['ts'] - start).total_seconds() * 1000:.1f} | {_md_code(e['event'])} "
+        f"| {_md(describe(e))} |"
+        for e in trace.events[:MAX_TIMELINE]
+    ]
+    more = len(trace.events) - MAX_TIMELINE
+    steps = max((s.number for s in trace.steps), default=0)
+    return [
+        "",
+        f"<details><summary>Timeline ({_plural(steps, 'step')}, "
+        f"{_plural(len(trace.events), 'event')})</summary>",
+        "",
+        "| step | ms | event | detail |",
+        "|---:|---:|---|---|",
+        *rows,
+        *([f"\n… {more} more events"] if more > 0 else []),
+        "",
+        "</details>",
+    ]
+
+
+def explore_md(r: Any) -> str:
+    lines = [f"**ExploreResult** · {_md_code(r.status)}"]
+    lines += _md_summary(r.summary)
+    lines += _md_list("Findings", r.findings)
+    lines += _md_list("Evidence", r.evidence, code=True)
+    lines += _md_list("Open questions", r.unresolved_questions)
+    lines += _md_facts([("terminal reason", r.terminal_reason), ("tools", _tools(r.tool_usage))])
+    return "\n".join(lines) + "\n"
+
+
+def verification_md(r: Any) -> str:
+    lines = [f"**VerificationResult** · {_md_code(r.verdict)}"]
+    lines += _md_list("Reasons", r.reasons)
+    lines += _md_list("Findings", r.findings)
+    lines += _md_list("Evidence", r.evidence, code=True)
+    lines += _md_facts(
+        [
+            ("terminal reason", r.terminal_reason),
+            ("tools", _tools(r.tool_usage)),
+            ("tokens", r.token_usage),
+        ]
+    )
+    return "\n".join(lines) + "\n"
+
+
+def launch_md(r: Any) -> str:
+    lines = [
+        f"**SubagentLaunchResult** · {_md_code(r.status)} · {_md(r.profile_name)} · "
+        f"{_md(r.model_used)} model"
+    ]
+    if r.error:
+        lines += ["", f"**error:** {_md(r.error)}"]
+    if r.ungrounded_evidence:
+        lines += _md_list(
+            "Evidence not found in the files",
+            [f"{c['evidence']}: {c['message']}" for c in r.ungrounded_evidence],
+        )
+    result = r.result
+    if isinstance(result, _core.ExploreResult):
+        lines += _md_summary(result.summary)
+        lines += _md_list("Findings", result.findings)
+        lines += _md_list("Evidence", result.evidence, code=True)
+        lines += _md_list("Open questions", result.unresolved_questions)
+    elif isinstance(result, _core.VerificationResult):
+        lines += ["", f"verdict: {_md_code(result.verdict)}"]
+        lines += _md_list("Reasons", result.reasons)
+        lines += _md_list("Evidence", result.evidence, code=True)
+    tokens = str(r.token_usage) + (" (estimated)" if r.usage_estimated else "")
+    lines += _md_facts(
+        [
+            (
+                "terminal reason",
+                r.terminal_reason + (f" ({r.failure_reason})" if r.failure_reason else ""),
+            ),
+            ("tools", _tools(r.tool_usage)),
+            ("tokens", tokens),
+            ("model calls", r.model_calls),
+            ("elapsed", f"{r.elapsed_ms} ms"),
+        ]
+    )
+    if r.trace_error:
+        lines += ["", f"**trace error:** {_md(r.trace_error)}"]
+    trace = _launch_trace(r)
+    if isinstance(trace, Trace):
+        lines += _md_timeline(trace)
+    elif trace:
+        lines += ["", _md(trace)]
+    return "\n".join(lines) + "\n"
+
+
+def verdict_md(v: Any) -> str:
+    lines = [f"**CompletionVerdict** · {_md_code(v.verdict)}"]
+    if v.feedback:
+        lines += _md_summary(v.feedback)
+    lines += _md_list("Reasons", v.reasons)
+    if v.launch is not None:
+        lines += [
+            "",
+            f"verification child: {_md_code(v.launch.status)}, {v.launch.token_usage} tokens",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def trace_md(t: Trace) -> str:
+    lines = [f"**Trace** {_md_code(t.session_id)} · {_md_code(t.terminal_reason or 'unfinished')}"]
+    if t.truncated:
+        lines += ["", f"**truncated:** line {t.skipped_line} was cut short and skipped"]
+    if t.error:
+        lines += ["", f"**error:** {_md(t.error)}"]
+    lines += _md_facts(
+        [
+            ("profile", t.profile),
+            ("tools", _tools(t.tool_usage)),
+            ("tokens", t.token_usage),
+            ("model calls", t.model_calls),
+            ("elapsed", f"{t.elapsed_ms:.0f} ms"),
+        ]
+    )
+    if t.child_refs:
+        lines += ["", "| child | profile | outcome | tokens |", "|---|---|---|---:|"]
+        lines += [
+            f"| {_md_code(c.session_id)} | {_md(c.profile or '')} | {_md(c.outcome or 'running')} "
+            f"| {c.token_usage if c.token_usage is not None else ''} |"
+            for c in t.child_refs
+        ]
+    lines += _md_timeline(t)
+    return "\n".join(lines) + "\n"
+
+
+def _method(render: Callable[[Any], str]) -> Callable[[Any], str]:
+    def method(self: Any) -> str:
+        return render(self)
+
+    method.__name__ = method.__qualname__ = render.__name__
+    method.__doc__ = render.__doc__
+    return method
+
+
+def install() -> None:
+    """Attach the Jupyter display methods to the native types (idempotent)."""
+    pairs: list[tuple[type[Any], Any, Any]] = [
+        (_core.ExploreResult, explore_html, explore_md),
+        (_core.VerificationResult, verification_html, verification_md),
+        (_core.SubagentLaunchResult, launch_html, launch_md),
+        (_core.CompletionVerdict, verdict_html, verdict_md),
+    ]
+    for cls, to_html, to_md in pairs:
+        cls._repr_html_ = _method(to_html)
+        cls._repr_markdown_ = _method(to_md)

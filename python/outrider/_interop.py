@@ -1,0 +1,140 @@
+"""Plain-Python behaviour attached to the native result types: JSON, equality, pickling and
+pydantic.
+
+The native classes in :mod:`outrider._core` are PyO3 types; methods that only need their
+``to_dict()`` are added here, once, when :mod:`outrider` is imported. A method the core already
+defines is never replaced.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from outrider import _core
+
+__all__ = ["RESULT_TYPES", "install"]
+
+RESULT_TYPES: tuple[type[Any], ...] = (
+    _core.ExploreResult,
+    _core.VerificationResult,
+    _core.SubagentLaunchResult,
+    _core.CompletionVerdict,
+)
+"""The types that get ``to_json``, pydantic support and (where the core lacks them) ``==``,
+``hash`` and pickling."""
+
+
+def _to_json(self: Any, *, indent: int | None = None) -> str:
+    """:meth:`to_dict` as JSON text (non-ASCII kept; ``indent`` as for :func:`json.dumps`)."""
+    return json.dumps(self.to_dict(), ensure_ascii=False, indent=indent)
+
+
+def _state(obj: Any) -> str:
+    """What two results must share to be equal: every field, nested results and a verdict's
+    launch included (as canonical JSON, so it hashes)."""
+    data: dict[str, Any] = obj.to_dict()
+    if isinstance(obj, _core.CompletionVerdict):
+        data = {"verdict": data, "launch": None if obj.launch is None else obj.launch.to_dict()}
+    return json.dumps(data, sort_keys=True, ensure_ascii=False)
+
+
+def _eq(self: Any, other: object, /) -> object:
+    if type(other) is not type(self):
+        return NotImplemented
+    return _state(self) == _state(other)
+
+
+def _hash(self: Any) -> int:
+    return hash((type(self).__name__, _state(self)))
+
+
+def _reduce(self: Any) -> tuple[Any, ...]:
+    data: dict[str, Any] = self.to_dict()
+    if isinstance(self, _core.CompletionVerdict):
+        data["launch"] = self.launch
+    return (type(self).from_dict, (data,))
+
+
+def _pydantic_schema(cls: type[Any], source: Any, handler: Any) -> Any:
+    """Validate an instance as is, or a dict through ``from_dict``; serialise with
+    ``to_dict()``."""
+    from pydantic_core import core_schema
+
+    name = cls.__name__
+
+    def validate(value: Any) -> Any:
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, Mapping):
+            from_dict: Callable[[Mapping[str, Any]], Any] | None = getattr(cls, "from_dict", None)
+            if from_dict is None:
+                raise ValueError(
+                    f"a {name} cannot be built from a dict (only {name} instances are "
+                    "accepted): the core has no from_dict for it"
+                )
+            return from_dict(value)
+        raise ValueError(
+            f"expected a {name} or a dict of its to_dict() fields, got {type(value).__name__}"
+        )
+
+    shape = _dict_shape(cls, core_schema)
+    return core_schema.no_info_plain_validator_function(
+        validate,
+        json_schema_input_schema=shape,
+        serialization=core_schema.plain_serializer_function_ser_schema(
+            lambda v: v.to_dict(), return_schema=shape
+        ),
+    )
+
+
+def _dict_shape(cls: type[Any], cs: Any) -> Any:
+    """The JSON schema of ``to_dict()`` (what validates and what is dumped): field by field
+    for the two contracts, an object for the rest."""
+    strings = cs.list_schema(cs.str_schema())
+    counts = cs.dict_schema(cs.str_schema(), cs.int_schema())
+
+    def field(schema: Any, required: bool = False) -> Any:
+        return cs.typed_dict_field(schema, required=required)
+
+    if cls is _core.ExploreResult:
+        fields = {
+            "status": field(cs.literal_schema(["completed", "partial"]), True),
+            "summary": field(cs.str_schema(), True),
+            "findings": field(strings),
+            "evidence": field(strings),
+            "unresolved_questions": field(strings),
+            "tool_usage": field(counts),
+            "terminal_reason": field(cs.str_schema()),
+        }
+    elif cls is _core.VerificationResult:
+        fields = {
+            "verdict": field(cs.literal_schema(["PASS", "FAIL", "PARTIAL", "UNVERIFIED"]), True),
+            "reasons": field(strings),
+            "findings": field(strings),
+            "evidence": field(strings),
+            "child_session_id": field(cs.nullable_schema(cs.str_schema())),
+            "child_run_id": field(cs.nullable_schema(cs.str_schema())),
+            "terminal_reason": field(cs.str_schema()),
+            "tool_usage": field(counts),
+            "token_usage": field(cs.int_schema()),
+        }
+    else:
+        return cs.dict_schema(cs.str_schema(), cs.any_schema())
+    return cs.typed_dict_schema(fields, cls_name=cls.__name__)
+
+
+def install() -> None:
+    """Attach the methods (idempotent)."""
+    for cls in RESULT_TYPES:
+        own = vars(cls)
+        if "to_json" not in own:
+            cls.to_json = _to_json
+        if "__eq__" not in own:
+            setattr(cls, "__eq__", _eq)  # noqa: B010 - mypy refuses a plain assignment here
+            setattr(cls, "__hash__", _hash)  # noqa: B010
+        if "__reduce__" not in own and hasattr(cls, "from_dict"):
+            setattr(cls, "__reduce__", _reduce)  # noqa: B010
+        if "__get_pydantic_core_schema__" not in own:
+            cls.__get_pydantic_core_schema__ = classmethod(_pydantic_schema)
