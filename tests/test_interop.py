@@ -13,9 +13,6 @@ import pytest
 import outrider
 from outrider.testing import ScriptedLLM, call, final
 
-REASON = "needs SubagentLaunchResult.from_dict / CompletionVerdict.from_dict in the core"
-NEEDS_FROM_DICT = pytest.mark.xfail(strict=True, raises=TypeError, reason=REASON)
-"""Pickling then works: ``outrider._interop`` attaches ``__reduce__`` once ``from_dict`` exists."""
 
 
 @pytest.fixture
@@ -92,7 +89,6 @@ def test_contract_results_pickle(repo: pathlib.Path) -> None:
     assert pickle.loads(pickle.dumps(result)) == result
 
 
-@NEEDS_FROM_DICT
 def test_launch_results_pickle(repo: pathlib.Path) -> None:
     result = launch(repo)
     back = pickle.loads(pickle.dumps(result))
@@ -100,7 +96,6 @@ def test_launch_results_pickle(repo: pathlib.Path) -> None:
     assert isinstance(back.result, outrider.ExploreResult)
 
 
-@NEEDS_FROM_DICT
 def test_verdicts_pickle(repo: pathlib.Path) -> None:
     v = verdict(repo)
     back = pickle.loads(pickle.dumps(v))
@@ -117,7 +112,6 @@ def test_pydantic_validates_and_serialises_launch_results(repo: pathlib.Path) ->
         adapter.validate_python(3)
 
 
-@pytest.mark.xfail(strict=True, raises=pydantic.ValidationError, reason=REASON)
 def test_pydantic_rebuilds_launch_results_from_dicts(repo: pathlib.Path) -> None:
     adapter = pydantic.TypeAdapter(outrider.SubagentLaunchResult)
     result = launch(repo)

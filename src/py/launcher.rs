@@ -387,7 +387,7 @@ frozen_class! {
     }
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let d = dump(py, &self.inner.verdict)?;
-        d.set_item("launch", self.launch())?;
+        d.set_item("launch", self.inner.launch.as_ref().map(|l| dump(py, l)).transpose()?)?;
         Ok(d)
     }
     /// Rebuild from `to_dict()` output (`launch` a `SubagentLaunchResult`, its dict, or None).
