@@ -262,7 +262,9 @@ fn ungrounded_evidence_is_unverified_never_completed() {
     assert_eq!(back.to_value(), r.to_value());
     let mut bad = r.to_value();
     bad["ungrounded_evidence"][0]["reason"] = json!("made_up");
-    let err = SubagentLaunchResult::from_value(&bad).unwrap_err().to_string();
+    let err = SubagentLaunchResult::from_value(&bad)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("unknown evidence reason \"made_up\""), "{err}");
 }
 

@@ -77,6 +77,22 @@ impl ModelError {
         )
     }
 
+    /// [`ModelError::callback_raised`] for an exception that carries an HTTP status (an SDK's
+    /// `APIStatusError`): classified like the built-in client's answers, so an SDK's 429 ends a
+    /// run as `rate_limited` and a 401 as an auth error.
+    pub fn callback_raised_status(what: &str, kind: &str, message: &str, status: u16) -> Self {
+        let mut e = ModelError::callback_raised(what, kind, message);
+        e.kind = match status {
+            401 | 403 => ModelErrorKind::Auth,
+            429 => ModelErrorKind::RateLimit,
+            408 | 409 | 500..=599 => ModelErrorKind::Server,
+            400..=499 => ModelErrorKind::InvalidRequest,
+            _ => e.kind,
+        };
+        e.status = Some(status);
+        e
+    }
+
     /// A user-supplied model returned a value of type `type_name` (shown as `shown`) that is
     /// none of the accepted answer shapes.
     pub fn unusable_return(what: &str, type_name: &str, shown: &str) -> Self {

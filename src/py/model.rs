@@ -50,11 +50,23 @@ impl Done {
     fn __call__(&self, kind: &str, payload: &Bound<'_, PyAny>) -> PyResult<()> {
         let answer = match kind {
             "ok" => Ok(payload.extract::<String>()?),
-            "raised" => Err(ModelError::callback_raised(
-                &self.what,
-                &payload.get_type().name()?.to_string(),
-                &payload.str()?.to_string(),
-            )),
+            "raised" => {
+                let (kind, message) = (
+                    payload.get_type().name()?.to_string(),
+                    payload.str()?.to_string(),
+                );
+                // An SDK's HTTP error (openai/anthropic `APIStatusError`, litellm's) has its status.
+                let status = payload
+                    .getattr("status_code")
+                    .and_then(|s| s.extract::<u16>())
+                    .ok();
+                Err(match status {
+                    Some(code) => {
+                        ModelError::callback_raised_status(&self.what, &kind, &message, code)
+                    }
+                    None => ModelError::callback_raised(&self.what, &kind, &message),
+                })
+            }
             "invalid" => Err(ModelError::new(
                 ModelErrorKind::Callback,
                 format!(
