@@ -13,6 +13,7 @@ hard step and token budgets, and a strict JSON result contract::
 
 from __future__ import annotations
 
+from outrider import frameworks as _frameworks
 from outrider._core import (
     EXPLORE_PROFILE,
     READONLY_TOOLS,
@@ -40,6 +41,7 @@ from outrider.exceptions import (
     ErrorDetails,
     InternalError,
     LaunchError,
+    MissingExtraError,
     ModelError,
     OutriderError,
     PathError,
@@ -47,6 +49,9 @@ from outrider.exceptions import (
     TraceDirError,
 )
 from outrider.types import EvidenceCheck
+
+# The framework-tool methods of TaskTool (as_openai_agents_tool, ...) live in Python.
+_frameworks.install(TaskTool)
 
 __all__ = [
     "EXPLORE_PROFILE",
@@ -62,6 +67,7 @@ __all__ = [
     "InternalError",
     "LaunchError",
     "MainAgent",
+    "MissingExtraError",
     "ModelError",
     "OfflineScout",
     "OpenAICompatible",
