@@ -101,6 +101,7 @@ __all__ = [
     "ErrorDetails",
     "InternalError",
     "LaunchError",
+    "MissingExtraError",
     "ModelError",
     "OutriderError",
     "PathError",
