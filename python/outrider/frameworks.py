@@ -27,10 +27,7 @@ from outrider.exceptions import MissingExtraError
 if TYPE_CHECKING:
     from agents import FunctionTool
     from agents.tool_context import ToolContext
-    from langchain_core.callbacks import (
-        AsyncCallbackManagerForToolRun,
-        CallbackManagerForToolRun,
-    )
+    from langchain_core.callbacks import AsyncCallbackManager, CallbackManager
     from langchain_core.tools import BaseTool
     from pydantic_ai import RunContext, Tool
 
@@ -203,20 +200,18 @@ def _langchain_tool_class() -> type[BaseTool]:
     if _langchain_class is not None:
         return _langchain_class
     tools = _require("langchain_core.tools", "langchain", "langchain-core")
-    callbacks = _require("langchain_core.callbacks", "langchain", "langchain-core")
     messages = _require("langchain_core.messages", "langchain", "langchain-core")
     outputs = _require("langchain_core.outputs", "langchain", "langchain-core")
 
-    def report(
-        manager: Any, arguments: dict[str, Any], envelope: dict[str, Any]
-    ) -> tuple[Any, Any] | None:
-        """The child as one chat-model run under the tool run, so usage callbacks
-        (``get_usage_metadata_callback``) and tracers count its tokens."""
+    def child_run(arguments: dict[str, Any], envelope: dict[str, Any]) -> tuple[Any, ...] | None:
+        """``(serialized, messages, result)`` of the child as one chat-model run, or None when
+        it spent nothing. LangChain counts usage only from chat-model runs (usage callbacks
+        such as ``get_usage_metadata_callback`` and tracers read ``AIMessage.usage_metadata`` in
+        ``on_llm_end``), so the child is reported as one, nested under the tool run."""
         used = child_usage(envelope)
-        if manager is None or not used.total_tokens:
+        if not used.total_tokens:
             return None
-        route = (envelope.get("stats") or {}).get("model") or "child"
-        model_name = f"outrider:{route}"
+        model_name = f"outrider:{(envelope.get('stats') or {}).get('model') or 'child'}"
         prompt = arguments.get("prompt")
         answer = messages.AIMessage(
             content=str(envelope.get("text") or ""),
@@ -227,10 +222,11 @@ def _langchain_tool_class() -> type[BaseTool]:
             },
             response_metadata={"model_name": model_name},
         )
-        result = outputs.LLMResult(generations=[[outputs.ChatGeneration(message=answer)]])
-        request = [[messages.HumanMessage(content=prompt if isinstance(prompt, str) else "")]]
-        serialized = {"name": model_name, "id": ["outrider", "subagent"]}
-        return manager.get_child(), (serialized, request, result)
+        return (
+            {"name": model_name, "id": ["outrider", "subagent"]},
+            [[messages.HumanMessage(content=prompt if isinstance(prompt, str) else "")]],
+            outputs.LLMResult(generations=[[outputs.ChatGeneration(message=answer)]]),
+        )
 
     class OutriderTaskTool(tools.BaseTool):  # type: ignore[misc,name-defined]
         """The outrider Task tool (content: the envelope as JSON; artifact: the envelope)."""
@@ -238,33 +234,30 @@ def _langchain_tool_class() -> type[BaseTool]:
         task: Any
         response_format: str = "content_and_artifact"
 
-        def _run(
-            self,
-            run_manager: CallbackManagerForToolRun | None = None,
-            **arguments: Any,
-        ) -> tuple[str, dict[str, Any]]:
+        # `run_manager` is typed Any: LangChain resolves these annotations at call time, and the
+        # callback manager types are imported for type checking only.
+        def _run(self, run_manager: Any = None, **arguments: Any) -> tuple[str, dict[str, Any]]:
             envelope: dict[str, Any] = self.task.run(arguments)
-            reported = report(run_manager, arguments, envelope)
-            if reported is not None:
-                child, (serialized, request, result) = reported
+            run = child_run(arguments, envelope)
+            if run is not None and run_manager is not None:
+                serialized, request, result = run
+                child: CallbackManager = run_manager.get_child()
                 for llm_run in child.on_chat_model_start(serialized, request):
                     llm_run.on_llm_end(result)
             return _text(envelope), envelope
 
         async def _arun(
-            self,
-            run_manager: AsyncCallbackManagerForToolRun | None = None,
-            **arguments: Any,
+            self, run_manager: Any = None, **arguments: Any
         ) -> tuple[str, dict[str, Any]]:
             envelope: dict[str, Any] = await self.task.run_async(arguments)
-            reported = report(run_manager, arguments, envelope)
-            if reported is not None:
-                child, (serialized, request, result) = reported
+            run = child_run(arguments, envelope)
+            if run is not None and run_manager is not None:
+                serialized, request, result = run
+                child: AsyncCallbackManager = run_manager.get_child()
                 for llm_run in await child.on_chat_model_start(serialized, request):
                     await llm_run.on_llm_end(result)
             return _text(envelope), envelope
 
-    del callbacks  # imported only to fail early, with the extra named, if it is missing
     _langchain_class = OutriderTaskTool
     return OutriderTaskTool
 
