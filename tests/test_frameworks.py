@@ -362,3 +362,22 @@ def test_a_missing_framework_names_the_extra(
     assert f"pip install 'outrider[{extra}]'" in str(caught.value)
     assert isinstance(caught.value, ImportError)
     assert isinstance(caught.value, outrider.OutriderError)
+
+
+def test_importing_outrider_imports_no_framework() -> None:
+    import subprocess
+
+    code = (
+        "import sys, outrider, outrider.frameworks, outrider.mcp_server, outrider.cli\n"
+        "print(sorted(m for m in ('agents', 'pydantic_ai', 'langchain_core', 'mcp') "
+        "if m in sys.modules))"
+    )
+    parent = str(pathlib.Path(outrider.__file__).resolve().parent.parent)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": parent, "PATH": "/usr/bin:/bin"},
+    )
+    assert out.stdout == "[]\n", out.stderr
