@@ -9,6 +9,7 @@ import json
 import pathlib
 import sys
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -269,6 +270,50 @@ def test_pydantic_ai_awaits_the_child_without_blocking_the_loop(repo: pathlib.Pa
     result = asyncio.run(main())
     assert result.output == "load_config is in config.py"
     scripted.assert_complete()
+
+
+def test_cancelling_the_pydantic_ai_run_cancels_the_child(
+    repo: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    from pydantic_ai import Agent
+
+    scripted, started, released = child_script(), threading.Event(), threading.Event()
+
+    def child(request: dict[str, Any]) -> Any:
+        started.set()
+        released.wait(10)
+        return scripted(request)
+
+    traces = tmp_path / "traces"
+    launcher = outrider.SubagentLauncher(repo, child, trace_dir=traces)
+    agent = Agent(
+        _pydantic_parent([ARGS], []), tools=[outrider.TaskTool(launcher).as_pydantic_ai_tool()]
+    )
+
+    async def main() -> None:
+        run = asyncio.create_task(agent.run("Where is load_config?"))
+        while not started.is_set():
+            await asyncio.sleep(0.005)
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        released.set()
+
+    asyncio.run(main())
+    deadline = time.monotonic() + 10
+    ends: list[Any] = []
+    while not ends and time.monotonic() < deadline:
+        time.sleep(0.02)
+        for trace in traces.glob("trace-child-*.jsonl"):
+            # The last line may be half written while the child is still ending.
+            lines = trace.read_text().splitlines()
+            ends += [
+                json.loads(line)["payload"]["reason"]
+                for line in lines
+                if line.endswith("}") and '"event":"terminal"' in line.replace(" ", "")
+            ]
+    assert ends == ["cancelled"]
+    assert len(scripted.requests) == 1, "the child made no call after the cancel"
 
 
 # --- LangChain ------------------------------------------------------------------------------------
