@@ -388,15 +388,20 @@ def test_langchain_ainvoke_awaits_the_child_and_bad_arguments_report_no_usage(
 
 
 @pytest.mark.parametrize(
-    ("method", "module", "extra"),
+    ("method", "module", "package", "extra"),
     [
-        ("as_openai_agents_tool", "agents", "openai-agents"),
-        ("as_pydantic_ai_tool", "pydantic_ai", "pydantic-ai"),
-        ("as_langchain_tool", "langchain_core.tools", "langchain"),
+        ("as_openai_agents_tool", "agents", "openai-agents", "openai-agents"),
+        ("as_pydantic_ai_tool", "pydantic_ai", "pydantic-ai-slim", "pydantic-ai"),
+        ("as_langchain_tool", "langchain_core.tools", "langchain-core", "langchain"),
     ],
 )
 def test_a_missing_framework_names_the_extra(
-    repo: pathlib.Path, monkeypatch: pytest.MonkeyPatch, method: str, module: str, extra: str
+    repo: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    method: str,
+    module: str,
+    package: str,
+    extra: str,
 ) -> None:
     monkeypatch.setitem(sys.modules, module, None)  # makes `import module` raise ImportError
     monkeypatch.setattr(frameworks, "_langchain_class", None)
@@ -404,7 +409,9 @@ def test_a_missing_framework_names_the_extra(
     with pytest.raises(outrider.MissingExtraError) as caught:
         getattr(task, method)()
     assert caught.value.extra == extra
-    assert f"pip install 'outrider[{extra}]'" in str(caught.value)
+    message = str(caught.value)
+    assert message.startswith(f"TaskTool.{method}() needs the {package} package, which could not")
+    assert message.endswith(f"; install it with: pip install 'outrider[{extra}]'")
     assert isinstance(caught.value, ImportError)
     assert isinstance(caught.value, outrider.OutriderError)
 

@@ -46,15 +46,20 @@ USAGE_DETAIL = "outrider_subagent_tokens"
 free-form usage details (pydantic-ai's ``RunUsage.details``)."""
 
 
-def _require(module: str, extra: str, package: str) -> ModuleType:
+def _require(module: str, extra: str, package: str, feature: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as err:
         raise MissingExtraError(
-            f"{module}: this needs the {package} package, which is not installed; "
+            f"{feature} needs the {package} package, which could not be imported ({err}); "
             f"install it with: pip install 'outrider[{extra}]'",
             extra=extra,
         ) from err
+
+
+_OPENAI_AGENTS = ("openai-agents", "openai-agents", "TaskTool.as_openai_agents_tool()")
+_PYDANTIC_AI = ("pydantic-ai", "pydantic-ai-slim", "TaskTool.as_pydantic_ai_tool()")
+_LANGCHAIN = ("langchain", "langchain-core", "TaskTool.as_langchain_tool()")
 
 
 @dataclass(frozen=True)
@@ -121,8 +126,8 @@ def as_openai_agents_tool(
     (``ToolContext.usage``, shared with ``RunResult.context_wrapper.usage``). The schema is used
     as is (``strict_json_schema=False``: ``model`` is optional, which strict mode forbids).
     """
-    agents = _require("agents", "openai-agents", "openai-agents")
-    usage_mod = _require("agents.usage", "openai-agents", "openai-agents")
+    agents = _require("agents", *_OPENAI_AGENTS)
+    usage_mod = _require("agents.usage", *_OPENAI_AGENTS)
     task = self
 
     async def invoke(ctx: ToolContext[Any], arguments: str) -> str:
@@ -161,8 +166,8 @@ def as_pydantic_ai_tool(
     (``ctx.usage.incr``), so ``result.usage`` and ``UsageLimits`` count them; the child's total
     is also recorded in ``usage.details["outrider_subagent_tokens"]``.
     """
-    pydantic_ai = _require("pydantic_ai", "pydantic-ai", "pydantic-ai-slim")
-    usage_mod = _require("pydantic_ai.usage", "pydantic-ai", "pydantic-ai-slim")
+    pydantic_ai = _require("pydantic_ai", *_PYDANTIC_AI)
+    usage_mod = _require("pydantic_ai.usage", *_PYDANTIC_AI)
     task = self
 
     async def call(ctx: RunContext[Any], **arguments: Any) -> dict[str, Any]:
@@ -199,9 +204,9 @@ def _langchain_tool_class() -> type[BaseTool]:
     global _langchain_class
     if _langchain_class is not None:
         return _langchain_class
-    tools = _require("langchain_core.tools", "langchain", "langchain-core")
-    messages = _require("langchain_core.messages", "langchain", "langchain-core")
-    outputs = _require("langchain_core.outputs", "langchain", "langchain-core")
+    tools = _require("langchain_core.tools", *_LANGCHAIN)
+    messages = _require("langchain_core.messages", *_LANGCHAIN)
+    outputs = _require("langchain_core.outputs", *_LANGCHAIN)
 
     def child_run(arguments: dict[str, Any], envelope: dict[str, Any]) -> tuple[Any, ...] | None:
         """``(serialized, messages, result)`` of the child as one chat-model run, or None when

@@ -40,7 +40,7 @@ def _mcp() -> tuple[Any, Any, Any, Any]:
         from mcp.shared.exceptions import MCPError
     except ImportError as err:
         raise MissingExtraError(
-            "outrider mcp: this needs the mcp package, which is not installed; "
+            f"outrider mcp needs the mcp package, which could not be imported ({err}); "
             "install it with: pip install 'outrider[mcp]'",
             extra="mcp",
         ) from err
