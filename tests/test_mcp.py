@@ -93,6 +93,7 @@ def test_an_mcp_client_lists_the_tools_and_calls_grep_read_and_task(
         task.description,
         task.parameters,
     )
+    assert tools["Task"].annotations.read_only_hint is True
     for schema in outrider.tool_schemas():
         fn = schema["function"]
         assert (tools[fn["name"]].description, tools[fn["name"]].input_schema) == (

@@ -53,7 +53,15 @@ def build_server(root: str | os.PathLike[str], task: outrider.TaskTool) -> Serve
     import anyio.to_thread
 
     root = os.fspath(root)
-    tools = [types.Tool(name=task.name, description=task.description, input_schema=task.parameters)]
+    # The child only reads too; whether it reaches the outside world depends on its model.
+    tools = [
+        types.Tool(
+            name=task.name,
+            description=task.description,
+            input_schema=task.parameters,
+            annotations=types.ToolAnnotations(read_only_hint=True),
+        )
+    ]
     for schema in outrider.tool_schemas():
         fn = schema["function"]
         tools.append(
