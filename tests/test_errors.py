@@ -56,7 +56,11 @@ def cases(repo: pathlib.Path) -> list[tuple[Callable[[], Any], type[Exception], 
             ">= 0",
         ),
         # requests and launches
-        (lambda: outrider.SubagentRequest(profile_name="explore"), ArgumentTypeError, "task: missing"),
+        (
+            lambda: outrider.SubagentRequest(profile_name="explore"),
+            ArgumentTypeError,
+            "task: missing",
+        ),
         (lambda: outrider.SubagentRequest(task=" "), ConfigError, "non-empty"),
         (lambda: outrider.SubagentRequest(task="t", model_choice="big"), LaunchError, "'light'"),
         (

@@ -14,7 +14,6 @@ import outrider
 from outrider.testing import ScriptedLLM, call, final
 
 
-
 @pytest.fixture
 def repo(tmp_path: pathlib.Path) -> pathlib.Path:
     root = tmp_path / "repo"

@@ -14,6 +14,7 @@ hard step and token budgets, and a strict JSON result contract::
 from __future__ import annotations
 
 from outrider import _aio, _core, _display, _interop
+from outrider import frameworks as _frameworks
 from outrider._core import (
     EXPLORE_PROFILE,
     READONLY_TOOLS,
@@ -41,6 +42,7 @@ from outrider.exceptions import (
     ErrorDetails,
     InternalError,
     LaunchError,
+    MissingExtraError,
     ModelError,
     OutriderError,
     PathError,
@@ -55,6 +57,8 @@ _aio.install(_core)
 # Jupyter display, to_json, ==, pickling and pydantic support for the native result types.
 _display.install()
 _interop.install()
+# The framework-tool methods of TaskTool (as_openai_agents_tool, ...) live in Python.
+_frameworks.install(TaskTool)
 
 __all__ = [
     "EXPLORE_PROFILE",
@@ -70,6 +74,7 @@ __all__ = [
     "InternalError",
     "LaunchError",
     "MainAgent",
+    "MissingExtraError",
     "ModelError",
     "OfflineScout",
     "OpenAICompatible",

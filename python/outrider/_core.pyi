@@ -4,6 +4,10 @@ from collections.abc import Callable, Iterable, Mapping
 from os import PathLike
 from typing import Any, Final, Literal, final
 
+from agents import FunctionTool
+from langchain_core.tools import BaseTool
+from pydantic_ai import Tool
+
 from outrider.types import (
     EvidenceCheck,
     ModelCallable,
@@ -545,6 +549,23 @@ class TaskTool:
     def run_json(self, args: Mapping[str, Any] | str) -> str:
         """The envelope as the tool message carries it (JSON, indent 2, non-ASCII kept)."""
     async def run_async(self, args: Mapping[str, Any] | str) -> dict[str, Any]: ...
+    # Defined in outrider.frameworks (Python) and attached when outrider is imported; each
+    # framework is imported on first use (MissingExtraError names the extra when it is missing).
+    def as_openai_agents_tool(
+        self, *, name: str | None = None, description: str | None = None
+    ) -> FunctionTool:
+        """An openai-agents ``FunctionTool``: JSON envelope out, the child's tokens added to the
+        run's usage."""
+    def as_pydantic_ai_tool(
+        self, *, name: str | None = None, description: str | None = None
+    ) -> Tool[Any]:
+        """A pydantic-ai ``Tool``: the envelope dict out, the child's tokens added to
+        ``ctx.usage``."""
+    def as_langchain_tool(
+        self, *, name: str | None = None, description: str | None = None
+    ) -> BaseTool:
+        """A LangChain ``BaseTool`` (content: JSON envelope, artifact: the envelope); the child's
+        tokens are reported as a chat-model run nested under the tool run."""
 
 @final
 class MainAgent:

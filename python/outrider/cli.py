@@ -94,6 +94,29 @@ def _explore(args: argparse.Namespace) -> int:
     return EXIT_CODES.get(result.status, 1)
 
 
+def _mcp(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from outrider import mcp_server
+
+    root = pathlib.Path(args.root)
+    if not root.is_dir():
+        print(f"outrider: --root {args.root!r} is not a directory", file=sys.stderr)
+        return 2
+    main, light, note = _model(args.model)
+    trace_dir: Any = args.trace_dir if args.trace_dir else None
+    try:
+        launcher = outrider.SubagentLauncher(root, main, light, trace_dir=trace_dir)
+        server = mcp_server.build_server(root, outrider.TaskTool(launcher))
+        # stdout carries the protocol: say which model answers on stderr.
+        print(f"outrider mcp: serving {root.resolve()} on stdio ({note})", file=sys.stderr)
+        asyncio.run(mcp_server.run_stdio(server))
+    except outrider.OutriderError as err:
+        print(f"outrider: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
 EXIT_CODES = {"completed": 0, "partial": 0, "failed": 1, "unverified": 3}
 """`outrider explore` exits 0 with an answer, 1 when the child failed, 2 on a usage error and 3
 when the answer's evidence could not be found in the files."""
@@ -196,6 +219,23 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--json", action="store_true", help="print the whole result as JSON")
     ex.add_argument("--trace-dir", help="where the child's JSONL trace goes (outside the root)")
     ex.set_defaults(func=_explore)
+    mc = sub.add_parser(
+        "mcp",
+        help="serve the explore Task and Read/Grep/Glob for a root as an MCP server over stdio",
+        description="An MCP server over stdio (needs: pip install 'outrider[mcp]') whose tools "
+        "are Task (delegate an exploration to a read-only child) and Read, Grep and Glob, all "
+        "confined to --root.",
+    )
+    mc.add_argument("--root", default=os.curdir, help="the repository to serve (default: .)")
+    mc.add_argument(
+        "--model",
+        choices=("light", "main", "offline"),
+        default="light",
+        help="the children's model; without LLM_MODEL_ID set, the offline scout is used "
+        "(default: light; a Task call's own `model` argument picks the route)",
+    )
+    mc.add_argument("--trace-dir", help="where the children's JSONL traces go (outside the root)")
+    mc.set_defaults(func=_mcp)
     tr = sub.add_parser("trace", help="print a JSONL trace as a step-by-step timeline")
     tr.add_argument("file", help="a trace-*.jsonl file")
     tr.set_defaults(func=_trace)

@@ -116,6 +116,7 @@ __all__ = [
     "ErrorDetails",
     "InternalError",
     "LaunchError",
+    "MissingExtraError",
     "ModelError",
     "OutriderError",
     "PathError",
@@ -123,3 +124,16 @@ __all__ = [
     "TraceDirError",
     "TraceError",
 ]
+
+
+class MissingExtraError(OutriderError, ImportError):
+    """An optional feature needs a package that is not installed. The message names the pip
+    extra that installs it (``pip install 'outrider[langchain]'``), also in ``extra``."""
+
+    def __init__(self, message: str, extra: str) -> None:
+        super().__init__(message)
+        self.extra = extra
+        """The outrider extra that installs what is missing."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.extra))
