@@ -48,7 +48,7 @@ lint: dev ## fmt, clippy (with and without python), ruff, mypy --strict, stubtes
 	$(BIN)/ruff check python tests bench examples tools
 	$(BIN)/ruff format --check python tests bench examples tools
 	$(BIN)/mypy
-	$(BIN)/python -m mypy.stubtest outrider._core --allowlist .stubtest-allowlist
+	$(BIN)/python -m mypy.stubtest outrider --allowlist .stubtest-allowlist
 
 .PHONY: fmt
 fmt: venv ## Format Rust and Python

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypeAlias, TypedDict
 
 
 class EvidenceCheck(TypedDict):
@@ -50,7 +50,7 @@ class ToolEnvelope(TypedDict, total=False):
     error: ToolError
 
 
-TerminalReason = Literal[
+TerminalReason: TypeAlias = Literal[
     "completed",
     "completed_unverified",
     "empty_response_failed",
