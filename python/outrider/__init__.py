@@ -13,6 +13,7 @@ hard step and token budgets, and a strict JSON result contract::
 
 from __future__ import annotations
 
+import outrider._accessors  # noqa: F401  (attaches SubagentLaunchResult.explore / .verification)
 from outrider._core import (
     EXPLORE_PROFILE,
     READONLY_TOOLS,
@@ -44,6 +45,7 @@ from outrider.exceptions import (
     OutriderError,
     PathError,
     ProfileError,
+    ResultError,
     TraceDirError,
 )
 from outrider.types import EvidenceCheck
@@ -68,6 +70,7 @@ __all__ = [
     "OutriderError",
     "PathError",
     "ProfileError",
+    "ResultError",
     "RuntimeProfile",
     "SubagentLaunchResult",
     "SubagentLauncher",

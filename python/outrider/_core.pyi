@@ -340,6 +340,13 @@ class SubagentLaunchResult:
     @property
     def result(self) -> ExploreResult | VerificationResult | None: ...
     @property
+    def explore(self) -> ExploreResult:
+        """``result`` as an :class:`ExploreResult`; :class:`outrider.ResultError` when the child
+        failed (no result) or returned a verification verdict."""
+    @property
+    def verification(self) -> VerificationResult:
+        """``result`` as a :class:`VerificationResult`; :class:`outrider.ResultError` otherwise."""
+    @property
     def model_used(self) -> Literal["light", "main", "offline"]: ...
     @property
     def terminal_reason(self) -> TerminalReason:

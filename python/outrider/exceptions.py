@@ -50,6 +50,11 @@ class LaunchError(OutriderError, ValueError):
     """The launcher refused a request before starting a child (unknown profile or model choice)."""
 
 
+class ResultError(OutriderError, ValueError):
+    """A launch result is not of the kind asked for: ``launch.explore`` on a failed child (no
+    result) or on a verification verdict. Not an ``AttributeError``, so ``hasattr`` stays true."""
+
+
 class ModelError(OutriderError, RuntimeError):
     """A direct model call failed. ``kind`` classifies it (``auth``, ``rate_limit``, ...)."""
 
