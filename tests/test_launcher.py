@@ -171,7 +171,7 @@ def test_task_failure_envelope(repo: pathlib.Path, traces: pathlib.Path) -> None
         },
     }
     assert env["stats"]["time_ms"] >= 1 and error["token_usage"] > 0
-    assert pathlib.Path(error["trace_path"]).parent == traces
+    assert pathlib.Path(str(error["trace_path"])).parent == traces
     assert env["text"].startswith(
         "Explore subagent failed: child terminal reason: completion_gate_blocked"
     )
@@ -273,7 +273,7 @@ def test_task_with_custom_profiles_and_a_factory(repo: pathlib.Path, traces: pat
 def test_task_run_async(repo: pathlib.Path, traces: pathlib.Path) -> None:
     tool = TaskTool(SubagentLauncher(repo, ScriptedLLM([FINAL], is_async=True), trace_dir=traces))
 
-    async def main() -> dict[str, Any]:
+    async def main() -> outrider.types.TaskEnvelope:
         return await tool.run_async(TASK_ARGS)
 
     assert asyncio.run(main())["status"] == "success"

@@ -14,6 +14,7 @@ import pytest
 import outrider
 from outrider import SubagentLauncher, SubagentRequest, TaskTool
 from outrider.testing import ScriptedLLM, call, delay, final
+from outrider.types import TaskEnvelope
 
 
 @pytest.fixture
@@ -141,13 +142,15 @@ async def _launch(launcher: SubagentLauncher, task: str) -> outrider.SubagentLau
 # --- impersonating the main model ----------------------------------------------------------------
 
 
-def main_loop(client: Any, task: outrider.TaskTool, question: str) -> tuple[str, list[Any]]:
+def main_loop(
+    client: Any, task: outrider.TaskTool, question: str
+) -> tuple[str, list[TaskEnvelope]]:
     """A user's own main loop, written against the OpenAI SDK."""
     messages: list[Any] = [
         {"role": "system", "content": "You answer questions about a repository."},
         {"role": "user", "content": question},
     ]
-    envelopes: list[dict[str, Any]] = []
+    envelopes: list[TaskEnvelope] = []
     for _ in range(5):
         response = client.chat.completions.create(
             model="gpt-main", messages=messages, tools=[task.openai_schema()]
@@ -191,7 +194,7 @@ def test_one_script_drives_a_whole_openai_main_loop_and_its_child(repo: pathlib.
     task = TaskTool(SubagentLauncher(repo, llm, trace_dir=False))
     text, envelopes = main_loop(client, task, "How does login work?")
     assert text == "Login is defined in src/auth.py:1."
-    assert [(e["status"], e["data"]["result"]["summary"]) for e in envelopes] == [
+    assert [(e["status"], e["text"]) for e in envelopes] == [
         ("success", "login() is in src/auth.py")
     ]
     llm.assert_complete()
@@ -243,3 +246,32 @@ def test_the_async_client_and_the_client_without_openai(
     assert (plain.model, plain.choices[0].finish_reason) == ("scripted", "tool_calls")
     assert plain.choices[0].message.tool_calls[0].function.arguments == '{"path": "a.py"}'
     assert plain.model_dump()["choices"][0]["message"]["content"] is None
+
+
+# --- typed accessors -----------------------------------------------------------------------------
+
+
+def test_explore_and_verification_accessors_narrow_or_say_why(repo: pathlib.Path) -> None:
+    launcher = SubagentLauncher(
+        repo, ScriptedLLM([answer("ok", "src/auth.py:1"), "not json", "still not"])
+    )
+    done = launcher.launch(SubagentRequest(task="Find login"))
+    assert done.explore == done.result and isinstance(done.explore, outrider.ExploreResult)
+    with pytest.raises(
+        outrider.ResultError,
+        match=r"verification: the 'explore' child returned a ExploreResult, not a "
+        r"VerificationResult; use \.explore",
+    ):
+        done.verification  # noqa: B018
+    failed = launcher.launch(SubagentRequest(task="Find login"))
+    assert (failed.status, failed.result) == ("failed", None)
+    with pytest.raises(
+        outrider.ResultError,
+        match=r"explore: the 'explore' child has no result \(status 'failed', "
+        r"completion_gate_blocked: .*",
+    ):
+        failed.explore  # noqa: B018
+    assert isinstance(outrider.ResultError("x"), ValueError)
+    # Not an AttributeError: getattr(result, "explore", None) does not hide a failed child.
+    with pytest.raises(outrider.ResultError):
+        getattr(failed, "explore", None)

@@ -4,7 +4,13 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from os import PathLike
 from typing import Any, Final, Literal, final
 
-from outrider.types import EvidenceCheck, ModelCallable, TerminalReason, ToolEnvelope
+from outrider.types import (
+    EvidenceCheck,
+    ModelCallable,
+    TaskEnvelope,
+    TerminalReason,
+    ToolEnvelope,
+)
 
 __all__ = [
     "EXPLORE_PROFILE",
@@ -479,13 +485,13 @@ class TaskTool:
     def subagent_types(self) -> list[str]: ...
     def openai_schema(self) -> dict[str, Any]: ...
     def anthropic_schema(self) -> dict[str, Any]: ...
-    def run(self, args: Mapping[str, Any] | str) -> dict[str, Any]:
+    def run(self, args: Mapping[str, Any] | str) -> TaskEnvelope:
         """The envelope dict: ``success`` (a completed or partial answer), ``unverified`` (the
         child's evidence is not in the files: ``data.ungrounded_evidence`` lists it), or an error
         (bad arguments give INVALID_PARAM, a failed child INTERNAL_ERROR); never an exception."""
     def run_json(self, args: Mapping[str, Any] | str) -> str:
         """The envelope as the tool message carries it (JSON, indent 2, non-ASCII kept)."""
-    def run_async(self, args: Mapping[str, Any] | str) -> Awaitable[dict[str, Any]]: ...
+    def run_async(self, args: Mapping[str, Any] | str) -> Awaitable[TaskEnvelope]: ...
 
 @final
 class MainAgent:

@@ -52,7 +52,8 @@ class LaunchError(OutriderError, ValueError):
 
 class ResultError(OutriderError, ValueError):
     """A launch result is not of the kind asked for: ``launch.explore`` on a failed child (no
-    result) or on a verification verdict. Not an ``AttributeError``, so ``hasattr`` stays true."""
+    result) or on a verification verdict. Not an ``AttributeError``, so ``getattr(r, "explore",
+    None)`` does not hide a failed child."""
 
 
 class ModelError(OutriderError, RuntimeError):
