@@ -98,7 +98,7 @@ def test_an_unrouted_or_ambiguous_task_fails_the_child_by_name(repo: pathlib.Pat
     )
     assert both.status == "failed" and "matches several routes ('login', 'Find')" in str(both.error)
     with pytest.raises(TypeError, match="route keys must be a str .* got int: 3"):
-        ScriptedLLM({3: []})  # type: ignore[arg-type]
+        ScriptedLLM({3: []})  # type: ignore[dict-item]
     with pytest.raises(TypeError, match="route 'a': expected a list of steps, got str"):
         ScriptedLLM({"a": "final text"})
 

@@ -42,7 +42,7 @@ import pathlib
 import types
 from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 import pytest
 
@@ -188,6 +188,18 @@ def pytest_runtest_makereport(
 class ScriptedLLMFactory(Protocol):
     """The ``scripted_llm`` fixture."""
 
+    @overload
+    def __call__(
+        self,
+        steps: Mapping[RouteKey, Iterable[Step]],
+        *,
+        is_async: bool = False,
+        check_complete: bool = True,
+    ) -> ScriptedLLM: ...
+    @overload
+    def __call__(
+        self, steps: Iterable[Step], *, is_async: bool = False, check_complete: bool = True
+    ) -> ScriptedLLM: ...
     def __call__(
         self,
         steps: Iterable[Step] | Mapping[RouteKey, Iterable[Step]],

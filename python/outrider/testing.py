@@ -42,7 +42,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, overload
 
 __all__ = [
     "Delay",
@@ -177,6 +177,14 @@ class ScriptedLLM:
     which ends the child with a model error that names it.
     """
 
+    # Overloads, so a dict literal of routes gets the route type as its context (with the union
+    # alone, mypy infers `dict[object, object]` for mixed str and pattern keys).
+    @overload
+    def __init__(
+        self, steps: Mapping[RouteKey, Iterable[Step]], *, is_async: bool = False
+    ) -> None: ...
+    @overload
+    def __init__(self, steps: Iterable[Step], *, is_async: bool = False) -> None: ...
     def __init__(
         self,
         steps: Iterable[Step] | Mapping[RouteKey, Iterable[Step]],
