@@ -111,5 +111,6 @@ __all__ = [
     "OutriderError",
     "PathError",
     "ProfileError",
+    "ResultError",
     "TraceDirError",
 ]
