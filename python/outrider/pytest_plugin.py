@@ -175,14 +175,16 @@ def _outrider_isolation(request: pytest.FixtureRequest) -> None:
         request.getfixturevalue("outrider_env")
 
 
-@pytest.hookimpl(wrapper=True)
+# An old-style wrapper: it works on every pytest this plugin may be loaded into (a plugin that
+# fails to load would break every test session in the environment).
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
-) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    report = yield
+) -> Generator[None, Any, None]:
+    outcome = yield
+    report = outcome.get_result()
     if report.when == "call":
         item.stash[_passed] = report.passed
-    return report
 
 
 class ScriptedLLMFactory(Protocol):

@@ -54,6 +54,7 @@ __all__ = [
     "call",
     "delay",
     "final",
+    "task_of",
     "with_usage",
 ]
 
@@ -405,7 +406,7 @@ def _record(value: Any) -> Any:
 _completion_ids = itertools.count(1)
 
 
-def completion_dict(answer: Mapping[str, Any], model: str | None) -> dict[str, Any]:
+def _completion_dict(answer: Mapping[str, Any], model: str | None) -> dict[str, Any]:
     """A rendered step as a whole ``chat.completion`` dict (one answered as such is kept)."""
     if "choices" in answer:
         return dict(answer)
@@ -450,7 +451,7 @@ def completion_dict(answer: Mapping[str, Any], model: str | None) -> dict[str, A
 
 
 def _completion(answer: Any, model: str | None) -> Any:
-    data = completion_dict(answer, model)
+    data = _completion_dict(answer, model)
     try:
         from openai.types.chat import ChatCompletion
     except ImportError:
