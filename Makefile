@@ -9,7 +9,7 @@ PYLIBDIR = $(shell $(BIN)/python -c 'import sysconfig; print(sysconfig.get_confi
 
 .PHONY: help
 help: ## Show the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-17s %s\n", $$1, $$2}'
 
 $(BIN)/.deps: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,7 +21,7 @@ $(BIN)/.deps: pyproject.toml
 venv: $(BIN)/.deps ## Create .venv with the build, test and lint tools
 
 .PHONY: dev
-dev: venv ## Build the extension (dev profile) into .venv
+dev: venv ## Build the extension (dev profile) into .venv, REPLACING a dev-release build there
 	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop -q
 
 .PHONY: dev-release
@@ -33,14 +33,14 @@ test-rust: ## Core tests without Python (cargo test --no-default-features)
 	cargo test --no-default-features -q
 
 .PHONY: test-python
-test-python: dev ## pytest on the Python API
+test-python: dev ## pytest on the Python API (runs `dev`: .venv then holds a debug build)
 	$(BIN)/python -m pytest -q
 
 .PHONY: test
-test: test-rust test-python ## All tests
+test: test-rust test-python ## All tests (leaves a debug build in .venv: `make dev-release` again before benchmarks)
 
 .PHONY: lint
-lint: dev ## fmt, clippy (with and without python), ruff, mypy --strict, stubtest
+lint: dev ## fmt, clippy (with and without python), ruff, mypy --strict, stubtest, README types
 	cargo fmt --all -- --check
 	$(PYTHON) tools/check_layout.py src
 	cargo clippy --all-targets --no-default-features -q -- -D warnings
@@ -48,7 +48,12 @@ lint: dev ## fmt, clippy (with and without python), ruff, mypy --strict, stubtes
 	$(BIN)/ruff check python tests bench examples tools
 	$(BIN)/ruff format --check python tests bench examples tools
 	$(BIN)/mypy
-	$(BIN)/python -m mypy.stubtest outrider._core --allowlist .stubtest-allowlist
+	$(BIN)/python -m mypy.stubtest outrider --allowlist .stubtest-allowlist --mypy-config-file pyproject.toml
+	$(MAKE) typecheck-readme
+
+.PHONY: typecheck-readme
+typecheck-readme: ## mypy --strict on README.md's ```python examples (tools/readme_examples.py)
+	$(BIN)/python tools/readme_examples.py
 
 .PHONY: fmt
 fmt: venv ## Format Rust and Python

@@ -171,7 +171,7 @@ def test_task_failure_envelope(repo: pathlib.Path, traces: pathlib.Path) -> None
         },
     }
     assert env["stats"]["time_ms"] >= 1 and error["token_usage"] > 0
-    assert pathlib.Path(error["trace_path"]).parent == traces
+    assert pathlib.Path(str(error["trace_path"])).parent == traces
     assert env["text"].startswith(
         "Explore subagent failed: child terminal reason: completion_gate_blocked"
     )
@@ -273,7 +273,7 @@ def test_task_with_custom_profiles_and_a_factory(repo: pathlib.Path, traces: pat
 def test_task_run_async(repo: pathlib.Path, traces: pathlib.Path) -> None:
     tool = TaskTool(SubagentLauncher(repo, ScriptedLLM([FINAL], is_async=True), trace_dir=traces))
 
-    async def main() -> dict[str, Any]:
+    async def main() -> outrider.types.TaskEnvelope:
         return await tool.run_async(TASK_ARGS)
 
     assert asyncio.run(main())["status"] == "success"
@@ -561,12 +561,18 @@ def test_cli_explore_and_trace(
     assert missing.returncode == 2 and "cannot read trace" in missing.stderr
 
 
-def test_ctrl_c_interrupts_a_blocking_launch(repo: pathlib.Path, tmp_path: pathlib.Path) -> None:
+@pytest.mark.parametrize("inherited", [signal.SIG_DFL, signal.SIG_IGN], ids=["default", "ignored"])
+def test_ctrl_c_interrupts_a_blocking_launch(
+    repo: pathlib.Path, tmp_path: pathlib.Path, inherited: signal.Handlers
+) -> None:
+    # A shell running the suite in the background (or `nohup`) hands its children SIGINT ignored,
+    # and Python then installs no KeyboardInterrupt handler: the child script puts it back.
     script = tmp_path / "hang.py"
     script.write_text(
         textwrap.dedent(
             f"""
-            import sys, time, outrider
+            import signal, sys, time, outrider
+            signal.signal(signal.SIGINT, signal.default_int_handler)
             def slow(request):
                 time.sleep(30)
                 return "x"
@@ -580,7 +586,12 @@ def test_ctrl_c_interrupts_a_blocking_launch(repo: pathlib.Path, tmp_path: pathl
             """
         )
     )
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(script)],
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, inherited),
+    )
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "ready"
     time.sleep(0.5)

@@ -13,6 +13,7 @@ hard step and token budgets, and a strict JSON result contract::
 
 from __future__ import annotations
 
+import outrider._accessors  # noqa: F401  (attaches SubagentLaunchResult.explore / .verification)
 from outrider import _aio, _core, _display, _interop
 from outrider import frameworks as _frameworks
 from outrider._core import (
@@ -47,6 +48,7 @@ from outrider.exceptions import (
     OutriderError,
     PathError,
     ProfileError,
+    ResultError,
     TraceDirError,
     TraceError,
 )
@@ -81,6 +83,7 @@ __all__ = [
     "OutriderError",
     "PathError",
     "ProfileError",
+    "ResultError",
     "RuntimeProfile",
     "SubagentLaunchResult",
     "SubagentLauncher",

@@ -2,4 +2,6 @@
 
 from outrider.cli import main
 
-raise SystemExit(main())
+# Guarded so that importing the module (mypy.stubtest, pydoc, IDEs) does not run the command.
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -12,6 +12,7 @@ from outrider.types import (
     EvidenceCheck,
     ModelCallable,
     ModelSettings,
+    TaskEnvelope,
     TerminalReason,
     ToolEnvelope,
 )
@@ -371,6 +372,13 @@ class SubagentLaunchResult:
     @property
     def result(self) -> ExploreResult | VerificationResult | None: ...
     @property
+    def explore(self) -> ExploreResult:
+        """``result`` as an :class:`ExploreResult`; :class:`outrider.ResultError` when the child
+        failed (no result) or returned a verification verdict."""
+    @property
+    def verification(self) -> VerificationResult:
+        """``result`` as a :class:`VerificationResult`; :class:`outrider.ResultError` otherwise."""
+    @property
     def model_used(self) -> Literal["light", "main", "offline"]: ...
     @property
     def terminal_reason(self) -> TerminalReason:
@@ -542,13 +550,13 @@ class TaskTool:
     def subagent_types(self) -> list[str]: ...
     def openai_schema(self) -> dict[str, Any]: ...
     def anthropic_schema(self) -> dict[str, Any]: ...
-    def run(self, args: Mapping[str, Any] | str) -> dict[str, Any]:
+    def run(self, args: Mapping[str, Any] | str) -> TaskEnvelope:
         """The envelope dict: ``success`` (a completed or partial answer), ``unverified`` (the
         child's evidence is not in the files: ``data.ungrounded_evidence`` lists it), or an error
         (bad arguments give INVALID_PARAM, a failed child INTERNAL_ERROR); never an exception."""
     def run_json(self, args: Mapping[str, Any] | str) -> str:
         """The envelope as the tool message carries it (JSON, indent 2, non-ASCII kept)."""
-    async def run_async(self, args: Mapping[str, Any] | str) -> dict[str, Any]: ...
+    async def run_async(self, args: Mapping[str, Any] | str) -> TaskEnvelope: ...
     # Defined in outrider.frameworks (Python) and attached when outrider is imported; each
     # framework is imported on first use (MissingExtraError names the extra when it is missing).
     def as_openai_agents_tool(

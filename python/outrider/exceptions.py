@@ -65,6 +65,12 @@ class LaunchError(OutriderError, ValueError):
     """The launcher refused a request before starting a child (unknown profile or model choice)."""
 
 
+class ResultError(OutriderError, ValueError):
+    """A launch result is not of the kind asked for: ``launch.explore`` on a failed child (no
+    result) or on a verification verdict. Not an ``AttributeError``, so ``getattr(r, "explore",
+    None)`` does not hide a failed child."""
+
+
 class ModelError(OutriderError, RuntimeError):
     """A direct model call failed. ``kind`` classifies it (``auth``, ``rate_limit``, ...)."""
 
@@ -121,6 +127,7 @@ __all__ = [
     "OutriderError",
     "PathError",
     "ProfileError",
+    "ResultError",
     "TraceDirError",
     "TraceError",
 ]

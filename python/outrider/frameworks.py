@@ -182,7 +182,7 @@ def as_pydantic_ai_tool(
                     details={USAGE_DETAIL: used.total_tokens},
                 )
             )
-        return envelope
+        return dict(envelope)
 
     tool: Tool[Any] = pydantic_ai.Tool.from_schema(
         call,

@@ -80,7 +80,7 @@ def build_server(root: str | os.PathLike[str], task: outrider.TaskTool) -> Serve
     async def call_tool(ctx: Any, params: Any) -> Any:
         arguments: dict[str, Any] = params.arguments or {}
         if params.name == task.name:
-            envelope: dict[str, Any] = await task.run_async(arguments)
+            envelope: dict[str, Any] = dict(await task.run_async(arguments))
         elif params.name in outrider.READONLY_TOOLS:
             # run_tool blocks (a search of a big tree can take a while): keep the loop free.
             envelope = dict(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypeAlias, TypedDict
 
 
 class EvidenceCheck(TypedDict):
@@ -50,7 +50,95 @@ class ToolEnvelope(TypedDict, total=False):
     error: ToolError
 
 
-TerminalReason = Literal[
+class TaskStats(TypedDict, total=False):
+    """The ``stats`` member of a Task envelope."""
+
+    time_ms: int
+    tool_calls: int
+    token_usage: int
+    model: str
+    """The route the child used: ``light``, ``main`` or ``offline``."""
+
+
+class TaskData(TypedDict, total=False):
+    """The ``data`` member of a Task envelope: the child's launch, as far as it got."""
+
+    status: Literal["completed", "partial", "failed", "unverified"]
+    profile: str
+    child_session_id: str
+    child_run_id: str
+    result: dict[str, Any] | None
+    """The child's :class:`~outrider.ExploreResult` (or verdict) as a dict."""
+    ungrounded_evidence: list[EvidenceCheck]
+    """Evidence not found in the files (status ``unverified``)."""
+
+
+class TaskError(ToolError, total=False):
+    """The ``error`` member of a Task envelope: for a failed child, what it did before it
+    failed stays visible to the parent."""
+
+    child_session_id: str
+    terminal_reason: str
+    failure_reason: str | None
+    tool_usage: dict[str, int]
+    token_usage: int
+    trace_path: str | None
+    permission: dict[str, Any]
+
+
+class _TaskEnvelopeBase(TypedDict):
+    status: Literal["success", "partial", "unverified", "error"]
+    """``success`` (a completed or partial answer), ``unverified`` (its evidence is not in the
+    files) or ``error`` (bad arguments, or the child failed)."""
+    text: str
+    """What the main model reads: the summary, or the error."""
+    stats: TaskStats
+    context: dict[str, Any]
+
+
+class TaskEnvelope(_TaskEnvelopeBase, total=False):
+    """What :meth:`outrider.TaskTool.run` returns: the Task tool's standard envelope."""
+
+    data: TaskData
+    error: TaskError
+
+
+TraceEventName = Literal[
+    "run_start",
+    "user_input",
+    "context_compaction",
+    "model_output",
+    "model_error",
+    "empty_response_retry",
+    "tool_call",
+    "tool_result",
+    "completion_gate_verdict",
+    "wrap_up",
+    "terminal",
+    "run_end",
+    "session_summary",
+    "subagent_requested",
+    "subagent_started",
+    "subagent_completed",
+    "subagent_failed",
+]
+"""The names of trace events (``src/trace/event.rs``)."""
+
+
+class TraceEvent(TypedDict):
+    """One line of a JSONL trace."""
+
+    ts: str
+    """UTC ISO timestamp."""
+    session_id: str
+    step: int
+    """The loop step (0 outside the loop)."""
+    event: TraceEventName
+    payload: dict[str, Any]
+    """The event's redacted payload."""
+
+
+TerminalReason: TypeAlias = Literal[
     "completed",
     "completed_unverified",
     "empty_response_failed",
@@ -88,7 +176,13 @@ __all__ = [
     "EvidenceCheck",
     "ModelCallable",
     "ModelSettings",
+    "TaskData",
+    "TaskEnvelope",
+    "TaskError",
+    "TaskStats",
     "TerminalReason",
     "ToolEnvelope",
     "ToolError",
+    "TraceEvent",
+    "TraceEventName",
 ]

@@ -1,0 +1,53 @@
+"""Typed accessors attached to the native result classes (declared in ``_core.pyi``).
+
+``launch_result.result`` is ``ExploreResult | VerificationResult | None``: ``.explore`` and
+``.verification`` narrow it for the type checker and say plainly why when it is not that type.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from outrider._core import ExploreResult, SubagentLaunchResult, VerificationResult
+from outrider.exceptions import ResultError
+
+_R = TypeVar("_R", ExploreResult, VerificationResult)
+
+
+def _narrow(launch: SubagentLaunchResult, kind: type[_R], accessor: str) -> _R:
+    result: Any = launch.result
+    if isinstance(result, kind):
+        return result
+    if result is None:
+        cause = launch.failure_reason or launch.terminal_reason
+        raise ResultError(
+            f"{accessor}: the {launch.profile_name!r} child has no result (status "
+            f"{launch.status!r}, {cause}: {launch.error or 'no error message'})"
+        )
+    other = "verification" if isinstance(result, VerificationResult) else "explore"
+    raise ResultError(
+        f"{accessor}: the {launch.profile_name!r} child returned a {type(result).__name__}, not "
+        f"a {kind.__name__}; use .{other}"
+    )
+
+
+def _explore(self: SubagentLaunchResult) -> ExploreResult:
+    return _narrow(self, ExploreResult, "explore")
+
+
+def _verification(self: SubagentLaunchResult) -> VerificationResult:
+    return _narrow(self, VerificationResult, "verification")
+
+
+_explore.__doc__ = (
+    "``result`` as an :class:`ExploreResult`; :class:`outrider.ResultError` when the child "
+    "failed (no result) or returned a verification verdict."
+)
+_verification.__doc__ = (
+    "``result`` as a :class:`VerificationResult`; :class:`outrider.ResultError` otherwise."
+)
+
+# setattr, not assignment: the native class is final to the type checker, and these are
+# declared in _core.pyi as its properties.
+setattr(SubagentLaunchResult, "explore", property(_explore))  # noqa: B010
+setattr(SubagentLaunchResult, "verification", property(_verification))  # noqa: B010
