@@ -51,31 +51,70 @@ fn escaped(text: &str) -> bool {
     text.contains(MARKER) || text.contains(OUTSIDE_NAME)
 }
 
-/// One call the race runs: its name, and whether its result showed anything from outside.
-type Call = (&'static str, fn(&ToolContext) -> bool);
+/// What one call showed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Saw {
+    /// Something from outside: an escape.
+    Outside,
+    /// The inside content or names.
+    Inside,
+    /// Neither (an error, or the swap hid the directory).
+    Nothing,
+}
+
+fn saw(text: &str, inside: &str) -> Saw {
+    if escaped(text) {
+        Saw::Outside
+    } else if text.contains(inside) {
+        Saw::Inside
+    } else {
+        Saw::Nothing
+    }
+}
+
+/// One call the race runs: its name, and what its result showed.
+type Call = (&'static str, fn(&ToolContext) -> Saw);
 
 /// Every call the race runs, each in its own thread so the fast ones run often.
 const CALLS: [Call; 6] = [
     ("Read d/inner.txt", |ctx| {
-        escaped(&run(ctx, "Read", json!({"path": "d/inner.txt"})))
+        saw(&run(ctx, "Read", json!({"path": "d/inner.txt"})), "inside")
     }),
     ("Grep root", |ctx| {
-        escaped(&run(ctx, "Grep", json!({"pattern": "MARKER|inside"})))
+        saw(
+            &run(ctx, "Grep", json!({"pattern": "MARKER|inside"})),
+            "d/inner.txt",
+        )
     }),
     ("Grep d", |ctx| {
-        escaped(&run(
-            ctx,
-            "Grep",
-            json!({"pattern": "MARKER|inside", "path": "d"}),
-        ))
+        saw(
+            &run(
+                ctx,
+                "Grep",
+                json!({"pattern": "MARKER|inside", "path": "d"}),
+            ),
+            "d/inner.txt",
+        )
     }),
     ("Glob **", |ctx| {
-        escaped(&run(ctx, "Glob", json!({"pattern": "**"})))
+        saw(&run(ctx, "Glob", json!({"pattern": "**"})), "d/inner.txt")
     }),
-    ("Glob d", |ctx| escaped(&run(ctx, "Glob", json!({"path": "d"})))),
-    // Only the outside inner.txt has a third line.
+    ("Glob d", |ctx| {
+        saw(&run(ctx, "Glob", json!({"path": "d"})), "d/inner.txt")
+    }),
+    // The inside file has one line, the outside one three.
     ("check_evidence", |ctx| {
-        check_evidence(&ctx.workspace, &["d/inner.txt:3".to_string()])[0].grounded
+        let checks = check_evidence(
+            &ctx.workspace,
+            &["d/inner.txt:3".to_string(), "d/inner.txt:1".to_string()],
+        );
+        if checks[0].grounded {
+            Saw::Outside
+        } else if checks[1].grounded {
+            Saw::Inside
+        } else {
+            Saw::Nothing
+        }
     }),
 ];
 
@@ -86,7 +125,7 @@ fn swapping_a_directory_for_an_outside_symlink_never_escapes() {
     let stop = AtomicBool::new(false);
     let swaps = AtomicU64::new(0);
     let started = Instant::now();
-    let counts: Vec<(&str, u64, u64)> = std::thread::scope(|s| {
+    let counts: Vec<(&str, u64, u64, u64)> = std::thread::scope(|s| {
         s.spawn(|| {
             while !stop.load(Ordering::Relaxed) {
                 renameat_with(
@@ -105,12 +144,16 @@ fn swapping_a_directory_for_an_outside_symlink_never_escapes() {
             .map(|&(name, call)| {
                 let ctx = &ctx;
                 s.spawn(move || {
-                    let (mut runs, mut escapes) = (0u64, 0u64);
+                    let (mut runs, mut escapes, mut inside) = (0u64, 0u64, 0u64);
                     while started.elapsed() < Duration::from_secs(2) {
-                        escapes += u64::from(call(ctx));
+                        match call(ctx) {
+                            Saw::Outside => escapes += 1,
+                            Saw::Inside => inside += 1,
+                            Saw::Nothing => {}
+                        }
                         runs += 1;
                     }
-                    (name, runs, escapes)
+                    (name, runs, escapes, inside)
                 })
             })
             .collect();
@@ -119,14 +162,22 @@ fn swapping_a_directory_for_an_outside_symlink_never_escapes() {
         counts
     });
     eprintln!(
-        "{} swaps; (call, runs, escapes): {counts:?}",
+        "{} swaps; (call, runs, escapes, inside results): {counts:?}",
         swaps.load(Ordering::Relaxed)
     );
-    for (name, runs, _) in &counts {
+    for (name, runs, _, inside) in &counts {
         assert!(*runs > 10, "{name} ran only {runs} times");
+        // The calls work while the race runs, they do not just fail.
+        assert!(
+            *inside > 0,
+            "{name} never saw the inside directory in {runs} runs"
+        );
     }
     let escaped: Vec<_> = counts.iter().filter(|c| c.2 > 0).collect();
-    assert!(escaped.is_empty(), "outside content or names escaped: {escaped:?}");
+    assert!(
+        escaped.is_empty(),
+        "outside content or names escaped: {escaped:?}"
+    );
 }
 
 fn replace_root_with_outside_link(root: &Path) -> PathBuf {
