@@ -220,7 +220,6 @@ pub(crate) enum Kind {
 pub(crate) struct Entry {
     dir: Arc<OwnedFd>,
     path: PathBuf,
-    depth: usize,
     kind: Kind,
 }
 
@@ -228,11 +227,6 @@ impl Entry {
     /// The absolute path under the root, as a label (never opened).
     pub(crate) fn path(&self) -> &Path {
         &self.path
-    }
-
-    /// 1 for the entries of the search directory, and so on down.
-    pub(crate) fn depth(&self) -> usize {
-        self.depth
     }
 
     /// What the entry is.
@@ -540,7 +534,6 @@ impl<'w> Walk<'w> {
             let entry = Entry {
                 dir: dir.clone(),
                 path: entry_path,
-                depth: depth + 1,
                 kind,
             };
             match visitor(Ok(entry)) {

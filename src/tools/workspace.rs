@@ -337,6 +337,14 @@ impl Workspace {
                 }
             }
         }
+        self.open_by_names(&names, flags)
+    }
+
+    /// The fallback of [`Workspace::open_beneath`] for kernels without `openat2`: `names` opened
+    /// one at a time from the root handle, each directory with `O_PATH | O_DIRECTORY |
+    /// O_NOFOLLOW` (a symlink there is `ENOTDIR`), the last with `flags` (which hold
+    /// `O_NOFOLLOW`).
+    fn open_by_names(&self, names: &[&OsStr], flags: OFlags) -> Result<OwnedFd, Errno> {
         let Some((last, dirs)) = names.split_last() else {
             return rustix::fs::openat(self.handle.as_fd(), ".", flags, Mode::empty());
         };
@@ -508,5 +516,56 @@ mod tests {
         );
         assert_eq!(ws.resolve("in").unwrap().relative, "notes.txt");
         assert_eq!(ws.resolve("loop1").unwrap_err().kind(), "io");
+    }
+
+    /// Both ways of opening beneath the root: openat2 (when the kernel has it) and the
+    /// name-by-name fallback refuse a symlink anywhere on the path and open plain paths.
+    #[test]
+    fn opens_beneath_the_root_refuse_symlinks_both_ways() {
+        let (d, ws) = tree();
+        let root = ws.root().to_path_buf();
+        std::fs::write(root.join("src/a.txt"), "a\n").unwrap();
+        symlink(d.path(), root.join("outdir")).unwrap();
+        symlink("src", root.join("insrc")).unwrap();
+        symlink("notes.txt", root.join("in")).unwrap();
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+        let names = |p: &'static str| -> Vec<&'static OsStr> { Path::new(p).iter().collect() };
+        for (path, ok) in [
+            ("src/a.txt", true),
+            ("notes.txt", true),
+            ("outdir/secret.txt", false),
+            ("insrc/a.txt", false),
+            ("in", false),
+        ] {
+            let fallback = ws.open_by_names(&names(path), flags);
+            let either = ws.open_beneath(Path::new(path), flags);
+            assert_eq!(fallback.is_ok(), ok, "fallback {path}: {fallback:?}");
+            assert_eq!(either.is_ok(), ok, "open_beneath {path}: {either:?}");
+        }
+        assert!(ws
+            .open_by_names(&[], OFlags::PATH | OFlags::DIRECTORY)
+            .is_ok());
+        assert_eq!(
+            ws.open_beneath(Path::new("../secret.txt"), flags)
+                .unwrap_err(),
+            Errno::XDEV
+        );
+    }
+
+    /// The root handle is taken once: a root renamed away and replaced by a symlink to outside
+    /// still resolves and reads the original directory.
+    #[test]
+    fn the_root_handle_outlives_a_swapped_root() {
+        let (d, ws) = tree();
+        let root = ws.root().to_path_buf();
+        std::fs::rename(&root, d.path().join("moved")).unwrap();
+        std::fs::create_dir(d.path().join("elsewhere")).unwrap();
+        std::fs::write(d.path().join("elsewhere/notes.txt"), "outside\n").unwrap();
+        symlink(d.path().join("elsewhere"), &root).unwrap();
+        let r = ws.resolve_file("notes.txt").unwrap();
+        let (mut file, _) = ws.open(&r).unwrap();
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut file, &mut text).unwrap();
+        assert_eq!(text, "hi\n");
     }
 }
