@@ -7,11 +7,12 @@
 //! read only inside the workspace: those of the directories between the root and the search
 //! directory are applied as well, but nothing above the root is consulted (no global git config).
 //!
-//! The walk never opens anything by path. The search directory is opened beneath the workspace's
-//! root handle, and from there every directory is listed (`getdents`) through a descriptor, and
-//! every child — directory, file or ignore file — is opened by its single name relative to its
-//! parent's descriptor with `O_NOFOLLOW`. A directory swapped for a symlink mid-walk then fails
-//! to open (and is counted unreadable) instead of taking the walk outside the root. Directories
+//! The walk never opens anything by a plain path. Every directory is opened beneath the
+//! workspace's root handle (`openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`, or `openat` with
+//! `O_NOFOLLOW` name by name) and listed (`getdents`) through that descriptor, and every file and
+//! ignore file in it is opened by its single name relative to that descriptor with `O_NOFOLLOW`.
+//! A directory swapped for a symlink mid-walk then fails to open (and is counted unreadable)
+//! instead of taking the walk outside the root. Directories
 //! are worked off a shared stack: by the calling thread alone for a small tree, by a few threads
 //! once the tree turns out big.
 
@@ -266,9 +267,11 @@ const MAX_PATH_BYTES: usize = libc::PATH_MAX as usize - 1;
 /// The most threads a walk uses.
 const MAX_WALK_THREADS: usize = 12;
 
-/// A directory still to list: its name in its open parent, and its label.
+/// A directory still to list, by its label. It is opened when its turn comes, by its path
+/// beneath the root handle with no symlink allowed anywhere on it, rather than through a held
+/// descriptor of its parent: a deep tree with many pending siblings then cannot use up the
+/// process's descriptors.
 struct Pending {
-    parent: Arc<OwnedFd>,
     path: PathBuf,
     depth: usize,
     chain: Chain,
@@ -443,14 +446,10 @@ impl<'w> Walk<'w> {
         stack: &Stack,
         buf: &mut Vec<u8>,
     ) -> usize {
-        let name = p.path.file_name().unwrap_or_default();
-        let opened = rustix::fs::openat(
-            p.parent.as_fd(),
-            name,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        );
-        drop(p.parent);
+        let beneath = p.path.strip_prefix(self.ws.root()).unwrap_or(&p.path);
+        let opened = self
+            .ws
+            .open_beneath(beneath, OFlags::RDONLY | OFlags::DIRECTORY);
         let (found, seen) = match opened {
             Ok(dir) => {
                 let dir = Arc::new(dir);
@@ -543,7 +542,6 @@ impl<'w> Walk<'w> {
                 }
                 Visit::Skip => {}
                 Visit::Continue if kind == Kind::Dir && deeper => found.push(Pending {
-                    parent: dir.clone(),
                     path: path.join(&name),
                     depth: depth + 1,
                     chain: chain.clone(),
