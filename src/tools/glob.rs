@@ -26,7 +26,6 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use globset::GlobMatcher;
-use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkState};
 use serde_json::{json, Map, Value};
 
 use super::context::{Interrupt, ToolContext};
@@ -34,7 +33,9 @@ use super::envelope::{elapsed_ms, ErrorCode, ToolResult};
 use super::globs::build_glob;
 use super::params;
 use super::tool::Tool;
-use super::walk::{self, WalkRules, DEFAULT_RESULT_LIMIT, MAX_RESULT_LIMIT};
+use super::walk::{
+    self, Entry, Kind, Visit, Walk, WalkRules, DEFAULT_RESULT_LIMIT, MAX_RESULT_LIMIT,
+};
 
 const ACCEPTED: [&str; 5] = [
     "path",
@@ -171,20 +172,21 @@ fn glob(ctx: &ToolContext, params: &Value) -> ToolResult {
     let found: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let interrupted: Mutex<Option<Interrupt>> = Mutex::new(None);
     let unreadable = AtomicU64::new(0);
-    let (mut builder, ignores) = walk::walker(ws, &search_dir, &req.rules);
-    if req.pattern.is_none() {
-        builder.max_depth(Some(1));
-    }
-    let mut collectors = CollectorBuilder {
-        found: &found,
-        interrupted: &interrupted,
-        unreadable: &unreadable,
-        req: &req,
-        ws_root: &ws_root,
-        search_dir: &search_dir,
-        ctx,
-    };
-    walk::visit_walk(&builder, &mut collectors);
+    // Without a pattern, the search directory's own entries only.
+    let walker = Walk::new(ws, &req.rules, req.pattern.is_none().then_some(1));
+    walker.run(&root, &mut || -> walk::Visitor<'_> {
+        let mut collector = Collector {
+            found: &found,
+            interrupted: &interrupted,
+            unreadable: &unreadable,
+            req: &req,
+            ws_root: &ws_root,
+            search_dir: &search_dir,
+            ctx,
+            local: Vec::new(),
+        };
+        Box::new(move |entry| collector.visit(entry))
+    });
 
     if let Some(why) = interrupted
         .into_inner()
@@ -223,7 +225,7 @@ fn glob(ctx: &ToolContext, params: &Value) -> ToolResult {
             " {unreadable} director(ies) could not be read and were skipped."
         ));
     }
-    let refused = ignores.refused();
+    let refused = walker.refused_ignore_files();
     if refused > 0 {
         data.insert("refused_ignore_files".into(), Value::from(refused));
         text.push_str(&format!(
@@ -245,32 +247,6 @@ fn glob(ctx: &ToolContext, params: &Value) -> ToolResult {
         .with_path_resolved(rel_root)
 }
 
-/// Makes one [`Collector`] per walker thread.
-struct CollectorBuilder<'s> {
-    found: &'s Mutex<Vec<String>>,
-    interrupted: &'s Mutex<Option<Interrupt>>,
-    unreadable: &'s AtomicU64,
-    req: &'s Request,
-    ws_root: &'s Path,
-    search_dir: &'s Path,
-    ctx: &'s ToolContext,
-}
-
-impl<'s> ParallelVisitorBuilder<'s> for CollectorBuilder<'s> {
-    fn build(&mut self) -> Box<dyn ParallelVisitor + 's> {
-        Box::new(Collector {
-            found: self.found,
-            interrupted: self.interrupted,
-            unreadable: self.unreadable,
-            req: self.req,
-            ws_root: self.ws_root,
-            search_dir: self.search_dir,
-            ctx: self.ctx,
-            local: Vec::new(),
-        })
-    }
-}
-
 /// Collects the hits of one walker thread without locking, and hands them over when dropped.
 struct Collector<'s> {
     found: &'s Mutex<Vec<String>>,
@@ -284,19 +260,12 @@ struct Collector<'s> {
 }
 
 impl Collector<'_> {
-    fn hit(&self, entry: &DirEntry) -> Option<String> {
-        if entry.depth() == 0 {
-            return None;
-        }
-        let ft = entry.file_type()?;
-        if ft.is_symlink() {
-            return None;
-        }
+    fn hit(&self, entry: &Entry) -> Option<String> {
         let rel = walk::rel_str(entry.path(), self.ws_root);
         match &self.req.pattern {
-            None if ft.is_dir() => Some(format!("{rel}/")),
+            None if entry.kind() == Kind::Dir => Some(format!("{rel}/")),
             None => Some(rel),
-            Some(_) if !ft.is_file() => None,
+            Some(_) if entry.kind() != Kind::File => None,
             Some(m) => {
                 let under = entry
                     .path()
@@ -308,11 +277,11 @@ impl Collector<'_> {
     }
 }
 
-impl ParallelVisitor for Collector<'_> {
-    fn visit(&mut self, entry: Result<DirEntry, ignore::Error>) -> WalkState {
+impl Collector<'_> {
+    fn visit(&mut self, entry: Result<Entry, std::io::Error>) -> Visit {
         if let Some(why) = self.ctx.interrupted() {
             *self.interrupted.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
-            return WalkState::Quit;
+            return Visit::Quit;
         }
         match entry {
             Ok(entry) => {
@@ -320,13 +289,12 @@ impl ParallelVisitor for Collector<'_> {
                     self.local.push(hit);
                 }
             }
-            // A directory that cannot be listed (ignore-file syntax errors are not counted).
-            Err(e) if e.io_error().is_some() => {
+            // A directory that cannot be opened or listed.
+            Err(_) => {
                 self.unreadable.fetch_add(1, Ordering::Relaxed);
             }
-            Err(_) => {}
         }
-        WalkState::Continue
+        Visit::Continue
     }
 }
 

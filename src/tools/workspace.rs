@@ -1,15 +1,31 @@
-//! Path confinement: every path a tool touches is resolved under one root.
+//! Path confinement: every path a tool touches is resolved under one root, and every open is
+//! confined by the kernel beneath a handle of the root taken once, when the workspace is built.
 //!
 //! Resolution walks the requested path one component at a time, following symlinks itself
 //! (so a loop is detected and reported, not looped on), and only then checks that the final
-//! target is inside the root. Special files are recognised from metadata, never by opening them,
-//! and files are opened with `O_NONBLOCK | O_NOFOLLOW` and checked again after opening, so a file
-//! swapped for a FIFO or a symlink between the check and the open cannot block or escape.
+//! target is inside the root. Every look-up it makes (`lstat`, `readlink`) and every open that
+//! follows is made relative to the root handle, with `openat2(RESOLVE_BENEATH |
+//! RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)` where the kernel has it (Linux >= 5.6) and
+//! `openat(O_NOFOLLOW)` one component at a time elsewhere. The resolved path has no symlink left
+//! in it, so a directory swapped for a symlink after resolution makes the open fail instead of
+//! leaving the root, and a root replaced by a symlink after the workspace was built is never
+//! followed: the handle still names the original directory. Special files are recognised from
+//! metadata, never by opening them, and files are opened with `O_NONBLOCK | O_NOCTTY` and checked
+//! again with `fstat` after opening, so a file swapped for a FIFO between the check and the open
+//! cannot block.
 
+use std::ffi::OsStr;
 use std::fs::{File, Metadata};
 use std::io;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags, Stat};
+use rustix::io::Errno;
 
 /// How many symlinks one resolution may follow before it is called a loop (Linux's limit).
 const MAX_SYMLINK_HOPS: usize = 40;
@@ -72,27 +88,68 @@ pub enum EntryKind {
     Missing,
 }
 
+/// The identity of a file when it was resolved, to check that an open found the same file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileId {
+    /// Device number.
+    pub dev: u64,
+    /// Inode number.
+    pub ino: u64,
+    /// Size in bytes.
+    pub len: u64,
+}
+
+impl FileId {
+    fn of(st: &Stat) -> Self {
+        FileId {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            len: st.st_size as u64,
+        }
+    }
+}
+
 /// A path that has been resolved and confined under the root.
 #[derive(Debug, Clone)]
 pub struct Resolved {
-    /// The absolute resolved path (symlinks followed).
+    /// The absolute resolved path (symlinks followed), for display and as a key; never opened.
     pub path: PathBuf,
     /// The path relative to the root, `/`-separated, `.` for the root itself.
     pub relative: String,
     /// What is there.
     pub kind: EntryKind,
-    /// Metadata of the target, when it exists.
-    pub metadata: Option<Metadata>,
+    /// The identity of the target, when it exists.
+    pub id: Option<FileId>,
+    /// The exact path below the root, without symlinks or `..` (empty for the root): what is
+    /// opened beneath the root handle.
+    beneath: PathBuf,
 }
 
-/// One confined directory tree.
+impl Resolved {
+    /// The path below the root that opens go through (empty for the root itself).
+    pub(crate) fn beneath(&self) -> &Path {
+        &self.beneath
+    }
+}
+
+/// Whether `openat2` works here: unknown until first tried, then remembered.
+static OPENAT2: AtomicU8 = AtomicU8::new(OPENAT2_UNKNOWN);
+const OPENAT2_UNKNOWN: u8 = 0;
+const OPENAT2_YES: u8 = 1;
+const OPENAT2_NO: u8 = 2;
+
+/// One confined directory tree: its canonical path (for display and for placing traces
+/// elsewhere) and a handle of the directory taken when the workspace was built, which every open
+/// is made beneath.
 #[derive(Debug, Clone)]
 pub struct Workspace {
     root: PathBuf,
+    handle: Arc<OwnedFd>,
 }
 
 impl Workspace {
-    /// Confine to `root`, which must be an existing directory. The root is canonicalised.
+    /// Confine to `root`, which must be an existing directory. The root is canonicalised and a
+    /// handle of it is held from here on.
     pub fn new(root: impl AsRef<Path>) -> Result<Self, PathError> {
         let given = root.as_ref();
         let root = std::fs::canonicalize(given).map_err(|e| {
@@ -101,13 +158,31 @@ impl Workspace {
                 given.display()
             ))
         })?;
-        if !root.is_dir() {
-            return Err(PathError::InvalidPath(format!(
-                "Project root '{}' is not a directory.",
-                given.display()
-            )));
-        }
-        Ok(Workspace { root })
+        // O_NOFOLLOW: the canonical path has no symlink at its end, unless one was swapped in
+        // since; then this fails rather than holding whatever the link points at.
+        let handle = rustix::fs::open(
+            &root,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| {
+            if e == Errno::NOTDIR || e == Errno::LOOP {
+                PathError::InvalidPath(format!(
+                    "Project root '{}' is not a directory.",
+                    given.display()
+                ))
+            } else {
+                PathError::InvalidPath(format!(
+                    "Project root '{}' cannot be used: {}.",
+                    given.display(),
+                    io::Error::from(e)
+                ))
+            }
+        })?;
+        Ok(Workspace {
+            root,
+            handle: Arc::new(handle),
+        })
     }
 
     /// The canonical root.
@@ -141,35 +216,36 @@ impl Workspace {
             return Err(PathError::Absolute);
         }
         let path = self.walk(req)?;
-        if !path.starts_with(&self.root) {
+        let Ok(beneath) = path.strip_prefix(&self.root).map(Path::to_path_buf) else {
             return Err(PathError::Outside);
-        }
-        let (kind, metadata) = match std::fs::metadata(&path) {
-            Ok(m) => {
-                let ft = m.file_type();
-                let kind = if ft.is_file() {
-                    EntryKind::File
-                } else if ft.is_dir() {
-                    EntryKind::Directory
-                } else {
-                    EntryKind::Special
+        };
+        let relative = self.relative(&path);
+        let (kind, id) = match self.lstat_beneath(&beneath) {
+            Ok(st) => {
+                let kind = match FileType::from_raw_mode(st.st_mode) {
+                    FileType::RegularFile => EntryKind::File,
+                    FileType::Directory => EntryKind::Directory,
+                    // Resolution followed every link on the way; one here was swapped in since.
+                    FileType::Symlink => return Err(changed(&relative)),
+                    _ => EntryKind::Special,
                 };
-                (kind, Some(m))
+                (kind, Some(FileId::of(&st)))
             }
-            Err(e) if is_missing(&e) => (EntryKind::Missing, None),
-            Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => {
+            Err(e) if is_missing(e) => (EntryKind::Missing, None),
+            Err(Errno::NAMETOOLONG) => {
                 return Err(PathError::InvalidPath(
                     "Path is too long for the file system; use a shorter relative path.".into(),
                 ))
             }
-            Err(e) => return Err(PathError::Io(e.to_string())),
+            Err(e) if is_swapped(e) => return Err(changed(&relative)),
+            Err(e) => return Err(PathError::Io(io::Error::from(e).to_string())),
         };
-        let relative = self.relative(&path);
         Ok(Resolved {
             path,
             relative,
             kind,
-            metadata,
+            id,
+            beneath,
         })
     }
 
@@ -184,48 +260,133 @@ impl Workspace {
         }
     }
 
-    /// Open a resolved regular file for reading without ever blocking or following a symlink,
-    /// and check that it is still the same regular file that was resolved.
+    /// Open a resolved regular file for reading beneath the root handle, without ever blocking
+    /// or following a symlink, and check that it is still the same regular file that was
+    /// resolved.
     pub fn open(&self, resolved: &Resolved) -> Result<(File, Metadata), PathError> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&resolved.path)
+        let fd = self
+            .open_beneath(&resolved.beneath, OFlags::RDONLY | OFlags::NONBLOCK)
             .map_err(|e| {
-                if is_missing(&e) {
+                if is_missing(e) {
                     PathError::NotFound(resolved.relative.clone())
-                } else if e.raw_os_error() == Some(libc::ELOOP) {
+                } else if is_swapped(e) {
                     PathError::Conflict
+                } else if e == Errno::NXIO {
+                    // A socket.
+                    PathError::NotRegular(resolved.relative.clone())
                 } else {
-                    PathError::Io(e.to_string())
+                    PathError::Io(io::Error::from(e).to_string())
                 }
             })?;
+        let file = File::from(fd);
         let meta = file.metadata().map_err(|e| PathError::Io(e.to_string()))?;
         if !meta.file_type().is_file() {
             return Err(PathError::NotRegular(resolved.relative.clone()));
         }
-        if let Some(before) = &resolved.metadata {
-            if before.dev() != meta.dev() || before.ino() != meta.ino() {
+        if let Some(before) = &resolved.id {
+            if before.dev != meta.dev() || before.ino != meta.ino() {
                 return Err(PathError::Conflict);
             }
         }
         Ok((file, meta))
     }
 
-    /// Open a file a directory walk under the root found, for reading: without blocking on a
-    /// FIFO or following a symlink swapped in since the walk, and only if it is a regular file.
-    pub fn open_walked(path: &Path) -> std::io::Result<File> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(path)?;
-        if !file.metadata()?.file_type().is_file() {
-            return Err(std::io::Error::other("not a regular file"));
+    /// Open `beneath` (a path below the root made of plain names only; empty for the root) with
+    /// `flags`, never following a symlink and never leaving the root: `openat2` with
+    /// `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS` where the kernel has it,
+    /// `openat(O_NOFOLLOW)` one component at a time elsewhere. `O_CLOEXEC | O_NOFOLLOW` (and
+    /// `O_NOCTTY` unless `O_PATH`) are always added.
+    pub(crate) fn open_beneath(&self, beneath: &Path, flags: OFlags) -> Result<OwnedFd, Errno> {
+        let mut flags = flags | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+        if !flags.contains(OFlags::PATH) {
+            // openat2 refuses O_NOCTTY with O_PATH (EINVAL); an O_PATH descriptor takes no
+            // terminal anyway.
+            flags |= OFlags::NOCTTY;
         }
-        Ok(file)
+        let mut names = Vec::new();
+        for c in beneath.components() {
+            match c {
+                Component::Normal(n) => names.push(n),
+                Component::CurDir => {}
+                // Resolution never hands these over; refuse rather than trust a caller.
+                _ => return Err(Errno::XDEV),
+            }
+        }
+        if OPENAT2.load(Ordering::Relaxed) != OPENAT2_NO {
+            let path: &Path = if names.is_empty() {
+                Path::new(".")
+            } else {
+                beneath
+            };
+            let resolve =
+                ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+            let mut tries = 0;
+            loop {
+                match rustix::fs::openat2(self.handle.as_fd(), path, flags, Mode::empty(), resolve)
+                {
+                    Err(Errno::NOSYS) => {
+                        OPENAT2.store(OPENAT2_NO, Ordering::Relaxed);
+                        break;
+                    }
+                    // The kernel saw a rename it could not rule out; the answer may differ.
+                    Err(Errno::AGAIN) if tries < 8 => tries += 1,
+                    other => {
+                        OPENAT2.store(OPENAT2_YES, Ordering::Relaxed);
+                        return other;
+                    }
+                }
+            }
+        }
+        self.open_by_names(&names, flags)
+    }
+
+    /// The fallback of [`Workspace::open_beneath`] for kernels without `openat2`: `names` opened
+    /// one at a time from the root handle, each directory with `O_PATH | O_DIRECTORY |
+    /// O_NOFOLLOW` (a symlink there is `ENOTDIR`), the last with `flags` (which hold
+    /// `O_NOFOLLOW`).
+    fn open_by_names(&self, names: &[&OsStr], flags: OFlags) -> Result<OwnedFd, Errno> {
+        let Some((last, dirs)) = names.split_last() else {
+            return rustix::fs::openat(self.handle.as_fd(), ".", flags, Mode::empty());
+        };
+        let mut dir: Option<OwnedFd> = None;
+        for name in dirs {
+            let at = dir.as_ref().map_or(self.handle.as_fd(), |d| d.as_fd());
+            dir = Some(rustix::fs::openat(
+                at,
+                *name,
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?);
+        }
+        let at = dir.as_ref().map_or(self.handle.as_fd(), |d| d.as_fd());
+        rustix::fs::openat(at, *last, flags, Mode::empty())
+    }
+
+    /// `lstat` of `beneath` through the root handle (the root itself when empty).
+    fn lstat_beneath(&self, beneath: &Path) -> Result<Stat, Errno> {
+        match split(beneath) {
+            None => rustix::fs::fstat(self.handle.as_fd()),
+            Some((parent, name)) => {
+                let dir = self.open_beneath(parent, OFlags::PATH | OFlags::DIRECTORY)?;
+                rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)
+            }
+        }
+    }
+
+    /// The target of the symlink at `beneath`, read through the root handle.
+    fn readlink_beneath(&self, beneath: &Path) -> Result<PathBuf, Errno> {
+        let Some((parent, name)) = split(beneath) else {
+            return Err(Errno::INVAL);
+        };
+        let dir = self.open_beneath(parent, OFlags::PATH | OFlags::DIRECTORY)?;
+        let target = rustix::fs::readlinkat(&dir, name, Vec::new())?;
+        Ok(PathBuf::from(OsStr::from_bytes(target.as_bytes())))
     }
 
     /// Follow `req` component by component from the root, resolving symlinks as they come.
+    /// Inside the root every look-up goes through the root handle; a path that leaves the root
+    /// is followed by name only (nothing outside is looked at), so it resolves inside only if
+    /// it names its way back in.
     fn walk(&self, req: &Path) -> Result<PathBuf, PathError> {
         let mut out = self.root.clone();
         let mut pending: Vec<PathBuf> = Vec::new();
@@ -241,8 +402,12 @@ impl Workspace {
                 continue;
             }
             let candidate = out.join(&part);
-            match std::fs::symlink_metadata(&candidate) {
-                Ok(m) if m.file_type().is_symlink() => {
+            let Ok(beneath) = candidate.strip_prefix(&self.root) else {
+                out = candidate;
+                continue;
+            };
+            match self.lstat_beneath(beneath) {
+                Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
                     hops += 1;
                     if hops > MAX_SYMLINK_HOPS {
                         return Err(PathError::Io(format!(
@@ -250,8 +415,9 @@ impl Workspace {
                             self.relative(&candidate)
                         )));
                     }
-                    let target =
-                        std::fs::read_link(&candidate).map_err(|e| PathError::Io(e.to_string()))?;
+                    let target = self
+                        .readlink_beneath(beneath)
+                        .map_err(|e| PathError::Io(io::Error::from(e).to_string()))?;
                     push_components(&mut pending, &target);
                 }
                 _ => out = candidate,
@@ -259,6 +425,25 @@ impl Workspace {
         }
         Ok(out)
     }
+}
+
+/// `path` split into its parent and last name; None for an empty path.
+fn split(path: &Path) -> Option<(&Path, &OsStr)> {
+    let name = path.file_name()?;
+    Some((path.parent().unwrap_or(Path::new("")), name))
+}
+
+/// Something on the path became a symlink (or moved) after it was resolved.
+fn changed(relative: &str) -> PathError {
+    PathError::Io(format!(
+        "'{relative}' changed while it was being resolved (a symlink appeared on its path); try again."
+    ))
+}
+
+/// A symlink met where resolution saw none (`ELOOP` from `O_NOFOLLOW`/`RESOLVE_NO_SYMLINKS`,
+/// `ENOTDIR` on an `O_DIRECTORY` component), or a path that left the root (`EXDEV`).
+fn is_swapped(e: Errno) -> bool {
+    e == Errno::LOOP || e == Errno::XDEV
 }
 
 /// Push the components of `path` onto a stack so that they pop in order.
@@ -275,11 +460,8 @@ fn push_components(stack: &mut Vec<PathBuf>, path: &Path) {
     stack.extend(parts.into_iter().rev());
 }
 
-fn is_missing(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-    ) || e.raw_os_error() == Some(libc::ENOTDIR)
+fn is_missing(e: Errno) -> bool {
+    e == Errno::NOENT || e == Errno::NOTDIR
 }
 
 #[cfg(test)]
@@ -334,5 +516,56 @@ mod tests {
         );
         assert_eq!(ws.resolve("in").unwrap().relative, "notes.txt");
         assert_eq!(ws.resolve("loop1").unwrap_err().kind(), "io");
+    }
+
+    /// Both ways of opening beneath the root: openat2 (when the kernel has it) and the
+    /// name-by-name fallback refuse a symlink anywhere on the path and open plain paths.
+    #[test]
+    fn opens_beneath_the_root_refuse_symlinks_both_ways() {
+        let (d, ws) = tree();
+        let root = ws.root().to_path_buf();
+        std::fs::write(root.join("src/a.txt"), "a\n").unwrap();
+        symlink(d.path(), root.join("outdir")).unwrap();
+        symlink("src", root.join("insrc")).unwrap();
+        symlink("notes.txt", root.join("in")).unwrap();
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+        let names = |p: &'static str| -> Vec<&'static OsStr> { Path::new(p).iter().collect() };
+        for (path, ok) in [
+            ("src/a.txt", true),
+            ("notes.txt", true),
+            ("outdir/secret.txt", false),
+            ("insrc/a.txt", false),
+            ("in", false),
+        ] {
+            let fallback = ws.open_by_names(&names(path), flags);
+            let either = ws.open_beneath(Path::new(path), flags);
+            assert_eq!(fallback.is_ok(), ok, "fallback {path}: {fallback:?}");
+            assert_eq!(either.is_ok(), ok, "open_beneath {path}: {either:?}");
+        }
+        assert!(ws
+            .open_by_names(&[], OFlags::PATH | OFlags::DIRECTORY)
+            .is_ok());
+        assert_eq!(
+            ws.open_beneath(Path::new("../secret.txt"), flags)
+                .unwrap_err(),
+            Errno::XDEV
+        );
+    }
+
+    /// The root handle is taken once: a root renamed away and replaced by a symlink to outside
+    /// still resolves and reads the original directory.
+    #[test]
+    fn the_root_handle_outlives_a_swapped_root() {
+        let (d, ws) = tree();
+        let root = ws.root().to_path_buf();
+        std::fs::rename(&root, d.path().join("moved")).unwrap();
+        std::fs::create_dir(d.path().join("elsewhere")).unwrap();
+        std::fs::write(d.path().join("elsewhere/notes.txt"), "outside\n").unwrap();
+        symlink(d.path().join("elsewhere"), &root).unwrap();
+        let r = ws.resolve_file("notes.txt").unwrap();
+        let (mut file, _) = ws.open(&r).unwrap();
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut file, &mut text).unwrap();
+        assert_eq!(text, "hi\n");
     }
 }

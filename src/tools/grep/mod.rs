@@ -163,9 +163,8 @@ fn grep(ctx: &ToolContext, params: &Value) -> ToolResult {
         Err(e) => return *e,
     };
     let rel_root = root.relative.clone();
-    let search_dir = root.path.clone();
 
-    let found = match search::search(ctx, &req, &engine, &search_dir) {
+    let found = match search::search(ctx, &req, &engine, &root) {
         Ok(found) => found,
         Err(stopped) => {
             let (code, msg) = match stopped {

@@ -9,13 +9,12 @@ use std::sync::{Arc, Mutex};
 
 use grep_matcher::LineTerminator;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
-use ignore::WalkState;
 
 use crate::tools::context::{Interrupt, ToolContext};
 use crate::tools::grep::args::{OutputMode, Request};
 use crate::tools::grep::engine::Engine;
-use crate::tools::walk;
-use crate::tools::workspace::Workspace;
+use crate::tools::walk::{self, Kind, Visit, Walk};
+use crate::tools::workspace::Resolved;
 
 /// A single line longer than this makes the searcher give up on the rest of that file; such files
 /// are counted in `skipped_long_lines`. (Smaller in unit tests, so they need not write 64 MiB.)
@@ -50,8 +49,9 @@ pub(crate) fn search(
     ctx: &ToolContext,
     req: &Request,
     engine: &Engine,
-    search_dir: &Path,
+    start: &Resolved,
 ) -> Result<Found, Stopped> {
+    let search_dir: &Path = &start.path;
     let ws = &ctx.workspace;
     let shared = Shared {
         limit: req.limit,
@@ -79,99 +79,90 @@ pub(crate) fn search(
     let ws_root: PathBuf = ws.root().to_path_buf();
     let gave_up = AtomicBool::new(false);
 
-    let (builder, ignores) = walk::walker(ws, search_dir, &req.rules);
-    walk::visit_walk(
-        &builder,
-        &mut walk::FnVisitors(|| -> Box<dyn FnMut(Result<ignore::DirEntry, ignore::Error>) -> WalkState + Send + '_> {
-            let mut searcher = searcher_builder.build();
-            let (shared, gave_up, ws_root) = (&shared, &gave_up, &ws_root);
-            Box::new(move |entry| {
-                if let Some(why) = ctx.interrupted() {
-                    *shared.interrupted.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
-                    return WalkState::Quit;
+    let walker = Walk::new(ws, &req.rules, None);
+    walker.run(start, &mut || -> walk::Visitor<'_> {
+        let mut searcher = searcher_builder.build();
+        let (shared, gave_up, ws_root) = (&shared, &gave_up, &ws_root);
+        Box::new(move |entry| {
+            if let Some(why) = ctx.interrupted() {
+                *shared.interrupted.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+                return Visit::Quit;
+            }
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(_) => {
+                    // A directory that cannot be opened or listed.
+                    shared.io_errors.fetch_add(1, Ordering::Relaxed);
+                    return Visit::Continue;
                 }
-                let entry = match entry {
-                    Ok(entry) => entry,
-                    Err(e) => {
-                        // A directory that cannot be listed; ignore-file syntax errors are not
-                        // unreadable entries.
-                        if e.io_error().is_some() {
-                            shared.io_errors.fetch_add(1, Ordering::Relaxed);
-                        }
-                        return WalkState::Continue;
-                    }
-                };
-                let Some(ft) = entry.file_type() else {
-                    return WalkState::Continue;
-                };
-                let rel = walk::rel_str(entry.path(), ws_root);
-                if ft.is_dir() {
-                    if entry.depth() > 0 && shared.beyond_cutoff(&rel) {
-                        return WalkState::Skip;
-                    }
-                    return WalkState::Continue;
-                }
-                if !ft.is_file() {
-                    return WalkState::Continue;
-                }
-                if let Some(glob) = &req.glob {
-                    let under = entry
-                        .path()
-                        .strip_prefix(search_dir)
-                        .unwrap_or(entry.path());
-                    if !glob.is_match(under) {
-                        return WalkState::Continue;
-                    }
-                }
+            };
+            let rel = walk::rel_str(entry.path(), ws_root);
+            if entry.kind() == Kind::Dir {
                 if shared.beyond_cutoff(&rel) {
-                    return WalkState::Continue;
+                    return Visit::Skip;
                 }
-                let file = match Workspace::open_walked(entry.path()) {
-                    Ok(f) => f,
-                    Err(_) => {
-                        shared.io_errors.fetch_add(1, Ordering::Relaxed);
-                        return WalkState::Continue;
-                    }
-                };
-                shared.searched.fetch_add(1, Ordering::Relaxed);
-                let mut sink = FileSink::new(req.mode, req.limit, req.after);
-                let reader = Guarded { inner: file, ctx };
-                let outcome = match engine {
-                    Engine::Plain(m) => searcher.search_reader(m, reader, &mut sink),
-                    Engine::Fancy(m) => searcher.search_reader(m, reader, &mut sink),
-                };
-                if let Err(e) = outcome {
-                    if e.kind() == io::ErrorKind::TimedOut {
-                        let why = ctx.interrupted().unwrap_or(Interrupt::Deadline);
-                        *shared.interrupted.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
-                        return WalkState::Quit;
-                    }
-                    if engine.gave_up() {
-                        gave_up.store(true, Ordering::Relaxed);
-                        return WalkState::Quit;
-                    }
-                    if !is_line_limit(&e) {
-                        shared.io_errors.fetch_add(1, Ordering::Relaxed);
-                        return WalkState::Continue;
-                    }
-                    // The hits before the long line still count.
-                    shared.long_lines.fetch_add(1, Ordering::Relaxed);
+                return Visit::Continue;
+            }
+            if entry.kind() != Kind::File {
+                return Visit::Continue;
+            }
+            if let Some(glob) = &req.glob {
+                let under = entry
+                    .path()
+                    .strip_prefix(search_dir)
+                    .unwrap_or(entry.path());
+                if !glob.is_match(under) {
+                    return Visit::Continue;
                 }
-                if sink.binary || sink.count == 0 && sink.hits.is_empty() {
-                    return WalkState::Continue;
+            }
+            if shared.beyond_cutoff(&rel) {
+                return Visit::Continue;
+            }
+            let file = match entry.open_file() {
+                Ok(f) => f,
+                Err(_) => {
+                    shared.io_errors.fetch_add(1, Ordering::Relaxed);
+                    return Visit::Continue;
                 }
-                let hits = sink.into_hits(rel, req.before);
-                match req.mode {
-                    OutputMode::Content => {
-                        let keys: Vec<u64> = hits.hits.iter().map(|h| h.line).collect();
-                        shared.add(hits, keys.into_iter());
-                    }
-                    _ => shared.add(hits, std::iter::once(0)),
+            };
+            shared.searched.fetch_add(1, Ordering::Relaxed);
+            let mut sink = FileSink::new(req.mode, req.limit, req.after);
+            let reader = Guarded { inner: file, ctx };
+            let outcome = match engine {
+                Engine::Plain(m) => searcher.search_reader(m, reader, &mut sink),
+                Engine::Fancy(m) => searcher.search_reader(m, reader, &mut sink),
+            };
+            if let Err(e) = outcome {
+                if e.kind() == io::ErrorKind::TimedOut {
+                    let why = ctx.interrupted().unwrap_or(Interrupt::Deadline);
+                    *shared.interrupted.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+                    return Visit::Quit;
                 }
-                WalkState::Continue
-            })
-        }),
-    );
+                if engine.gave_up() {
+                    gave_up.store(true, Ordering::Relaxed);
+                    return Visit::Quit;
+                }
+                if !is_line_limit(&e) {
+                    shared.io_errors.fetch_add(1, Ordering::Relaxed);
+                    return Visit::Continue;
+                }
+                // The hits before the long line still count.
+                shared.long_lines.fetch_add(1, Ordering::Relaxed);
+            }
+            if sink.binary || sink.count == 0 && sink.hits.is_empty() {
+                return Visit::Continue;
+            }
+            let hits = sink.into_hits(rel, req.before);
+            match req.mode {
+                OutputMode::Content => {
+                    let keys: Vec<u64> = hits.hits.iter().map(|h| h.line).collect();
+                    shared.add(hits, keys.into_iter());
+                }
+                _ => shared.add(hits, std::iter::once(0)),
+            }
+            Visit::Continue
+        })
+    });
 
     if gave_up.load(Ordering::Relaxed) {
         return Err(Stopped::BacktrackLimit);
@@ -187,7 +178,7 @@ pub(crate) fn search(
         searched: shared.searched.load(Ordering::Relaxed),
         unreadable: shared.io_errors.load(Ordering::Relaxed),
         skipped_long_lines: shared.long_lines.load(Ordering::Relaxed),
-        refused_ignore_files: ignores.refused(),
+        refused_ignore_files: walker.refused_ignore_files(),
     })
 }
 
