@@ -13,7 +13,9 @@ fuzz_target!(|data: &[u8]| {
     let strict = ExploreResult::from_json(&raw, Default::default(), "completed");
     let repaired = ExploreResult::repair(&raw, Default::default(), "completed");
     if let Ok(result) = &strict {
-        let (again, how) = repaired.as_ref().expect("repair refused what the strict parse took");
+        let (again, how) = repaired
+            .as_ref()
+            .expect("repair refused what the strict parse took");
         assert_eq!((result, how), (again, &None));
         let value = result.to_value();
         let back = ExploreResult::from_dict(&Json::from_value(&value)).expect("its own dict");
@@ -25,7 +27,9 @@ fuzz_target!(|data: &[u8]| {
     let strict = VerificationResult::from_json(&raw, VerificationMeta::default());
     let repaired = VerificationResult::repair(&raw, VerificationMeta::default());
     if let Ok(result) = &strict {
-        let (again, how) = repaired.as_ref().expect("repair refused what the strict parse took");
+        let (again, how) = repaired
+            .as_ref()
+            .expect("repair refused what the strict parse took");
         assert_eq!((result, how), (again, &None));
     }
 });

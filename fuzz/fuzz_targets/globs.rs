@@ -14,8 +14,14 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let calls = [
-        ("Glob", json!({"pattern": glob, "include_hidden": true, "include_ignored": true})),
-        ("Grep", json!({"pattern": "e", "glob": glob, "output_mode": "files_with_matches"})),
+        (
+            "Glob",
+            json!({"pattern": glob, "include_hidden": true, "include_ignored": true}),
+        ),
+        (
+            "Grep",
+            json!({"pattern": "e", "glob": glob, "output_mode": "files_with_matches"}),
+        ),
     ];
     for (name, args) in calls {
         let envelope = run_tool(common::root(), name, ToolArgs::Value(args), None, Some(2.0))
@@ -23,11 +29,19 @@ fuzz_target!(|data: &[u8]| {
         common::assert_no_secret(&envelope.to_string(), glob);
         for path in envelope["data"]["paths"].as_array().into_iter().flatten() {
             let path = path.as_str().expect("paths are strings");
-            assert!(!path.starts_with('/') && !path.split('/').any(|c| c == ".."), "{path}");
-            assert!(!path.starts_with("link_dir_out/"), "listed through a link out: {path}");
+            assert!(
+                !path.starts_with('/') && !path.split('/').any(|c| c == ".."),
+                "{path}"
+            );
+            assert!(
+                !path.starts_with("link_dir_out/"),
+                "listed through a link out: {path}"
+            );
         }
         if envelope["status"] == "error" {
-            assert!(envelope["error"]["message"].as_str().is_some_and(|m| !m.is_empty()));
+            assert!(envelope["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()));
         }
     }
 });

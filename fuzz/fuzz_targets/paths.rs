@@ -14,8 +14,14 @@ fuzz_target!(|data: &[u8]| {
     };
     let ws = Workspace::new(common::root()).expect("the fuzz root");
     if let Ok(resolved) = ws.resolve(requested) {
-        assert!(resolved.path.starts_with(ws.root()), "{requested:?} -> {resolved:?}");
-        assert!(!resolved.relative.split('/').any(|c| c == ".."), "{resolved:?}");
+        assert!(
+            resolved.path.starts_with(ws.root()),
+            "{requested:?} -> {resolved:?}"
+        );
+        assert!(
+            !resolved.relative.split('/').any(|c| c == ".."),
+            "{resolved:?}"
+        );
         assert!(!resolved.relative.starts_with('/'), "{resolved:?}");
     }
     let checks = outrider::check_evidence(&ws, &[format!("{requested}:1")]);

@@ -16,9 +16,18 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let name = ["Read", "Grep", "Glob"][usize::from(which) % 3];
-    let envelope = run_tool(common::root(), name, ToolArgs::Text(text.into()), None, Some(2.0))
-        .expect("run_tool with a good root, mode and timeout");
+    let envelope = run_tool(
+        common::root(),
+        name,
+        ToolArgs::Text(text.into()),
+        None,
+        Some(2.0),
+    )
+    .expect("run_tool with a good root, mode and timeout");
     let status = envelope["status"].as_str().expect("status");
-    assert!(["success", "partial", "error"].contains(&status), "{envelope}");
+    assert!(
+        ["success", "partial", "error"].contains(&status),
+        "{envelope}"
+    );
     common::assert_no_secret(&envelope.to_string(), text);
 });
