@@ -68,3 +68,20 @@ notebook: dev ## Run examples/explore.ipynb headless (nbclient, python3 kernel, 
 .PHONY: notebook-outputs
 notebook-outputs: dev ## Re-run examples/explore.ipynb and save its outputs (commit them)
 	$(BIN)/python tools/run_notebook.py examples/explore.ipynb --write
+# cargo-fuzz needs nightly flags; RUSTC_BOOTSTRAP=1 lets the stable toolchain take them.
+FUZZ_TARGETS := contract tool_args globs paths
+FUZZ_SECONDS ?= 15
+.PHONY: fuzz
+fuzz: ## Fuzz smoke: each cargo-fuzz target for FUZZ_SECONDS (15) s; corpus in fuzz/corpus/<target>/
+	command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz build -O
+	cd fuzz && for t in $(FUZZ_TARGETS); do \
+	  RUSTC_BOOTSTRAP=1 cargo fuzz run -O $$t corpus/$$t -- -max_total_time=$(FUZZ_SECONDS) \
+	    -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 || exit 1; \
+	done
+
+# In the main target dir, so the dependencies `make lint` checked are reused (about 30 s then).
+.PHONY: fuzz-check
+fuzz-check: ## Compile the fuzz targets without libFuzzer (what CI checks; cheap)
+	cargo check -q --manifest-path fuzz/Cargo.toml --no-default-features --bins \
+	  --target-dir "$${CARGO_TARGET_DIR:-$(CURDIR)/target}"

@@ -78,15 +78,9 @@ pub fn run_tool_until(
     }
     let registry = ToolRegistry::readonly();
     let permissions = PermissionContext::new(mode);
-    let mut result = match &args {
-        ToolArgs::Text(t) => registry.execute(name, t.as_str(), &ctx, &permissions),
-        ToolArgs::Value(v) => registry.execute(name, v, &ctx, &permissions),
-        ToolArgs::Unusable(shown, why) => ToolResult::error(
-            &Value::String(shown.clone()),
-            ErrorCode::InvalidParam,
-            format!("Tool arguments must be a JSON object: {why}"),
-            0,
-        ),
+    let mut result = match ctx.deadline {
+        None => execute(&registry, name, &args, &ctx, &permissions),
+        Some(deadline) => execute_until(&registry, name, args, ctx, permissions, deadline),
     };
     if let (Some(err), Some(known)) = (&mut result.error, suggestion(&registry, name)) {
         let hint = format!(" Did you mean '{known}'? Tool names are case-sensitive.");
@@ -94,6 +88,72 @@ pub fn run_tool_until(
         result.text.push_str(&hint);
     }
     Ok(OutputBudget::default().apply(name, result).to_value())
+}
+
+fn execute(
+    registry: &ToolRegistry,
+    name: &str,
+    args: &ToolArgs,
+    ctx: &ToolContext,
+    permissions: &PermissionContext,
+) -> ToolResult {
+    match args {
+        ToolArgs::Text(t) => registry.execute(name, t.as_str(), ctx, permissions),
+        ToolArgs::Value(v) => registry.execute(name, v, ctx, permissions),
+        ToolArgs::Unusable(shown, why) => ToolResult::error(
+            &Value::String(shown.clone()),
+            ErrorCode::InvalidParam,
+            format!("Tool arguments must be a JSON object: {why}"),
+            0,
+        ),
+    }
+}
+
+/// How long past its deadline a tool's own answer is awaited before the caller gets a timeout
+/// envelope: tools stop themselves at the deadline, but one step of work (a regex over a 64 MiB
+/// line) can run for seconds before the next check.
+const DEADLINE_GRACE: Duration = Duration::from_millis(250);
+
+/// [`execute`] on its own thread, answered by the deadline (plus [`DEADLINE_GRACE`]) whether or
+/// not the tool has finished; a tool still running is left to stop at its next check.
+fn execute_until(
+    registry: &ToolRegistry,
+    name: &str,
+    args: ToolArgs,
+    ctx: ToolContext,
+    permissions: PermissionContext,
+    deadline: std::time::Instant,
+) -> ToolResult {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let (registry, owned_name) = (registry.clone(), name.to_string());
+    let shown = match &args {
+        ToolArgs::Text(t) => Value::String(t.clone()),
+        ToolArgs::Value(v) => v.clone(),
+        ToolArgs::Unusable(shown, _) => Value::String(shown.clone()),
+    };
+    let spawned = std::thread::Builder::new()
+        .name("outrider-run-tool".into())
+        .spawn(move || {
+            let _ = tx.send(execute(&registry, &owned_name, &args, &ctx, &permissions));
+        });
+    if let Err(e) = spawned {
+        return ToolResult::error(
+            &shown,
+            ErrorCode::InternalError,
+            format!("Tool '{name}' could not start a thread: {e}"),
+            0,
+        );
+    }
+    let wait = deadline.saturating_duration_since(std::time::Instant::now()) + DEADLINE_GRACE;
+    match rx.recv_timeout(wait) {
+        Ok(result) => result,
+        Err(_) => ToolResult::error(
+            &shown,
+            ErrorCode::Timeout,
+            format!("Tool '{name}' did not finish within its timeout"),
+            0,
+        ),
+    }
 }
 
 /// A registered tool whose name differs from `name` only in case.
@@ -185,6 +245,52 @@ mod tests {
             .as_str()
             .unwrap()
             .ends_with("Did you mean 'Grep'? Tool names are case-sensitive."));
+    }
+
+    /// A Read that ignores its deadline, as one long step of a real tool does.
+    struct Stubborn;
+
+    impl crate::tools::tool::Tool for Stubborn {
+        fn name(&self) -> &'static str {
+            "Read"
+        }
+        fn description(&self) -> std::borrow::Cow<'static, str> {
+            "sleeps".into()
+        }
+        fn parameters(&self) -> Value {
+            json!({"type": "object"})
+        }
+        fn run(&self, _ctx: &ToolContext, args: &Value) -> ToolResult {
+            std::thread::sleep(Duration::from_secs(3));
+            ToolResult::error(args, ErrorCode::InternalError, "too late", 0)
+        }
+    }
+
+    #[test]
+    fn a_tool_past_its_deadline_is_answered_by_the_deadline() {
+        // Found by the attack suite: a Grep over a 70 MB single line answered 1.1 s past a 3 s
+        // timeout, because the search checks the clock only between reads.
+        let dir = tempfile::tempdir().unwrap();
+        let mut registry = ToolRegistry::readonly();
+        registry.register(std::sync::Arc::new(Stubborn));
+        let ctx = ToolContext::new(Workspace::new(dir.path()).unwrap());
+        let started = std::time::Instant::now();
+        let deadline = started + Duration::from_millis(100);
+        let result = execute_until(
+            &registry,
+            "Read",
+            ToolArgs::Value(json!({"path": "a.txt"})),
+            ctx,
+            PermissionContext::new(RuntimeMode::ReadonlySubagent),
+            deadline,
+        );
+        let took = started.elapsed();
+        assert!(took < Duration::from_millis(100) + DEADLINE_GRACE + Duration::from_millis(150));
+        assert_eq!(result.error_code(), Some(ErrorCode::Timeout));
+        assert_eq!(
+            result.error.map(|e| e.message),
+            Some("Tool 'Read' did not finish within its timeout".to_string())
+        );
     }
 
     #[test]

@@ -194,7 +194,9 @@ impl Workspace {
     pub fn relative(&self, path: &Path) -> String {
         match path.strip_prefix(&self.root) {
             Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
-            Ok(rel) => rel.to_string_lossy().replace('\\', "/"),
+            // A backslash is an ordinary file-name character here: turned into `/`, a file
+            // named `..\\x` would be shown as `../x`, a path outside the root.
+            Ok(rel) => rel.to_string_lossy().into_owned(),
             Err(_) => path.to_string_lossy().into_owned(),
         }
     }
@@ -498,6 +500,19 @@ mod tests {
         assert_eq!(ws.resolve("/etc/passwd").unwrap_err(), PathError::Absolute);
         assert_eq!(ws.resolve("../secret.txt").unwrap_err(), PathError::Outside);
         assert_eq!(ws.resolve("a\0b").unwrap_err().kind(), "invalid_path");
+    }
+
+    #[test]
+    fn backslashes_in_names_are_kept() {
+        // Found by the `paths` fuzz target: a name ending in `\\..` came back with a `..` part.
+        let (_d, ws) = tree();
+        let name = "x\\..\\..\\secret.txt";
+        std::fs::write(ws.root().join(name), "b\n").unwrap();
+        let r = ws.resolve(name).unwrap();
+        assert_eq!((r.relative.as_str(), r.kind), (name, EntryKind::File));
+        let missing = ws.resolve("a\\\\b\\..").unwrap();
+        assert_eq!(missing.relative, "a\\\\b\\..");
+        assert!(!missing.relative.split('/').any(|c| c == ".."));
     }
 
     #[test]
