@@ -7,6 +7,13 @@ BIN := $(VENV)/bin
 # cargo test of the python feature links libpython: point the loader at the interpreter's.
 PYLIBDIR = $(shell $(BIN)/python -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR"))')
 
+# The SDKs, frameworks and notebook tools the integration tests run against.
+INTEGRATIONS := "openai==3.57.0" "anthropic==2.16.0" "litellm==1.110.2" "openai-agents==0.24.0" \
+	"pydantic-ai-slim==2.68.0" "langchain-core==1.8.3" "mcp==2.3.0" "tqdm==4.70.1" "pandas==3.1.1" \
+	"pydantic==2.14.4" "httpx==0.29.0" "nbclient==0.11.0" "nbformat==5.11.1" "ipykernel==7.4.0"
+# litellm fetches a price list from the network on import unless told not to.
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+
 .PHONY: help
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-17s %s\n", $$1, $$2}'
@@ -15,6 +22,8 @@ $(BIN)/.deps: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q "maturin>=1.9.4,<2" "pytest==9.2.0" "pytest-timeout==2.4.0" "hypothesis==6.170.15" "llmock==0.2.2" "ruff==0.17.5" "mypy==2.4.1"
+	# The optional integrations, tested against these exact versions (none is needed at runtime).
+	$(BIN)/pip install -q $(INTEGRATIONS)
 	touch $@
 
 .PHONY: venv
