@@ -28,5 +28,5 @@ pub use crate::runner::{CancelToken, ParsedResult};
 pub use crate::tools::envelope::{to_pretty_json, ToolResult};
 pub use crate::tools::run::{run_tool, tool_schemas, ToolArgs};
 pub use crate::tools::workspace::Workspace;
-pub use crate::trace::{EventSink, TraceEvent, TraceRetention};
+pub use crate::trace::{EventSink, TraceEvent, TraceRetention, SPAN_TARGET};
 pub use crate::VERSION;

@@ -392,7 +392,7 @@ impl SubagentLauncher {
         let (model, chosen) = self.select(requested);
         let route = ModelRoute::reported(model.route_label(), chosen);
         let child_session_id = new_child_id();
-        let span = tracing::info_span!(
+        let span = tracing::info_span!(target: crate::trace::SPAN_TARGET,
             "launch",
             session_id = %child_session_id,
             profile = %profile.name,

@@ -310,7 +310,7 @@ impl MainAgent {
             cancel,
             extra_system: None,
         };
-        let span = tracing::info_span!("main_agent", session_id = %session);
+        let span = tracing::info_span!(target: crate::trace::SPAN_TARGET, "main_agent", session_id = %session);
         tracing::info!(session_id = %session, "main agent started");
         let out = tracing::Instrument::instrument(runner.run(task), span).await;
         tracing::info!(

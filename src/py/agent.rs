@@ -4,7 +4,8 @@ use pyo3::prelude::*;
 
 use crate::api::{MainAgent, MainAgentOptions};
 use crate::py::convert::{dump, opt_float, opt_int, opt_str_list, path_arg, req_str, wrong_type};
-use crate::py::launcher::{model_arg, trace_dir_arg, PySubagentLauncher};
+use crate::py::launcher::{model_arg, retention_arg, trace_dir_arg, PySubagentLauncher};
+use crate::py::observe::{event_sink, refresh_level};
 use crate::py::runtime::run;
 
 /// A main agent with Read/Grep/Glob and the Task tool (see the stub).
@@ -16,7 +17,7 @@ pub struct PyMainAgent {
 #[pymethods]
 impl PyMainAgent {
     #[new]
-    #[pyo3(signature = (project_root, llm, light_llm=None, *, launcher=None, trace_dir=None, subagent_types=None, max_steps=None, total_token_budget=None, context_token_budget=None, timeout_seconds=None))]
+    #[pyo3(signature = (project_root, llm, light_llm=None, *, launcher=None, trace_dir=None, subagent_types=None, max_steps=None, total_token_budget=None, context_token_budget=None, timeout_seconds=None, trace_retention=None))]
     #[allow(clippy::too_many_arguments)]
     fn py_new(
         project_root: &Bound<'_, PyAny>,
@@ -29,7 +30,9 @@ impl PyMainAgent {
         total_token_budget: Option<&Bound<'_, PyAny>>,
         context_token_budget: Option<&Bound<'_, PyAny>>,
         timeout_seconds: Option<&Bound<'_, PyAny>>,
+        trace_retention: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        refresh_level(project_root.py());
         let launcher = match launcher.filter(|l| !l.is_none()) {
             Some(l) => Some(
                 l.cast::<PySubagentLauncher>()
@@ -56,6 +59,7 @@ impl PyMainAgent {
             total_token_budget: opt_int(total_token_budget, "total_token_budget")?,
             context_token_budget: opt_int(context_token_budget, "context_token_budget")?,
             timeout_seconds: opt_float(timeout_seconds, "timeout_seconds")?,
+            trace_retention: retention_arg(trace_retention)?,
         };
         let root = path_arg(project_root, "project_root")?;
         Ok(PyMainAgent {
@@ -66,10 +70,20 @@ impl PyMainAgent {
     /// Run the main agent on `task` (GIL released; Ctrl-C cancels it and its children) and return
     /// `{session_id, final_text, terminal_reason, error, steps, model_calls, tool_usage,
     /// token_usage, trace_path, trace_error}`.
-    fn run<'py>(&self, py: Python<'py>, task: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    #[pyo3(signature = (task, *, on_event=None))]
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        task: &Bound<'py, PyAny>,
+        on_event: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let task = req_str(task, "task")?;
-        let agent = self.inner.clone();
-        let out = run(py, |c| async move { agent.run(&task, c).await })?;
+        let (agent, sink) = (self.inner.clone(), event_sink(on_event)?);
+        refresh_level(py);
+        let out = run(
+            py,
+            |c| async move { agent.run_observed(&task, c, sink).await },
+        )?;
         dump(py, &out)
     }
 

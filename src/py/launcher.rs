@@ -8,15 +8,17 @@ use pyo3::types::{PyBool, PyDict};
 use crate::api::ChatModel;
 use crate::api::{CancelToken, ParsedResult};
 use crate::api::{
-    LauncherOptions, RequestInit, SubagentLaunchResult, SubagentLauncher, Verification,
+    LaunchObserver, LauncherOptions, RequestInit, SubagentLaunchResult, SubagentLauncher,
+    Verification,
 };
-use crate::api::{SubagentRequest, TraceDirSetting};
+use crate::api::{SubagentRequest, TraceDirSetting, TraceRetention};
 use crate::py::contract::{PyExploreResult, PyVerificationResult};
 use crate::py::convert::{
     dump, opt_int, opt_json, opt_str, opt_str_list, path_arg, req_str, wrong_type,
 };
 use crate::py::frozen_class;
 use crate::py::model::PyCallableModel;
+use crate::py::observe::{event_sink, many_observer, refresh_level};
 use crate::py::profile::PyRuntimeProfile;
 use crate::py::runtime::{run, spawn_awaitable};
 
@@ -78,6 +80,8 @@ frozen_class! {
         elapsed_ms: u64 = |r| r.elapsed_ms,
         tool_usage: crate::api::ToolUsage = |r| r.tool_usage.clone(),
         token_usage: u64 = |r| r.token_usage,
+        input_tokens: u64 = |r| r.input_tokens,
+        output_tokens: u64 = |r| r.output_tokens,
         usage_estimated: bool = |r| r.usage_estimated,
         repair: Option<&'static str> = |r| r.repair.map(|x| x.as_str()),
         model_calls: u64 = |r| r.model_calls,
@@ -143,6 +147,31 @@ pub fn model_arg(
     ))
 }
 
+/// A `trace_retention` argument: None (`OUTRIDER_TRACE_KEEP`, else the default), False (keep
+/// every trace), a file count, or a spec such as `"1000,30d"`.
+pub fn retention_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<TraceRetention>> {
+    let Some(obj) = obj.filter(|o| !o.is_none()) else {
+        return Ok(None);
+    };
+    let spec = match obj.cast::<PyBool>() {
+        Ok(b) if !b.is_true() => "off".to_string(),
+        Ok(_) => {
+            return Err(wrong_type(
+                "trace_retention",
+                "an int, a str such as \"1000,30d\", False or None",
+                obj,
+            ))
+        }
+        Err(_) => match obj.extract::<i64>() {
+            Ok(n) => n.to_string(),
+            Err(_) => req_str(obj, "trace_retention")?,
+        },
+    };
+    TraceRetention::parse(&spec)
+        .map(Some)
+        .map_err(|e| crate::api::Error::config("trace_retention", e).into())
+}
+
 fn profiles_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<crate::api::RuntimeProfile>> {
     let Some(obj) = obj.filter(|o| !o.is_none()) else {
         return Ok(vec![]);
@@ -180,7 +209,8 @@ pub struct PySubagentLauncher {
 #[pymethods]
 impl PySubagentLauncher {
     #[new]
-    #[pyo3(signature = (project_root, main_llm=None, light_llm=None, *, trace_dir=None, parent_trace=None, profiles=None, max_concurrency=None))]
+    #[pyo3(signature = (project_root, main_llm=None, light_llm=None, *, trace_dir=None, parent_trace=None, profiles=None, max_concurrency=None, trace_retention=None))]
+    #[allow(clippy::too_many_arguments)]
     fn py_new(
         project_root: &Bound<'_, PyAny>,
         main_llm: Option<&Bound<'_, PyAny>>,
@@ -189,7 +219,9 @@ impl PySubagentLauncher {
         parent_trace: Option<&Bound<'_, PyAny>>,
         profiles: Option<&Bound<'_, PyAny>>,
         max_concurrency: Option<&Bound<'_, PyAny>>,
+        trace_retention: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        refresh_level(project_root.py());
         let options = LauncherOptions {
             main_model: model_arg(main_llm, "main_llm")?,
             light_model: model_arg(light_llm, "light_llm")?,
@@ -201,6 +233,7 @@ impl PySubagentLauncher {
             parent_trace_handle: None,
             profiles: profiles_arg(profiles)?,
             max_concurrency: opt_int(max_concurrency, "max_concurrency")?,
+            trace_retention: retention_arg(trace_retention)?,
         };
         let root = path_arg(project_root, "project_root")?;
         Ok(PySubagentLauncher {
@@ -209,23 +242,31 @@ impl PySubagentLauncher {
     }
 
     /// Launch one child and wait for it (GIL released; Ctrl-C cancels the child).
+    #[pyo3(signature = (request, *, on_event=None))]
     fn launch(
         &self,
         py: Python<'_>,
         request: &Bound<'_, PyAny>,
+        on_event: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PySubagentLaunchResult> {
         let (req, launcher) = (request_arg(request)?, self.inner.clone());
-        let inner = run(py, |c| async move { launcher.launch(req, c).await })?;
+        let observer = LaunchObserver::events(event_sink(on_event)?);
+        refresh_level(py);
+        let inner = run(py, |c| async move {
+            launcher.launch_observed(req, c, &observer).await
+        })?;
         Ok(PySubagentLaunchResult { inner })
     }
 
     /// Launch many children at once, at most `max_concurrency` at a time; results in input order.
-    #[pyo3(signature = (requests, max_concurrency=None))]
+    #[pyo3(signature = (requests, max_concurrency=None, *, on_event=None, progress=false))]
     fn launch_many(
         &self,
         py: Python<'_>,
         requests: &Bound<'_, PyAny>,
         max_concurrency: Option<&Bound<'_, PyAny>>,
+        on_event: Option<&Bound<'_, PyAny>>,
+        progress: bool,
     ) -> PyResult<Vec<PySubagentLaunchResult>> {
         let reqs: Vec<SubagentRequest> = requests
             .try_iter()
@@ -236,31 +277,52 @@ impl PySubagentLauncher {
             opt_int(max_concurrency, "max_concurrency")?,
             self.inner.clone(),
         );
-        let results = run(
-            py,
-            |c| async move { launcher.launch_many(reqs, limit, c).await },
-        )?;
-        Ok(results
+        let (observer, bar) = many_observer(py, on_event, progress, reqs.len())?;
+        refresh_level(py);
+        let results = run(py, |c| async move {
+            launcher
+                .launch_many_observed(reqs, limit, c, observer)
+                .await
+        });
+        if let Some(bar) = bar {
+            bar.bind(py).call_method0("close")?;
+        }
+        Ok(results?
             .into_iter()
             .map(|inner| PySubagentLaunchResult { inner })
             .collect())
     }
 
     /// Launch one child from async code: returns an awaitable (cancelling it cancels the child).
+    #[pyo3(signature = (request, *, on_event=None))]
     fn launch_async<'py>(
         &self,
         py: Python<'py>,
         request: &Bound<'py, PyAny>,
+        on_event: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (req, launcher) = (request_arg(request)?, self.inner.clone());
+        let observer = LaunchObserver::events(event_sink(on_event)?);
+        refresh_level(py);
         let cancel = CancelToken::new();
         let c = cancel.clone();
         spawn_awaitable(
             py,
-            async move { launcher.launch(req, c).await },
+            async move { launcher.launch_observed(req, c, &observer).await },
             cancel,
             |py, out| Ok(Py::new(py, PySubagentLaunchResult { inner: out? })?.into_any()),
         )
+    }
+
+    /// Launch one child from async code, yielding each trace event dict as it happens and then
+    /// the result (`outrider._observe.stream`).
+    fn stream<'py>(
+        slf: &Bound<'py, Self>,
+        request: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        slf.py()
+            .import("outrider._observe")?
+            .call_method1("stream", (slf, request))
     }
 
     /// Verify a completion candidate: the deterministic checks, then a verification child.
@@ -276,6 +338,7 @@ impl PySubagentLauncher {
         let requirements = opt_json(requirements, "requirements")?.to_value();
         let evidence = opt_str_list(evidence, "evidence")?.unwrap_or_default();
         let launcher = self.inner.clone();
+        refresh_level(py);
         let inner = run(py, |c| async move {
             launcher.verify(&candidate, requirements, evidence, c).await
         })?;

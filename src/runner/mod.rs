@@ -134,8 +134,7 @@ impl RuntimeRunner {
         let stop = loop {
             step += 1;
             tracing::debug!(session_id = %self.trace.session_id(), step, "step");
-            let step_span =
-                tracing::info_span!("step", session_id = %self.trace.session_id(), step);
+            let step_span = tracing::info_span!(target: crate::trace::SPAN_TARGET, "step", session_id = %self.trace.session_id(), step);
             let mut hint = None;
             let resp = loop {
                 match self
@@ -205,7 +204,7 @@ impl RuntimeRunner {
                 continue;
             }
             let text = resp.content.trim().to_string();
-            let gate_span = tracing::info_span!(
+            let gate_span = tracing::info_span!(target: crate::trace::SPAN_TARGET,
                 parent: &step_span,
                 "completion_gate",
                 verdict = Empty,
@@ -335,7 +334,7 @@ impl RuntimeRunner {
             ),
         });
         self.trace.emit(step, &event::WrapUp { reason });
-        let span = tracing::info_span!(
+        let span = tracing::info_span!(target: crate::trace::SPAN_TARGET,
             "wrap_up",
             session_id = %self.trace.session_id(),
             step,

@@ -130,7 +130,7 @@ impl RuntimeRunner {
             deadline: Some(deadline),
         };
         st.calls += 1;
-        let span = tracing::info_span!(
+        let span = tracing::info_span!(target: crate::trace::SPAN_TARGET,
             "model_call",
             model = %self.model.describe(),
             prompt_estimate = estimated_prompt,
@@ -276,7 +276,7 @@ impl RuntimeRunner {
                     tool_call_id: &call.id,
                 },
             );
-            let span = tracing::info_span!(
+            let span = tracing::info_span!(target: crate::trace::SPAN_TARGET,
                 "tool_call",
                 tool = %call.name,
                 tool_call_id = %call.id,

@@ -23,6 +23,11 @@ pub use dir::{resolve, TraceDir};
 pub use event::{EventKind, EventPayload, SessionSummary, UnknownEvent};
 pub use retention::{TraceRetention, DEFAULT_KEEP_DAYS, DEFAULT_KEEP_FILES, TRACE_KEEP_ENV};
 
+/// The `tracing` target of every span the core opens (launch, step, model_call, tool_call,
+/// completion_gate, wrap_up, main_agent). Events keep their module's target, so a log bridge
+/// can forward events and leave out the span lifecycle lines `tracing`'s `log` feature writes.
+pub const SPAN_TARGET: &str = "outrider::span";
+
 /// A UTC timestamp in ISO 8601 with milliseconds and a `Z`.
 pub fn utc_now_iso() -> String {
     humantime::format_rfc3339_millis(SystemTime::now()).to_string()
