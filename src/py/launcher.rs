@@ -153,18 +153,19 @@ pub fn retention_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<TraceRet
     let Some(obj) = obj.filter(|o| !o.is_none()) else {
         return Ok(None);
     };
+    let expected = || {
+        wrong_type(
+            "trace_retention",
+            "an int, a str such as \"1000,30d\", False or None",
+            obj,
+        )
+    };
     let spec = match obj.cast::<PyBool>() {
         Ok(b) if !b.is_true() => "off".to_string(),
-        Ok(_) => {
-            return Err(wrong_type(
-                "trace_retention",
-                "an int, a str such as \"1000,30d\", False or None",
-                obj,
-            ))
-        }
+        Ok(_) => return Err(expected()),
         Err(_) => match obj.extract::<i64>() {
             Ok(n) => n.to_string(),
-            Err(_) => req_str(obj, "trace_retention")?,
+            Err(_) => obj.extract::<String>().map_err(|_| expected())?,
         },
     };
     TraceRetention::parse(&spec)

@@ -83,9 +83,7 @@ impl TraceRetention {
     /// error naming the variable).
     pub fn from_env() -> Result<TraceRetention, String> {
         match std::env::var(TRACE_KEEP_ENV) {
-            Ok(v) if !v.trim().is_empty() => {
-                TraceRetention::parse(&v).map_err(|e| format!("{TRACE_KEEP_ENV}: {e}"))
-            }
+            Ok(v) if !v.trim().is_empty() => TraceRetention::parse(&v),
             _ => Ok(TraceRetention::default()),
         }
     }
