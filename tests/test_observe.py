@@ -119,7 +119,9 @@ def test_a_disabled_logger_is_never_called_from_the_core(
 # --- on_event -----------------------------------------------------------------------------------
 
 
-def test_on_event_receives_each_trace_line_as_a_dict(repo: pathlib.Path, tmp_path: pathlib.Path) -> None:
+def test_on_event_receives_each_trace_line_as_a_dict(
+    repo: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
     events: list[dict[str, Any]] = []
     launcher = SubagentLauncher(repo, script(), trace_dir=tmp_path / "traces")
     result = launcher.launch(request(), on_event=events.append)
@@ -147,27 +149,35 @@ def test_a_raising_on_event_is_logged_once_and_the_run_goes_on(
     raised = [r for r in caplog.records if "on_event" in r.getMessage()]
     assert len(raised) == 1
     assert raised[0].levelname == "WARNING"
-    assert raised[0].getMessage().startswith(f"on_event callback {broken!r} raised on event 'run_start'")
+    assert (
+        raised[0]
+        .getMessage()
+        .startswith(f"on_event callback {broken!r} raised on event 'run_start'")
+    )
     assert raised[0].exc_info is not None and str(raised[0].exc_info[1]) == "boom"
 
 
 def test_on_event_must_be_callable(repo: pathlib.Path) -> None:
     launcher = SubagentLauncher(repo, script(), trace_dir=False)
-    with pytest.raises(outrider.ArgumentTypeError, match=r"^on_event: must be a callable taking one event dict, or None, got int"):
+    with pytest.raises(
+        outrider.ArgumentTypeError,
+        match=r"^on_event: must be a callable taking one event dict, or None, got int",
+    ):
         launcher.launch(request(), on_event=5)  # type: ignore[arg-type]
 
 
 def test_launch_many_and_main_agent_deliver_events(repo: pathlib.Path) -> None:
     events: list[dict[str, Any]] = []
-    launcher = SubagentLauncher(
-        repo, lambda req: FINAL, trace_dir=False
-    )
+    launcher = SubagentLauncher(repo, lambda req: FINAL, trace_dir=False)
     results = launcher.launch_many([request("a"), request("b")], on_event=events.append)
     ids = {r.child_session_id for r in results}
     assert {e["session_id"] for e in events} == ids
     main_events: list[dict[str, Any]] = []
     main = ScriptedLLM(
-        [[call("Task", description="Find auth", prompt="Find login.", subagent_type="explore")], "Done."]
+        [
+            [call("Task", description="Find auth", prompt="Find login.", subagent_type="explore")],
+            "Done.",
+        ]
     )
     agent = outrider.MainAgent(repo, main, lambda req: FINAL, trace_dir=False)
     out = agent.run("Where is login?", on_event=main_events.append)
@@ -283,7 +293,7 @@ def test_trace_retention_prunes_old_traces_when_the_launcher_is_built(
     names = old_traces(traces, 5)
     (traces / "notes.txt").write_text("mine")
     SubagentLauncher(repo, lambda req: FINAL, trace_dir=traces, trace_retention=retention)
-    assert sorted(p.name for p in traces.iterdir()) == sorted(names[:kept] + ["notes.txt"])
+    assert sorted(p.name for p in traces.iterdir()) == sorted([*names[:kept], "notes.txt"])
 
 
 def test_trace_retention_from_the_environment(
@@ -302,7 +312,11 @@ def test_trace_retention_from_the_environment(
 @pytest.mark.parametrize(
     ("value", "error", "message"),
     [
-        (-1, outrider.ConfigError, 'trace_retention: trace retention "-1" has a negative part "-1"'),
+        (
+            -1,
+            outrider.ConfigError,
+            'trace_retention: trace retention "-1" has a negative part "-1"',
+        ),
         ("soon", outrider.ConfigError, 'trace_retention: trace retention "soon" has a part "soon"'),
         (
             True,

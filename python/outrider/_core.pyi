@@ -1,10 +1,17 @@
 """Type stubs for the native core, ``outrider._core`` (hand-written; checked by mypy.stubtest)."""
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from os import PathLike
 from typing import Any, Final, Literal, final
 
-from outrider.types import EvidenceCheck, ModelCallable, TerminalReason, ToolEnvelope
+from outrider.types import (
+    EvidenceCheck,
+    ModelCallable,
+    OnEvent,
+    TerminalReason,
+    ToolEnvelope,
+    TraceEvent,
+)
 
 __all__ = [
     "EXPLORE_PROFILE",
@@ -362,6 +369,12 @@ class SubagentLaunchResult:
     @property
     def token_usage(self) -> int: ...
     @property
+    def input_tokens(self) -> int:
+        """Of :attr:`token_usage`, the prompt (input) tokens, summed over the model calls."""
+    @property
+    def output_tokens(self) -> int:
+        """Of :attr:`token_usage`, the completion (output) tokens."""
+    @property
     def usage_estimated(self) -> bool:
         """True when some model call reported no usage and its tokens were estimated."""
     @property
@@ -397,17 +410,36 @@ class SubagentLauncher:
         parent_trace: str | PathLike[str] | None = None,
         profiles: Iterable[RuntimeProfile] | Mapping[str, RuntimeProfile] | None = None,
         max_concurrency: int | None = None,
+        trace_retention: int | str | Literal[False] | None = None,
     ) -> SubagentLauncher:
         """``max_concurrency`` bounds the children running at once through this launcher
-        (default 8)."""
-    def launch(self, request: SubagentRequest) -> SubagentLaunchResult:
-        """Run one child to the end (GIL released; Ctrl-C cancels it and raises)."""
-    def launch_async(self, request: SubagentRequest) -> Awaitable[SubagentLaunchResult]:
+        (default 8). ``trace_retention`` says which old traces are deleted from ``trace_dir`` when
+        the launcher is built: a file count (the newest are kept), an age (``"30d"``, ``"12h"``),
+        both (``"1000,30d"``), or ``False`` for none; default ``$OUTRIDER_TRACE_KEEP``, else
+        ``"1000,30d"``. Only outrider's own ``trace-child-*``/``trace-main-*`` files are deleted."""
+    def launch(
+        self, request: SubagentRequest, *, on_event: OnEvent | None = None
+    ) -> SubagentLaunchResult:
+        """Run one child to the end (GIL released; Ctrl-C cancels it and raises). ``on_event``
+        receives each event of the child's trace as it happens (see :data:`outrider.types.OnEvent`)."""
+    def launch_async(
+        self, request: SubagentRequest, *, on_event: OnEvent | None = None
+    ) -> Awaitable[SubagentLaunchResult]:
         """The same from async code; cancelling the awaitable cancels the child."""
+    def stream(self, request: SubagentRequest) -> AsyncIterator[TraceEvent | SubagentLaunchResult]:
+        """Launch from async code and yield each trace event dict as it happens, then, last, the
+        :class:`SubagentLaunchResult`. Leaving the loop early cancels the child."""
     def launch_many(
-        self, requests: Iterable[SubagentRequest], max_concurrency: int | None = None
+        self,
+        requests: Iterable[SubagentRequest],
+        max_concurrency: int | None = None,
+        *,
+        on_event: OnEvent | None = None,
+        progress: bool = False,
     ) -> list[SubagentLaunchResult]:
-        """Run children concurrently; results in input order, one failure does not touch others."""
+        """Run children concurrently; results in input order, one failure does not touch others.
+        ``on_event`` receives every child's events; ``progress=True`` shows a tqdm bar that ticks
+        once per finished child (it needs ``tqdm``: ``pip install outrider[progress]``)."""
     def verify(
         self,
         candidate: str,
@@ -499,7 +531,9 @@ class MainAgent:
         total_token_budget: int | None = None,
         context_token_budget: int | None = None,
         timeout_seconds: float | None = None,
+        trace_retention: int | str | Literal[False] | None = None,
     ) -> MainAgent: ...
-    def run(self, task: str) -> dict[str, Any]:
+    def run(self, task: str, *, on_event: OnEvent | None = None) -> dict[str, Any]:
         """``{session_id, final_text, terminal_reason, error, steps, model_calls, tool_usage,
-        token_usage, trace_path, trace_error}``."""
+        token_usage, input_tokens, output_tokens, trace_path, trace_error}``. ``on_event``
+        receives each event of the main agent's trace and of its children's, as it happens."""

@@ -53,7 +53,7 @@ def deliver(
 def progress_bar(total: int) -> Any:
     """A tqdm bar of ``total`` children, or a ConfigError naming ``progress`` without tqdm."""
     try:
-        from tqdm.auto import tqdm
+        from tqdm.auto import tqdm  # type: ignore[import-untyped,unused-ignore]
     except ImportError as e:
         raise ConfigError(
             "progress: True needs the tqdm package, which is not installed; "

@@ -67,9 +67,39 @@ TerminalReason = Literal[
 """Why a child stopped. ``runtime_error`` is what every failed child reports (as the reference
 does); ``SubagentLaunchResult.failure_reason`` then holds one of the others."""
 
+
+class TraceEvent(TypedDict):
+    """One trace event, as a line of the JSONL trace holds it and as ``on_event`` receives it."""
+
+    ts: str
+    """UTC ISO 8601 with milliseconds, e.g. ``2026-12-03T10:30:55.176Z``."""
+    session_id: str
+    """``child-<32 hex>`` for a child, ``main-<32 hex>`` for a main agent."""
+    step: int
+    """The step (0 outside the loop)."""
+    event: str
+    """``run_start``, ``user_input``, ``model_output``, ``tool_call``, ``tool_result``,
+    ``completion_gate_verdict``, ``terminal``, ``run_end``, ``session_summary``,
+    ``subagent_completed``, ... (secrets are redacted from the payload)."""
+    payload: dict[str, Any]
+
+
+OnEvent = Callable[[TraceEvent], object] | Callable[[dict[str, Any]], object]
+"""An ``on_event`` callable: called once per trace event, as it happens, on an outrider worker
+thread (keep it quick; hand events to asyncio with ``loop.call_soon_threadsafe``). An exception it
+raises is logged as a warning on the ``outrider`` logger and the run goes on."""
+
 ModelCallable = Callable[[dict[str, Any]], Any]
 """A model: takes the chat-completions request dict; returns a ChatCompletion-shaped dict, an
 object with ``model_dump()``, a short ``{content, tool_calls, usage, finish_reason}`` dict, a str,
 or an awaitable of one of these."""
 
-__all__ = ["EvidenceCheck", "ModelCallable", "TerminalReason", "ToolEnvelope", "ToolError"]
+__all__ = [
+    "EvidenceCheck",
+    "ModelCallable",
+    "OnEvent",
+    "TerminalReason",
+    "ToolEnvelope",
+    "ToolError",
+    "TraceEvent",
+]
