@@ -147,30 +147,12 @@ pub fn model_arg(
     ))
 }
 
-/// A `trace_retention` argument: None (`OUTRIDER_TRACE_KEEP`, else the default), False (keep
-/// every trace), a file count, or a spec such as `"1000,30d"`.
+/// A `trace_retention` argument (see [`TraceRetention::from_arg`]).
 pub fn retention_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<TraceRetention>> {
-    let Some(obj) = obj.filter(|o| !o.is_none()) else {
-        return Ok(None);
-    };
-    let expected = || {
-        wrong_type(
-            "trace_retention",
-            "an int, a str such as \"1000,30d\", False or None",
-            obj,
-        )
-    };
-    let spec = match obj.cast::<PyBool>() {
-        Ok(b) if !b.is_true() => "off".to_string(),
-        Ok(_) => return Err(expected()),
-        Err(_) => match obj.extract::<i64>() {
-            Ok(n) => n.to_string(),
-            Err(_) => obj.extract::<String>().map_err(|_| expected())?,
-        },
-    };
-    TraceRetention::parse(&spec)
-        .map(Some)
-        .map_err(|e| crate::api::Error::config("trace_retention", e).into())
+    Ok(TraceRetention::from_arg(&opt_json(
+        obj,
+        "trace_retention",
+    )?)?)
 }
 
 fn profiles_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<crate::api::RuntimeProfile>> {

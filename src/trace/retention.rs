@@ -79,6 +79,30 @@ impl TraceRetention {
         Ok(out)
     }
 
+    /// A caller's `trace_retention` argument: None (the default: `OUTRIDER_TRACE_KEEP`, else
+    /// [`TraceRetention::default`]), false (keep everything), a file count, or a spec for
+    /// [`TraceRetention::parse`]. Errors name `trace_retention`.
+    pub fn from_arg(value: &crate::pyjson::Json) -> Result<Option<TraceRetention>, crate::Error> {
+        use crate::pyjson::Json;
+        const FIELD: &str = "trace_retention";
+        let spec = match value {
+            Json::Null => return Ok(None),
+            Json::Bool(false) => return Ok(Some(TraceRetention::KEEP_ALL)),
+            Json::Int(n) => n.to_string(),
+            Json::Str(s) | Json::BigInt(s) => s.clone(),
+            other => {
+                return Err(crate::Error::wrong_type(
+                    FIELD,
+                    "an int, a str such as \"1000,30d\", False or None",
+                    other.type_name(),
+                ))
+            }
+        };
+        TraceRetention::parse(&spec)
+            .map(Some)
+            .map_err(|e| crate::Error::config(FIELD, e))
+    }
+
     /// The retention from `OUTRIDER_TRACE_KEEP`, else the default (an unreadable value is an
     /// error naming the variable).
     pub fn from_env() -> Result<TraceRetention, String> {
@@ -186,6 +210,36 @@ mod tests {
             "{err}"
         );
         assert!(err.ends_with(tail), "{err}");
+    }
+
+    #[test]
+    fn a_callers_argument_is_none_false_a_count_or_a_spec() {
+        use crate::pyjson::Json;
+        assert_eq!(TraceRetention::from_arg(&Json::Null).unwrap(), None);
+        assert_eq!(
+            TraceRetention::from_arg(&Json::Bool(false)).unwrap(),
+            Some(TraceRetention::KEEP_ALL)
+        );
+        assert_eq!(
+            TraceRetention::from_arg(&Json::Int(7)).unwrap(),
+            Some(TraceRetention {
+                max_files: Some(7),
+                max_age: None
+            })
+        );
+        assert_eq!(
+            TraceRetention::from_arg(&Json::Str("2h".into())).unwrap(),
+            TraceRetention::parse("2h").ok()
+        );
+        let msg = |j: Json| TraceRetention::from_arg(&j).unwrap_err().to_string();
+        assert_eq!(
+            msg(Json::Bool(true)),
+            "trace_retention: must be an int, a str such as \"1000,30d\", False or None, got bool"
+        );
+        assert_eq!(
+            msg(Json::BigInt("99999999999999999999999".into())),
+            "trace_retention: trace retention \"99999999999999999999999\" has a count \"99999999999999999999999\" that is too large; expected a file count, an age such as 30d or 12h, both (\"1000,30d\"), or \"off\""
+        );
     }
 
     #[test]
