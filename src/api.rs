@@ -3,9 +3,9 @@
 
 pub use crate::agent::task_tool::{LauncherFactory, TaskInput, TaskTool, TASK_TOOL_NAME};
 pub use crate::agent::{
-    profiles_by_key, CompletionVerdict, LaunchError, LauncherOptions, MainAgent, MainAgentOptions,
-    MainRun, ModelRoute, RequestInit, SubagentLaunchResult, SubagentLauncher, SubagentRequest,
-    TraceDirSetting, Verification,
+    profiles_by_key, CompletionVerdict, LaunchError, LaunchObserver, LauncherOptions, MainAgent,
+    MainAgentOptions, MainRun, ModelRoute, OnFinished, RequestInit, SubagentLaunchResult,
+    SubagentLauncher, SubagentRequest, TraceDirSetting, Verification,
 };
 pub use crate::contract::{
     answer_from_bytes, tool_usage_from_json, ContractError, ExploreResult, LocItem, Repair,
@@ -29,4 +29,5 @@ pub use crate::runner::{CancelToken, ParsedResult};
 pub use crate::tools::envelope::{to_pretty_json, ToolResult};
 pub use crate::tools::run::{run_tool, run_tool_until, tool_schemas, ToolArgs};
 pub use crate::tools::workspace::Workspace;
+pub use crate::trace::{EventSink, TraceEvent, TraceRetention, SPAN_TARGET};
 pub use crate::VERSION;

@@ -128,7 +128,14 @@ def test_task_success_envelope_key_by_key(repo: pathlib.Path, traces: pathlib.Pa
         "terminal_reason": "completed",
     }
     assert env["text"] == "Auth is in src/auth.py"
-    assert set(env["stats"]) == {"time_ms", "tool_calls", "token_usage", "model"}
+    assert set(env["stats"]) == {
+        "time_ms",
+        "tool_calls",
+        "token_usage",
+        "input_tokens",
+        "output_tokens",
+        "model",
+    }
     assert (
         env["stats"]["time_ms"] >= 1
         and env["stats"]["tool_calls"] == 1
@@ -167,6 +174,8 @@ def test_task_failure_envelope(repo: pathlib.Path, traces: pathlib.Path) -> None
             "failure_reason": "completion_gate_blocked",
             "tool_usage": {},
             "token_usage": error["token_usage"],
+            "input_tokens": error["input_tokens"],
+            "output_tokens": error["output_tokens"],
             "trace_path": error["trace_path"],
         },
     }

@@ -184,20 +184,22 @@ def install(core: Any) -> None:
     """Give the native classes their coroutine methods (``async def``: ``asyncio.run``,
     ``create_task`` and ``TaskGroup`` take them as they are)."""
 
-    async def launch_async(self: Any, request: Any) -> Any:
+    async def launch_async(self: Any, request: Any, *, on_event: Any = None) -> Any:
         """The same as ``launch`` from async code; cancelling it cancels the child."""
-        return await self._launch_future(request)
+        return await self._launch_future(request, on_event=on_event)
 
     async def launch_many_async(
-        self: Any, requests: Any, max_concurrency: int | None = None
+        self: Any, requests: Any, max_concurrency: int | None = None, *, on_event: Any = None
     ) -> list[Any]:
         """The same as ``launch_many`` from async code; cancelling it cancels every child."""
-        result: list[Any] = await self._launch_many_future(requests, max_concurrency)
+        result: list[Any] = await self._launch_many_future(
+            requests, max_concurrency, on_event=on_event
+        )
         return result
 
-    async def run_async(self: Any, task: Any) -> Any:
+    async def run_async(self: Any, task: Any, *, on_event: Any = None) -> Any:
         """The same as ``run`` from async code; cancelling it cancels the run."""
-        return await self._run_future(task)
+        return await self._run_future(task, on_event=on_event)
 
     async def task_run_async(self: Any, args: Any) -> Any:
         """``run`` from async code: the envelope dict; cancelling it cancels the child."""

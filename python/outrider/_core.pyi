@@ -1,6 +1,6 @@
 """Type stubs for the native core, ``outrider._core`` (hand-written; checked by mypy.stubtest)."""
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from os import PathLike
 from typing import Any, Final, Literal, final
 
@@ -12,9 +12,11 @@ from outrider.types import (
     EvidenceCheck,
     ModelCallable,
     ModelSettings,
+    OnEvent,
     TaskEnvelope,
     TerminalReason,
     ToolEnvelope,
+    TraceEvent,
 )
 
 __all__ = [
@@ -401,6 +403,12 @@ class SubagentLaunchResult:
     @property
     def token_usage(self) -> int: ...
     @property
+    def input_tokens(self) -> int:
+        """Of :attr:`token_usage`, the prompt (input) tokens, summed over the model calls."""
+    @property
+    def output_tokens(self) -> int:
+        """Of :attr:`token_usage`, the completion (output) tokens."""
+    @property
     def usage_estimated(self) -> bool:
         """True when some model call reported no usage and its tokens were estimated."""
     @property
@@ -451,26 +459,50 @@ class SubagentLauncher:
         main_model: str | None = None,
         light_model: str | None = None,
         model_settings: ModelSettings | None = None,
+        trace_retention: int | str | Literal[False] | None = None,
     ) -> SubagentLauncher:
         """``max_concurrency`` bounds the children running at once through this launcher
         (default 8). ``main_model``/``light_model`` name the model each route's requests carry
         (the ``"model"`` of the request dict a callable receives; a ``light_model`` without a
         ``light_llm`` sends light requests to ``main_llm`` under that name), and
         ``model_settings`` (``temperature``, ``top_p``, ``max_tokens``, ``seed``, ``extra_body``)
-        go with every request."""
-    def launch(self, request: SubagentRequest) -> SubagentLaunchResult:
-        """Run one child to the end (GIL released; Ctrl-C cancels it and raises)."""
-    async def launch_async(self, request: SubagentRequest) -> SubagentLaunchResult:
+        go with every request. ``trace_retention`` says which old traces are deleted from
+        ``trace_dir`` when the launcher is built: a file count (the newest are kept), an age
+        (``"30d"``, ``"12h"``), both (``"1000,30d"``), or ``False`` for none; default
+        ``$OUTRIDER_TRACE_KEEP``, else ``"1000,30d"``. Only outrider's own
+        ``trace-child-*``/``trace-main-*`` files are deleted."""
+    def launch(
+        self, request: SubagentRequest, *, on_event: OnEvent | None = None
+    ) -> SubagentLaunchResult:
+        """Run one child to the end (GIL released; Ctrl-C cancels it and raises). ``on_event``
+        receives each event of the child's trace as it happens (see :data:`outrider.types.OnEvent`)."""
+    async def launch_async(
+        self, request: SubagentRequest, *, on_event: OnEvent | None = None
+    ) -> SubagentLaunchResult:
         """The same from async code; cancelling it cancels the child. Async model callables run
         on the caller's running loop, sync ones with the caller's ``contextvars``."""
     async def launch_many_async(
-        self, requests: Iterable[SubagentRequest], max_concurrency: int | None = None
+        self,
+        requests: Iterable[SubagentRequest],
+        max_concurrency: int | None = None,
+        *,
+        on_event: OnEvent | None = None,
     ) -> list[SubagentLaunchResult]:
         """``launch_many`` from async code; cancelling it cancels every child."""
+    def stream(self, request: SubagentRequest) -> AsyncIterator[TraceEvent | SubagentLaunchResult]:
+        """Launch from async code and yield each trace event dict as it happens, then, last, the
+        :class:`SubagentLaunchResult`. Leaving the loop early cancels the child."""
     def launch_many(
-        self, requests: Iterable[SubagentRequest], max_concurrency: int | None = None
+        self,
+        requests: Iterable[SubagentRequest],
+        max_concurrency: int | None = None,
+        *,
+        on_event: OnEvent | None = None,
+        progress: bool = False,
     ) -> list[SubagentLaunchResult]:
-        """Run children concurrently; results in input order, one failure does not touch others."""
+        """Run children concurrently; results in input order, one failure does not touch others.
+        ``on_event`` receives every child's events; ``progress=True`` shows a tqdm bar that ticks
+        once per finished child (it needs ``tqdm``: ``pip install outrider[progress]``)."""
     def verify(
         self,
         candidate: str,
@@ -597,12 +629,14 @@ class MainAgent:
         model: str | None = None,
         light_model: str | None = None,
         model_settings: ModelSettings | None = None,
+        trace_retention: int | str | Literal[False] | None = None,
     ) -> MainAgent:
-        """``model``, ``light_model`` and ``model_settings`` as for :class:`SubagentLauncher`;
-        they reach the children too."""
-    def run(self, task: str) -> dict[str, Any]:
+        """``model``, ``light_model``, ``model_settings`` and ``trace_retention`` as for
+        :class:`SubagentLauncher`; they reach the children too."""
+    def run(self, task: str, *, on_event: OnEvent | None = None) -> dict[str, Any]:
         """``{session_id, final_text, terminal_reason, error, steps, model_calls, tool_usage,
-        token_usage, trace_path, trace_error}``."""
-    async def run_async(self, task: str) -> dict[str, Any]:
+        token_usage, input_tokens, output_tokens, trace_path, trace_error}``. ``on_event``
+        receives each event of the main agent's trace and of its children's, as it happens."""
+    async def run_async(self, task: str, *, on_event: OnEvent | None = None) -> dict[str, Any]:
         """``run`` from async code: async model callables (the main model and the children's)
         run on the caller's running loop; cancelling it cancels the run and its children."""

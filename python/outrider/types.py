@@ -126,7 +126,7 @@ TraceEventName = Literal[
 
 
 class TraceEvent(TypedDict):
-    """One line of a JSONL trace."""
+    """One line of a JSONL trace, and what ``on_event`` receives for each event as it happens."""
 
     ts: str
     """UTC ISO timestamp."""
@@ -155,6 +155,12 @@ TerminalReason: TypeAlias = Literal[
 """Why a child stopped. ``runtime_error`` is what every failed child reports (as the reference
 does); ``SubagentLaunchResult.failure_reason`` then holds one of the others."""
 
+
+OnEvent = Callable[[TraceEvent], object] | Callable[[dict[str, Any]], object]
+"""An ``on_event`` callable: called once per trace event, as it happens, on an outrider worker
+thread (keep it quick; hand events to asyncio with ``loop.call_soon_threadsafe``). An exception it
+raises is logged as a warning on the ``outrider`` logger and the run goes on."""
+
 ModelCallable = Callable[[dict[str, Any]], Any]
 """A model: takes the chat-completions request dict; returns a ChatCompletion-shaped dict, an
 object with ``model_dump()``, a short ``{content, tool_calls, usage, finish_reason}`` dict, a str,
@@ -176,6 +182,7 @@ __all__ = [
     "EvidenceCheck",
     "ModelCallable",
     "ModelSettings",
+    "OnEvent",
     "TaskData",
     "TaskEnvelope",
     "TaskError",

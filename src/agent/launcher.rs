@@ -22,7 +22,8 @@ use crate::tools::permissions::PermissionContext;
 use crate::tools::registry::ToolRegistry;
 use crate::tools::workspace::Workspace;
 use crate::trace::{
-    default_trace_dir, new_child_id, prepare_trace_dir, EventKind, Trace, TraceDir, TraceDirError,
+    default_trace_dir, new_child_id, prepare_trace_dir, EventKind, EventSink, Trace, TraceDir,
+    TraceDirError, TraceRetention,
 };
 
 /// Children running at once through one launcher, unless configured otherwise.
@@ -80,6 +81,57 @@ impl TraceDirSetting {
     }
 }
 
+/// Delete old traces from a directory this launcher or main agent prepared (a held directory is
+/// its owner's to prune). `retention` None reads `OUTRIDER_TRACE_KEEP`, else keeps the default.
+/// A directory that cannot be pruned does not stop anything: it is reported as a warning.
+pub fn prune_traces(
+    dir: Option<&TraceDir>,
+    setting: &TraceDirSetting,
+    retention: Option<TraceRetention>,
+) -> Result<(), Error> {
+    let (Some(dir), false) = (dir, matches!(setting, TraceDirSetting::Held(_))) else {
+        return Ok(());
+    };
+    let retention = match retention {
+        Some(r) => r,
+        None => TraceRetention::from_env()
+            .map_err(|e| Error::config(crate::trace::TRACE_KEEP_ENV, e))?,
+    };
+    match dir.prune(&retention) {
+        Ok(0) => {}
+        Ok(n) => tracing::debug!(dir = %dir.path().display(), deleted = n, "old traces pruned"),
+        Err(e) => tracing::warn!(
+            dir = %dir.path().display(),
+            error = %e,
+            "old traces could not be pruned"
+        ),
+    }
+    Ok(())
+}
+
+/// Called once per finished child with its result (a progress bar's tick).
+pub type OnFinished = Arc<dyn Fn(&SubagentLaunchResult) + Send + Sync>;
+
+/// What a caller watches launches through: each trace event as it is recorded, and each child
+/// as it finishes (a progress bar's tick).
+#[derive(Clone, Default)]
+pub struct LaunchObserver {
+    /// Receives every event of each child's trace.
+    pub on_event: Option<EventSink>,
+    /// Called once per finished child, with its result.
+    pub on_finished: Option<OnFinished>,
+}
+
+impl LaunchObserver {
+    /// An observer of trace events only.
+    pub fn events(sink: Option<EventSink>) -> Self {
+        LaunchObserver {
+            on_event: sink,
+            on_finished: None,
+        }
+    }
+}
+
 /// The main model when none is given: `LLM_*` from the environment (and `.env`), else the
 /// offline scout.
 pub fn default_main_model() -> Result<Arc<dyn ChatModel>, Error> {
@@ -120,6 +172,9 @@ pub struct LauncherOptions {
     pub max_concurrency: Option<i64>,
     /// Model names per route and the settings every request carries.
     pub routes: crate::llm::RouteSettings,
+    /// Which old traces are deleted from the trace directory when the launcher is built; None
+    /// reads `OUTRIDER_TRACE_KEEP`, else keeps the newest 1000 files of at most 30 days.
+    pub trace_retention: Option<TraceRetention>,
 }
 
 /// Launches children. Cheap to share: one semaphore bounds all launches through it.
@@ -204,6 +259,11 @@ impl SubagentLauncher {
             profiles.insert(p.name.clone(), p);
         }
         let trace_dir = options.trace_dir.prepare(workspace.root())?;
+        prune_traces(
+            trace_dir.as_ref(),
+            &options.trace_dir,
+            options.trace_retention,
+        )?;
         let parent_trace = match (options.parent_trace_handle, options.parent_trace) {
             (Some(handle), _) => Some(handle),
             (None, Some(path)) => Some(Arc::new(open_parent_trace(&path, workspace.root())?)),
@@ -318,13 +378,25 @@ impl SubagentLauncher {
         request: SubagentRequest,
         cancel: CancelToken,
     ) -> Result<SubagentLaunchResult, Error> {
+        self.launch_observed(request, cancel, &LaunchObserver::default())
+            .await
+    }
+
+    /// [`SubagentLauncher::launch`], handing the child's trace events and its result to
+    /// `observer` as they happen.
+    pub async fn launch_observed(
+        &self,
+        request: SubagentRequest,
+        cancel: CancelToken,
+        observer: &LaunchObserver,
+    ) -> Result<SubagentLaunchResult, Error> {
         let started = Instant::now();
         let (profile, requested) = self.check(&request)?;
         let profile = profile.clone();
         let (model, chosen) = self.select(requested);
         let route = ModelRoute::reported(model.route_label(), chosen);
         let child_session_id = new_child_id();
-        let span = tracing::info_span!(
+        let span = tracing::info_span!(target: crate::trace::SPAN_TARGET,
             "launch",
             session_id = %child_session_id,
             profile = %profile.name,
@@ -337,18 +409,29 @@ impl SubagentLauncher {
         let run = async {
             // A trace file that cannot be created does not stop the child: it runs with an
             // in-memory trace and the result says why nothing was written.
-            let trace = Arc::new(match &self.trace_dir {
-                Some(dir) => Trace::to_file(child_session_id.clone(), dir).unwrap_or_else(|e| {
-                    Trace::unwritten(
-                        child_session_id.clone(),
-                        format!(
-                            "the trace file in '{}' cannot be created: {e}",
-                            dir.path().display()
-                        ),
-                    )
-                }),
-                None => Trace::in_memory(child_session_id.clone()),
-            });
+            let trace = Arc::new(
+                match &self.trace_dir {
+                    Some(dir) => {
+                        Trace::to_file(child_session_id.clone(), dir).unwrap_or_else(|e| {
+                            Trace::unwritten(
+                                child_session_id.clone(),
+                                format!(
+                                    "the trace file in '{}' cannot be created: {e}",
+                                    dir.path().display()
+                                ),
+                            )
+                        })
+                    }
+                    None => Trace::in_memory(child_session_id.clone()),
+                }
+                .observed(observer.on_event.clone()),
+            );
+            tracing::info!(
+                session_id = %child_session_id,
+                profile = %profile.name,
+                route = %route,
+                "child started"
+            );
             let parent_session = request
                 .parent_session_id
                 .clone()
@@ -411,10 +494,18 @@ impl SubagentLauncher {
             span.record("tokens", result.token_usage);
             span.record("elapsed_ms", result.elapsed_ms);
             tracing::info!(
+                session_id = %child_session_id,
                 status = result.status.as_str(),
                 terminal_reason = reason.as_str(),
+                tokens = result.token_usage,
+                input_tokens = result.input_tokens,
+                output_tokens = result.output_tokens,
+                elapsed_ms = result.elapsed_ms,
                 "child finished"
             );
+            if let Some(done) = &observer.on_finished {
+                done(&result);
+            }
             result
         };
         Ok(run.instrument(span).await)
@@ -429,6 +520,19 @@ impl SubagentLauncher {
         max_concurrency: Option<i64>,
         cancel: CancelToken,
     ) -> Result<Vec<SubagentLaunchResult>, Error> {
+        self.launch_many_observed(requests, max_concurrency, cancel, LaunchObserver::default())
+            .await
+    }
+
+    /// [`SubagentLauncher::launch_many`], handing every child's trace events and each finished
+    /// child's result to `observer` as they happen.
+    pub async fn launch_many_observed(
+        self: &Arc<Self>,
+        requests: Vec<SubagentRequest>,
+        max_concurrency: Option<i64>,
+        cancel: CancelToken,
+        observer: LaunchObserver,
+    ) -> Result<Vec<SubagentLaunchResult>, Error> {
         for (i, r) in requests.iter().enumerate() {
             self.check(r)
                 .map_err(|e| Error::from(e).within(&format!("requests[{i}]")))?;
@@ -442,10 +546,11 @@ impl SubagentLauncher {
             .into_iter()
             .map(|req| {
                 let (launcher, sem, c) = (self.clone(), sem.clone(), cancel.clone());
+                let observer = observer.clone();
                 tokio::spawn(
                     crate::exec::inherit_caller(async move {
                         let _permit = sem.acquire_owned().await.ok();
-                        launcher.launch(req, c).await
+                        launcher.launch_observed(req, c, &observer).await
                     })
                     .in_current_span(),
                 )
@@ -600,6 +705,8 @@ fn assemble(
         elapsed_ms: started.elapsed().as_millis().max(1) as u64,
         tool_usage: outcome.tool_usage,
         token_usage: outcome.token_usage,
+        input_tokens: outcome.input_tokens,
+        output_tokens: outcome.output_tokens,
         usage_estimated: outcome.usage_estimated,
         repair: outcome.repair,
         model_calls: outcome.model_calls,

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::agent::launcher::{LauncherOptions, SubagentLauncher, TraceDirSetting};
+use crate::agent::launcher::{
+    prune_traces, LaunchObserver, LauncherOptions, SubagentLauncher, TraceDirSetting,
+};
 use crate::agent::task_tool::{TaskInput, TaskTool, TASK_TOOL_NAME};
 use crate::contract::ToolUsage;
 use crate::error::Error;
@@ -22,7 +24,7 @@ use crate::tools::envelope::{ErrorCode, ToolResult};
 use crate::tools::permissions::PermissionContext;
 use crate::tools::registry::{Tool, ToolRegistry};
 use crate::tools::workspace::Workspace;
-use crate::trace::{new_child_id, Trace};
+use crate::trace::{new_child_id, EventSink, Trace, TraceRetention};
 
 /// A main agent's model turns, unless configured.
 pub const MAIN_MAX_STEPS: i64 = 50;
@@ -57,6 +59,9 @@ pub struct MainAgentOptions {
     pub timeout_seconds: Option<f64>,
     /// Model names per route and the settings every request carries (children's too).
     pub routes: crate::llm::RouteSettings,
+    /// Which old traces are deleted from the trace directory when the agent is built (None:
+    /// `OUTRIDER_TRACE_KEEP`, else the default; see [`TraceRetention`]).
+    pub trace_retention: Option<TraceRetention>,
 }
 
 /// The main agent's profile: no result contract (a plain-text answer), Task allowed.
@@ -103,6 +108,10 @@ pub struct MainRun {
     pub tool_usage: ToolUsage,
     /// Tokens used.
     pub token_usage: u64,
+    /// Of those, prompt (input) tokens.
+    pub input_tokens: u64,
+    /// Of those, completion (output) tokens.
+    pub output_tokens: u64,
     /// The main agent's trace, when written.
     pub trace_path: Option<PathBuf>,
     /// Why the main agent's trace file is incomplete (a write failed), when it is.
@@ -176,6 +185,11 @@ impl MainAgent {
         );
         profile.validate_budgets()?;
         let trace_dir = options.trace_dir.prepare(workspace.root())?;
+        prune_traces(
+            trace_dir.as_ref(),
+            &options.trace_dir,
+            options.trace_retention,
+        )?;
         let reachable =
             crate::agent::task_tool::reachable_profiles(options.subagent_types.clone())?;
         match &options.launcher {
@@ -238,15 +252,30 @@ impl MainAgent {
     /// Run on `task` with a fresh trace; Task launches children through the configured launcher
     /// or one built for this run (linked to the run's trace).
     pub async fn run(&self, task: &str, cancel: CancelToken) -> Result<MainRun, Error> {
+        self.run_observed(task, cancel, None).await
+    }
+
+    /// [`MainAgent::run`], handing every event of the main agent's trace and of its children's
+    /// traces to `on_event` as it is recorded.
+    pub async fn run_observed(
+        &self,
+        task: &str,
+        cancel: CancelToken,
+        on_event: Option<EventSink>,
+    ) -> Result<MainRun, Error> {
         if task.trim().is_empty() {
             return Err(Error::config("task", "must be a non-empty string"));
         }
         let session = format!("main-{}", new_child_id().trim_start_matches("child-"));
-        let trace = Arc::new(match &self.trace_dir {
-            Some(dir) => Trace::to_file(session.clone(), dir)
-                .map_err(|e| Error::config("trace_dir", format!("cannot write the trace: {e}")))?,
-            None => Trace::in_memory(session.clone()),
-        });
+        let trace = Arc::new(
+            match &self.trace_dir {
+                Some(dir) => Trace::to_file(session.clone(), dir).map_err(|e| {
+                    Error::config("trace_dir", format!("cannot write the trace: {e}"))
+                })?,
+                None => Trace::in_memory(session.clone()),
+            }
+            .observed(on_event.clone()),
+        );
         let launcher = match &self.options.launcher {
             Some(l) => l.clone(),
             None => Arc::new(SubagentLauncher::with_workspace(
@@ -265,7 +294,8 @@ impl MainAgent {
             )?),
         };
         let task_tool = TaskTool::new(launcher, Some(self.reachable.clone()))?
-            .with_parent(trace.session_id().to_string());
+            .with_parent(trace.session_id().to_string())
+            .with_observer(LaunchObserver::events(on_event));
         let mut registry = ToolRegistry::readonly();
         registry.register(Arc::new(TaskToolAdapter {
             task: task_tool,
@@ -283,8 +313,18 @@ impl MainAgent {
             cancel,
             extra_system: None,
         };
-        let span = tracing::info_span!("main_agent", session_id = %session);
+        let span = tracing::info_span!(target: crate::trace::SPAN_TARGET, "main_agent", session_id = %session);
+        tracing::info!(session_id = %session, "main agent started");
         let out = tracing::Instrument::instrument(runner.run(task), span).await;
+        tracing::info!(
+            session_id = %session,
+            terminal_reason = out.terminal_reason.as_str(),
+            tokens = out.token_usage,
+            input_tokens = out.input_tokens,
+            output_tokens = out.output_tokens,
+            steps = out.steps,
+            "main agent finished"
+        );
         trace.finalize();
         let final_text = match &out.result {
             Some(ParsedResult::Text(t)) => Some(t.clone()),
@@ -300,6 +340,8 @@ impl MainAgent {
             model_calls: out.model_calls,
             tool_usage: out.tool_usage,
             token_usage: out.token_usage,
+            input_tokens: out.input_tokens,
+            output_tokens: out.output_tokens,
             trace_path: trace.path().map(PathBuf::from),
             trace_error: trace.write_error(),
         })

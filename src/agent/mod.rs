@@ -34,8 +34,8 @@ pub mod verify;
 
 pub use crate::error::LaunchError;
 pub use launcher::{
-    default_light_model, default_main_model, profiles_by_key, LauncherOptions, SubagentLauncher,
-    TraceDirSetting,
+    default_light_model, default_main_model, profiles_by_key, prune_traces, LaunchObserver,
+    LauncherOptions, OnFinished, SubagentLauncher, TraceDirSetting,
 };
 pub use main_agent::{MainAgent, MainAgentOptions, MainRun};
 pub use request::{RequestInit, SubagentRequest};

@@ -58,6 +58,10 @@ pub struct SubagentLaunchResult {
     pub tool_usage: ToolUsage,
     /// Tokens used (reported or estimated).
     pub token_usage: u64,
+    /// Of those, prompt (input) tokens, summed over the model calls.
+    pub input_tokens: u64,
+    /// Of those, completion (output) tokens, summed over the model calls.
+    pub output_tokens: u64,
     /// Whether some usage was estimated.
     pub usage_estimated: bool,
     /// The repair the gate made to the final answer, if any.

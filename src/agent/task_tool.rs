@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use serde_json::{json, Map, Value};
 
-use crate::agent::launcher::SubagentLauncher;
+use crate::agent::launcher::{LaunchObserver, SubagentLauncher};
 use crate::agent::request::SubagentRequest;
 use crate::agent::result::{parsed_value, SubagentLaunchResult, CHILD_RUN_ID};
 use crate::contract::SubagentStatus;
@@ -239,6 +239,8 @@ pub fn launch_envelope(
             d.insert("failure_reason".into(), json!(launched.failure_reason));
             d.insert("tool_usage".into(), json!(launched.tool_usage));
             d.insert("token_usage".into(), json!(launched.token_usage));
+            d.insert("input_tokens".into(), json!(launched.input_tokens));
+            d.insert("output_tokens".into(), json!(launched.output_tokens));
             d.insert("trace_path".into(), json!(launched.trace_path));
         }
         return failed;
@@ -272,6 +274,10 @@ pub fn launch_envelope(
     out.stats.insert("tool_calls".into(), json!(tool_calls));
     out.stats
         .insert("token_usage".into(), json!(launched.token_usage));
+    out.stats
+        .insert("input_tokens".into(), json!(launched.input_tokens));
+    out.stats
+        .insert("output_tokens".into(), json!(launched.output_tokens));
     out.stats
         .insert("model".into(), json!(launched.model_used.as_str()));
     out
@@ -328,13 +334,18 @@ pub struct PreparedTask {
     launcher: Arc<SubagentLauncher>,
     request: SubagentRequest,
     params: Value,
+    observer: LaunchObserver,
 }
 
 impl PreparedTask {
     /// Launch the child and build the envelope.
     pub async fn run(self, cancel: CancelToken) -> ToolResult {
         let started = Instant::now();
-        match self.launcher.launch(self.request, cancel).await {
+        match self
+            .launcher
+            .launch_observed(self.request, cancel, &self.observer)
+            .await
+        {
             Ok(r) => launch_envelope(&r, &self.params, started.elapsed().as_millis() as u64),
             Err(e) => ToolResult::error(&self.params, ErrorCode::InvalidParam, e.to_string(), 0),
         }
@@ -365,6 +376,7 @@ pub struct TaskTool {
     factory: Option<LauncherFactory>,
     reachable: Vec<String>,
     parent: Option<(String, String)>,
+    observer: LaunchObserver,
 }
 
 impl TaskTool {
@@ -381,6 +393,7 @@ impl TaskTool {
             factory: None,
             reachable,
             parent: None,
+            observer: LaunchObserver::default(),
         })
     }
 
@@ -394,12 +407,20 @@ impl TaskTool {
             factory: Some(factory),
             reachable: reachable_profiles(subagent_types)?,
             parent: None,
+            observer: LaunchObserver::default(),
         })
     }
 
     /// Children launched through this tool name `session_id` (run `run-1`) as their parent.
     pub fn with_parent(mut self, session_id: impl Into<String>) -> Self {
         self.parent = Some((session_id.into(), CHILD_RUN_ID.to_string()));
+        self
+    }
+
+    /// Children launched through this tool report to `observer` (their trace events, their
+    /// results).
+    pub fn with_observer(mut self, observer: LaunchObserver) -> Self {
+        self.observer = observer;
         self
     }
 
@@ -486,6 +507,7 @@ impl TaskTool {
                 launcher,
                 request,
                 params,
+                observer: self.observer.clone(),
             }),
             Err(msg) => Prepared::Done(ToolResult::error(
                 &params,

@@ -856,3 +856,155 @@ fn profiles_given_by_key_must_be_named_alike() {
         "profiles: key 'x' names a profile called 'deep'"
     );
 }
+
+/// Reports the same usage on every call: 10 prompt and 3 completion tokens.
+fn with_usage(mut r: ChatResponse) -> ChatResponse {
+    r.usage = Some(crate::llm::message::Usage {
+        prompt_tokens: 10,
+        completion_tokens: 3,
+        total_tokens: 13,
+    });
+    r
+}
+
+#[test]
+fn an_observer_sees_every_trace_event_as_recorded_and_each_finished_child() {
+    let dir = tree();
+    let traces = tempfile::tempdir().unwrap();
+    let l = Arc::new(
+        SubagentLauncher::new(
+            dir.path(),
+            LauncherOptions {
+                main_model: Some(explorer(Duration::ZERO)),
+                trace_dir: TraceDirSetting::Dir(traces.path().to_path_buf()),
+                ..LauncherOptions::default()
+            },
+        )
+        .unwrap(),
+    );
+    let seen = Arc::new(Mutex::new(Vec::<crate::trace::TraceEvent>::new()));
+    let finished = Arc::new(Mutex::new(Vec::<String>::new()));
+    let observer = LaunchObserver {
+        on_event: Some(crate::trace::EventSink::new({
+            let seen = seen.clone();
+            move |e| seen.lock().unwrap().push(e.clone())
+        })),
+        on_finished: Some(Arc::new({
+            let finished = finished.clone();
+            move |r: &SubagentLaunchResult| {
+                finished.lock().unwrap().push(r.child_session_id.clone())
+            }
+        })),
+    };
+    let requests = ["alpha", "beta", "gamma"]
+        .map(|t| SubagentRequest::explore(format!("{t} where?")))
+        .to_vec();
+    let results = rt()
+        .block_on(l.launch_many_observed(requests, Some(2), CancelToken::new(), observer))
+        .unwrap();
+    let seen = seen.lock().unwrap().clone();
+    let mut finished = finished.lock().unwrap().clone();
+    let mut ids: Vec<String> = results.iter().map(|r| r.child_session_id.clone()).collect();
+    finished.sort();
+    ids.sort();
+    assert_eq!(finished, ids);
+    for r in &results {
+        // What the observer saw of a child is its trace file, line for line.
+        let observed: Vec<Value> = seen
+            .iter()
+            .filter(|e| e.session_id == r.child_session_id)
+            .map(|e| serde_json::to_value(e).unwrap())
+            .collect();
+        let written: Vec<Value> = std::fs::read_to_string(r.trace_path.as_ref().unwrap())
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(observed, written);
+        assert_eq!(written.last().unwrap()["event"], "session_summary");
+    }
+}
+
+#[test]
+fn results_and_envelopes_carry_input_and_output_tokens_beside_the_total() {
+    let dir = tree();
+    let model = FnModel::new(Duration::ZERO, |r| {
+        Ok(with_usage(if tool_results(r) == 0 {
+            call("Read", json!({"path": "src/app.py"}))
+        } else {
+            answer("main", "src/app.py:1-2")
+        }))
+    });
+    let l = launcher(&dir, model);
+    let r = rt()
+        .block_on(l.launch(SubagentRequest::explore("x"), CancelToken::new()))
+        .unwrap();
+    assert_eq!(
+        (r.token_usage, r.input_tokens, r.output_tokens),
+        (26, 20, 6)
+    );
+    let d = r.to_value();
+    assert_eq!(
+        (&d["token_usage"], &d["input_tokens"], &d["output_tokens"]),
+        (&json!(26), &json!(20), &json!(6))
+    );
+    let envelope = crate::agent::task_tool::launch_envelope(&r, &json!({}), 5);
+    let stats: Vec<(&str, &Value)> = envelope
+        .stats
+        .iter()
+        .filter(|(k, _)| k.contains("token"))
+        .map(|(k, v)| (k.as_str(), v))
+        .collect();
+    assert_eq!(
+        stats,
+        vec![
+            ("token_usage", &json!(26)),
+            ("input_tokens", &json!(20)),
+            ("output_tokens", &json!(6))
+        ]
+    );
+}
+
+#[test]
+fn a_launcher_prunes_old_traces_by_its_retention_when_built() {
+    let dir = tree();
+    let traces = tempfile::tempdir().unwrap();
+    let now = std::time::SystemTime::now();
+    for i in 0..4u64 {
+        let f = std::fs::File::create(traces.path().join(format!("trace-child-{i:032x}.jsonl")))
+            .unwrap();
+        f.set_modified(now - Duration::from_secs(60 * i)).unwrap();
+    }
+    std::fs::write(traces.path().join("mine.jsonl"), "").unwrap();
+    let build = |retention: &str| {
+        SubagentLauncher::new(
+            dir.path(),
+            LauncherOptions {
+                main_model: Some(explorer(Duration::ZERO)),
+                trace_dir: TraceDirSetting::Dir(traces.path().to_path_buf()),
+                trace_retention: Some(crate::trace::TraceRetention::parse(retention).unwrap()),
+                ..LauncherOptions::default()
+            },
+        )
+        .unwrap()
+    };
+    let names = || {
+        let mut n: Vec<String> = std::fs::read_dir(traces.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        n.sort();
+        n
+    };
+    build("off");
+    assert_eq!(names().len(), 5);
+    build("2");
+    assert_eq!(
+        names(),
+        vec![
+            "mine.jsonl".to_string(),
+            format!("trace-child-{:032x}.jsonl", 0),
+            format!("trace-child-{:032x}.jsonl", 1)
+        ]
+    );
+}

@@ -5,7 +5,10 @@ use pyo3::prelude::*;
 use crate::api::CancelToken;
 use crate::api::{MainAgent, MainAgentOptions};
 use crate::py::convert::{dump, opt_float, opt_int, opt_str_list, path_arg, req_str, wrong_type};
-use crate::py::launcher::{model_arg, routes_arg, trace_dir_arg, PySubagentLauncher};
+use crate::py::launcher::{
+    model_arg, retention_arg, routes_arg, trace_dir_arg, PySubagentLauncher,
+};
+use crate::py::observe::{event_sink, refresh_level};
 use crate::py::runtime::{run, spawn_awaitable};
 
 /// A main agent with Read/Grep/Glob and the Task tool (see the stub).
@@ -17,7 +20,7 @@ pub struct PyMainAgent {
 #[pymethods]
 impl PyMainAgent {
     #[new]
-    #[pyo3(signature = (project_root, llm, light_llm=None, *, launcher=None, trace_dir=None, subagent_types=None, max_steps=None, total_token_budget=None, context_token_budget=None, timeout_seconds=None, model=None, light_model=None, model_settings=None))]
+    #[pyo3(signature = (project_root, llm, light_llm=None, *, launcher=None, trace_dir=None, subagent_types=None, max_steps=None, total_token_budget=None, context_token_budget=None, timeout_seconds=None, model=None, light_model=None, model_settings=None, trace_retention=None))]
     #[allow(clippy::too_many_arguments)]
     fn py_new(
         project_root: &Bound<'_, PyAny>,
@@ -33,7 +36,9 @@ impl PyMainAgent {
         model: Option<&Bound<'_, PyAny>>,
         light_model: Option<&Bound<'_, PyAny>>,
         model_settings: Option<&Bound<'_, PyAny>>,
+        trace_retention: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        refresh_level(project_root.py());
         let launcher = match launcher.filter(|l| !l.is_none()) {
             Some(l) => Some(
                 l.cast::<PySubagentLauncher>()
@@ -62,6 +67,7 @@ impl PyMainAgent {
             context_token_budget: opt_int(context_token_budget, "context_token_budget")?,
             timeout_seconds: opt_float(timeout_seconds, "timeout_seconds")?,
             routes,
+            trace_retention: retention_arg(trace_retention)?,
         };
         let root = path_arg(project_root, "project_root")?;
         Ok(PyMainAgent {
@@ -72,27 +78,41 @@ impl PyMainAgent {
     /// Run the main agent on `task` (GIL released; Ctrl-C cancels it and its children) and return
     /// `{session_id, final_text, terminal_reason, error, steps, model_calls, tool_usage,
     /// token_usage, trace_path, trace_error}`.
-    fn run<'py>(&self, py: Python<'py>, task: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    #[pyo3(signature = (task, *, on_event=None))]
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        task: &Bound<'py, PyAny>,
+        on_event: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let task = req_str(task, "task")?;
-        let agent = self.inner.clone();
-        let out = run(py, |c| async move { agent.run(&task, c).await })?;
+        let (agent, sink) = (self.inner.clone(), event_sink(on_event)?);
+        refresh_level(py);
+        let out = run(
+            py,
+            |c| async move { agent.run_observed(&task, c, sink).await },
+        )?;
         dump(py, &out)
     }
 
     /// `run_async`'s native half: an asyncio future of the same dict; async model callables
     /// run on the running loop.
+    #[pyo3(signature = (task, *, on_event=None))]
     fn _run_future<'py>(
         &self,
         py: Python<'py>,
         task: &Bound<'py, PyAny>,
+        on_event: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (task, agent, cancel) = (
+        let (task, agent, sink) = (
             req_str(task, "task")?,
             self.inner.clone(),
-            CancelToken::new(),
+            event_sink(on_event)?,
         );
+        refresh_level(py);
+        let cancel = CancelToken::new();
         let c = cancel.clone();
-        let fut = async move { agent.run(&task, c).await };
+        let fut = async move { agent.run_observed(&task, c, sink).await };
         spawn_awaitable(py, fut, cancel, |py, out| Ok(dump(py, &out?)?.unbind()))
     }
 

@@ -8,10 +8,10 @@ use pyo3::types::{PyBool, PyDict, PyType};
 use crate::api::ChatModel;
 use crate::api::{CancelToken, ParsedResult};
 use crate::api::{
-    CompletionVerdict, LauncherOptions, RequestInit, SubagentLaunchResult, SubagentLauncher,
-    Verification,
+    CompletionVerdict, LaunchObserver, LauncherOptions, RequestInit, SubagentLaunchResult,
+    SubagentLauncher, Verification,
 };
-use crate::api::{SubagentRequest, TraceDirSetting};
+use crate::api::{SubagentRequest, TraceDirSetting, TraceRetention};
 use crate::py::contract::{PyExploreResult, PyVerificationResult};
 use crate::py::convert::{
     dict_arg, dump, opt_int, opt_json, opt_str, opt_str_list, path_arg, req_str, to_json,
@@ -19,6 +19,7 @@ use crate::py::convert::{
 };
 use crate::py::frozen_class;
 use crate::py::model::PyCallableModel;
+use crate::py::observe::{event_sink, many_observer, refresh_level};
 use crate::py::profile::PyRuntimeProfile;
 use crate::py::runtime::{run_under, spawn_awaitable};
 
@@ -80,6 +81,8 @@ frozen_class! {
         elapsed_ms: u64 = |r| r.elapsed_ms,
         tool_usage: crate::api::ToolUsage = |r| r.tool_usage.clone(),
         token_usage: u64 = |r| r.token_usage,
+        input_tokens: u64 = |r| r.input_tokens,
+        output_tokens: u64 = |r| r.output_tokens,
         usage_estimated: bool = |r| r.usage_estimated,
         repair: Option<&'static str> = |r| r.repair.map(|x| x.as_str()),
         model_calls: u64 = |r| r.model_calls,
@@ -155,6 +158,14 @@ pub fn model_arg(
     ))
 }
 
+/// A `trace_retention` argument (see [`TraceRetention::from_arg`]).
+pub fn retention_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<TraceRetention>> {
+    Ok(TraceRetention::from_arg(&opt_json(
+        obj,
+        "trace_retention",
+    )?)?)
+}
+
 fn profiles_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<crate::api::RuntimeProfile>> {
     let Some(obj) = obj.filter(|o| !o.is_none()) else {
         return Ok(vec![]);
@@ -225,7 +236,7 @@ impl Drop for PySubagentLauncher {
 #[pymethods]
 impl PySubagentLauncher {
     #[new]
-    #[pyo3(signature = (project_root, main_llm=None, light_llm=None, *, trace_dir=None, parent_trace=None, profiles=None, max_concurrency=None, main_model=None, light_model=None, model_settings=None))]
+    #[pyo3(signature = (project_root, main_llm=None, light_llm=None, *, trace_dir=None, parent_trace=None, profiles=None, max_concurrency=None, main_model=None, light_model=None, model_settings=None, trace_retention=None))]
     #[allow(clippy::too_many_arguments)]
     fn py_new(
         project_root: &Bound<'_, PyAny>,
@@ -238,7 +249,9 @@ impl PySubagentLauncher {
         main_model: Option<&Bound<'_, PyAny>>,
         light_model: Option<&Bound<'_, PyAny>>,
         model_settings: Option<&Bound<'_, PyAny>>,
+        trace_retention: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        refresh_level(project_root.py());
         let options = LauncherOptions {
             main_model: model_arg(main_llm, "main_llm")?,
             light_model: model_arg(light_llm, "light_llm")?,
@@ -251,6 +264,7 @@ impl PySubagentLauncher {
             profiles: profiles_arg(profiles)?,
             max_concurrency: opt_int(max_concurrency, "max_concurrency")?,
             routes: routes_arg(main_model, light_model, model_settings, "main_model")?,
+            trace_retention: retention_arg(trace_retention)?,
         };
         let root = path_arg(project_root, "project_root")?;
         Ok(PySubagentLauncher {
@@ -260,35 +274,48 @@ impl PySubagentLauncher {
     }
 
     /// Launch one child and wait for it (GIL released; Ctrl-C cancels the child).
+    #[pyo3(signature = (request, *, on_event=None))]
     fn launch(
         &self,
         py: Python<'_>,
         request: &Bound<'_, PyAny>,
+        on_event: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PySubagentLaunchResult> {
         let (req, launcher) = (request_arg(request)?, self.inner.clone());
+        let observer = LaunchObserver::events(event_sink(on_event)?);
+        refresh_level(py);
         let inner = run_under(py, &self.cancel, |c| async move {
-            launcher.launch(req, c).await
+            launcher.launch_observed(req, c, &observer).await
         })?;
         Ok(PySubagentLaunchResult { inner })
     }
 
     /// Launch many children at once, at most `max_concurrency` at a time; results in input order.
-    #[pyo3(signature = (requests, max_concurrency=None))]
+    #[pyo3(signature = (requests, max_concurrency=None, *, on_event=None, progress=false))]
     fn launch_many(
         &self,
         py: Python<'_>,
         requests: &Bound<'_, PyAny>,
         max_concurrency: Option<&Bound<'_, PyAny>>,
+        on_event: Option<&Bound<'_, PyAny>>,
+        progress: bool,
     ) -> PyResult<Vec<PySubagentLaunchResult>> {
         let reqs = requests_arg(requests)?;
         let (limit, launcher) = (
             opt_int(max_concurrency, "max_concurrency")?,
             self.inner.clone(),
         );
+        let (observer, bar) = many_observer(py, on_event, progress, reqs.len())?;
+        refresh_level(py);
         let results = run_under(py, &self.cancel, |c| async move {
-            launcher.launch_many(reqs, limit, c).await
-        })?;
-        Ok(results
+            launcher
+                .launch_many_observed(reqs, limit, c, observer)
+                .await
+        });
+        if let Some(bar) = bar {
+            bar.bind(py).call_method0("close")?;
+        }
+        Ok(results?
             .into_iter()
             .map(|inner| PySubagentLaunchResult { inner })
             .collect())
@@ -296,31 +323,38 @@ impl PySubagentLauncher {
 
     /// `launch_async`'s native half: an asyncio future of the running loop (cancelling it
     /// cancels the child); async model callables run on that loop.
+    #[pyo3(signature = (request, *, on_event=None))]
     fn _launch_future<'py>(
         &self,
         py: Python<'py>,
         request: &Bound<'py, PyAny>,
+        on_event: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (req, launcher) = (request_arg(request)?, self.inner.clone());
+        let observer = LaunchObserver::events(event_sink(on_event)?);
+        refresh_level(py);
         let cancel = self.cancel.child();
         let c = cancel.clone();
         spawn_awaitable(
             py,
-            async move { launcher.launch(req, c).await },
+            async move { launcher.launch_observed(req, c, &observer).await },
             cancel,
             |py, out| Ok(Py::new(py, PySubagentLaunchResult { inner: out? })?.into_any()),
         )
     }
 
     /// `launch_many_async`'s native half (see `_launch_future`).
-    #[pyo3(signature = (requests, max_concurrency=None))]
+    #[pyo3(signature = (requests, max_concurrency=None, *, on_event=None))]
     fn _launch_many_future<'py>(
         &self,
         py: Python<'py>,
         requests: &Bound<'py, PyAny>,
         max_concurrency: Option<&Bound<'py, PyAny>>,
+        on_event: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let reqs = requests_arg(requests)?;
+        let (observer, _) = many_observer(py, on_event, false, reqs.len())?;
+        refresh_level(py);
         let (limit, launcher) = (
             opt_int(max_concurrency, "max_concurrency")?,
             self.inner.clone(),
@@ -329,7 +363,11 @@ impl PySubagentLauncher {
         let c = cancel.clone();
         spawn_awaitable(
             py,
-            async move { launcher.launch_many(reqs, limit, c).await },
+            async move {
+                launcher
+                    .launch_many_observed(reqs, limit, c, observer)
+                    .await
+            },
             cancel,
             |py, out| {
                 let results = out?
@@ -338,6 +376,17 @@ impl PySubagentLauncher {
                 Ok(pyo3::types::PyList::new(py, results)?.into_any().unbind())
             },
         )
+    }
+
+    /// Launch one child from async code, yielding each trace event dict as it happens and then
+    /// the result (`outrider._observe.stream`).
+    fn stream<'py>(
+        slf: &Bound<'py, Self>,
+        request: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        slf.py()
+            .import("outrider._observe")?
+            .call_method1("stream", (slf, request))
     }
 
     /// Verify a completion candidate: the deterministic checks, then a verification child.
@@ -353,6 +402,7 @@ impl PySubagentLauncher {
         let requirements = opt_json(requirements, "requirements")?.to_value();
         let evidence = opt_str_list(evidence, "evidence")?.unwrap_or_default();
         let launcher = self.inner.clone();
+        refresh_level(py);
         let inner = run_under(py, &self.cancel, |c| async move {
             launcher.verify(&candidate, requirements, evidence, c).await
         })?;

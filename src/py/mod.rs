@@ -7,6 +7,7 @@ mod convert;
 mod errors;
 mod launcher;
 mod model;
+mod observe;
 mod openai;
 mod profile;
 mod runtime;
@@ -125,6 +126,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
         PyFrozenSet::new(m.py(), crate::api::READONLY_TOOLS)?,
     )?;
     m.add("__all__", EXPORTS.to_vec())?;
+    observe::install(m.py())?;
     // Threads the core started must be out of Python before the interpreter finalizes.
     let at_exit = wrap_pyfunction!(runtime::_at_exit, m)?;
     m.py()

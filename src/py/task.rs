@@ -57,6 +57,7 @@ fn input(args: &Bound<'_, PyAny>) -> TaskInput {
 impl PyTaskTool {
     fn envelope(&self, py: Python<'_>, args: &Bound<'_, PyAny>) -> PyResult<ToolResult> {
         let prepared = self.inner.prepare(input(args));
+        crate::py::observe::refresh_level(py);
         run(py, |c| async move { Ok(prepared.run(c).await) })
     }
 }

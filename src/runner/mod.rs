@@ -97,6 +97,8 @@ impl RuntimeRunner {
                 },
             ],
             tokens: 0,
+            input_tokens: 0,
+            output_tokens: 0,
             estimated: false,
             calls: 0,
             tool_usage: BTreeMap::new(),
@@ -131,8 +133,8 @@ impl RuntimeRunner {
         let mut step = 0u64;
         let stop = loop {
             step += 1;
-            let step_span =
-                tracing::info_span!("step", session_id = %self.trace.session_id(), step);
+            tracing::debug!(session_id = %self.trace.session_id(), step, "step");
+            let step_span = tracing::info_span!(target: crate::trace::SPAN_TARGET, "step", session_id = %self.trace.session_id(), step);
             let mut hint = None;
             let resp = loop {
                 match self
@@ -160,6 +162,11 @@ impl RuntimeRunner {
                             ));
                         }
                         empty_retry_used = true;
+                        tracing::warn!(
+                            session_id = %self.trace.session_id(),
+                            step,
+                            "the model answered with nothing; retrying the step once"
+                        );
                         self.trace.emit(
                             step,
                             &event::EmptyResponseRetry {
@@ -197,7 +204,7 @@ impl RuntimeRunner {
                 continue;
             }
             let text = resp.content.trim().to_string();
-            let gate_span = tracing::info_span!(
+            let gate_span = tracing::info_span!(target: crate::trace::SPAN_TARGET,
                 parent: &step_span,
                 "completion_gate",
                 verdict = Empty,
@@ -222,6 +229,14 @@ impl RuntimeRunner {
             }
             match verdict {
                 Gate::Accept(result, repair) => {
+                    if let Some(r) = repair {
+                        tracing::warn!(
+                            session_id = %self.trace.session_id(),
+                            step,
+                            repair = r.as_str(),
+                            "the final answer was repaired to fit the contract"
+                        );
+                    }
                     st.messages.push(Message::Assistant {
                         content: text.clone(),
                         tool_calls: vec![],
@@ -240,6 +255,13 @@ impl RuntimeRunner {
                 }
                 Gate::Reject { feedback, parsed } => {
                     gate_blocks += 1;
+                    tracing::warn!(
+                        session_id = %self.trace.session_id(),
+                        step,
+                        blocks = gate_blocks,
+                        feedback = %feedback,
+                        "the completion gate refused the final answer"
+                    );
                     self.trace.emit(
                         step,
                         &event::GateVerdict::Fail {
@@ -312,7 +334,7 @@ impl RuntimeRunner {
             ),
         });
         self.trace.emit(step, &event::WrapUp { reason });
-        let span = tracing::info_span!(
+        let span = tracing::info_span!(target: crate::trace::SPAN_TARGET,
             "wrap_up",
             session_id = %self.trace.session_id(),
             step,
@@ -437,6 +459,8 @@ impl RuntimeRunner {
             steps: step,
             tool_usage: st.tool_usage,
             token_usage: st.tokens,
+            input_tokens: st.input_tokens,
+            output_tokens: st.output_tokens,
             usage_estimated: st.estimated,
             ungrounded_evidence: ungrounded,
             messages: st.messages,

@@ -151,6 +151,10 @@ pub struct RunOutcome {
     pub tool_usage: ToolUsage,
     /// Tokens used: provider-reported where given, estimated otherwise.
     pub token_usage: u64,
+    /// Of those, prompt (input) tokens.
+    pub input_tokens: u64,
+    /// Of those, completion (output) tokens.
+    pub output_tokens: u64,
     /// Whether any call's usage had to be estimated.
     pub usage_estimated: bool,
     /// Evidence items the gate could not ground (kept on a `completed_unverified` result).

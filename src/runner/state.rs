@@ -22,6 +22,10 @@ pub(crate) struct State {
     pub(crate) messages: Vec<Message>,
     /// Tokens used.
     pub(crate) tokens: u64,
+    /// Of those, prompt tokens.
+    pub(crate) input_tokens: u64,
+    /// Of those, completion tokens.
+    pub(crate) output_tokens: u64,
     /// Whether any call's usage was estimated.
     pub(crate) estimated: bool,
     /// Model calls made.

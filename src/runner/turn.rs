@@ -131,7 +131,7 @@ impl RuntimeRunner {
             settings: self.model.settings(),
         };
         st.calls += 1;
-        let span = tracing::info_span!(
+        let span = tracing::info_span!(target: crate::trace::SPAN_TARGET,
             "model_call",
             model = %self.model.describe(),
             prompt_estimate = estimated_prompt,
@@ -171,6 +171,13 @@ impl RuntimeRunner {
                 return Err(Stop::Terminal(TerminalReason::Cancelled, e.to_string()))
             }
             Ok(Err(e)) => {
+                tracing::warn!(
+                    session_id = %self.trace.session_id(),
+                    step,
+                    kind = e.kind.as_str(),
+                    error = %crate::redact::redact_cow(&e.message),
+                    "model call failed"
+                );
                 self.trace.emit(
                     step,
                     &event::ModelErrorEvent {
@@ -210,10 +217,21 @@ impl RuntimeRunner {
             }
         };
         st.tokens += usage.total_tokens;
+        st.input_tokens += usage.prompt_tokens;
+        st.output_tokens += usage.completion_tokens;
         span.record("prompt_tokens", usage.prompt_tokens);
         span.record("completion_tokens", usage.completion_tokens);
         span.record("total_tokens", usage.total_tokens);
         span.record("usage_estimated", resp.usage.is_none());
+        tracing::debug!(
+            session_id = %self.trace.session_id(),
+            step,
+            tool_calls = resp.tool_calls.len(),
+            input_tokens = usage.prompt_tokens,
+            output_tokens = usage.completion_tokens,
+            finish_reason = resp.finish_reason.as_deref().unwrap_or(""),
+            "model answered"
+        );
         self.trace.emit(
             step,
             &event::ModelOutput {
@@ -259,7 +277,7 @@ impl RuntimeRunner {
                     tool_call_id: &call.id,
                 },
             );
-            let span = tracing::info_span!(
+            let span = tracing::info_span!(target: crate::trace::SPAN_TARGET,
                 "tool_call",
                 tool = %call.name,
                 tool_call_id = %call.id,
@@ -325,6 +343,27 @@ impl RuntimeRunner {
         deadline: Instant,
     ) -> Result<(), Stop> {
         for (result, call) in results.iter().zip(calls) {
+            let code = result.error_code();
+            tracing::debug!(
+                session_id = %self.trace.session_id(),
+                step,
+                tool = %call.name,
+                status = result.status.as_str(),
+                error_code = code.map_or("", |c| c.as_str()),
+                "tool call"
+            );
+            if matches!(
+                code,
+                Some(ErrorCode::PermissionDenied | ErrorCode::AccessDenied)
+            ) {
+                tracing::warn!(
+                    session_id = %self.trace.session_id(),
+                    step,
+                    tool = %call.name,
+                    error_code = code.map_or("", |c| c.as_str()),
+                    "tool call denied"
+                );
+            }
             self.trace.emit(
                 step,
                 &event::ToolResultEvent {

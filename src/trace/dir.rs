@@ -229,6 +229,77 @@ impl TraceDir {
         self.open(name, libc::O_CREAT | libc::O_EXCL)
     }
 
+    /// Delete the trace files `retention` lets go (only outrider's own trace names, only regular
+    /// files, only in this directory, through the held handle, after checking it is still outside
+    /// the explored root). Returns how many were deleted.
+    pub fn prune(&self, retention: &super::TraceRetention) -> std::io::Result<usize> {
+        if *retention == super::TraceRetention::KEEP_ALL {
+            return Ok(0);
+        }
+        self.ensure_outside()?;
+        let files = self.trace_files()?;
+        let mut deleted = 0;
+        for name in retention.expired(&files, std::time::SystemTime::now()) {
+            let c_name =
+                CString::new(name).map_err(|_| std::io::Error::other("a NUL byte in a name"))?;
+            // SAFETY: the descriptor is open and c_name is a C string; unlinkat does not follow a
+            // symlink in the last component, and the names come from this directory's listing.
+            if unsafe { libc::unlinkat(self.fd.as_raw_fd(), c_name.as_ptr(), 0) } == 0 {
+                deleted += 1;
+            }
+        }
+        Ok(deleted)
+    }
+
+    /// The regular files in the directory named like outrider traces, with their modification
+    /// times, listed through the held handle.
+    fn trace_files(&self) -> std::io::Result<Vec<(String, std::time::SystemTime)>> {
+        let dot = CString::new(".").map_err(std::io::Error::other)?;
+        let listing = open_at(Some(&self.fd), &dot, libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
+        // SAFETY: fdopendir takes ownership of the descriptor (released from the OwnedFd), and
+        // closedir below closes it exactly once.
+        let dir = unsafe { libc::fdopendir(std::os::fd::IntoRawFd::into_raw_fd(listing)) };
+        if dir.is_null() {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut out = Vec::new();
+        loop {
+            // SAFETY: dir is a valid DIR* until closedir; the entry is read before the next call.
+            let entry = unsafe { libc::readdir(dir) };
+            if entry.is_null() {
+                break;
+            }
+            // SAFETY: d_name is a NUL-terminated name inside the entry readdir returned.
+            let c_name = unsafe { std::ffi::CStr::from_ptr((*entry).d_name.as_ptr()) };
+            let Ok(name) = c_name.to_str() else { continue };
+            if !super::retention::is_trace_name(name) {
+                continue;
+            }
+            // SAFETY: fstatat writes only into the zeroed struct; fd is open, c_name a C string.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            let rc = unsafe {
+                libc::fstatat(
+                    self.fd.as_raw_fd(),
+                    c_name.as_ptr(),
+                    &mut st,
+                    libc::AT_SYMLINK_NOFOLLOW,
+                )
+            };
+            if rc != 0 || (st.st_mode & libc::S_IFMT) != libc::S_IFREG {
+                continue;
+            }
+            let written = std::time::UNIX_EPOCH
+                + std::time::Duration::new(
+                    st.st_mtime.max(0) as u64,
+                    st.st_mtime_nsec.clamp(0, 999_999_999) as u32,
+                );
+            out.push((name.to_string(), written));
+        }
+        // SAFETY: dir came from fdopendir and is closed once.
+        unsafe { libc::closedir(dir) };
+        Ok(out)
+    }
+
     /// Open `name` for appending (created `0600` when missing; a symlink is refused), after
     /// checking the directory is still outside the root.
     pub fn open_append(&self, name: &str) -> std::io::Result<File> {

@@ -6,12 +6,13 @@
 
 mod dir;
 pub mod event;
+mod retention;
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::OnceLock;
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use serde::Serialize;
@@ -20,6 +21,12 @@ use serde_json::{Map, Value};
 pub use crate::redact::{redact, redact_in_place, redact_str, SECRET_KEYS};
 pub use dir::{resolve, TraceDir};
 pub use event::{EventKind, EventPayload, SessionSummary, UnknownEvent};
+pub use retention::{TraceRetention, DEFAULT_KEEP_DAYS, DEFAULT_KEEP_FILES, TRACE_KEEP_ENV};
+
+/// The `tracing` target of every span the core opens (launch, step, model_call, tool_call,
+/// completion_gate, wrap_up, main_agent). Events keep their module's target, so a log bridge
+/// can forward events and leave out the span lifecycle lines `tracing`'s `log` feature writes.
+pub const SPAN_TARGET: &str = "outrider::span";
 
 /// A UTC timestamp in ISO 8601 with milliseconds and a `Z`.
 pub fn utc_now_iso() -> String {
@@ -47,6 +54,24 @@ pub struct TraceEvent {
 }
 
 pub use crate::error::TraceDirError;
+
+/// Receives each event of a trace as it is recorded (a caller's `on_event`): called on the
+/// thread that records it, after the event is written, with no lock held.
+#[derive(Clone)]
+pub struct EventSink(pub Arc<dyn Fn(&TraceEvent) + Send + Sync>);
+
+impl EventSink {
+    /// A sink calling `f` for each event.
+    pub fn new(f: impl Fn(&TraceEvent) + Send + Sync + 'static) -> Self {
+        EventSink(Arc::new(f))
+    }
+}
+
+impl std::fmt::Debug for EventSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EventSink")
+    }
+}
 
 /// The default trace directory: `$OUTRIDER_TRACE_DIR`, else `$XDG_STATE_HOME/outrider/traces`,
 /// else `~/.local/state/outrider/traces`, else the system temp dir.
@@ -80,6 +105,7 @@ pub struct Trace {
     file: Mutex<Option<BufWriter<Confined>>>,
     events: Mutex<Vec<TraceEvent>>,
     write_error: OnceLock<String>,
+    sink: Option<EventSink>,
 }
 
 /// A trace file whose directory is checked to be outside the explored root before every write
@@ -110,6 +136,7 @@ impl Trace {
             file: Mutex::new(None),
             events: Mutex::new(Vec::new()),
             write_error: OnceLock::new(),
+            sink: None,
         }
     }
 
@@ -132,6 +159,7 @@ impl Trace {
             file: Mutex::new(Some(BufWriter::with_capacity(64 << 10, confined))),
             events: Mutex::new(Vec::new()),
             write_error: OnceLock::new(),
+            sink: None,
         }
     }
 
@@ -152,6 +180,12 @@ impl Trace {
     ) -> std::io::Result<Self> {
         let file = dir.open_append(name)?;
         Ok(Trace::with_file(session_id.into(), dir, name, file))
+    }
+
+    /// The same trace, also handing each event to `sink` as it is recorded.
+    pub fn observed(mut self, sink: Option<EventSink>) -> Self {
+        self.sink = sink;
+        self
     }
 
     /// The first write to the file that failed (or why the file could not be created): the file
@@ -207,6 +241,9 @@ impl Trace {
                     *guard = None;
                 }
             }
+        }
+        if let Some(sink) = &self.sink {
+            (sink.0)(&ev);
         }
         if let Ok(mut events) = self.events.lock() {
             events.push(ev);
@@ -478,5 +515,70 @@ mod tests {
         assert_eq!(t.write_error(), Some(err));
         let unwritten = Trace::unwritten("child-4", "cannot create");
         assert_eq!(unwritten.write_error().as_deref(), Some("cannot create"));
+    }
+
+    fn trace_name(i: u32) -> String {
+        format!("trace-child-{i:032x}.jsonl")
+    }
+
+    /// `count` trace files in `dir`, the i-th last written i hours ago.
+    fn aged_traces(dir: &Path, count: u32) {
+        let now = SystemTime::now();
+        for i in 0..count {
+            let f = File::create(dir.join(trace_name(i))).unwrap();
+            f.set_modified(now - std::time::Duration::from_secs(3600 * u64::from(i)))
+                .unwrap();
+        }
+    }
+
+    #[test]
+    fn pruning_deletes_only_the_oldest_outrider_traces_in_the_directory() {
+        let (_tmp, root, out) = root_and_out();
+        let dir = prepare_trace_dir(&out, &root).unwrap();
+        aged_traces(&out, 5);
+        std::fs::write(out.join("notes.txt"), "mine").unwrap();
+        std::fs::write(out.join("parent.jsonl"), "{}").unwrap();
+        // Named like a trace but a symlink into the root, and a directory named like one.
+        std::fs::write(root.join("keep.txt"), "root").unwrap();
+        std::os::unix::fs::symlink(
+            root.join("keep.txt"),
+            out.join(format!("trace-main-{:032x}.jsonl", 99)),
+        )
+        .unwrap();
+        std::fs::create_dir(out.join(trace_name(98))).unwrap();
+        let keep_two = TraceRetention::parse("2").unwrap();
+        assert_eq!(dir.prune(&keep_two).unwrap(), 3);
+        let mut expected = vec![
+            "notes.txt".to_string(),
+            "parent.jsonl".to_string(),
+            trace_name(0),
+            trace_name(1),
+            trace_name(98),
+            format!("trace-main-{:032x}.jsonl", 99),
+        ];
+        expected.sort();
+        assert_eq!(entries(&out), expected);
+        assert_eq!(entries(&root), vec!["keep.txt".to_string()]);
+        assert_eq!(
+            std::fs::read_to_string(root.join("keep.txt")).unwrap(),
+            "root"
+        );
+        // By age: the one-hour-old file goes, the new one stays.
+        let by_age = TraceRetention::parse("30min").unwrap();
+        assert_eq!(dir.prune(&by_age).unwrap(), 1);
+        assert!(out.join(trace_name(0)).exists());
+        assert!(!out.join(trace_name(1)).exists());
+        assert_eq!(dir.prune(&TraceRetention::KEEP_ALL).unwrap(), 0);
+    }
+
+    #[test]
+    fn pruning_a_directory_moved_into_the_root_deletes_nothing() {
+        let (_tmp, root, out) = root_and_out();
+        let dir = prepare_trace_dir(&out.join("traces"), &root).unwrap();
+        aged_traces(&out.join("traces"), 3);
+        std::fs::rename(out.join("traces"), root.join("traces")).unwrap();
+        let err = dir.prune(&TraceRetention::parse("0").unwrap()).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::PermissionDenied);
+        assert_eq!(entries(&root.join("traces")).len(), 3);
     }
 }

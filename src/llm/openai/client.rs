@@ -174,7 +174,7 @@ impl OpenAICompatible {
             };
             tracing::event!(
                 name: "retry",
-                tracing::Level::INFO,
+                tracing::Level::WARN,
                 attempt,
                 wait_ms = delay.as_millis() as u64,
                 status = failure.error.status,
