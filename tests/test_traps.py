@@ -57,7 +57,6 @@ def test_a_lowercase_tool_name_suggests_the_real_one(tmp_path: pathlib.Path) -> 
     )
 
 
-@pytest.mark.xfail(strict=True, reason="lead fixes in Rust (src/contract.rs:347)")
 def test_a_missing_status_says_missing() -> None:
     with pytest.raises(outrider.ContractError) as caught:
         outrider.ExploreResult.from_json('{"summary": "s", "evidence": []}')

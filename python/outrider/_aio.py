@@ -116,8 +116,8 @@ def _report(out: Any, done: Done) -> None:
         return
     try:
         text = json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as error:
-        done("invalid", str(error))
+    except (TypeError, ValueError):
+        done("value", value)  # the core converts it (NaN, sets, ...) or says what is wrong
         return
     done("ok", text)
 

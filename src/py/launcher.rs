@@ -436,11 +436,17 @@ frozen_class! {
         launch: Option<PySubagentLaunchResult> = |v| v.launch.clone().map(|inner| PySubagentLaunchResult { inner }),
     }
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let d = dump(py, &self.inner.verdict)?;
-        d.set_item("launch", self.inner.launch.as_ref().map(|l| dump(py, l)).transpose()?)?;
-        Ok(d)
+        dump(py, &self.inner.verdict)
     }
-    /// Rebuild from `to_dict()` output (`launch` a `SubagentLaunchResult`, its dict, or None).
+    /// Pickled as `from_dict(to_dict() + {"launch": the launch's dict})`.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let (py, v) = (slf.py(), &slf.get().inner);
+        let d = dump(py, &v.verdict)?;
+        d.set_item("launch", v.launch.as_ref().map(|l| dump(py, l)).transpose()?)?;
+        (slf.get_type().getattr("from_dict")?, (d,)).into_pyobject(py).map(|t| t.into_any())
+    }
+    /// Rebuild from `to_dict()` output, with an optional `launch` (a `SubagentLaunchResult`, its
+    /// dict, or None).
     #[classmethod]
     fn from_dict(_cls: &Bound<'_, PyType>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
         let field = "CompletionVerdict.from_dict data";

@@ -38,7 +38,7 @@ type Answer = Result<String, ModelError>;
 
 /// The callback `outrider._aio.call` reports to, once: `("ok", json_text)`, `("raised",
 /// exception)`, `("unusable", (type_name, repr))` for a value of no accepted type, or
-/// `("invalid", reason)` for one that is not JSON.
+/// `("value", dict)` for one that is not plain JSON.
 #[pyclass(frozen, module = "outrider._core")]
 pub struct Done {
     tx: Mutex<Option<oneshot::Sender<Answer>>>,
@@ -50,6 +50,16 @@ impl Done {
     fn __call__(&self, kind: &str, payload: &Bound<'_, PyAny>) -> PyResult<()> {
         let answer = match kind {
             "ok" => Ok(payload.extract::<String>()?),
+            // Not plain JSON (NaN, a set, a non-str key): converted as Python's json would.
+            "value" => crate::py::convert::to_json(payload, "model response")
+                .map(|j| j.to_value().to_string())
+                .map_err(|e| {
+                    let why = e.value(payload.py()).to_string();
+                    ModelError::new(
+                        ModelErrorKind::Callback,
+                        format!("{} returned an unusable value: {why}", self.what),
+                    )
+                }),
             "raised" => {
                 let (kind, message) = (
                     payload.get_type().name()?.to_string(),
