@@ -18,8 +18,9 @@ pub use crate::llm::env::MAIN_PREFIX;
 pub use crate::llm::openai::config::ClientSettings;
 pub use crate::llm::openai::{OpenAICompatible, OpenAICompatibleConfig};
 pub use crate::llm::scout::{terms as scout_terms, OfflineScout};
+pub use crate::llm::settings::RouteSettings;
+pub use crate::llm::ModelSettings;
 pub use crate::llm::{BoxFuture, ChatModel, ChatRequest, ChatResponse, ModelError, ModelErrorKind};
-pub use crate::llm::{ModelSettings, RouteSettings};
 pub use crate::profile::{
     explore_profile, verification_profile, RuntimeProfile, PROFILE_FIELDS, READONLY_TOOLS,
 };

@@ -171,7 +171,7 @@ pub struct LauncherOptions {
     /// Children running at once, at least 1; None means [`DEFAULT_MAX_CONCURRENCY`].
     pub max_concurrency: Option<i64>,
     /// Model names per route and the settings every request carries.
-    pub routes: crate::llm::RouteSettings,
+    pub routes: crate::llm::settings::RouteSettings,
     /// Which old traces are deleted from the trace directory when the launcher is built; None
     /// reads `OUTRIDER_TRACE_KEEP`, else keeps the newest 1000 files of at most 30 days.
     pub trace_retention: Option<TraceRetention>,

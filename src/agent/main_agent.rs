@@ -58,7 +58,7 @@ pub struct MainAgentOptions {
     /// Wall-clock limit in seconds.
     pub timeout_seconds: Option<f64>,
     /// Model names per route and the settings every request carries (children's too).
-    pub routes: crate::llm::RouteSettings,
+    pub routes: crate::llm::settings::RouteSettings,
     /// Which old traces are deleted from the trace directory when the agent is built (None:
     /// `OUTRIDER_TRACE_KEEP`, else the default; see [`TraceRetention`]).
     pub trace_retention: Option<TraceRetention>,

@@ -18,9 +18,8 @@ pub mod wire;
 
 pub use error::{BadResponse, ModelError, ModelErrorKind};
 pub use message::{Message, ToolCall, Usage};
-pub use request::{estimate_tokens, ChatRequest};
+pub use request::{estimate_tokens, ChatRequest, ModelSettings};
 pub use response::ChatResponse;
-pub use settings::{Configured, ModelSettings, RouteSettings};
 pub use wire::WireOptions;
 
 /// A boxed, sendable future.
@@ -42,7 +41,7 @@ pub trait ChatModel: Send + Sync {
         None
     }
 
-    /// The settings sent with every request (see [`Configured`]).
+    /// The settings sent with every request (see [`settings::Configured`]).
     fn settings(&self) -> Option<std::sync::Arc<ModelSettings>> {
         None
     }
