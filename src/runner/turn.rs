@@ -7,7 +7,8 @@ use tracing::field::Empty;
 use tracing::Instrument;
 
 use crate::llm::{
-    estimate_tokens, ChatRequest, ChatResponse, Message, ModelErrorKind, ToolCall, Usage,
+    estimate_tokens, ChatRequest, ChatResponse, Message, ModelError, ModelErrorKind, ToolCall,
+    Usage,
 };
 use crate::runner::context;
 use crate::runner::outcome::TerminalReason;
@@ -19,6 +20,30 @@ use crate::tools::envelope::{ErrorCode, ToolResult};
 use crate::trace::event;
 
 /// Tokens kept for one answer when deciding whether a call fits the total budget: a final
+/// The largest model answer (content plus tool-call names and arguments) a run accepts. A real
+/// answer is a few kilobytes; a model returning megabytes would make every later phase (trace,
+/// redaction, the gate's repair, the next request) slow past the wall-clock limit.
+pub const MAX_ANSWER_BYTES: usize = 1 << 20;
+
+/// An answer over [`MAX_ANSWER_BYTES`], as the error that ends the run.
+fn oversized(resp: &ChatResponse) -> Option<ModelError> {
+    let size = resp.content.len()
+        + resp
+            .tool_calls
+            .iter()
+            .map(|c| c.id.len() + c.name.len() + c.arguments.len())
+            .sum::<usize>();
+    (size > MAX_ANSWER_BYTES).then(|| {
+        ModelError::new(
+            ModelErrorKind::BadResponse,
+            format!(
+                "the model's answer is {size} bytes (content and tool calls), over the {} MiB limit for one answer",
+                MAX_ANSWER_BYTES >> 20
+            ),
+        )
+    })
+}
+
 impl RuntimeRunner {
     /// The error of a run that hit its wall-clock limit.
     pub(crate) fn timeout_message(&self) -> String {
@@ -149,6 +174,10 @@ impl RuntimeRunner {
                 span.record("status", "cancelled");
                 return Err(Stop::Terminal(TerminalReason::Cancelled, "the run was cancelled".into()));
             }
+        };
+        let outcome = match outcome {
+            Ok(Ok(resp)) => Ok(oversized(&resp).map_or(Ok(resp), Err)),
+            other => other,
         };
         span.record("duration_ms", started.elapsed().as_millis() as u64);
         span.record(

@@ -1249,12 +1249,13 @@ async fn a_body_just_under_the_size_cap_is_read() {
 #[tokio::test]
 async fn an_error_body_is_read_only_up_to_its_cap() {
     // A 429 with a 100 MiB body is still a retryable rate limit; only its start is read.
-    let huge = format!(
-        "{{\"error\": {{\"message\": \"slow down{}\"}}}}",
-        " ".repeat(100 << 20)
-    );
     let server = Server::start(vec![
-        Step::Reply(429, vec![("Retry-After", "0".into())], huge),
+        Step::Stream {
+            head: head(429, Some(100 << 20), "Retry-After: 0\r\n"),
+            chunk: vec![b' '; 1 << 20],
+            times: 100,
+            pause: Duration::ZERO,
+        },
         json_reply(200, completion("after the flood")),
     ])
     .await;
@@ -1493,12 +1494,15 @@ async fn every_http_fault_ends_a_launch_within_its_limit_with_a_clear_reason() {
         )
     };
     let always = |step: Step| vec![step; 3];
+    // The limit of the cases that must end by their own error, not by the clock: roomy, so
+    // that a loaded CI machine does not turn them into timeouts.
+    const ROOMY: f64 = 10.0;
     let echo = json!({"error": {"message": format!("Incorrect API key provided: {KEY}")}});
     let cases = vec![
         fault(
             "429, Retry-After 1",
             vec![throttled("1"), answer()],
-            4.0,
+            ROOMY,
             None,
             None,
         ),
@@ -1523,35 +1527,35 @@ async fn every_http_fault_ends_a_launch_within_its_limit_with_a_clear_reason() {
                 Step::Reply(502, vec![("Retry-After", "0".into())], "bad gateway".into()),
                 answer(),
             ],
-            4.0,
+            ROOMY,
             None,
             None,
         ),
         fault(
             "5xx past the retries",
             always(json_reply(503, json!({"error": "overloaded"}))),
-            4.0,
+            ROOMY,
             Some(Model),
             Some("HTTP 503: overloaded"),
         ),
         fault(
             "401 echoing the key",
             vec![json_reply(401, echo)],
-            2.0,
+            ROOMY,
             Some(Model),
             Some("auth error: "),
         ),
         fault(
             "403",
             vec![json_reply(403, json!({"error": "forbidden"}))],
-            2.0,
+            ROOMY,
             Some(Model),
             Some("HTTP 403: forbidden; check the API key"),
         ),
         fault(
             "404",
             vec![json_reply(404, json!({"error": "no such model"}))],
-            2.0,
+            ROOMY,
             Some(Model),
             Some("HTTP 404: no such model; check the base URL"),
         ),
@@ -1565,49 +1569,49 @@ async fn every_http_fault_ends_a_launch_within_its_limit_with_a_clear_reason() {
         fault(
             "reset then success",
             vec![Step::Reset(truncated_completion()), answer()],
-            4.0,
+            ROOMY,
             None,
             None,
         ),
         fault(
             "reset past the retries",
             always(Step::Reset(truncated_completion())),
-            4.0,
+            ROOMY,
             Some(Model),
             Some("connection error: "),
         ),
         fault(
             "truncated past the retries",
             always(Step::Raw(truncated_completion())),
-            4.0,
+            ROOMY,
             Some(Model),
             Some("connection error: "),
         ),
         fault(
             "non-JSON body",
             vec![Step::Reply(200, vec![], "<html>login</html>".into())],
-            2.0,
+            ROOMY,
             Some(Model),
             Some("not JSON"),
         ),
         fault(
             "choices: []",
             vec![json_reply(200, json!({"choices": []}))],
-            2.0,
+            ROOMY,
             Some(Model),
             Some("model response has no choices"),
         ),
         fault(
             "100 MiB body",
             vec![hundred_mib(true)],
-            2.0,
+            ROOMY,
             Some(Model),
             Some("over the 16 MiB limit"),
         ),
         fault(
             "100 MiB body, no length",
             vec![hundred_mib(false)],
-            2.0,
+            ROOMY,
             Some(Model),
             Some("over the 16 MiB limit"),
         ),
@@ -1630,7 +1634,7 @@ async fn every_http_fault_ends_a_launch_within_its_limit_with_a_clear_reason() {
                 vec![("Location", "http://127.0.0.1:9/v1/chat/completions".into())],
                 String::new(),
             )],
-            2.0,
+            ROOMY,
             Some(Model),
             Some("a redirect to http://127.0.0.1:9/v1/chat/completions"),
         ),
@@ -1643,7 +1647,7 @@ async fn every_http_fault_ends_a_launch_within_its_limit_with_a_clear_reason() {
                 )
                 .into_bytes(),
             )],
-            2.0,
+            ROOMY,
             Some(Model),
             Some("Content-Encoding 'gzip'"),
         ),
