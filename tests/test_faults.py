@@ -191,6 +191,8 @@ def launch(
     started = time.monotonic()
     result = launcher.launch(outrider.SubagentRequest(task="find main"))
     elapsed = time.monotonic() - started
+    # Shown with `pytest -s`: the README's "worst time past the limit" comes from these lines.
+    print(f"past the limit: {elapsed - limit:+.3f} s ({limit} s limit)")
     assert elapsed <= limit + 0.5, f"{elapsed:.2f} s under a {limit} s limit"
     return result, elapsed
 
