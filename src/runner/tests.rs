@@ -683,6 +683,61 @@ async fn an_answer_over_the_size_limit_ends_the_run_at_once() {
 }
 
 #[tokio::test]
+async fn model_errors_empty_answers_timeouts_and_cancellation() {
+    let dir = tree();
+    let (out, _) = run(
+        &dir,
+        vec![Step::Fail(ModelError::new(ModelErrorKind::Server, "boom"))],
+        explore_profile(),
+    )
+    .await;
+    assert_eq!(
+        (out.terminal_reason, out.error.as_deref()),
+        (TerminalReason::ModelError, Some("server error: boom"))
+    );
+
+    let (out, model) = run(&dir, vec![say(""), say(FINAL)], explore_profile()).await;
+    assert_eq!(out.terminal_reason, TerminalReason::Completed);
+    assert_eq!(
+        model.requests()[1].messages.last(),
+        Some(&Message::User {
+            content: EMPTY_RESPONSE_HINT.into()
+        })
+    );
+    let (out, _) = run(&dir, vec![say(""), say("  ")], explore_profile()).await;
+    assert_eq!(out.terminal_reason, TerminalReason::EmptyResponseFailed);
+
+    let quick = RuntimeProfile {
+        timeout_seconds: 0.2,
+        ..explore_profile()
+    };
+    let started = Instant::now();
+    let (out, _) = run(
+        &dir,
+        vec![Step::Slow(Duration::from_secs(5), ChatResponse::default())],
+        quick,
+    )
+    .await;
+    assert_eq!(out.terminal_reason, TerminalReason::Timeout);
+    assert!(started.elapsed() < Duration::from_secs(2));
+
+    let model = Scripted::new(vec![Step::Slow(
+        Duration::from_secs(5),
+        ChatResponse::default(),
+    )]);
+    let r = runner(&dir, model, explore_profile());
+    let cancel = r.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        cancel.cancel();
+    });
+    let started = Instant::now();
+    let out = r.run("task").await;
+    assert_eq!(out.terminal_reason, TerminalReason::Cancelled);
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+#[tokio::test]
 async fn trace_records_the_reference_events() {
     let dir = tree();
     let model = Scripted::new(vec![calls(&[("Glob", json!({}))]), say(FINAL)]);
