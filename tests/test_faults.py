@@ -245,8 +245,8 @@ HTTP_FAULTS: dict[str, tuple[list[Handler], float, str | None, str]] = {
     "truncated past the retries": ([truncated], ROOMY, "model_error", "connection error"),
     "non-JSON body": ([answer(b"<html>login</html>")], ROOMY, "model_error", "not JSON"),
     "choices: []": ([answer({"choices": []})], ROOMY, "model_error", "no choices"),
-    "100 MB body": ([flood(True)], ROOMY, "model_error", "over the 16 MiB limit"),
-    "100 MB body without a length": ([flood(False)], ROOMY, "model_error", "16 MiB limit"),
+    "100 MB body": ([flood(True)], ROOMY, "model_error", "over the 8 MiB limit"),
+    "100 MB body without a length": ([flood(False)], ROOMY, "model_error", "8 MiB limit"),
     "1 byte/s trickle": ([trickle], 1.0, "timeout", "wall-clock limit of 1s"),
     "gzip bomb": ([bomb], ROOMY, "model_error", "Content-Encoding 'gzip'"),
 }
@@ -320,8 +320,9 @@ def test_a_huge_or_compressed_body_is_refused_without_growing_memory(
     assert len(refusals) == 3 and all(r.startswith("bad_response with ") for r in refusals), (
         refusals
     )
-    # The cap is 16 MiB; a buffered body would have added 100 MB (or 256 MiB inflated).
-    assert int(grown) < 48, f"peak RSS grew by {grown} MiB"
+    # The cap is 8 MiB (the allocator keeps some freed buffers: three cut-off reads grow the
+    # peak by about 40 MiB, and it levels off near 75); a buffered body adds 100 MB a call.
+    assert int(grown) < 64, f"peak RSS grew by {grown} MiB"
 
 
 FORK_SCRIPT = textwrap.dedent(

@@ -1200,7 +1200,7 @@ async fn a_body_announced_over_the_size_cap_is_refused_without_reading_it() {
             ModelErrorKind::BadResponse,
             Some(200),
             format!(
-                "{} answered HTTP 200 with a 104857600-byte body (Content-Length), over the 16 MiB limit; refused without reading it",
+                "{} answered HTTP 200 with a 104857600-byte body (Content-Length), over the 8 MiB limit; refused without reading it",
                 server.endpoint()
             )
         )
@@ -1221,13 +1221,13 @@ async fn a_body_streaming_past_the_size_cap_is_cut_off_there() {
             ModelErrorKind::BadResponse,
             Some(200),
             format!(
-                "{} answered HTTP 200 with a body over the 16 MiB limit; stopped reading it there",
+                "{} answered HTTP 200 with a body over the 8 MiB limit; stopped reading it there",
                 server.endpoint()
             )
         )
     );
     assert_eq!(server.requests().len(), 1);
-    assert_eq!(outrider::llm::openai::MAX_RESPONSE_BYTES, 16 << 20);
+    assert_eq!(outrider::llm::openai::MAX_RESPONSE_BYTES, 8 << 20);
 }
 
 #[tokio::test]
@@ -1606,14 +1606,14 @@ async fn every_http_fault_ends_a_launch_within_its_limit_with_a_clear_reason() {
             vec![hundred_mib(true)],
             ROOMY,
             Some(Model),
-            Some("over the 16 MiB limit"),
+            Some("over the 8 MiB limit"),
         ),
         fault(
             "100 MiB body, no length",
             vec![hundred_mib(false)],
             ROOMY,
             Some(Model),
-            Some("over the 16 MiB limit"),
+            Some("over the 8 MiB limit"),
         ),
         fault(
             "1 byte/s trickle",

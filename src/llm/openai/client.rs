@@ -31,9 +31,10 @@ fn install_crypto_provider() {
     });
 }
 
-/// The largest successful response body read: a chat completion is rarely over a megabyte, and
-/// a body past this is refused as it streams in rather than held in memory.
-pub const MAX_RESPONSE_BYTES: usize = 16 << 20;
+/// The largest successful response body read: a run refuses answers over
+/// [`crate::runner::MAX_ANSWER_BYTES`] (1 MiB) anyway, and a body past this is refused as it
+/// streams in rather than held in memory.
+pub const MAX_RESPONSE_BYTES: usize = 8 << 20;
 /// How much of an error response's body is read: enough for the provider's message.
 pub const MAX_ERROR_BODY_BYTES: usize = 64 << 10;
 
@@ -289,7 +290,9 @@ impl OpenAICompatible {
                 limit >> 20
             )));
         }
-        let mut body = Vec::new();
+        // Sized once when the length is known: doubling a buffer up to the cap would hold
+        // about twice the cap at its peak.
+        let mut body = Vec::with_capacity(response.content_length().unwrap_or(0) as usize);
         while let Some(chunk) = response
             .chunk()
             .await
