@@ -12,7 +12,7 @@ use crate::llm::{
 };
 use crate::runner::context;
 use crate::runner::outcome::TerminalReason;
-use crate::runner::state::{CallSpec, State, Stop, ANSWER_RESERVE_TOKENS};
+use crate::runner::state::{CallSpec, State, Stop, ANSWER_RESERVE_TOKENS, MAX_ANSWER_BYTES};
 use crate::runner::RuntimeRunner;
 use crate::tools::budget::OutputBudget;
 use crate::tools::context::ToolContext;
@@ -20,11 +20,6 @@ use crate::tools::envelope::{ErrorCode, ToolResult};
 use crate::trace::event;
 
 /// Tokens kept for one answer when deciding whether a call fits the total budget: a final
-/// The largest model answer (content plus tool-call names and arguments) a run accepts. A real
-/// answer is a few kilobytes; a model returning megabytes would make every later phase (trace,
-/// redaction, the gate's repair, the next request) slow past the wall-clock limit.
-pub const MAX_ANSWER_BYTES: usize = 1 << 20;
-
 /// An answer over [`MAX_ANSWER_BYTES`], as the error that ends the run.
 fn oversized(resp: &ChatResponse) -> Option<ModelError> {
     let size = resp.content.len()
