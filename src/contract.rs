@@ -183,9 +183,21 @@ fn fenced_blocks(text: &str) -> Vec<&str> {
         .collect()
 }
 
+/// How many bytes the search for embedded objects may scan per byte of text, plus a floor. Each
+/// `{` starts a scan to its closing brace, so a text of unclosed braces (a model answering a
+/// megabyte of `{`) would take quadratic time; past this budget the search gives up.
+const EMBEDDED_SCAN_FACTOR: usize = 8;
+const EMBEDDED_SCAN_FLOOR: usize = 1 << 20;
+
 /// Top-level balanced `{...}` spans that parse as JSON objects, left to right, not nested.
+/// Nothing when the scan budget runs out: a partial search could miss a second object and
+/// accept an ambiguous answer.
 fn embedded_objects(text: &str) -> Vec<Json> {
     let bytes = text.as_bytes();
+    let mut budget = bytes
+        .len()
+        .saturating_mul(EMBEDDED_SCAN_FACTOR)
+        .saturating_add(EMBEDDED_SCAN_FLOOR);
     let mut found = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
@@ -193,7 +205,14 @@ fn embedded_objects(text: &str) -> Vec<Json> {
             i += 1;
             continue;
         }
-        match balanced_end(bytes, i) {
+        let end = balanced_end(bytes, i);
+        // The scan, and the parse of what it found, cost about the span's length each.
+        let cost = end.map_or(bytes.len() - i, |e| 2 * (e + 1 - i));
+        match budget.checked_sub(cost) {
+            Some(left) => budget = left,
+            None => return Vec::new(),
+        }
+        match end {
             Some(end) => match json::parse(&text[i..=end]) {
                 Ok(v @ Json::Object(_)) => {
                     found.push(v);
@@ -885,6 +904,21 @@ mod tests {
                 .kind,
             "status_invalid"
         );
+    }
+
+    #[test]
+    fn repair_of_a_megabyte_of_braces_gives_up_in_linear_time() {
+        // Each unclosed `{` used to start a scan to the end: 1 MiB of them ran for minutes.
+        let ok = "{\"status\":\"completed\",\"summary\":\"s\"}";
+        let braces = format!("{}{ok}", "{".repeat(1 << 20));
+        let started = std::time::Instant::now();
+        let err = ExploreResult::repair(&braces, ToolUsage::new(), "x").unwrap_err();
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+        assert_eq!(err.violations[0].kind, "json_invalid");
+        // Braces that close, as in prose quoting code, stay within the budget.
+        let prose = format!("{} and then {ok}", "if (a) { b(); } ".repeat(100_000));
+        let (res, r) = ExploreResult::repair(&prose, ToolUsage::new(), "x").unwrap();
+        assert_eq!((res.summary.as_str(), r), ("s", Some(Repair::Extract)));
     }
 
     #[test]

@@ -33,7 +33,7 @@ use tracing::Instrument;
 pub use cancel::CancelToken;
 pub use gate::UnknownRepair;
 pub use outcome::{ParsedResult, RunOutcome, TerminalReason, UnknownTerminalReason};
-pub use state::ANSWER_RESERVE_TOKENS;
+pub use state::{ANSWER_RESERVE_TOKENS, MAX_ANSWER_BYTES};
 
 use crate::contract::{Repair, SubagentStatus};
 use crate::evidence::EvidenceCheck;

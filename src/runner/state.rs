@@ -52,3 +52,8 @@ pub(crate) struct CallSpec<'a> {
     /// The wrap-up: its request is compacted into whatever the total budget has left.
     pub(crate) wrap_up: bool,
 }
+
+/// The largest model answer (content plus tool-call names and arguments) a run accepts. A real
+/// answer is a few kilobytes; a model returning megabytes would make every later phase (trace,
+/// redaction, the gate's repair, the next request) slow past the wall-clock limit.
+pub const MAX_ANSWER_BYTES: usize = 1 << 20;

@@ -638,6 +638,51 @@ async fn forbidden_and_unknown_tools_are_refused_fed_back_and_counted() {
 }
 
 #[tokio::test]
+async fn an_answer_over_the_size_limit_ends_the_run_at_once() {
+    // 16 MiB of `{` once kept the gate's repair busy for minutes past a 1 s limit.
+    let dir = tree();
+    let quick = RuntimeProfile {
+        timeout_seconds: 1.0,
+        ..explore_profile()
+    };
+    for huge in [
+        say(&"{".repeat(16 << 20)),
+        calls(&[("Grep", json!({"pattern": "x".repeat(MAX_ANSWER_BYTES)}))]),
+    ] {
+        let started = Instant::now();
+        let (out, model) = run(&dir, vec![huge, say(FINAL)], quick.clone()).await;
+        assert!(started.elapsed() < Duration::from_millis(500));
+        assert_eq!(model.requests().len(), 1);
+        let error = out.error.unwrap_or_default();
+        assert_eq!(out.terminal_reason, TerminalReason::ModelError, "{error}");
+        assert!(
+            error.starts_with("bad_response error: the model's answer is ")
+                && error.ends_with(
+                    " bytes (content and tool calls), over the 1 MiB limit for one answer"
+                ),
+            "{error}"
+        );
+    }
+    // Just under the limit is an answer like any other: the gate refuses it, and the next
+    // request, which carries it, no longer fits the context budget.
+    let started = Instant::now();
+    let (out, model) = run(
+        &dir,
+        vec![say(&"x".repeat(MAX_ANSWER_BYTES)), say(FINAL)],
+        quick,
+    )
+    .await;
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert_eq!(model.requests().len(), 1);
+    assert_eq!(
+        out.terminal_reason,
+        TerminalReason::ContextBudget,
+        "{:?}",
+        out.error
+    );
+}
+
+#[tokio::test]
 async fn model_errors_empty_answers_timeouts_and_cancellation() {
     let dir = tree();
     let (out, _) = run(

@@ -7,11 +7,12 @@ use tracing::field::Empty;
 use tracing::Instrument;
 
 use crate::llm::{
-    estimate_tokens, ChatRequest, ChatResponse, Message, ModelErrorKind, ToolCall, Usage,
+    estimate_tokens, ChatRequest, ChatResponse, Message, ModelError, ModelErrorKind, ToolCall,
+    Usage,
 };
 use crate::runner::context;
 use crate::runner::outcome::TerminalReason;
-use crate::runner::state::{CallSpec, State, Stop, ANSWER_RESERVE_TOKENS};
+use crate::runner::state::{CallSpec, State, Stop, ANSWER_RESERVE_TOKENS, MAX_ANSWER_BYTES};
 use crate::runner::RuntimeRunner;
 use crate::tools::budget::OutputBudget;
 use crate::tools::context::ToolContext;
@@ -19,6 +20,25 @@ use crate::tools::envelope::{ErrorCode, ToolResult};
 use crate::trace::event;
 
 /// Tokens kept for one answer when deciding whether a call fits the total budget: a final
+/// An answer over [`MAX_ANSWER_BYTES`], as the error that ends the run.
+fn oversized(resp: &ChatResponse) -> Option<ModelError> {
+    let size = resp.content.len()
+        + resp
+            .tool_calls
+            .iter()
+            .map(|c| c.id.len() + c.name.len() + c.arguments.len())
+            .sum::<usize>();
+    (size > MAX_ANSWER_BYTES).then(|| {
+        ModelError::new(
+            ModelErrorKind::BadResponse,
+            format!(
+                "the model's answer is {size} bytes (content and tool calls), over the {} MiB limit for one answer",
+                MAX_ANSWER_BYTES >> 20
+            ),
+        )
+    })
+}
+
 impl RuntimeRunner {
     /// The error of a run that hit its wall-clock limit.
     pub(crate) fn timeout_message(&self) -> String {
@@ -150,6 +170,10 @@ impl RuntimeRunner {
                 span.record("status", "cancelled");
                 return Err(Stop::Terminal(TerminalReason::Cancelled, "the run was cancelled".into()));
             }
+        };
+        let outcome = match outcome {
+            Ok(Ok(resp)) => Ok(oversized(&resp).map_or(Ok(resp), Err)),
+            other => other,
         };
         span.record("duration_ms", started.elapsed().as_millis() as u64);
         span.record(

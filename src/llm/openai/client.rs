@@ -2,7 +2,7 @@
 //! retry loop, and the answer.
 
 use std::fmt;
-use std::sync::Once;
+use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant, SystemTime};
 
 use base64::Engine as _;
@@ -31,6 +31,13 @@ fn install_crypto_provider() {
     });
 }
 
+/// The largest successful response body read: a run refuses answers over
+/// [`crate::runner::MAX_ANSWER_BYTES`] (1 MiB) anyway, and a body past this is refused as it
+/// streams in rather than held in memory.
+pub const MAX_RESPONSE_BYTES: usize = 8 << 20;
+/// How much of an error response's body is read: enough for the provider's message.
+pub const MAX_ERROR_BODY_BYTES: usize = 64 << 10;
+
 /// The built-in OpenAI-compatible chat-completions backend.
 pub struct OpenAICompatible {
     config: OpenAICompatibleConfig,
@@ -40,7 +47,13 @@ pub struct OpenAICompatible {
     headers: HeaderMap,
     /// Strings that must never appear in a message (the key, credential-like header values).
     secrets: Vec<String>,
+    /// The client of the process that built this one.
     client: reqwest::Client,
+    pid: u32,
+    /// A client of this process's own, after `fork()`: the parent's pooled connections are
+    /// driven by tasks of a runtime whose threads the child does not have, so a request sent on
+    /// one would wait for its timeout.
+    forked: Mutex<Option<(u32, reqwest::Client)>>,
 }
 
 impl fmt::Debug for OpenAICompatible {
@@ -62,23 +75,7 @@ impl OpenAICompatible {
         let path = format!("{}/chat/completions", base.path().trim_end_matches('/'));
         endpoint.set_path(&path);
 
-        install_crypto_provider();
-        let mut builder = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            .timeout(config.timeout)
-            // A redirected POST turns into a GET; report the redirect instead.
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("outrider/", env!("CARGO_PKG_VERSION")));
-        if is_loopback(&base) {
-            // A proxy from the environment must not intercept a local server.
-            builder = builder.no_proxy();
-        }
-        let client = builder.build().map_err(|e| {
-            invalid(
-                "base_url",
-                format!("could not build an HTTP client for it: {e}"),
-            )
-        })?;
+        let client = build_client(&config)?;
 
         let headers = build_headers(&config)?;
         let mut secrets: Vec<String> = api_key(&config).map(str::to_owned).into_iter().collect();
@@ -111,8 +108,36 @@ impl OpenAICompatible {
             headers,
             secrets,
             client,
+            pid: std::process::id(),
+            forked: Mutex::new(None),
             config,
         })
+    }
+
+    /// The HTTP client for this process: the shared one, or a fresh one in a forked child.
+    fn http(&self) -> Result<reqwest::Client, Failure> {
+        let pid = std::process::id();
+        if pid == self.pid {
+            return Ok(self.client.clone());
+        }
+        let mut forked = self.forked.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((owner, client)) = forked.as_ref() {
+            if *owner == pid {
+                return Ok(client.clone());
+            }
+        }
+        let client = build_client(&self.config).map_err(|e| {
+            Failure::fatal(ModelError::new(
+                ModelErrorKind::Connection,
+                format!("after fork(), {e}"),
+            ))
+        })?;
+        // The parent's client (or a grandparent's) is leaked here: dropping it would touch
+        // connection tasks of a runtime this process does not run.
+        if let Some(old) = forked.replace((pid, client.clone())) {
+            std::mem::forget(old);
+        }
+        Ok(client)
     }
 
     /// The backend configured by `{prefix}_MODEL_ID` and friends (see [`crate::llm::env`]), or
@@ -188,7 +213,7 @@ impl OpenAICompatible {
 
     async fn attempt(&self, body: &[u8]) -> Result<ChatResponse, Failure> {
         let response = self
-            .client
+            .http()?
             .post(self.endpoint.clone())
             .headers(self.headers.clone())
             .body(body.to_vec())
@@ -210,14 +235,15 @@ impl OpenAICompatible {
             .get(reqwest::header::LOCATION)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| transport_failure(&self.shown_endpoint, self.config.timeout, e))?;
-        let text = String::from_utf8_lossy(&bytes);
         if status.is_success() {
+            let bytes = self.read_success_body(status, response).await?;
+            let text = String::from_utf8_lossy(&bytes);
             return self.parse_success(status, &text).map_err(Failure::fatal);
         }
+        let bytes = self
+            .read_body_prefix(response, MAX_ERROR_BODY_BYTES)
+            .await?;
+        let text = String::from_utf8_lossy(&bytes);
         Err(status_failure(
             &self.shown_endpoint,
             &self.config.model,
@@ -226,6 +252,83 @@ impl OpenAICompatible {
             location,
             retry_after,
         ))
+    }
+
+    /// A successful answer's body, refused (not buffered) when it is encoded (outrider asks for
+    /// no compression, so a gzip body is either a misconfigured proxy or a bomb) or larger than
+    /// [`MAX_RESPONSE_BYTES`], by its `Content-Length` or as it streams in.
+    async fn read_success_body(
+        &self,
+        status: StatusCode,
+        mut response: reqwest::Response,
+    ) -> Result<Vec<u8>, Failure> {
+        let refuse = |what: String| {
+            Failure::fatal(ModelError {
+                kind: ModelErrorKind::BadResponse,
+                message: format!(
+                    "{} answered HTTP {} {what}",
+                    self.shown_endpoint,
+                    status.as_u16()
+                ),
+                status: Some(status.as_u16()),
+            })
+        };
+        let encoding = response
+            .headers()
+            .get(reqwest::header::CONTENT_ENCODING)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).trim().to_owned())
+            .filter(|v| !v.is_empty() && !v.eq_ignore_ascii_case("identity"));
+        if let Some(encoding) = encoding {
+            return Err(refuse(format!(
+                "with a body in Content-Encoding '{}', which outrider does not ask for or decode; refused without reading it",
+                snippet(&encoding)
+            )));
+        }
+        let limit = MAX_RESPONSE_BYTES;
+        if let Some(length) = response.content_length().filter(|&n| n > limit as u64) {
+            return Err(refuse(format!(
+                "with a {length}-byte body (Content-Length), over the {} MiB limit; refused without reading it",
+                limit >> 20
+            )));
+        }
+        // Sized once when the length is known: doubling a buffer up to the cap would hold
+        // about twice the cap at its peak.
+        let mut body = Vec::with_capacity(response.content_length().unwrap_or(0) as usize);
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| transport_failure(&self.shown_endpoint, self.config.timeout, e))?
+        {
+            if body.len() + chunk.len() > limit {
+                return Err(refuse(format!(
+                    "with a body over the {} MiB limit; stopped reading it there",
+                    limit >> 20
+                )));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    }
+
+    /// At most `limit` bytes of an error answer's body (enough for the provider's message).
+    async fn read_body_prefix(
+        &self,
+        mut response: reqwest::Response,
+        limit: usize,
+    ) -> Result<Vec<u8>, Failure> {
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| transport_failure(&self.shown_endpoint, self.config.timeout, e))?
+        {
+            let room = limit - body.len();
+            body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            if body.len() >= limit {
+                break;
+            }
+        }
+        Ok(body)
     }
 
     fn parse_success(&self, status: StatusCode, text: &str) -> Result<ChatResponse, ModelError> {
@@ -275,6 +378,29 @@ impl OpenAICompatible {
         error.message = crate::trace::redact_str(&error.message);
         error
     }
+}
+
+/// The HTTP client for `config`: its timeouts, no redirects, no proxy for a loopback server.
+fn build_client(config: &OpenAICompatibleConfig) -> Result<reqwest::Client, Error> {
+    install_crypto_provider();
+    let base = parse_base_url(&config.base_url)?;
+    let mut builder = reqwest::Client::builder()
+        .connect_timeout(config.connect_timeout)
+        .timeout(config.timeout)
+        // Not followed: a redirected POST turns into a GET, and a redirect to another origin
+        // would carry the Authorization header there. The error names the target instead.
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("outrider/", env!("CARGO_PKG_VERSION")));
+    if is_loopback(&base) {
+        // A proxy from the environment must not intercept a local server.
+        builder = builder.no_proxy();
+    }
+    builder.build().map_err(|e| {
+        invalid(
+            "base_url",
+            format!("could not build an HTTP client for it: {e}"),
+        )
+    })
 }
 
 /// How long to wait before the next attempt: the provider's `Retry-After` (capped) or a backoff.

@@ -1,0 +1,126 @@
+"""Memory: resident set size before, at its peak and after many launches.
+
+    python bench/memory.py [--launches 2000] [--children 256]
+
+Runs the 4-call scripted explore of `loop.py` (Glob, Grep, Read, the final JSON; a plain Python
+callable; traces written outside the root) `--launches` times in a row, then the same number
+again (RSS that keeps growing from one round to the next would be a leak), then `--children`
+children at once through `launch_many`, twice (their first model call sleeps 50 ms so that all
+of them are in flight together), and reads RSS once more after 11 s idle. RSS is sampled every
+2 ms by a thread reading /proc/self/statm. The peer figures come from the same run: a bare
+interpreter, and one that only imports outrider.
+Linux only (/proc).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import outrider
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+from loop import make_tree, scripted
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def rss_mib() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * PAGE / (1 << 20)
+
+
+@contextmanager
+def sampled() -> Iterator[dict[str, float]]:
+    """Before, peak and after RSS of the block, in MiB."""
+    figures = {"before": rss_mib(), "peak": 0.0}
+    figures["peak"] = figures["before"]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.002):
+            figures["peak"] = max(figures["peak"], rss_mib())
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        yield figures
+    finally:
+        done.set()
+        sampler.join()
+        figures["after"] = rss_mib()
+        figures["peak"] = max(figures["peak"], figures["after"])
+
+
+def slow_first_turn(model: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], Any]:
+    def wrapped(request: dict[str, Any]) -> Any:
+        if not any(m["role"] == "assistant" for m in request["messages"]):
+            time.sleep(0.05)
+        return model(request)
+
+    return wrapped
+
+
+def peer(code: str) -> float:
+    probe = f"{code}\nimport os\nprint(int(open('/proc/self/statm').read().split()[1]) * {PAGE})"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return int(out.stdout.split()[-1]) / (1 << 20)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--launches", type=int, default=2000)
+    ap.add_argument("--children", type=int, default=256)
+    opts = ap.parse_args()
+    rows: list[tuple[str, dict[str, float]]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        root = pathlib.Path(tmp) / "repo"
+        make_tree(root)
+        traces = pathlib.Path(tmp) / "traces"
+        launcher = outrider.SubagentLauncher(root, scripted(), trace_dir=traces)
+        request = outrider.SubagentRequest(task="Where is f1 defined?")
+        statuses: set[str] = set()
+        for label in (f"{opts.launches} sequential launches", f"{opts.launches} more (leak check)"):
+            with sampled() as figures:
+                for _ in range(opts.launches):
+                    statuses.add(launcher.launch(request).status)
+            rows.append((label, figures))
+        many = outrider.SubagentLauncher(root, slow_first_turn(scripted()), trace_dir=traces)
+        for label in ("concurrent children (launch_many,", "more (leak check,"):
+            with sampled() as figures:
+                started = time.perf_counter()
+                results = many.launch_many([request] * opts.children, max_concurrency=opts.children)
+                elapsed = time.perf_counter() - started
+            statuses.update(r.status for r in results)
+            rows.append((f"{opts.children} {label} {elapsed:.2f} s)", figures))
+        written = sum(1 for _ in traces.rglob("*.jsonl"))
+        # The runtime's idle blocking threads (one per concurrent sync model call) exit after
+        # 10 s; what is left then is what the process keeps.
+        time.sleep(11)
+        settled = rss_mib()
+    print(
+        f"outrider {outrider.__version__}: RSS in MiB, 4-call scripted explore on 20 files, "
+        f"{written} traces written; statuses {sorted(statuses)}"
+    )
+    print(f"{'':48} {'before':>8} {'peak':>8} {'after':>8}")
+    for label, f in rows:
+        print(f"{label:48} {f['before']:8.1f} {f['peak']:8.1f} {f['after']:8.1f}")
+    print(f"{'after 11 s idle':48} {settled:8.1f}")
+    for code in ("pass", "import outrider"):
+        print(f"{f'peer: python -c {code!r}':48} {peer(code):8.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
