@@ -99,7 +99,7 @@ impl ChatModel for Configured {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     #[test]
     fn a_light_model_name_alone_makes_a_light_route_on_the_main_backend() {
