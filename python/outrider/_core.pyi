@@ -1,6 +1,6 @@
 """Type stubs for the native core, ``outrider._core`` (hand-written; checked by mypy.stubtest)."""
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from os import PathLike
 from typing import Any, Final, Literal, final
 

@@ -56,6 +56,8 @@ class TaskStats(TypedDict, total=False):
     time_ms: int
     tool_calls: int
     token_usage: int
+    input_tokens: int
+    output_tokens: int
     model: str
     """The route the child used: ``light``, ``main`` or ``offline``."""
 
@@ -82,6 +84,8 @@ class TaskError(ToolError, total=False):
     failure_reason: str | None
     tool_usage: dict[str, int]
     token_usage: int
+    input_tokens: int
+    output_tokens: int
     trace_path: str | None
     permission: dict[str, Any]
 
