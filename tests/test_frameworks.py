@@ -41,6 +41,9 @@ def repo(tmp_path: pathlib.Path) -> pathlib.Path:
     return root
 
 
+CHILD_IN, CHILD_OUT = 100 + 150, 20 + 30  # the child's prompt and answer tokens
+
+
 def child_script(first: Any = None) -> ScriptedLLM:
     """A child that greps, then answers: 300 tokens as its provider reports them."""
     return ScriptedLLM(
@@ -66,7 +69,14 @@ def expected_envelope(args: dict[str, Any] = ARGS) -> dict[str, Any]:
             "result": {**ANSWER, "tool_usage": {"Grep": 1}, "terminal_reason": "completed"},
         },
         "text": ANSWER["summary"],
-        "stats": {"time_ms": "<ms>", "tool_calls": 1, "token_usage": CHILD_TOKENS, "model": "main"},
+        "stats": {
+            "time_ms": "<ms>",
+            "tool_calls": 1,
+            "token_usage": CHILD_TOKENS,
+            "input_tokens": CHILD_IN,
+            "output_tokens": CHILD_OUT,
+            "model": "main",
+        },
         "context": {"cwd": ".", "params_input": args},
     }
 
@@ -101,11 +111,11 @@ def test_child_usage_reads_the_envelope_of_an_answer_a_failure_and_bad_arguments
     repo: pathlib.Path,
 ) -> None:
     answered = task_tool(repo, child_script()).run(ARGS)
-    assert child_usage(answered) == ChildUsage(CHILD_TOKENS, CHILD_TOKENS, 0, 0, split=False)
+    assert child_usage(answered) == ChildUsage(CHILD_TOKENS, CHILD_IN, CHILD_OUT, 0, split=True)
     failing = ScriptedLLM([with_usage([call("Grep", pattern="x")], 40, 2), RuntimeError("down")])
     failed = task_tool(repo, failing).run(ARGS)
     assert failed["error"]["code"] == "INTERNAL_ERROR"
-    assert child_usage(failed) == ChildUsage(42, 42, 0, 0, split=False)
+    assert child_usage(failed) == ChildUsage(42, 40, 2, 0, split=True)
     invalid = task_tool(repo, child_script()).run(BAD_ARGS)
     assert child_usage(invalid) == ChildUsage(0, 0, 0, 0, split=False)
     # An envelope that reports the split (and the model calls) is taken as it is.
@@ -166,8 +176,8 @@ def test_openai_agents_runner_calls_task_and_counts_the_child_tokens(repo: pathl
     # The parent's own two requests plus the child's tokens (the bad call launched nothing).
     assert (usage.requests, usage.input_tokens, usage.output_tokens, usage.total_tokens) == (
         2,
-        10 + 20 + CHILD_TOKENS,
-        5 + 3,
+        10 + 20 + CHILD_IN,
+        5 + 3 + CHILD_OUT,
         15 + 23 + CHILD_TOKENS,
     )
 
@@ -220,8 +230,8 @@ def test_pydantic_ai_agent_calls_task_and_counts_the_child_in_run_usage(
     assert (usage.requests, usage.tool_calls, usage.input_tokens, usage.output_tokens) == (
         2,
         2,
-        10 + 10 + CHILD_TOKENS,
-        5 + 5,
+        10 + 10 + CHILD_IN,
+        5 + 5 + CHILD_OUT,
     )
     assert usage.details == {"outrider_subagent_tokens": CHILD_TOKENS}
 
@@ -356,7 +366,11 @@ def test_langchain_tool_call_gives_the_envelope_and_reports_the_child_usage(
     assert json.loads(str(message.content)) == message.artifact
     assert usage.usage_metadata == {
         "fake-parent": parent_usage,
-        "outrider:main": {"input_tokens": CHILD_TOKENS, "output_tokens": 0, "total_tokens": 300},
+        "outrider:main": {
+            "input_tokens": CHILD_IN,
+            "output_tokens": CHILD_OUT,
+            "total_tokens": 300,
+        },
     }
 
 
@@ -378,7 +392,7 @@ def test_langchain_ainvoke_awaits_the_child_and_bad_arguments_report_no_usage(
     assert stable(good.artifact) == expected_envelope()
     assert stable(bad.artifact) == invalid_envelope()
     assert usage.usage_metadata == {
-        "outrider:main": {"input_tokens": CHILD_TOKENS, "output_tokens": 0, "total_tokens": 300}
+        "outrider:main": {"input_tokens": CHILD_IN, "output_tokens": CHILD_OUT, "total_tokens": 300}
     }
     # Called with plain arguments (no tool call), the tool gives the content only.
     assert json.loads(tool.invoke(BAD_ARGS))["error"]["code"] == "INVALID_PARAM"
