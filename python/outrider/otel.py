@@ -35,9 +35,6 @@ class _Spans:
     """An ``on_event`` handler that turns one call's trace events into spans."""
 
     def __init__(self, tracer: Any, parent: Any, chained: Callable[[Any], object] | None) -> None:
-        from opentelemetry import trace
-
-        self.trace = trace
         self.tracer, self.parent, self.chained = tracer, parent, chained
         self.lock = threading.Lock()
         self.runs: dict[str, Any] = {}
@@ -51,6 +48,8 @@ class _Spans:
             self.chained(event)
 
     def _record(self, event: dict[str, Any]) -> None:
+        from opentelemetry import trace
+
         name, sid, payload = event["event"], event["session_id"], event.get("payload") or {}
         step = event.get("step", 0)
         run = self.runs.get(sid)
@@ -58,7 +57,7 @@ class _Spans:
             # A main agent's children start while its Task tool call is open: nest them there.
             parent = self.parent
             if self.task_spans:
-                parent = self.trace.set_span_in_context(self.task_spans[-1])
+                parent = trace.set_span_in_context(self.task_spans[-1])
             attributes = {
                 "outrider.session_id": sid,
                 "outrider.profile": str(payload.get("profile", "")),
@@ -85,7 +84,7 @@ class _Spans:
             tool = str(payload.get("tool", ""))
             span = self.tracer.start_span(
                 f"outrider.tool {tool}",
-                context=self.trace.set_span_in_context(run),
+                context=trace.set_span_in_context(run),
                 attributes={"outrider.tool": tool, "outrider.step": step},
             )
             self.tools[(sid, str(payload.get("tool_call_id")))] = span
@@ -99,7 +98,7 @@ class _Spans:
                 if payload.get("error_code"):
                     span.set_attribute("outrider.error_code", str(payload["error_code"]))
                 if status == "error":
-                    span.set_status(self.trace.Status(self.trace.StatusCode.ERROR))
+                    span.set_status(trace.Status(trace.StatusCode.ERROR))
                 if span in self.task_spans:
                     self.task_spans.remove(span)
                 span.end()
@@ -110,7 +109,7 @@ class _Spans:
             run.set_attribute("outrider.tokens", int(details.get("total_tokens") or 0))
             if details.get("error"):
                 run.set_status(
-                    self.trace.Status(self.trace.StatusCode.ERROR, str(details["error"]))
+                    trace.Status(trace.StatusCode.ERROR, str(details["error"]))
                 )
         elif name == "session_summary":
             usage = payload.get("total_usage") or {}
