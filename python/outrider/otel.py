@@ -108,9 +108,7 @@ class _Spans:
             run.set_attribute("outrider.terminal_reason", reason)
             run.set_attribute("outrider.tokens", int(details.get("total_tokens") or 0))
             if details.get("error"):
-                run.set_status(
-                    trace.Status(trace.StatusCode.ERROR, str(details["error"]))
-                )
+                run.set_status(trace.Status(trace.StatusCode.ERROR, str(details["error"])))
         elif name == "session_summary":
             usage = payload.get("total_usage") or {}
             run.set_attribute("outrider.steps", int(payload.get("steps") or 0))
