@@ -740,6 +740,8 @@ fn launch_is_traced_with_the_fields_a_person_debugging_needs() {
         .build()
         .unwrap();
     let r = tracing::subscriber::with_default(subscriber, || {
+        // The interest cache is process-wide: forget a "never" cached before this subscriber.
+        tracing::callsite::rebuild_interest_cache();
         rt.block_on(l.launch(SubagentRequest::explore("x"), CancelToken::new()))
             .unwrap()
     });

@@ -833,6 +833,9 @@ async fn a_run_reports_step_model_tool_and_gate_spans() {
     let recorder = recorder::Recorder::default();
     let out = {
         let _guard = tracing::subscriber::set_default(recorder.clone());
+        // Other tests' threads may have cached "never" for a callsite before this subscriber
+        // existed (tracing's interest cache is process-wide): ask again now that it does.
+        tracing::callsite::rebuild_interest_cache();
         runner(&dir, model, explore_profile()).run("task").await
     };
     assert_eq!(out.terminal_reason, TerminalReason::Completed);

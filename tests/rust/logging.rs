@@ -114,6 +114,8 @@ fn launch_events_come_at_the_levels_a_log_reader_expects() {
         .build()
         .unwrap();
     let r = tracing::subscriber::with_default(subscriber, || {
+        // The interest cache is process-wide: forget a "never" cached before this subscriber.
+        tracing::callsite::rebuild_interest_cache();
         rt.block_on(l.launch(SubagentRequest::explore("x"), CancelToken::new()))
             .unwrap()
     });

@@ -390,6 +390,9 @@ async fn each_retry_is_a_tracing_event_with_attempt_wait_and_status() {
     let recorder = recorder::Recorder::default();
     let response = {
         let _guard = tracing::subscriber::set_default(recorder.clone());
+        // Other tests' threads may have cached "never" for a callsite before this subscriber
+        // existed (tracing's interest cache is process-wide): ask again now that it does.
+        tracing::callsite::rebuild_interest_cache();
         model.complete(&simple_request()).await.unwrap()
     };
     assert_eq!(response, final_answer("third time"));
@@ -993,7 +996,7 @@ async fn a_retry_after_in_seconds_beyond_the_deadline_ends_the_call_at_once() {
     .await;
     let err = err.unwrap_err();
 
-    assert!(elapsed < Duration::from_millis(500), "{elapsed:?}");
+    assert!(elapsed < Duration::from_millis(1500), "{elapsed:?}"); // far below the 3 s deadline, on a loaded CI host too
     let left = seconds_left(&err.message);
     assert!((2.0..=3.0).contains(&left), "{}", err.message);
     assert_eq!(
@@ -1021,7 +1024,7 @@ async fn a_retry_after_date_beyond_the_deadline_ends_the_call_at_once() {
     .await;
     let err = err.unwrap_err();
 
-    assert!(elapsed < Duration::from_millis(500), "{elapsed:?}");
+    assert!(elapsed < Duration::from_millis(1500), "{elapsed:?}"); // far below the 3 s deadline, on a loaded CI host too
     let left = seconds_left(&err.message);
     assert_eq!(
         err,
