@@ -202,92 +202,70 @@ def test_one_async_openai_client_shared_by_a_main_agent_and_its_children(
     repo: pathlib.Path,
 ) -> None:
     openai = pytest.importorskip("openai")
-    import http.server
+    from loopback import scripted
 
-    seen: list[dict[str, Any]] = []
-
-    def answer(body: dict[str, Any]) -> dict[str, Any]:
-        names = {t["function"]["name"] for t in body.get("tools") or []}
-        if "Task" not in names:
-            message: dict[str, Any] = {"role": "assistant", "content": ANSWER}
-        elif any(m["role"] == "tool" for m in body["messages"]):
-            message = {"role": "assistant", "content": "login lives in auth.py:1"}
-        else:
-            args = {
-                "description": "find login",
-                "prompt": "where is login defined",
-                "subagent_type": "explore",
-            }
-            message = {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": "t1",
-                        "type": "function",
-                        "function": {"name": "Task", "arguments": json.dumps(args)},
-                    }
-                ],
-            }
+    def completion(message: dict[str, Any]) -> dict[str, Any]:
         return {
             "id": "c",
             "object": "chat.completion",
             "created": 0,
-            "model": body["model"],
+            "model": "m",
             "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
         }
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            seen.append(body)
-            payload = json.dumps(answer(body)).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}/v1"
-
-    async def main() -> dict[str, Any]:
-        client = openai.AsyncOpenAI(base_url=base, api_key="test", max_retries=0)
-
-        async def llm(request: dict[str, Any]) -> Any:
-            return await client.chat.completions.create(**request)
-
-        agent = outrider.MainAgent(
-            repo,
-            llm,
-            trace_dir=False,
-            model="big-model",
-            light_model="small-model",
-            model_settings={"temperature": 0, "extra_body": {"user_tag": "t"}},
-        )
-        out = await agent.run_async("where is login?")
-        # The same client serves the user's own calls on this loop afterwards.
-        own = await client.chat.completions.create(
-            model="own", messages=[{"role": "user", "content": "hi"}]
-        )
-        assert own.choices[0].message.content == ANSWER
-        await client.close()
-        return out
-
-    try:
-        out = asyncio.run(main())
-    finally:
-        server.shutdown()
-        server.server_close()
+    args = {
+        "description": "find login",
+        "prompt": "where is login defined",
+        "subagent_type": "explore",
+    }
+    task_call = {
+        "id": "t1",
+        "type": "function",
+        "function": {"name": "Task", "arguments": json.dumps(args)},
+    }
+    # In order: the main agent's Task call, the child's answer, the main agent's answer, the
+    # user's own call.
+    script = [
+        completion({"role": "assistant", "content": None, "tool_calls": [task_call]}),
+        completion({"role": "assistant", "content": ANSWER}),
+        completion({"role": "assistant", "content": "login lives in auth.py:1"}),
+        completion({"role": "assistant", "content": ANSWER}),
+    ]
+    with scripted(script) as server:
+        base = f"{server.base}/v1"
+        out = asyncio.run(run(openai, base, repo))
+        seen = server.bodies
     assert out["final_text"] == "login lives in auth.py:1", out
     models = [b["model"] for b in seen]
     assert models == ["big-model", "small-model", "big-model", "own"], models
     assert all(b.get("temperature") == 0 and b.get("user_tag") == "t" for b in seen[:3])
+    assert [t["function"]["name"] for t in seen[1]["tools"]] == ["Glob", "Grep", "Read"]
+
+
+async def run(openai: Any, base: str, repo: pathlib.Path) -> dict[str, Any]:
+    """A main agent and its child on one AsyncOpenAI client, then the user's own call on it."""
+    client = openai.AsyncOpenAI(base_url=base, api_key="test", max_retries=0)
+
+    async def llm(request: dict[str, Any]) -> Any:
+        return await client.chat.completions.create(**request)
+
+    agent = outrider.MainAgent(
+        repo,
+        llm,
+        trace_dir=False,
+        model="big-model",
+        light_model="small-model",
+        model_settings={"temperature": 0, "extra_body": {"user_tag": "t"}},
+    )
+    out = await agent.run_async("where is login?")
+    # The same client serves the user's own calls on this loop afterwards.
+    own = await client.chat.completions.create(
+        model="own", messages=[{"role": "user", "content": "hi"}]
+    )
+    assert own.choices[0].message.content == ANSWER
+    await client.close()
+    return out
 
 
 def test_a_launcher_collected_mid_run_cancels_its_children(repo: pathlib.Path) -> None:
