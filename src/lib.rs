@@ -17,6 +17,7 @@ pub mod contract;
 pub mod error;
 pub mod evidence;
 pub mod exec;
+pub mod host;
 pub mod llm;
 pub mod profile;
 pub mod pyjson;

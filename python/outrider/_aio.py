@@ -104,6 +104,22 @@ class Handle:
             self.future.cancel()
 
 
+def _raised(error: BaseException) -> tuple[str, str, int | None]:
+    """An exception as the core takes it: type name, message, and the HTTP status an SDK error
+    (openai/anthropic ``APIStatusError``, litellm's) carries."""
+    try:
+        message = str(error)
+    except Exception:
+        message = "<unprintable>"
+    try:
+        status = getattr(error, "status_code", None)
+    except Exception:
+        status = None
+    if not isinstance(status, int) or isinstance(status, bool) or not 0 <= status <= 0xFFFF:
+        status = None
+    return type(error).__name__, message, status
+
+
 def _report(out: Any, done: Done) -> None:
     try:
         value = to_chat_response(out)
@@ -125,15 +141,15 @@ def _report(out: Any, done: Done) -> None:
 def _finished(future: concurrent.futures.Future[Any], done: Done) -> None:
     try:
         if future.cancelled():
-            done("raised", asyncio.CancelledError("the model call was cancelled"))
+            done("raised", _raised(asyncio.CancelledError("the model call was cancelled")))
             return
         error = future.exception()
         if error is not None:
-            done("raised", error)
+            done("raised", _raised(error))
         else:
             _report(future.result(), done)
     except BaseException as error:
-        done("raised", error)
+        done("raised", _raised(error))
 
 
 def call(
@@ -150,7 +166,7 @@ def call(
     def job() -> None:
         try:
             if handle.cancelled:
-                done("raised", asyncio.CancelledError("the model call was cancelled"))
+                done("raised", _raised(asyncio.CancelledError("the model call was cancelled")))
                 return
             out = ctx.run(fn, json.loads(request))
             if inspect.isawaitable(out):
@@ -164,7 +180,7 @@ def call(
                 return
             _report(out, done)
         except BaseException as error:
-            done("raised", error)
+            done("raised", _raised(error))
 
     _pool.submit(job)
     return handle
@@ -181,36 +197,82 @@ def resolve(future: asyncio.Future[Any], value: Any, error: BaseException | None
 
 
 def install(core: Any) -> None:
-    """Give the native classes their coroutine methods (``async def``: ``asyncio.run``,
-    ``create_task`` and ``TaskGroup`` take them as they are)."""
+    """Give the native classes their entry points. Each native half (``_launch``,
+    ``_launch_many``, ``_run``) either blocks (GIL released, Ctrl-C heard) or returns an asyncio
+    future of the running loop; the coroutine methods are ``async def``, so ``asyncio.run``,
+    ``create_task`` and ``TaskGroup`` take them as they are."""
+
+    def launch(self: Any, request: Any, *, on_event: Any = None) -> Any:
+        """Run one child to the end (GIL released; Ctrl-C cancels it and raises)."""
+        return self._launch(request, on_event, False)
 
     async def launch_async(self: Any, request: Any, *, on_event: Any = None) -> Any:
         """The same as ``launch`` from async code; cancelling it cancels the child."""
-        return await self._launch_future(request, on_event=on_event)
+        return await self._launch(request, on_event, True)
+
+    def launch_many(
+        self: Any,
+        requests: Any,
+        max_concurrency: int | None = None,
+        *,
+        on_event: Any = None,
+        progress: bool = False,
+    ) -> list[Any]:
+        """Run children concurrently, at most ``max_concurrency`` at a time; results in input
+        order. ``progress=True`` shows a tqdm bar."""
+        result: list[Any] = self._launch_many(
+            requests, max_concurrency, on_event, bool(progress), False
+        )
+        return result
 
     async def launch_many_async(
         self: Any, requests: Any, max_concurrency: int | None = None, *, on_event: Any = None
     ) -> list[Any]:
         """The same as ``launch_many`` from async code; cancelling it cancels every child."""
-        result: list[Any] = await self._launch_many_future(
-            requests, max_concurrency, on_event=on_event
+        result: list[Any] = await self._launch_many(
+            requests, max_concurrency, on_event, False, True
         )
         return result
 
+    def stream(self: Any, request: Any) -> Any:
+        """Launch from async code, yielding each trace event dict as it happens, then the result."""
+        from outrider._observe import stream
+
+        return stream(self, request)
+
+    def run(self: Any, task: Any, *, on_event: Any = None) -> Any:
+        """Run the main agent on ``task`` (GIL released; Ctrl-C cancels it and its children)."""
+        return self._run(task, on_event, False)
+
     async def run_async(self: Any, task: Any, *, on_event: Any = None) -> Any:
         """The same as ``run`` from async code; cancelling it cancels the run."""
-        return await self._run_future(task, on_event=on_event)
+        return await self._run(task, on_event, True)
+
+    def task_run(self: Any, args: Any) -> Any:
+        """Validate, launch, and return the envelope dict (never raises for bad arguments)."""
+        return self._run(args, False)
+
+    def task_run_json(self: Any, args: Any) -> str:
+        """``run``, serialised as the tool message content (JSON, indent 2, non-ASCII kept)."""
+        return json.dumps(self._run(args, False), indent=2, ensure_ascii=False)
 
     async def task_run_async(self: Any, args: Any) -> Any:
         """``run`` from async code: the envelope dict; cancelling it cancels the child."""
-        return await self._run_future(args)
+        return await self._run(args, True)
 
     for cls, name, fn in (
+        (core.SubagentLauncher, "launch", launch),
         (core.SubagentLauncher, "launch_async", launch_async),
+        (core.SubagentLauncher, "launch_many", launch_many),
         (core.SubagentLauncher, "launch_many_async", launch_many_async),
+        (core.SubagentLauncher, "stream", stream),
+        (core.MainAgent, "run", run),
         (core.MainAgent, "run_async", run_async),
+        (core.TaskTool, "run", task_run),
+        (core.TaskTool, "run_json", task_run_json),
         (core.TaskTool, "run_async", task_run_async),
     ):
+        fn.__name__ = name
         fn.__qualname__ = f"{cls.__name__}.{name}"
         fn.__module__ = cls.__module__
         setattr(cls, name, fn)

@@ -22,7 +22,24 @@ use crate::tools::envelope::{ErrorCode, ToolResult};
 pub const TASK_TOOL_NAME: &str = "Task";
 
 /// Builds the launcher on first use (a factory the caller gave instead of a launcher).
-pub type LauncherFactory = Box<dyn Fn() -> Result<Arc<SubagentLauncher>, String> + Send + Sync>;
+pub type LauncherFactory =
+    Box<dyn Fn() -> Result<Arc<SubagentLauncher>, FactoryError> + Send + Sync>;
+
+/// Why a launcher factory gave no launcher.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FactoryError {
+    /// It raised an exception of type `kind`.
+    #[error("the launcher factory raised {kind}: {message}")]
+    Raised {
+        /// The exception's type name.
+        kind: String,
+        /// Its message.
+        message: String,
+    },
+    /// It returned a value of this type instead of a launcher.
+    #[error("the launcher factory returned {0}, not an outrider.SubagentLauncher")]
+    WrongType(String),
+}
 
 /// Validated Task arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -456,7 +473,7 @@ impl TaskTool {
             return Ok(l.clone());
         }
         let factory = self.factory.as_ref().ok_or("TaskTool has no launcher")?;
-        let launcher = factory()?;
+        let launcher = factory().map_err(|e| e.to_string())?;
         check_reachable(&launcher, &self.reachable).map_err(|e| e.to_string())?;
         *slot = Some(launcher.clone());
         Ok(launcher)

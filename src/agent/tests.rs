@@ -567,13 +567,17 @@ fn task_envelopes_success_and_every_failure() {
         .starts_with("child-"));
     assert!(failed["stats"]["time_ms"].as_u64().unwrap() >= 1);
 
-    let broken: task_tool::LauncherFactory =
-        Box::new(|| Err("the factory raised OSError: disk".into()));
+    let broken: task_tool::LauncherFactory = Box::new(|| {
+        Err(task_tool::FactoryError::Raised {
+            kind: "OSError".into(),
+            message: "disk".into(),
+        })
+    });
     let lazy = TaskTool::with_factory(broken, None).unwrap();
     let not_started = run_task(&lazy, TaskInput::Json(Json::from_value(&args)));
     assert_eq!(
         not_started["error"]["message"],
-        json!("Task could not start: the factory raised OSError: disk")
+        json!("Task could not start: the launcher factory raised OSError: disk")
     );
     let err = TaskTool::new(
         Arc::new(launcher(&dir, explorer(Duration::ZERO))),

@@ -2,7 +2,7 @@
 //! checks run first and decide alone when they can; only then does a verification child
 //! independently check the candidate against its requirements and evidence.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::agent::launcher::SubagentLauncher;
@@ -50,6 +50,31 @@ impl CompletionVerdict {
             verdict,
             reasons,
             feedback,
+        })
+    }
+}
+
+impl Verification {
+    /// Rebuild from the JSON form of `CompletionVerdict.to_dict()` with an optional `launch` (a
+    /// launch result's JSON form); a bad or unknown key is refused by name.
+    pub fn from_value(v: &Value) -> Result<Self, Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Parts {
+            verdict: String,
+            #[serde(default)]
+            reasons: Vec<String>,
+            #[serde(default)]
+            feedback: Option<String>,
+            #[serde(default)]
+            launch: Option<SubagentLaunchResult>,
+        }
+        let parts = Parts::deserialize(v)
+            .map_err(|e| Error::config("CompletionVerdict.from_dict data", e.to_string()))?;
+        let verdict = CompletionVerdict::from_parts(&parts.verdict, parts.reasons, parts.feedback)?;
+        Ok(Verification {
+            verdict,
+            launch: parts.launch,
         })
     }
 }
@@ -286,6 +311,30 @@ mod tests {
 
     fn deterministic_verdict_ok(r: &Map<String, Value>) -> Option<CompletionVerdict> {
         deterministic_verdict(r).unwrap()
+    }
+
+    #[test]
+    fn a_verdict_is_rebuilt_from_its_dict_and_bad_keys_are_named() {
+        let v = Verification::from_value(
+            &json!({"verdict": "FAIL", "reasons": ["r"], "feedback": "fix"}),
+        )
+        .unwrap();
+        assert_eq!(
+            v.verdict,
+            CompletionVerdict {
+                verdict: "FAIL",
+                reasons: vec!["r".into()],
+                feedback: Some("fix".into())
+            }
+        );
+        assert!(v.launch.is_none());
+        let err = |v: Value| Verification::from_value(&v).unwrap_err().to_string();
+        assert_eq!(
+            err(json!({"verdict": "MAYBE"})),
+            "CompletionVerdict.from_dict data['verdict']: must be 'PASS', 'FAIL' or 'UNVERIFIED', got 'MAYBE'"
+        );
+        assert!(err(json!({"verdict": "PASS", "extra": 1})).contains("unknown field `extra`"));
+        assert!(err(json!({"reasons": []})).contains("missing field `verdict`"));
     }
 
     #[test]

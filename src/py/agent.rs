@@ -9,7 +9,7 @@ use crate::py::launcher::{
     model_arg, retention_arg, routes_arg, trace_dir_arg, PySubagentLauncher,
 };
 use crate::py::observe::{event_sink, refresh_level};
-use crate::py::runtime::{run, spawn_awaitable};
+use crate::py::runtime::finish;
 
 /// A main agent with Read/Grep/Glob and the Task tool (see the stub).
 #[pyclass(frozen, module = "outrider._core", name = "MainAgent")]
@@ -75,45 +75,23 @@ impl PyMainAgent {
         })
     }
 
-    /// Run the main agent on `task` (GIL released; Ctrl-C cancels it and its children) and return
-    /// `{session_id, final_text, terminal_reason, error, steps, model_calls, tool_usage,
-    /// token_usage, trace_path, trace_error}`.
-    #[pyo3(signature = (task, *, on_event=None))]
-    fn run<'py>(
+    /// `run` and `run_async` (`outrider._aio`): the run's dict, blocking or as an asyncio future.
+    fn _run(
         &self,
-        py: Python<'py>,
-        task: &Bound<'py, PyAny>,
-        on_event: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let task = req_str(task, "task")?;
-        let (agent, sink) = (self.inner.clone(), event_sink(on_event)?);
-        refresh_level(py);
-        let out = run(
-            py,
-            |c| async move { agent.run_observed(&task, c, sink).await },
-        )?;
-        dump(py, &out)
-    }
-
-    /// `run_async`'s native half: an asyncio future of the same dict; async model callables
-    /// run on the running loop.
-    #[pyo3(signature = (task, *, on_event=None))]
-    fn _run_future<'py>(
-        &self,
-        py: Python<'py>,
-        task: &Bound<'py, PyAny>,
-        on_event: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+        py: Python<'_>,
+        task: &Bound<'_, PyAny>,
+        on_event: Option<&Bound<'_, PyAny>>,
+        awaitable: bool,
+    ) -> PyResult<Py<PyAny>> {
         let (task, agent, sink) = (
             req_str(task, "task")?,
             self.inner.clone(),
             event_sink(on_event)?,
         );
-        refresh_level(py);
-        let cancel = CancelToken::new();
-        let c = cancel.clone();
-        let fut = async move { agent.run_observed(&task, c, sink).await };
-        spawn_awaitable(py, fut, cancel, |py, out| Ok(dump(py, &out?)?.unbind()))
+        let run = |c| async move { agent.run_observed(&task, c, sink).await };
+        finish(py, &CancelToken::new(), awaitable, run, |py, out| {
+            Ok(dump(py, &out)?.unbind())
+        })
     }
 
     fn __repr__(&self) -> String {

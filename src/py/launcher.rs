@@ -8,8 +8,8 @@ use pyo3::types::{PyBool, PyDict, PyType};
 use crate::api::ChatModel;
 use crate::api::{CancelToken, ParsedResult};
 use crate::api::{
-    CompletionVerdict, LaunchObserver, LauncherOptions, RequestInit, SubagentLaunchResult,
-    SubagentLauncher, Verification,
+    LaunchObserver, LauncherOptions, RequestInit, SubagentLaunchResult, SubagentLauncher,
+    Verification,
 };
 use crate::api::{SubagentRequest, TraceDirSetting, TraceRetention};
 use crate::py::contract::{PyExploreResult, PyVerificationResult};
@@ -18,10 +18,10 @@ use crate::py::convert::{
     wrong_type,
 };
 use crate::py::frozen_class;
-use crate::py::model::PyCallableModel;
+use crate::py::model::callable_model;
 use crate::py::observe::{event_sink, many_observer, refresh_level};
 use crate::py::profile::PyRuntimeProfile;
-use crate::py::runtime::{run_under, spawn_awaitable};
+use crate::py::runtime::finish;
 
 frozen_class! {
     /// A request for one child (frozen).
@@ -149,7 +149,7 @@ pub fn model_arg(
         return Ok(Some(Arc::new(crate::api::OfflineScout)));
     }
     if obj.is_callable() {
-        return Ok(Some(Arc::new(PyCallableModel::new(obj))));
+        return Ok(Some(Arc::new(callable_model(obj))));
     }
     Err(wrong_type(
         what,
@@ -273,120 +273,58 @@ impl PySubagentLauncher {
         })
     }
 
-    /// Launch one child and wait for it (GIL released; Ctrl-C cancels the child).
-    #[pyo3(signature = (request, *, on_event=None))]
-    fn launch(
+    /// `launch` and `launch_async` (`outrider._aio`): one child, blocking or as an asyncio future.
+    fn _launch(
         &self,
         py: Python<'_>,
         request: &Bound<'_, PyAny>,
         on_event: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<PySubagentLaunchResult> {
+        awaitable: bool,
+    ) -> PyResult<Py<PyAny>> {
         let (req, launcher) = (request_arg(request)?, self.inner.clone());
         let observer = LaunchObserver::events(event_sink(on_event)?);
-        refresh_level(py);
-        let inner = run_under(py, &self.cancel, |c| async move {
-            launcher.launch_observed(req, c, &observer).await
-        })?;
-        Ok(PySubagentLaunchResult { inner })
+        let launch = |c| async move { launcher.launch_observed(req, c, &observer).await };
+        finish(py, &self.cancel, awaitable, launch, |py, inner| {
+            Ok(Py::new(py, PySubagentLaunchResult { inner })?.into_any())
+        })
     }
 
-    /// Launch many children at once, at most `max_concurrency` at a time; results in input order.
-    #[pyo3(signature = (requests, max_concurrency=None, *, on_event=None, progress=false))]
-    fn launch_many(
+    /// `launch_many` and `launch_many_async`: results in input order, at most `max_concurrency`
+    /// children at a time; `progress` (blocking only) shows a tqdm bar.
+    fn _launch_many(
         &self,
         py: Python<'_>,
         requests: &Bound<'_, PyAny>,
         max_concurrency: Option<&Bound<'_, PyAny>>,
         on_event: Option<&Bound<'_, PyAny>>,
         progress: bool,
-    ) -> PyResult<Vec<PySubagentLaunchResult>> {
+        awaitable: bool,
+    ) -> PyResult<Py<PyAny>> {
         let reqs = requests_arg(requests)?;
-        let (limit, launcher) = (
-            opt_int(max_concurrency, "max_concurrency")?,
-            self.inner.clone(),
-        );
-        let (observer, bar) = many_observer(py, on_event, progress, reqs.len())?;
-        refresh_level(py);
-        let results = run_under(py, &self.cancel, |c| async move {
+        let limit = opt_int(max_concurrency, "max_concurrency")?;
+        let (observer, bar) = many_observer(py, on_event, progress && !awaitable, reqs.len())?;
+        let launcher = self.inner.clone();
+        let launch = |c| async move {
             launcher
                 .launch_many_observed(reqs, limit, c, observer)
                 .await
-        });
-        if let Some(bar) = bar {
-            bar.bind(py).call_method0("close")?;
-        }
-        Ok(results?
-            .into_iter()
-            .map(|inner| PySubagentLaunchResult { inner })
-            .collect())
-    }
-
-    /// `launch_async`'s native half: an asyncio future of the running loop (cancelling it
-    /// cancels the child); async model callables run on that loop.
-    #[pyo3(signature = (request, *, on_event=None))]
-    fn _launch_future<'py>(
-        &self,
-        py: Python<'py>,
-        request: &Bound<'py, PyAny>,
-        on_event: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let (req, launcher) = (request_arg(request)?, self.inner.clone());
-        let observer = LaunchObserver::events(event_sink(on_event)?);
-        refresh_level(py);
-        let cancel = self.cancel.child();
-        let c = cancel.clone();
-        spawn_awaitable(
+        };
+        let out = finish(
             py,
-            async move { launcher.launch_observed(req, c, &observer).await },
-            cancel,
-            |py, out| Ok(Py::new(py, PySubagentLaunchResult { inner: out? })?.into_any()),
-        )
-    }
-
-    /// `launch_many_async`'s native half (see `_launch_future`).
-    #[pyo3(signature = (requests, max_concurrency=None, *, on_event=None))]
-    fn _launch_many_future<'py>(
-        &self,
-        py: Python<'py>,
-        requests: &Bound<'py, PyAny>,
-        max_concurrency: Option<&Bound<'py, PyAny>>,
-        on_event: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let reqs = requests_arg(requests)?;
-        let (observer, _) = many_observer(py, on_event, false, reqs.len())?;
-        refresh_level(py);
-        let (limit, launcher) = (
-            opt_int(max_concurrency, "max_concurrency")?,
-            self.inner.clone(),
-        );
-        let cancel = self.cancel.child();
-        let c = cancel.clone();
-        spawn_awaitable(
-            py,
-            async move {
-                launcher
-                    .launch_many_observed(reqs, limit, c, observer)
-                    .await
-            },
-            cancel,
-            |py, out| {
-                let results = out?
+            &self.cancel,
+            awaitable,
+            launch,
+            |py, results: Vec<_>| {
+                let results = results
                     .into_iter()
                     .map(|inner| PySubagentLaunchResult { inner });
                 Ok(pyo3::types::PyList::new(py, results)?.into_any().unbind())
             },
-        )
-    }
-
-    /// Launch one child from async code, yielding each trace event dict as it happens and then
-    /// the result (`outrider._observe.stream`).
-    fn stream<'py>(
-        slf: &Bound<'py, Self>,
-        request: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        slf.py()
-            .import("outrider._observe")?
-            .call_method1("stream", (slf, request))
+        );
+        if let Some(bar) = bar {
+            bar.bind(py).call_method0("close")?;
+        }
+        out
     }
 
     /// Verify a completion candidate: the deterministic checks, then a verification child.
@@ -397,16 +335,16 @@ impl PySubagentLauncher {
         candidate: &Bound<'_, PyAny>,
         requirements: Option<&Bound<'_, PyAny>>,
         evidence: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<PyCompletionVerdict> {
-        let candidate = crate::py::convert::req_str(candidate, "candidate")?;
+    ) -> PyResult<Py<PyAny>> {
+        let candidate = req_str(candidate, "candidate")?;
         let requirements = opt_json(requirements, "requirements")?.to_value();
         let evidence = opt_str_list(evidence, "evidence")?.unwrap_or_default();
         let launcher = self.inner.clone();
-        refresh_level(py);
-        let inner = run_under(py, &self.cancel, |c| async move {
-            launcher.verify(&candidate, requirements, evidence, c).await
-        })?;
-        Ok(PyCompletionVerdict { inner })
+        let verify =
+            |c| async move { launcher.verify(&candidate, requirements, evidence, c).await };
+        finish(py, &self.cancel, false, verify, |py, inner| {
+            Ok(Py::new(py, PyCompletionVerdict { inner })?.into_any())
+        })
     }
 
     /// Names of the registered profiles.
@@ -449,22 +387,12 @@ frozen_class! {
     /// dict, or None).
     #[classmethod]
     fn from_dict(_cls: &Bound<'_, PyType>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let field = "CompletionVerdict.from_dict data";
-        let d = dict_arg(data, field)?;
-        let get = |k: &str| d.get_item(k).map(|v| v.filter(|v| !v.is_none()));
-        let launch = match get("launch")? {
-            None => None,
-            Some(l) => Some(match l.cast::<PySubagentLaunchResult>() {
-                Ok(l) => l.get().inner.clone(),
-                Err(_) => PySubagentLaunchResult::from_dict(&l.get_type(), &l)?.inner,
-            }),
-        };
-        let verdict = CompletionVerdict::from_parts(
-            &req_str(&get("verdict")?.unwrap_or_else(|| data.py().None().into_bound(data.py())), "verdict")?,
-            opt_str_list(get("reasons")?.as_ref(), "reasons")?.unwrap_or_default(),
-            opt_str(get("feedback")?.as_ref(), "feedback")?,
-        )?;
-        Ok(PyCompletionVerdict { inner: Verification { verdict, launch } })
+        let d = dict_arg(data, "CompletionVerdict.from_dict data")?;
+        if let Some(l) = d.get_item("launch")?.filter(|l| l.cast::<PySubagentLaunchResult>().is_ok()) {
+            d.set_item("launch", l.call_method0("to_dict")?)?;
+        }
+        let inner = Verification::from_value(&to_json(&d, "data")?.to_value())?;
+        Ok(PyCompletionVerdict { inner })
     }
     fn __repr__(&self) -> String {
         self.inner.verdict.to_string()

@@ -1,182 +1,111 @@
-//! Any Python callable as a [`ChatModel`]. `outrider._aio.call` runs it (sync callables on
-//! outrider's own Python threads, coroutines on the caller's loop or a private one, both with the
-//! caller's `contextvars`) and reports back through [`Done`]; this side only waits.
-
-use std::sync::{Arc, Mutex};
+//! Any Python callable as a model: the core's [`CallbackModel`] with Python as its host.
+//! `outrider._aio.call` runs the callable (sync ones on outrider's own Python threads, coroutines
+//! on the caller's loop or a private one, both with the caller's `contextvars`) and reports to
+//! [`Done`].
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use tokio::sync::oneshot;
 
-use crate::api::ModelErrorKind;
-use crate::api::{current_caller, BoxFuture, ChatModel, ChatRequest, ChatResponse, ModelError};
+use crate::api::{current_caller, Abandon, CallbackModel, Host, ModelError, ModelErrorKind};
+use crate::api::{Outcome, Reply};
+use crate::py::convert::{to_json, type_name};
 use crate::py::runtime::{attach, Caller};
 
 /// A Python callable taking the chat-completions request dict.
-pub struct PyCallableModel {
-    callable: Arc<Py<PyAny>>,
+pub struct PyCallable {
+    callable: Py<PyAny>,
     name: String,
 }
 
-impl PyCallableModel {
-    /// Wrap `callable` (checked to be callable).
-    pub fn new(callable: &Bound<'_, PyAny>) -> Self {
-        let name = callable
-            .getattr("__qualname__")
-            .or_else(|_| callable.get_type().getattr("__qualname__"))
-            .map(|n| n.to_string())
-            .unwrap_or_else(|_| "callable".into());
-        PyCallableModel {
-            callable: Arc::new(callable.clone().unbind()),
-            name,
-        }
-    }
+/// `callable` (checked to be callable) as a model.
+pub fn callable_model(callable: &Bound<'_, PyAny>) -> CallbackModel<PyCallable> {
+    let name = callable
+        .getattr("__qualname__")
+        .or_else(|_| callable.get_type().getattr("__qualname__"))
+        .map_or_else(|_| "callable".into(), |n| n.to_string());
+    CallbackModel(PyCallable {
+        callable: callable.clone().unbind(),
+        name,
+    })
 }
 
-/// How a call ended, as `outrider._aio` reports it.
-type Answer = Result<String, ModelError>;
-
-/// The callback `outrider._aio.call` reports to, once: `("ok", json_text)`, `("raised",
-/// exception)`, `("unusable", (type_name, repr))` for a value of no accepted type, or
-/// `("value", dict)` for one that is not plain JSON.
+/// The callback `outrider._aio.call` reports to, once: `("ok", json_text)`, `("value", value)`
+/// for an answer that is not plain JSON, `("raised", (type_name, message, status))`, or
+/// `("unusable", (type_name, repr))` for a value of no accepted type.
 #[pyclass(frozen, module = "outrider._core")]
-pub struct Done {
-    tx: Mutex<Option<oneshot::Sender<Answer>>>,
-    what: String,
-}
+pub struct Done(Reply);
 
 #[pymethods]
 impl Done {
     fn __call__(&self, kind: &str, payload: &Bound<'_, PyAny>) -> PyResult<()> {
-        let answer = match kind {
-            "ok" => Ok(payload.extract::<String>()?),
-            // Not plain JSON (NaN, a set, a non-str key): converted as Python's json would.
-            "value" => crate::py::convert::to_json(payload, "model response")
-                .map(|j| j.to_value().to_string())
-                .map_err(|e| {
-                    let why = e.value(payload.py()).to_string();
-                    ModelError::new(
-                        ModelErrorKind::Callback,
-                        format!("{} returned an unusable value: {why}", self.what),
-                    )
-                }),
+        let outcome = match kind {
+            "ok" => Outcome::Json(payload.extract()?),
+            // NaN, a set, a non-str key: converted as Python's json would, or refused saying why.
+            "value" => match to_json(payload, "model response") {
+                Ok(j) => Outcome::Json(j.to_value().to_string()),
+                Err(e) => Outcome::Unusable(e.value(payload.py()).to_string()),
+            },
             "raised" => {
-                let (kind, message) = (
-                    payload.get_type().name()?.to_string(),
-                    payload.str()?.to_string(),
-                );
-                // An SDK's HTTP error (openai/anthropic `APIStatusError`, litellm's) has its status.
-                let status = payload
-                    .getattr("status_code")
-                    .and_then(|s| s.extract::<u16>())
-                    .ok();
-                Err(match status {
-                    Some(code) => {
-                        ModelError::callback_raised_status(&self.what, &kind, &message, code)
-                    }
-                    None => ModelError::callback_raised(&self.what, &kind, &message),
-                })
+                let (kind, message, status) = payload.extract()?;
+                Outcome::Raised {
+                    kind,
+                    message,
+                    status,
+                }
             }
-            "invalid" => Err(ModelError::new(
-                ModelErrorKind::Callback,
-                format!(
-                    "{} returned an unusable value: {}",
-                    self.what,
-                    payload.str()?
-                ),
-            )),
             _ => {
-                let (type_name, shown): (String, String) = payload.extract()?;
-                Err(ModelError::unusable_return(&self.what, &type_name, &shown))
+                let (type_name, shown) = payload.extract()?;
+                Outcome::WrongType { type_name, shown }
             }
         };
-        if let Some(tx) = self.tx.lock().ok().and_then(|mut t| t.take()) {
-            let _ = tx.send(answer);
-        }
+        self.0.send(outcome);
         Ok(())
     }
 }
 
-/// Cancels the Python side of a call that was abandoned (the child timed out or was cancelled).
-struct CancelOnDrop(Option<Py<PyAny>>);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        if let Some(handle) = self.0.take() {
+impl Host for PyCallable {
+    fn start(&self, body: String, reply: Reply) -> Result<Abandon, ModelError> {
+        static CALL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+        let started = attach(|py| {
+            let scope = current_caller();
+            let caller = scope.as_ref().and_then(|s| s.0.downcast_ref::<Caller>());
+            let context = caller.map(|c| c.context.clone_ref(py));
+            let event_loop = caller
+                .and_then(|c| c.event_loop.as_ref())
+                .map(|l| l.clone_ref(py));
+            let args = (
+                self.callable.clone_ref(py),
+                body,
+                context,
+                event_loop,
+                Done(reply),
+            );
+            CALL.get_or_try_init(py, || {
+                py.import("outrider._aio")?
+                    .getattr("call")
+                    .map(Bound::unbind)
+            })
+            .and_then(|call| call.bind(py).call1(args))
+            .map(Bound::unbind)
+            .map_err(|e| {
+                let kind = type_name(e.value(py).as_any());
+                ModelError::callback_raised(&self.what(), &kind, &e.value(py).to_string())
+            })
+        });
+        let exiting = || {
+            ModelError::new(
+                ModelErrorKind::Cancelled,
+                "the Python interpreter is exiting",
+            )
+        };
+        let handle = started.ok_or_else(exiting)??;
+        Ok(Box::new(move || {
             attach(|py| handle.bind(py).call_method0("cancel").map(drop));
-        }
+        }))
     }
-}
 
-fn start_call(
-    py: Python<'_>,
-    callable: &Py<PyAny>,
-    body: String,
-    done: Done,
-) -> PyResult<Py<PyAny>> {
-    static CALL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    let call = CALL.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-        Ok(py.import("outrider._aio")?.getattr("call")?.unbind())
-    })?;
-    let scope = current_caller();
-    let caller = scope.as_ref().and_then(|s| s.0.downcast_ref::<Caller>());
-    let (context, event_loop) = match caller {
-        Some(c) => (
-            Some(c.context.clone_ref(py)),
-            c.event_loop.as_ref().map(|l| l.clone_ref(py)),
-        ),
-        None => (None, None),
-    };
-    let args = (callable.clone_ref(py), body, context, event_loop, done);
-    Ok(call.bind(py).call1(args)?.unbind())
-}
-
-impl ChatModel for PyCallableModel {
-    fn complete<'a>(
-        &'a self,
-        request: &'a ChatRequest,
-    ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
-        let body = request.to_openai_string();
-        let what = format!("model callable {}", self.name);
-        Box::pin(async move {
-            let (tx, rx) = oneshot::channel();
-            let done = Done {
-                tx: Mutex::new(Some(tx)),
-                what: what.clone(),
-            };
-            let started = attach(|py| {
-                start_call(py, &self.callable, body, done).map_err(|e| {
-                    let kind = e
-                        .get_type(py)
-                        .name()
-                        .map(|n| n.to_string())
-                        .unwrap_or_default();
-                    ModelError::callback_raised(&what, &kind, &e.value(py).to_string())
-                })
-            });
-            let Some(started) = started else {
-                return Err(ModelError::new(
-                    ModelErrorKind::Cancelled,
-                    "the Python interpreter is exiting",
-                ));
-            };
-            let mut guard = CancelOnDrop(Some(started?));
-            let answer = rx.await;
-            guard.0 = None;
-            let text = answer.map_err(|_| {
-                ModelError::new(
-                    ModelErrorKind::Callback,
-                    format!("{what} ended without an answer"),
-                )
-            })??;
-            let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-                ModelError::new(
-                    ModelErrorKind::Callback,
-                    format!("{what} returned an unusable value: {e}"),
-                )
-            })?;
-            ChatResponse::from_value(&value).map_err(ModelError::from)
-        })
+    fn what(&self) -> String {
+        format!("model callable {}", self.name)
     }
 
     fn describe(&self) -> String {

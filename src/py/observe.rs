@@ -1,95 +1,48 @@
-//! The core's reports in Python: `tracing` events as `logging` records of the `outrider` logger,
-//! trace events to an `on_event` callable, finished children to a tqdm bar.
-//!
-//! Records are cheap when the logger would drop them: the logger's effective level is read once
-//! per call into the core (on the calling thread, which holds the GIL anyway) and becomes the
-//! `log` crate's maximum level, so a disabled `tracing` event costs two atomic loads and no GIL.
+//! The core's reports in Python: log records to the `outrider` logger (through the core's
+//! `host::log`), trace events to an `on_event` callable, finished children to a tqdm bar.
 
 use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
-use crate::api::{EventSink, LaunchObserver, OnFinished};
+use crate::api::{host_log, EventSink, LaunchObserver, OnFinished};
 use crate::py::convert::{dump, wrong_type};
 use crate::py::runtime::attach;
 
-/// The Python logger every record goes to.
-const LOGGER_NAME: &str = "outrider";
-
+/// `logging.getLogger("outrider")`, which every record goes to.
 static LOGGER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-/// Forwards the core's records (targets `outrider::...`) to `logging.getLogger("outrider")`.
-struct PyLogging;
-
-static PY_LOGGING: PyLogging = PyLogging;
-
-impl log::Log for PyLogging {
-    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
-        // Span lines (`tracing::span`, `outrider::span`) and other crates' records are not
-        // forwarded: the events carry what a reader needs.
-        let target = metadata.target();
-        metadata.level() <= log::max_level()
-            && target.starts_with("outrider::")
-            && target != crate::api::SPAN_TARGET
-    }
-
-    fn log(&self, record: &log::Record<'_>) {
-        if !self.enabled(record.metadata()) {
-            return;
-        }
-        let level: u8 = match record.level() {
-            log::Level::Error => 40,
-            log::Level::Warn => 30,
-            log::Level::Info => 20,
-            log::Level::Debug => 10,
-            log::Level::Trace => 5,
-        };
-        let message = record.args().to_string();
-        // Records come from runtime worker threads too: enter Python only while it is not
-        // shutting down.
-        attach(|py| {
-            if let Some(logger) = LOGGER.get(py) {
-                let _ = logger.bind(py).call_method1("log", (level, message));
-            }
-        });
-    }
-
-    fn flush(&self) {}
-}
-
-/// Route the core's `log` records to Python (once per process) and read the level.
+/// Route the core's log records to the `outrider` logger (once per process) and read its level.
 pub fn install(py: Python<'_>) -> PyResult<()> {
-    LOGGER.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-        Ok(py
-            .import("logging")?
-            .call_method1("getLogger", (LOGGER_NAME,))?
-            .unbind())
+    let logging = py.import("logging")?;
+    LOGGER.get_or_try_init(py, || {
+        logging
+            .call_method1("getLogger", ("outrider",))
+            .map(Bound::unbind)
     })?;
-    let _ = log::set_logger(&PY_LOGGING);
+    // Records come from runtime threads too: enter Python only while it is not shutting down.
+    host_log::forward_to(|level, message| {
+        attach(|py| {
+            LOGGER
+                .get(py)
+                .map(|l| l.bind(py).call_method1("log", (level, message)).map(drop))
+        });
+    });
     refresh_level(py);
     Ok(())
 }
 
-/// Read the `outrider` logger's effective level into the cache (call before each launch, so
-/// that `logger.setLevel` and pytest's `caplog.set_level` take effect from the next launch).
+/// Read the logger's effective level into the core's filter (before each call into the core,
+/// so that `logger.setLevel` and pytest's `caplog.set_level` take effect from the next one).
 pub fn refresh_level(py: Python<'_>) {
-    let Some(logger) = LOGGER.get(py) else {
-        return;
-    };
-    let level: i64 = logger
-        .bind(py)
-        .call_method0("getEffectiveLevel")
-        .and_then(|l| l.extract())
-        .unwrap_or(30);
-    log::set_max_level(match level {
-        i64::MIN..=5 => log::LevelFilter::Trace,
-        6..=10 => log::LevelFilter::Debug,
-        11..=20 => log::LevelFilter::Info,
-        21..=30 => log::LevelFilter::Warn,
-        31..=40 => log::LevelFilter::Error,
-        _ => log::LevelFilter::Off,
-    });
+    if let Some(logger) = LOGGER.get(py) {
+        let level = logger
+            .bind(py)
+            .call_method0("getEffectiveLevel")
+            .and_then(|l| l.extract());
+        host_log::set_host_level(level.unwrap_or(30));
+    }
 }
 
 /// An `on_event` argument: None, or a callable that receives each trace event as a dict (on a
@@ -99,14 +52,14 @@ pub fn event_sink(on_event: Option<&Bound<'_, PyAny>>) -> PyResult<Option<EventS
         return Ok(None);
     };
     if !callback.is_callable() {
-        return Err(wrong_type(
-            "on_event",
-            "a callable taking one event dict, or None",
-            callback,
-        ));
+        let expected = "a callable taking one event dict, or None";
+        return Err(wrong_type("on_event", expected, callback));
     }
-    let py = callback.py();
-    let deliver = py.import("outrider._observe")?.getattr("deliver")?.unbind();
+    let deliver = callback
+        .py()
+        .import("outrider._observe")?
+        .getattr("deliver")?
+        .unbind();
     let callback = callback.clone().unbind();
     // Only the first exception of a callback is logged with its traceback (see `deliver`).
     let raised = std::sync::atomic::AtomicBool::new(false);
@@ -131,20 +84,17 @@ pub fn many_observer(
     total: usize,
 ) -> PyResult<(LaunchObserver, Option<Py<PyAny>>)> {
     let mut observer = LaunchObserver::events(event_sink(on_event)?);
-    let mut bar = None;
-    if progress {
-        let made = py
-            .import("outrider._observe")?
-            .call_method1("progress_bar", (total,))?
-            .unbind();
-        let tick = made.clone_ref(py);
-        let on_finished: OnFinished = Arc::new(move |_| {
-            attach(|py| {
-                let _ = tick.bind(py).call_method1("update", (1,));
-            });
-        });
-        observer.on_finished = Some(on_finished);
-        bar = Some(made);
+    if !progress {
+        return Ok((observer, None));
     }
-    Ok((observer, bar))
+    let bar = py
+        .import("outrider._observe")?
+        .call_method1("progress_bar", (total,))?
+        .unbind();
+    let tick = bar.clone_ref(py);
+    let on_finished: OnFinished = Arc::new(move |_| {
+        attach(|py| tick.bind(py).call_method1("update", (1,)).map(drop));
+    });
+    observer.on_finished = Some(on_finished);
+    Ok((observer, Some(bar)))
 }

@@ -6,12 +6,12 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
 
-use crate::api::Error;
 use crate::api::MAIN_PREFIX;
+use crate::api::{CancelToken, Error};
 use crate::api::{ChatModel, ChatRequest};
 use crate::api::{ClientSettings, OpenAICompatible, OpenAICompatibleConfig};
 use crate::py::convert::{dump, opt_float, opt_int, opt_str, req_str, to_json, wrong_type};
-use crate::py::runtime::run;
+use crate::py::runtime::finish;
 
 /// The built-in OpenAI-compatible chat-completions client.
 #[pyclass(frozen, module = "outrider._core", name = "OpenAICompatible")]
@@ -80,11 +80,7 @@ impl PyOpenAICompatible {
 
     /// Make one call with a chat-completions request dict; returns the normalised answer
     /// `{content, tool_calls, finish_reason, usage}`. A failed call raises `ModelError`.
-    fn __call__<'py>(
-        &self,
-        py: Python<'py>,
-        request: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    fn __call__(&self, py: Python<'_>, request: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         if request.cast::<PyDict>().is_err() {
             return Err(wrong_type(
                 "request",
@@ -95,10 +91,10 @@ impl PyOpenAICompatible {
         let req = ChatRequest::from_openai(&to_json(request, "request")?.to_value())
             .map_err(|e| Error::config("request", e.0))?;
         let client = self.client.clone();
-        let resp = run(py, |_| async move {
-            client.complete(&req).await.map_err(Error::from)
-        })?;
-        dump(py, &resp.to_short_value())
+        let call = |_| async move { client.complete(&req).await.map_err(Error::from) };
+        finish(py, &CancelToken::new(), false, call, |py, resp| {
+            Ok(dump(py, &resp.to_short_value())?.unbind())
+        })
     }
 
     #[getter]

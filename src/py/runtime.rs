@@ -1,42 +1,28 @@
-//! The process's one tokio runtime, and blocking on it from Python without holding the GIL and
-//! without going deaf to Ctrl-C.
+//! The core's runtime seen from Python: entering Python from its threads, and running the core's
+//! work for a blocking or an async entry point.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::PyAny;
 
-use crate::api::{with_caller, CallerScope, CancelToken};
+use crate::api::{block_on_interruptible, with_caller, CallerScope, CancelToken, Error, ExitGate};
 
-/// Set by the interpreter's `atexit` hook: from then on no thread Python did not start touches
-/// Python again.
-static EXITING: AtomicBool = AtomicBool::new(false);
-/// Threads Python did not start that are inside Python right now (see [`attach`]).
-static IN_PYTHON: AtomicUsize = AtomicUsize::new(0);
-/// How long interpreter exit waits for those threads to leave Python.
-const EXIT_GRACE: Duration = Duration::from_secs(2);
+/// Closed by the interpreter's `atexit` hook: then no thread Python did not start enters Python.
+static GATE: ExitGate = ExitGate::new();
 
-struct LeavePython;
-
-impl Drop for LeavePython {
-    fn drop(&mut self) {
-        IN_PYTHON.fetch_sub(1, Ordering::SeqCst);
-    }
+/// Run `f` with the GIL on a thread Python did not start (a runtime worker); None, touching
+/// nothing, once the interpreter is exiting. Only short sections come here (see [`ExitGate`]).
+pub fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> Option<R> {
+    GATE.pass(|| Python::try_attach(f)).flatten()
 }
 
-/// Run `f` with the GIL on a thread Python did not start (a runtime worker). Returns None,
-/// touching nothing, once the interpreter is exiting: a thread that enters Python during
-/// finalization brings the process down. Only short sections come here (handing a model call to
-/// Python, resolving an awaitable); exit waits for them.
-pub fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> Option<R> {
-    IN_PYTHON.fetch_add(1, Ordering::SeqCst);
-    let _leave = LeavePython;
-    if EXITING.load(Ordering::SeqCst) {
-        return None;
-    }
-    Python::try_attach(f)
+/// The `atexit` hook: no new entries into Python from other threads, and two seconds for the
+/// ones inside (resolving an awaitable, handing over a model call) to leave.
+#[pyfunction]
+pub fn _at_exit(py: Python<'_>) {
+    py.detach(|| GATE.close(Duration::from_secs(2)));
 }
 
 /// The caller a launch started from: its `contextvars` context, and its running event loop when
@@ -46,97 +32,68 @@ pub struct Caller {
     pub event_loop: Option<Py<PyAny>>,
 }
 
-fn caller_scope(py: Python<'_>, event_loop: Option<&Bound<'_, PyAny>>) -> PyResult<CallerScope> {
-    let context = py.import("contextvars")?.call_method0("copy_context")?;
-    Ok(CallerScope(std::sync::Arc::new(Caller {
-        context: context.unbind(),
-        event_loop: event_loop.map(|l| l.clone().unbind()),
-    })))
-}
-
-/// The `atexit` hook: stop new entries into Python from other threads, and give the ones inside
-/// (resolving an awaitable, finishing a model call) a moment to leave before finalization.
-#[pyfunction]
-pub fn _at_exit(py: Python<'_>) {
-    EXITING.store(true, Ordering::SeqCst);
-    py.detach(|| {
-        let until = std::time::Instant::now() + EXIT_GRACE;
-        while IN_PYTHON.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(2));
-        }
-    });
-}
-
-/// How often a blocked call looks for a pending signal (Ctrl-C).
-const SIGNAL_POLL: Duration = Duration::from_millis(50);
-
-/// Run `fut` to completion with the GIL released, driving it on the calling thread (no hand-off
-/// to a worker and back). A pending signal (Ctrl-C) is checked every 50 ms: it cancels `cancel`,
-/// gives the work half a second to wind down, and is raised (KeyboardInterrupt).
-pub fn block_on<F, T>(py: Python<'_>, fut: F, cancel: Option<CancelToken>) -> PyResult<T>
-where
-    F: Future<Output = T> + Send,
-    T: Send,
-{
-    if tokio::runtime::Handle::try_current().is_ok() {
-        // Called from a thread of the runtime itself (e.g. a model callable that launches a
-        // child): it cannot block on the runtime, so a scoped thread does.
-        return std::thread::scope(|scope| {
-            let worker = scope.spawn(|| Python::attach(|py| block_on(py, fut, cancel)));
-            py.detach(|| worker.join()).unwrap_or_else(|_| {
-                Err(crate::api::Error::Internal("the blocking call panicked".into()).into())
-            })
-        });
-    }
-    py.detach(|| {
-        crate::api::runtime().block_on(async {
-            let mut fut = std::pin::pin!(fut);
-            let mut tick = tokio::time::interval(SIGNAL_POLL);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tokio::select! {
-                    biased;
-                    out = &mut fut => return Ok(out),
-                    _ = tick.tick() => {
-                        if let Err(interrupt) = Python::attach(|py| py.check_signals()) {
-                            if let Some(c) = &cancel {
-                                c.cancel();
-                                let _ = tokio::time::timeout(Duration::from_millis(500), &mut fut).await;
-                            }
-                            return Err(interrupt);
-                        }
-                    }
-                }
-            }
-        })
-    })
-}
-
-/// Run the work `start` builds (given a fresh cancel token) with the GIL released, as
-/// [`block_on`] does; a core error becomes its Python exception.
-pub fn run<T, F, Fut>(py: Python<'_>, start: F) -> PyResult<T>
+/// Run the work `start` builds (given a token that `parent` cancels too) for an entry point.
+/// With `awaitable`: an asyncio future of the running loop, resolved with `convert(output)`;
+/// cancelling it cancels the work, and async model callables run on that loop. Otherwise it
+/// blocks with the GIL released, and Ctrl-C cancels the work and raises KeyboardInterrupt.
+pub fn finish<T, F, Fut, C>(
+    py: Python<'_>,
+    parent: &CancelToken,
+    awaitable: bool,
+    start: F,
+    convert: C,
+) -> PyResult<Py<PyAny>>
 where
     F: FnOnce(CancelToken) -> Fut,
-    Fut: Future<Output = Result<T, crate::api::Error>> + Send,
-    T: Send,
+    Fut: Future<Output = Result<T, Error>> + Send + 'static,
+    T: Send + 'static,
+    C: FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
 {
-    run_under(py, &CancelToken::new(), start)
-}
-
-/// [`run`] with a token that `parent` cancels too.
-pub fn run_under<T, F, Fut>(py: Python<'_>, parent: &CancelToken, start: F) -> PyResult<T>
-where
-    F: FnOnce(CancelToken) -> Fut,
-    Fut: Future<Output = Result<T, crate::api::Error>> + Send,
-    T: Send,
-{
+    crate::py::observe::refresh_level(py);
     let cancel = parent.child();
-    let work = with_caller(caller_scope(py, None)?, start(cancel.clone()));
-    Ok(block_on(py, work, Some(cancel))??)
+    let event_loop = match awaitable {
+        true => Some(py.import("asyncio")?.call_method0("get_running_loop")?),
+        false => None,
+    };
+    let context = py.import("contextvars")?.call_method0("copy_context")?;
+    let caller = Caller {
+        context: context.unbind(),
+        event_loop: event_loop.as_ref().map(|l| l.clone().unbind()),
+    };
+    let work = with_caller(
+        CallerScope(std::sync::Arc::new(caller)),
+        start(cancel.clone()),
+    );
+    let Some(event_loop) = event_loop else {
+        let signals = || Python::attach(|py| py.check_signals());
+        let out = py.detach(|| block_on_interruptible(work, &signals, Some(&cancel)))??;
+        return convert(py, out);
+    };
+    let future = event_loop.call_method0("create_future")?;
+    future.call_method1("add_done_callback", (CancelOnDone { cancel },))?;
+    let (fut_ref, loop_ref) = (future.clone().unbind(), event_loop.unbind());
+    crate::api::runtime().spawn(async move {
+        let out = work.await;
+        attach(|py| {
+            let Ok(resolve) = py
+                .import("outrider._aio")
+                .and_then(|m| m.getattr("resolve"))
+            else {
+                return;
+            };
+            let (value, error) = match out.map_err(PyErr::from).and_then(|v| convert(py, v)) {
+                Ok(v) => (v, py.None()),
+                Err(e) => (py.None(), e.into_value(py).into_any()),
+            };
+            let args = (resolve, fut_ref.bind(py), value, error);
+            let _ = loop_ref.bind(py).call_method1("call_soon_threadsafe", args);
+        });
+    });
+    Ok(future.unbind())
 }
 
-/// Done-callback of an asyncio future made by [`spawn_awaitable`]: cancels the work when the
-/// future was cancelled.
+/// Done-callback of an asyncio future made by [`finish`]: cancels the work when the future was
+/// cancelled.
 #[pyclass(frozen, module = "outrider._core")]
 pub struct CancelOnDone {
     cancel: CancelToken,
@@ -150,47 +107,4 @@ impl CancelOnDone {
         }
         Ok(())
     }
-}
-
-/// Run `fut` on the runtime and return an asyncio future of the running loop that resolves to
-/// `convert(output)`. Cancelling the asyncio future cancels `cancel`.
-pub fn spawn_awaitable<'py, F, T, C>(
-    py: Python<'py>,
-    fut: F,
-    cancel: CancelToken,
-    convert: C,
-) -> PyResult<Bound<'py, PyAny>>
-where
-    F: Future<Output = T> + Send + 'static,
-    T: Send + 'static,
-    C: FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
-{
-    let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
-    let fut = with_caller(caller_scope(py, Some(&event_loop))?, fut);
-    let future = event_loop.call_method0("create_future")?;
-    future.call_method1(
-        "add_done_callback",
-        (Py::new(py, CancelOnDone { cancel })?,),
-    )?;
-    let (fut_ref, loop_ref) = (future.clone().unbind(), event_loop.unbind());
-    crate::api::runtime().spawn(async move {
-        let out = fut.await;
-        attach(|py| {
-            let Ok(resolve) = py
-                .import("outrider._aio")
-                .and_then(|m| m.getattr("resolve"))
-            else {
-                return;
-            };
-            let (value, error) = match convert(py, out) {
-                Ok(v) => (v, py.None()),
-                Err(e) => (py.None(), e.into_value(py).into_any()),
-            };
-            let _ = loop_ref.bind(py).call_method1(
-                "call_soon_threadsafe",
-                (resolve, fut_ref.bind(py), value, error),
-            );
-        });
-    });
-    Ok(future)
 }

@@ -6,11 +6,11 @@ use pyo3::prelude::*;
 use pyo3::types::PyString;
 
 use crate::api::CancelToken;
-use crate::api::{to_pretty_json, ToolResult};
-use crate::api::{LauncherFactory, TaskInput, TaskTool, TASK_TOOL_NAME};
+use crate::api::ToolResult;
+use crate::api::{FactoryError, LauncherFactory, TaskInput, TaskTool, TASK_TOOL_NAME};
 use crate::py::convert::{dump, opt_str_list, to_json, type_name, wrong_type};
 use crate::py::launcher::PySubagentLauncher;
-use crate::py::runtime::{run, spawn_awaitable};
+use crate::py::runtime::finish;
 
 /// The Task tool (see the stub for documentation).
 #[pyclass(frozen, module = "outrider._core", name = "TaskTool")]
@@ -22,21 +22,17 @@ pub struct PyTaskTool {
 fn factory(callable: Py<PyAny>) -> LauncherFactory {
     Box::new(move || {
         Python::attach(|py| {
-            let built = callable.bind(py).call0().map_err(|e| {
-                let kind = e
-                    .get_type(py)
-                    .name()
-                    .map(|n| n.to_string())
-                    .unwrap_or_default();
-                format!("the launcher factory raised {kind}: {}", e.value(py))
-            })?;
-            match built.cast::<PySubagentLauncher>() {
-                Ok(l) => Ok(l.get().inner.clone()),
-                Err(_) => Err(format!(
-                    "the launcher factory returned {}, not an outrider.SubagentLauncher",
-                    type_name(&built)
-                )),
-            }
+            let built = callable
+                .bind(py)
+                .call0()
+                .map_err(|e| FactoryError::Raised {
+                    kind: type_name(e.value(py).as_any()),
+                    message: e.value(py).to_string(),
+                })?;
+            let launcher = built.cast::<PySubagentLauncher>();
+            launcher
+                .map(|l| l.get().inner.clone())
+                .map_err(|_| FactoryError::WrongType(type_name(&built)))
         })
     })
 }
@@ -51,14 +47,6 @@ fn input(args: &Bound<'_, PyAny>) -> TaskInput {
             shown: args.repr().map(|r| r.to_string()).unwrap_or_default(),
             reason: e.value(args.py()).to_string(),
         },
-    }
-}
-
-impl PyTaskTool {
-    fn envelope(&self, py: Python<'_>, args: &Bound<'_, PyAny>) -> PyResult<ToolResult> {
-        let prepared = self.inner.prepare(input(args));
-        crate::py::observe::refresh_level(py);
-        run(py, |c| async move { Ok(prepared.run(c).await) })
     }
 }
 
@@ -115,25 +103,23 @@ impl PyTaskTool {
     fn anthropic_schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         dump(py, &self.inner.anthropic_schema())
     }
-    /// Validate, launch, and return the envelope dict (never raises for bad arguments).
-    fn run<'py>(&self, py: Python<'py>, args: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        dump(py, &self.envelope(py, args)?.to_value())
-    }
-    /// `run`, serialised as the tool message content (JSON, indent 2, non-ASCII kept).
-    fn run_json(&self, py: Python<'_>, args: &Bound<'_, PyAny>) -> PyResult<String> {
-        Ok(to_pretty_json(&self.envelope(py, args)?.to_value()))
-    }
-    /// `run_async`'s native half: an asyncio future of the envelope dict.
-    fn _run_future<'py>(
+    /// `run`, `run_json` and `run_async` (`outrider._aio`): validate, launch, and return the
+    /// envelope dict (never raises for bad arguments), blocking or as an asyncio future.
+    fn _run(
         &self,
-        py: Python<'py>,
-        args: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let (prepared, cancel) = (self.inner.prepare(input(args)), CancelToken::new());
-        let fut = prepared.run(cancel.clone());
-        spawn_awaitable(py, fut, cancel, |py, r| {
-            Ok(dump(py, &r.to_value())?.unbind())
-        })
+        py: Python<'_>,
+        args: &Bound<'_, PyAny>,
+        awaitable: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let prepared = self.inner.prepare(input(args));
+        let run = |c| async move { Ok(prepared.run(c).await) };
+        finish(
+            py,
+            &CancelToken::new(),
+            awaitable,
+            run,
+            |py, r: ToolResult| Ok(dump(py, &r.to_value())?.unbind()),
+        )
     }
     fn __repr__(&self) -> String {
         format!("{:?}", self.inner)

@@ -3,20 +3,21 @@
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
-use crate::api::ToolArgs;
+use crate::api::{run_tool_until, CancelToken, Error, ToolArgs};
 use crate::py::convert::{dump, opt_float, opt_str, opt_str_list, path_arg, req_str, to_json};
+use crate::py::runtime::finish;
 
 /// Run one tool under `root` and return its envelope dict. Bad arguments give an error envelope.
 #[pyfunction]
 #[pyo3(signature = (root, name, arguments=None, *, runtime_mode=None, timeout=None))]
-pub fn run_tool<'py>(
-    py: Python<'py>,
-    root: &Bound<'py, PyAny>,
-    name: &Bound<'py, PyAny>,
-    arguments: Option<&Bound<'py, PyAny>>,
-    runtime_mode: Option<&Bound<'py, PyAny>>,
-    timeout: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyAny>> {
+pub fn run_tool(
+    py: Python<'_>,
+    root: &Bound<'_, PyAny>,
+    name: &Bound<'_, PyAny>,
+    arguments: Option<&Bound<'_, PyAny>>,
+    runtime_mode: Option<&Bound<'_, PyAny>>,
+    timeout: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
     let mode = opt_str(runtime_mode, "runtime_mode")?;
     let timeout = opt_float(timeout, "timeout")?;
     let root = path_arg(root, "root")?;
@@ -35,17 +36,14 @@ pub fn run_tool<'py>(
         },
     };
     // On a blocking thread, so that Ctrl-C is heard while the tool runs (it stops the tool).
-    let envelope = crate::py::runtime::run(py, |cancel| async move {
-        let work = move || {
-            crate::api::run_tool_until(&root, &name, args, mode.as_deref(), timeout, &cancel)
-        };
-        tokio::task::spawn_blocking(work).await.unwrap_or_else(|e| {
-            Err(crate::api::Error::Internal(format!(
-                "the tool did not finish: {e}"
-            )))
-        })
-    })?;
-    dump(py, &envelope)
+    let run = |cancel: CancelToken| async move {
+        let work = move || run_tool_until(&root, &name, args, mode.as_deref(), timeout, &cancel);
+        let done = tokio::task::spawn_blocking(work).await;
+        done.unwrap_or_else(|e| Err(Error::Internal(format!("the tool did not finish: {e}"))))
+    };
+    finish(py, &CancelToken::new(), false, run, |py, envelope| {
+        Ok(dump(py, &envelope)?.unbind())
+    })
 }
 
 /// The JSON schemas of the read-only tools, in OpenAI or Anthropic tool format.

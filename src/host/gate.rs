@@ -1,0 +1,117 @@
+//! A gate threads the host did not start pass through to enter the host (e.g. the Python
+//! interpreter), which may be shutting down: a thread inside a finalizing interpreter brings the
+//! process down, so once the gate closes nobody enters, and closing waits for those inside.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// See the module documentation. `const`-constructible, for a `static`.
+#[derive(Debug, Default)]
+pub struct ExitGate {
+    closed: AtomicBool,
+    inside: AtomicUsize,
+}
+
+struct Leave<'a>(&'a AtomicUsize);
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl ExitGate {
+    /// An open gate.
+    pub const fn new() -> Self {
+        ExitGate {
+            closed: AtomicBool::new(false),
+            inside: AtomicUsize::new(0),
+        }
+    }
+
+    /// Run `f` inside the gate; None, without running it, once the gate is closed. Only short
+    /// sections belong here: closing waits for them.
+    pub fn pass<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
+        // Counted before the check, so that `close` either sees this thread or it sees `closed`.
+        self.inside.fetch_add(1, Ordering::SeqCst);
+        let _leave = Leave(&self.inside);
+        if self.closed.load(Ordering::SeqCst) {
+            return None;
+        }
+        Some(f())
+    }
+
+    /// Close the gate and wait up to `grace` for the threads inside to leave; whether they all
+    /// did.
+    pub fn close(&self, grace: Duration) -> bool {
+        self.closed.store(true, Ordering::SeqCst);
+        let until = Instant::now() + grace;
+        while self.inside.load(Ordering::SeqCst) > 0 {
+            if Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        true
+    }
+
+    /// Whether [`ExitGate::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn close_waits_for_the_threads_inside_and_then_lets_nobody_in() {
+        let gate = Arc::new(ExitGate::new());
+        assert_eq!(gate.pass(|| 1), Some(1));
+        let (entered_tx, entered_rx) = std::sync::mpsc::channel();
+        let inside = {
+            let gate = gate.clone();
+            std::thread::spawn(move || {
+                gate.pass(|| {
+                    entered_tx.send(()).unwrap();
+                    std::thread::sleep(Duration::from_millis(100));
+                    Instant::now()
+                })
+            })
+        };
+        entered_rx.recv().unwrap();
+        assert!(gate.close(Duration::from_secs(5)));
+        let closed_at = Instant::now();
+        let left_at = inside.join().unwrap().expect("it entered before the close");
+        assert!(
+            left_at <= closed_at,
+            "close returned before the thread inside left"
+        );
+        assert!(gate.is_closed());
+        assert_eq!(gate.pass(|| 2), None);
+    }
+
+    #[test]
+    fn close_gives_up_after_the_grace_period() {
+        let gate = Arc::new(ExitGate::new());
+        let (entered_tx, entered_rx) = std::sync::mpsc::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let stuck = {
+            let gate = gate.clone();
+            std::thread::spawn(move || {
+                gate.pass(|| {
+                    entered_tx.send(()).unwrap();
+                    release_rx.recv().ok();
+                })
+            })
+        };
+        entered_rx.recv().unwrap();
+        let started = Instant::now();
+        assert!(!gate.close(Duration::from_millis(50)));
+        assert!(started.elapsed() >= Duration::from_millis(50));
+        release_tx.send(()).unwrap();
+        stuck.join().unwrap();
+    }
+}
