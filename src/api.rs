@@ -1,24 +1,22 @@
 //! The one front door to the core for an embedder such as the Python binding: every type and
 //! function a front end needs, by name, so it never reaches into the core's modules.
 
-pub use crate::agent::task_tool::{
-    FactoryError, LauncherFactory, TaskInput, TaskTool, TASK_TOOL_NAME,
-};
+pub use crate::agent::task_tool::{FactoryError, LauncherFactory, TaskTool, TASK_TOOL_NAME};
 pub use crate::agent::{
     profiles_by_key, CompletionVerdict, LaunchError, LaunchObserver, LauncherOptions, MainAgent,
     MainAgentOptions, MainRun, ModelRoute, OnFinished, RequestInit, SubagentLaunchResult,
     SubagentLauncher, SubagentRequest, TraceDirSetting, Verification,
 };
 pub use crate::contract::{
-    answer_from_bytes, tool_usage_from_json, ContractError, ExploreResult, LocItem, Repair,
-    SubagentStatus, ToolUsage, VerificationMeta, VerificationResult, UNKNOWN_REASON,
+    answer_from_bytes, explore_meta, tool_usage_from_json, ContractError, ExploreResult, LocItem,
+    Repair, SubagentStatus, ToolUsage, VerificationMeta, VerificationResult, UNKNOWN_REASON,
 };
 pub use crate::error::{Error, Result};
 pub use crate::evidence::{check_evidence, EvidenceCheck};
 pub use crate::exec::{current_caller, runtime, with_caller, CallerScope};
 pub use crate::host::block::block_on_interruptible;
 pub use crate::host::callback::{Abandon, CallbackModel, Host, Outcome, Reply};
-pub use crate::host::gate::ExitGate;
+pub use crate::host::exit::ExitBarrier;
 pub use crate::host::log as host_log;
 pub use crate::llm::env::MAIN_PREFIX;
 pub use crate::llm::openai::config::ClientSettings;

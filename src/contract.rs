@@ -598,6 +598,39 @@ pub fn answer_from_bytes(bytes: &[u8], contract: &'static str) -> Result<String,
     })
 }
 
+/// An optional str argument in `args` (an object of the arguments a caller gave).
+fn arg_str(args: &Json, key: &str) -> Result<Option<String>, crate::Error> {
+    match args.get(key) {
+        None | Some(Json::Null) => Ok(None),
+        Some(Json::Str(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(crate::Error::wrong_type(key, "str", other.type_name())),
+    }
+}
+
+/// The metadata a caller gives beside an explore answer (`tool_usage`, `terminal_reason`), from
+/// an object of the arguments given; a bad one is an argument error naming it.
+pub fn explore_meta(args: &Json) -> Result<(ToolUsage, String), crate::Error> {
+    let usage = tool_usage_from_json(args.get("tool_usage").unwrap_or(&Json::Null), "tool_usage")?;
+    let reason = arg_str(args, "terminal_reason")?.unwrap_or_else(|| UNKNOWN_REASON.into());
+    Ok((usage, reason))
+}
+
+impl VerificationMeta {
+    /// [`VerificationMeta::from_parts`] from an object of the arguments a caller gave
+    /// (`child_session_id`, `child_run_id`, `terminal_reason`, `tool_usage`, `token_usage`).
+    pub fn from_args(args: &Json) -> Result<Self, crate::Error> {
+        let reason = arg_str(args, "terminal_reason")?.unwrap_or_else(|| UNKNOWN_REASON.into());
+        let get = |k| args.get(k).unwrap_or(&Json::Null);
+        Self::from_parts(
+            arg_str(args, "child_session_id")?,
+            arg_str(args, "child_run_id")?,
+            &reason,
+            get("tool_usage"),
+            get("token_usage"),
+        )
+    }
+}
+
 impl VerificationMeta {
     /// The metadata a caller gives beside a verification answer, checked: `tool_usage` a
     /// `{name: count}` dict, `token_usage` an int >= 0 (null means 0).

@@ -14,7 +14,8 @@ use crate::tools::workspace::PathError;
 pub struct ProfileError(pub String);
 
 /// One step of a violation's location: an object key or an array index.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(untagged)]
 pub enum LocItem {
     /// An object key.
     Key(String),
@@ -22,15 +23,17 @@ pub enum LocItem {
     Index(usize),
 }
 
-/// One contract violation, shaped like a pydantic error: where, what, a stable type, the input.
-#[derive(Debug, Clone, PartialEq)]
+/// One contract violation, shaped like a pydantic error (`{type, loc, msg, input}`): a stable
+/// type, where, what, the input.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Violation {
+    /// A stable machine name for the kind of violation.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
     /// Where in the answer (empty for the whole answer).
     pub loc: Vec<LocItem>,
     /// The human message (the reference's wording where it has one).
     pub msg: String,
-    /// A stable machine name for the kind of violation.
-    pub kind: &'static str,
     /// The offending value.
     pub input: Json,
 }

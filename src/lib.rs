@@ -29,8 +29,8 @@ pub mod trace;
 // The front door: what an embedder (and the Python binding) needs, in one place.
 pub use agent::{
     CompletionVerdict, LaunchError, LauncherOptions, MainAgent, MainAgentOptions, MainRun,
-    ModelRoute, RequestInit, SubagentLaunchResult, SubagentLauncher, SubagentRequest, TaskInput,
-    TaskTool, TraceDirSetting, Verification,
+    ModelRoute, RequestInit, SubagentLaunchResult, SubagentLauncher, SubagentRequest, TaskTool,
+    TraceDirSetting, Verification,
 };
 pub use contract::{
     ContractError, ExploreResult, Repair, SubagentStatus, ToolUsage, VerificationResult,

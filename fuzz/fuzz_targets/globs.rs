@@ -24,7 +24,7 @@ fuzz_target!(|data: &[u8]| {
         ),
     ];
     for (name, args) in calls {
-        let envelope = run_tool(common::root(), name, ToolArgs::Value(args), None, Some(2.0))
+        let envelope = run_tool(common::root(), name, ToolArgs::Json(outrider::pyjson::Json::from_value(&args)), None, Some(2.0))
             .expect("run_tool with a good root, mode and timeout");
         common::assert_no_secret(&envelope.to_string(), glob);
         for path in envelope["data"]["paths"].as_array().into_iter().flatten() {

@@ -98,7 +98,8 @@ class ContractError(OutriderError, ValueError):
 
     def __init__(self, message: str, errors: list[ErrorDetails], contract: str) -> None:
         super().__init__(message)
-        self._errors = errors
+        # ``loc`` is a tuple, as in pydantic (the core sends a list).
+        self._errors: list[ErrorDetails] = [{**e, "loc": tuple(e["loc"])} for e in errors]
         self.contract = contract
         """Which contract was checked: ``"ExploreResult"`` or ``"VerificationResult"``."""
 

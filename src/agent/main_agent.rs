@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::agent::launcher::{
     prune_traces, LaunchObserver, LauncherOptions, SubagentLauncher, TraceDirSetting,
 };
-use crate::agent::task_tool::{TaskInput, TaskTool, TASK_TOOL_NAME};
+use crate::agent::task_tool::{TaskTool, TASK_TOOL_NAME};
 use crate::contract::ToolUsage;
 use crate::error::Error;
 use crate::llm::ChatModel;
@@ -23,6 +23,7 @@ use crate::tools::context::ToolContext;
 use crate::tools::envelope::{ErrorCode, ToolResult};
 use crate::tools::permissions::PermissionContext;
 use crate::tools::registry::{Tool, ToolRegistry};
+use crate::tools::run::ToolArgs;
 use crate::tools::workspace::Workspace;
 use crate::trace::{new_child_id, EventSink, Trace, TraceRetention};
 
@@ -149,7 +150,7 @@ impl Tool for TaskToolAdapter {
         };
         handle.block_on(
             self.task
-                .run(TaskInput::Json(Json::from_value(args)), self.cancel.clone()),
+                .run(ToolArgs::Json(Json::from_value(args)), self.cancel.clone()),
         )
     }
 }

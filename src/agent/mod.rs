@@ -40,7 +40,7 @@ pub use launcher::{
 pub use main_agent::{MainAgent, MainAgentOptions, MainRun};
 pub use request::{RequestInit, SubagentRequest};
 pub use result::{ModelRoute, SubagentLaunchResult, CHILD_RUN_ID};
-pub use task_tool::{LauncherFactory, Prepared, TaskInput, TaskTool, TASK_TOOL_NAME};
+pub use task_tool::{LauncherFactory, Prepared, TaskTool, TASK_TOOL_NAME};
 pub use verify::{CompletionVerdict, Verification};
 
 #[cfg(test)]

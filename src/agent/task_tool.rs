@@ -17,6 +17,7 @@ use crate::profile::ModelChoice;
 use crate::pyjson::Json;
 use crate::runner::{CancelToken, ParsedResult};
 use crate::tools::envelope::{ErrorCode, ToolResult};
+use crate::tools::run::ToolArgs;
 
 /// The tool's name.
 pub const TASK_TOOL_NAME: &str = "Task";
@@ -66,23 +67,6 @@ impl TaskArgs {
             parent_run_id: None,
         }
     }
-}
-
-/// The arguments a caller passed, before parsing: JSON text, a JSON value, or something that
-/// could not be turned into JSON (with the reason and how to show it).
-#[derive(Debug, Clone)]
-pub enum TaskInput {
-    /// A JSON document (what a model's tool call carries).
-    Text(String),
-    /// Already-parsed arguments.
-    Json(Json),
-    /// A value with no JSON form.
-    Unusable {
-        /// The value as the caller's language shows it.
-        shown: String,
-        /// Why it is not JSON.
-        reason: String,
-    },
 }
 
 /// Python truthiness of a JSON value.
@@ -480,9 +464,9 @@ impl TaskTool {
     }
 
     /// Parse and validate the arguments and find the launcher: an error envelope, or a launch.
-    pub fn prepare(&self, input: TaskInput) -> Prepared {
+    pub fn prepare(&self, input: ToolArgs) -> Prepared {
         let (raw, parsed) = match input {
-            TaskInput::Text(text) => match crate::pyjson::parse(&text) {
+            ToolArgs::Text(text) => match crate::pyjson::parse(&text) {
                 Ok(j) => (Value::String(text), j),
                 Err(e) => {
                     return Prepared::Done(ToolResult::error(
@@ -493,8 +477,8 @@ impl TaskTool {
                     ))
                 }
             },
-            TaskInput::Json(j) => (j.to_value(), j),
-            TaskInput::Unusable { shown, reason } => {
+            ToolArgs::Json(j) => (j.to_value(), j),
+            ToolArgs::Unusable { shown, reason } => {
                 return Prepared::Done(ToolResult::error(
                     &Value::String(shown),
                     ErrorCode::InvalidParam,
@@ -537,7 +521,7 @@ impl TaskTool {
 
     /// Validate, launch and build the envelope. Bad arguments give an error envelope, never an
     /// error.
-    pub async fn run(&self, input: TaskInput, cancel: CancelToken) -> ToolResult {
+    pub async fn run(&self, input: ToolArgs, cancel: CancelToken) -> ToolResult {
         self.prepare(input).run(cancel).await
     }
 }

@@ -16,6 +16,7 @@ use crate::profile::{explore_profile, ModelChoice};
 use crate::pyjson::Json;
 use crate::runner::{CancelToken, TerminalReason};
 use crate::tools::envelope::ToolStatus;
+use crate::tools::run::ToolArgs;
 use crate::trace::Trace;
 
 type Script = dyn Fn(&ChatRequest) -> Result<ChatResponse, ModelError> + Send + Sync;
@@ -480,7 +481,7 @@ fn task_tool(dir: &tempfile::TempDir, model: Arc<dyn ChatModel>) -> TaskTool {
     TaskTool::new(Arc::new(launcher(dir, model)), None).unwrap()
 }
 
-fn run_task(tool: &TaskTool, input: TaskInput) -> Value {
+fn run_task(tool: &TaskTool, input: ToolArgs) -> Value {
     rt().block_on(tool.run(input, CancelToken::new()))
         .to_value()
 }
@@ -491,7 +492,7 @@ fn task_envelopes_success_and_every_failure() {
     let tool = task_tool(&dir, explorer(Duration::ZERO));
     let args =
         json!({"description": "Find main", "prompt": "Where is main?", "subagent_type": "explore"});
-    let ok = run_task(&tool, TaskInput::Json(Json::from_value(&args)));
+    let ok = run_task(&tool, ToolArgs::Json(Json::from_value(&args)));
     assert_eq!(ok["status"], json!("success"));
     assert_eq!(ok["text"], json!("Find"));
     assert_eq!(ok["data"]["status"], json!("completed"));
@@ -504,7 +505,7 @@ fn task_envelopes_success_and_every_failure() {
     );
     assert_eq!(ok["context"], json!({"cwd": ".", "params_input": args}));
 
-    let bad_json = run_task(&tool, TaskInput::Text("{not json".into()));
+    let bad_json = run_task(&tool, ToolArgs::Text("{not json".into()));
     assert_eq!(bad_json["error"]["code"], json!("INVALID_PARAM"));
     assert!(bad_json["error"]["message"]
         .as_str()
@@ -514,7 +515,7 @@ fn task_envelopes_success_and_every_failure() {
 
     let missing = run_task(
         &tool,
-        TaskInput::Json(Json::from_value(&json!({"prompt": "p"}))),
+        ToolArgs::Json(Json::from_value(&json!({"prompt": "p"}))),
     );
     assert_eq!(
         missing,
@@ -524,7 +525,7 @@ fn task_envelopes_success_and_every_failure() {
     );
     let unusable = run_task(
         &tool,
-        TaskInput::Unusable {
+        ToolArgs::Unusable {
             shown: "<object>".into(),
             reason: "arguments must hold only JSON values".into(),
         },
@@ -539,7 +540,7 @@ fn task_envelopes_success_and_every_failure() {
     });
     let failed = run_task(
         &task_tool(&dir, failing),
-        TaskInput::Json(Json::from_value(&args)),
+        ToolArgs::Json(Json::from_value(&args)),
     );
     assert_eq!(failed["error"]["code"], json!("INTERNAL_ERROR"));
     assert_eq!(
@@ -574,7 +575,7 @@ fn task_envelopes_success_and_every_failure() {
         })
     });
     let lazy = TaskTool::with_factory(broken, None).unwrap();
-    let not_started = run_task(&lazy, TaskInput::Json(Json::from_value(&args)));
+    let not_started = run_task(&lazy, ToolArgs::Json(Json::from_value(&args)));
     assert_eq!(
         not_started["error"]["message"],
         json!("Task could not start: the launcher factory raised OSError: disk")

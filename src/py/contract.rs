@@ -5,10 +5,9 @@ use pyo3::types::{PyBytes, PyDict, PyString, PyTuple, PyType};
 
 use crate::api::Json;
 use crate::api::{
-    answer_from_bytes, tool_usage_from_json, ExploreResult, ToolUsage, VerificationMeta,
-    VerificationResult, UNKNOWN_REASON,
+    answer_from_bytes, explore_meta, ExploreResult, ToolUsage, VerificationMeta, VerificationResult,
 };
-use crate::py::convert::{dump, opt_json, opt_str, path_arg, str_list, to_json, wrong_type};
+use crate::py::convert::{dump, path_arg, str_list, to_json, wrong_type};
 use crate::py::frozen_class;
 
 /// The text of a model answer: str, bytes (UTF-8) or None (empty, as the reference).
@@ -26,32 +25,26 @@ fn answer_text(raw: &Bound<'_, PyAny>, contract: &'static str) -> PyResult<Strin
     Err(wrong_type(&format!("{contract} text"), "str or bytes", raw))
 }
 
-/// The `terminal_reason` argument (a str; `unknown` when not given).
-fn reason(obj: Option<&Bound<'_, PyAny>>) -> PyResult<String> {
-    Ok(opt_str(obj, "terminal_reason")?.unwrap_or_else(|| UNKNOWN_REASON.to_string()))
+/// The arguments given (not None) as one JSON object, each converted naming its argument.
+fn given(args: &[(&str, Option<&Bound<'_, PyAny>>)]) -> PyResult<Json> {
+    let given = args
+        .iter()
+        .filter_map(|(k, v)| v.map(|v| Ok((k.to_string(), to_json(v, k)?))));
+    Ok(Json::Object(given.collect::<PyResult<_>>()?))
 }
 
-fn usage(obj: Option<&Bound<'_, PyAny>>) -> PyResult<ToolUsage> {
-    Ok(tool_usage_from_json(
-        &opt_json(obj, "tool_usage")?,
-        "tool_usage",
-    )?)
+/// An explore answer's `tool_usage` and `terminal_reason` arguments, checked by the core.
+fn explore_args(
+    usage: Option<&Bound<'_, PyAny>>,
+    reason: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(ToolUsage, String)> {
+    Ok(explore_meta(&given(&[
+        ("tool_usage", usage),
+        ("terminal_reason", reason),
+    ])?)?)
 }
 
-/// An answer object from the constructor's arguments (only the ones given).
-fn object(
-    required: (&str, &Bound<'_, PyAny>),
-    optional: [(&str, Option<&Bound<'_, PyAny>>); 3],
-) -> PyResult<Json> {
-    let mut items = vec![(required.0.to_string(), to_json(required.1, required.0)?)];
-    for (k, v) in optional {
-        if let Some(v) = v {
-            items.push((k.to_string(), to_json(v, k)?));
-        }
-    }
-    Ok(Json::Object(items))
-}
-
+/// A verification answer's metadata arguments, checked by the core.
 fn meta(
     child_session_id: Option<&Bound<'_, PyAny>>,
     child_run_id: Option<&Bound<'_, PyAny>>,
@@ -59,13 +52,14 @@ fn meta(
     tool_usage: Option<&Bound<'_, PyAny>>,
     token_usage: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<VerificationMeta> {
-    Ok(VerificationMeta::from_parts(
-        opt_str(child_session_id, "child_session_id")?,
-        opt_str(child_run_id, "child_run_id")?,
-        &reason(terminal_reason)?,
-        &opt_json(tool_usage, "tool_usage")?,
-        &opt_json(token_usage, "token_usage")?,
-    )?)
+    let args = given(&[
+        ("child_session_id", child_session_id),
+        ("child_run_id", child_run_id),
+        ("terminal_reason", terminal_reason),
+        ("tool_usage", tool_usage),
+        ("token_usage", token_usage),
+    ])?;
+    Ok(VerificationMeta::from_args(&args)?)
 }
 
 /// The methods both result classes share (dict round trip; value semantics come with `value`).
@@ -114,18 +108,16 @@ result_class!(PyExploreResult, ExploreResult, "ExploreResult",
     #[pyo3(signature = (status, summary, findings=None, evidence=None, unresolved_questions=None, tool_usage=None, terminal_reason=None))]
     fn py_new(status: &Bound<'_, PyAny>, summary: &Bound<'_, PyAny>, findings: Option<&Bound<'_, PyAny>>, evidence: Option<&Bound<'_, PyAny>>,
         unresolved_questions: Option<&Bound<'_, PyAny>>, tool_usage: Option<&Bound<'_, PyAny>>, terminal_reason: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let mut obj = object(("status", status), [("summary", Some(summary)), ("findings", findings), ("evidence", evidence)])?;
-        if let (Json::Object(items), Some(u)) = (&mut obj, unresolved_questions) {
-            items.push(("unresolved_questions".into(), to_json(u, "unresolved_questions")?));
-        }
-        let inner = ExploreResult::from_object(&obj, usage(tool_usage)?, &reason(terminal_reason)?).map_err(crate::api::Error::from)?;
+        let obj = given(&[("status", Some(status)), ("summary", Some(summary)), ("findings", findings), ("evidence", evidence), ("unresolved_questions", unresolved_questions)])?;
+        let (usage, reason) = explore_args(tool_usage, terminal_reason)?;
+        let inner = ExploreResult::from_object(&obj, usage, &reason).map_err(crate::api::Error::from)?;
         Ok(PyExploreResult { inner })
     }
     /// Strict parse of a final answer, exactly as the reference parses it.
     #[classmethod]
     #[pyo3(signature = (text, *, tool_usage=None, terminal_reason=None))]
     fn from_json(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, tool_usage: Option<&Bound<'_, PyAny>>, terminal_reason: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let (raw, usage, reason) = (answer_text(text, "ExploreResult")?, usage(tool_usage)?, reason(terminal_reason)?);
+        let (raw, (usage, reason)) = (answer_text(text, "ExploreResult")?, explore_args(tool_usage, terminal_reason)?);
         let inner = py.detach(|| ExploreResult::from_json(&raw, usage, &reason)).map_err(crate::api::Error::from)?;
         Ok(PyExploreResult { inner })
     }
@@ -133,7 +125,7 @@ result_class!(PyExploreResult, ExploreResult, "ExploreResult",
     #[classmethod]
     #[pyo3(signature = (text, *, tool_usage=None, terminal_reason=None))]
     fn repair(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, tool_usage: Option<&Bound<'_, PyAny>>, terminal_reason: Option<&Bound<'_, PyAny>>) -> PyResult<(Self, Option<&'static str>)> {
-        let (raw, usage, reason) = (answer_text(text, "ExploreResult")?, usage(tool_usage)?, reason(terminal_reason)?);
+        let (raw, (usage, reason)) = (answer_text(text, "ExploreResult")?, explore_args(tool_usage, terminal_reason)?);
         let (inner, r) = py.detach(|| ExploreResult::repair(&raw, usage, &reason)).map_err(crate::api::Error::from)?;
         Ok((PyExploreResult { inner }, r.map(|r| r.as_str())))
     }
@@ -155,7 +147,7 @@ result_class!(PyVerificationResult, VerificationResult, "VerificationResult",
     #[allow(clippy::too_many_arguments)]
     fn py_new(verdict: &Bound<'_, PyAny>, reasons: Option<&Bound<'_, PyAny>>, findings: Option<&Bound<'_, PyAny>>, evidence: Option<&Bound<'_, PyAny>>,
         child_session_id: Option<&Bound<'_, PyAny>>, child_run_id: Option<&Bound<'_, PyAny>>, terminal_reason: Option<&Bound<'_, PyAny>>, tool_usage: Option<&Bound<'_, PyAny>>, token_usage: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let obj = object(("verdict", verdict), [("reasons", reasons), ("findings", findings), ("evidence", evidence)])?;
+        let obj = given(&[("verdict", Some(verdict)), ("reasons", reasons), ("findings", findings), ("evidence", evidence)])?;
         let meta = meta(child_session_id, child_run_id, terminal_reason, tool_usage, token_usage)?;
         let inner = VerificationResult::from_object(&obj, meta).map_err(crate::api::Error::from)?;
         Ok(PyVerificationResult { inner })

@@ -74,6 +74,25 @@ fn to_json_at(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Json
     ))
 }
 
+/// Tool or Task arguments as given: JSON text (a str), or a value converted to JSON, or one that
+/// cannot be (the tool answers with an error envelope saying why). None means no arguments.
+pub fn tool_args(args: Option<&Bound<'_, PyAny>>) -> crate::api::ToolArgs {
+    use crate::api::ToolArgs;
+    let Some(args) = args.filter(|a| !a.is_none()) else {
+        return ToolArgs::Json(Json::Null);
+    };
+    if let Ok(s) = args.cast::<PyString>() {
+        return ToolArgs::Text(s.to_string());
+    }
+    to_json(args, "arguments").map_or_else(
+        |e| ToolArgs::Unusable {
+            shown: args.repr().map(|r| r.to_string()).unwrap_or_default(),
+            reason: e.value(args.py()).to_string(),
+        },
+        ToolArgs::Json,
+    )
+}
+
 /// An optional argument as JSON (None and missing are both null).
 pub fn opt_json(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Json> {
     obj.map_or(Ok(Json::Null), |o| to_json(o, what))

@@ -4,6 +4,7 @@
 mod agent;
 mod contract;
 mod convert;
+mod enter;
 mod errors;
 mod launcher;
 mod model;
@@ -16,29 +17,6 @@ mod tools;
 
 use pyo3::prelude::*;
 use pyo3::types::PyFrozenSet;
-
-/// The names `outrider._core` exports: the one list `outrider/__init__.py` and `_core.pyi` are
-/// checked against (tests/test_package.py).
-pub const EXPORTS: [&str; 18] = [
-    "EXPLORE_PROFILE",
-    "READONLY_TOOLS",
-    "VERIFICATION_PROFILE",
-    "CompletionVerdict",
-    "ExploreResult",
-    "MainAgent",
-    "OfflineScout",
-    "OpenAICompatible",
-    "RuntimeProfile",
-    "SubagentLaunchResult",
-    "SubagentLauncher",
-    "SubagentRequest",
-    "TaskTool",
-    "VerificationResult",
-    "__version__",
-    "check_evidence",
-    "run_tool",
-    "tool_schemas",
-];
 
 /// A frozen Python class over a core value: the struct, one-line getters (`name: Type = |inner|
 /// expression`), and any further methods, in one `#[pymethods]` block. With `value`, it also
@@ -113,22 +91,25 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<model::PyOfflineScout>()?;
     m.add_class::<agent::PyMainAgent>()?;
     m.add_class::<launcher::PyCompletionVerdict>()?;
-    let explore = profile::PyRuntimeProfile {
-        inner: crate::api::explore_profile(),
-    };
-    m.add("EXPLORE_PROFILE", explore)?;
-    let verification = profile::PyRuntimeProfile {
-        inner: crate::api::verification_profile(),
-    };
-    m.add("VERIFICATION_PROFILE", verification)?;
+    let profile = |inner| profile::PyRuntimeProfile { inner };
+    m.add("EXPLORE_PROFILE", profile(crate::api::explore_profile()))?;
+    m.add(
+        "VERIFICATION_PROFILE",
+        profile(crate::api::verification_profile()),
+    )?;
     m.add(
         "READONLY_TOOLS",
         PyFrozenSet::new(m.py(), crate::api::READONLY_TOOLS)?,
     )?;
-    m.add("__all__", EXPORTS.to_vec())?;
+    // `__all__` is what was added above: the one list `outrider/__init__.py` and `_core.pyi` are
+    // checked against (tests/test_package.py).
+    let mut names: Vec<String> = m.dict().keys().extract()?;
+    names.retain(|n| !n.starts_with('_') || n == "__version__");
+    names.sort();
+    m.add("__all__", names)?;
     observe::install(m.py())?;
     // Threads the core started must be out of Python before the interpreter finalizes.
-    let at_exit = wrap_pyfunction!(runtime::_at_exit, m)?;
+    let at_exit = wrap_pyfunction!(enter::_at_exit, m)?;
     m.py()
         .import("atexit")?
         .call_method1("register", (at_exit,))?;

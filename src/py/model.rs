@@ -9,7 +9,8 @@ use pyo3::sync::PyOnceLock;
 use crate::api::{current_caller, Abandon, CallbackModel, Host, ModelError, ModelErrorKind};
 use crate::api::{Outcome, Reply};
 use crate::py::convert::{to_json, type_name};
-use crate::py::runtime::{attach, Caller};
+use crate::py::enter::attach;
+use crate::py::runtime::Caller;
 
 /// A Python callable taking the chat-completions request dict.
 pub struct PyCallable {

@@ -8,7 +8,7 @@ use pyo3::sync::PyOnceLock;
 
 use crate::api::{host_log, EventSink, LaunchObserver, OnFinished};
 use crate::py::convert::{dump, wrong_type};
-use crate::py::runtime::attach;
+use crate::py::enter::attach;
 
 /// `logging.getLogger("outrider")`, which every record goes to.
 static LOGGER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();

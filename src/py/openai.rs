@@ -115,15 +115,6 @@ impl PyOpenAICompatible {
         self.client.config().max_retries
     }
     fn __repr__(&self) -> String {
-        use crate::api::py_repr_str as q;
-        let c = self.client.config();
-        format!(
-            "OpenAICompatible(model={}, base_url={}, api_key={}, timeout={}, max_retries={})",
-            q(&c.model),
-            q(self.client.display_base_url()),
-            if c.api_key.is_some() { "'***'" } else { "None" },
-            crate::api::Json::Float(c.timeout.as_secs_f64()).py_repr(),
-            c.max_retries
-        )
+        self.client.to_string()
     }
 }

@@ -2,28 +2,12 @@
 //! work for a blocking or an async entry point.
 
 use std::future::Future;
-use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::PyAny;
 
-use crate::api::{block_on_interruptible, with_caller, CallerScope, CancelToken, Error, ExitGate};
-
-/// Closed by the interpreter's `atexit` hook: then no thread Python did not start enters Python.
-static GATE: ExitGate = ExitGate::new();
-
-/// Run `f` with the GIL on a thread Python did not start (a runtime worker); None, touching
-/// nothing, once the interpreter is exiting. Only short sections come here (see [`ExitGate`]).
-pub fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> Option<R> {
-    GATE.pass(|| Python::try_attach(f)).flatten()
-}
-
-/// The `atexit` hook: no new entries into Python from other threads, and two seconds for the
-/// ones inside (resolving an awaitable, handing over a model call) to leave.
-#[pyfunction]
-pub fn _at_exit(py: Python<'_>) {
-    py.detach(|| GATE.close(Duration::from_secs(2)));
-}
+use crate::api::{block_on_interruptible, with_caller, CallerScope, CancelToken, Error};
+use crate::py::enter::attach;
 
 /// The caller a launch started from: its `contextvars` context, and its running event loop when
 /// it came through an async entry point. Model callables run with both (see `outrider._aio`).

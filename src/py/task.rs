@@ -3,12 +3,11 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::PyString;
 
 use crate::api::CancelToken;
 use crate::api::ToolResult;
-use crate::api::{FactoryError, LauncherFactory, TaskInput, TaskTool, TASK_TOOL_NAME};
-use crate::py::convert::{dump, opt_str_list, to_json, type_name, wrong_type};
+use crate::api::{FactoryError, LauncherFactory, TaskTool, TASK_TOOL_NAME};
+use crate::py::convert::{dump, opt_str_list, tool_args, type_name, wrong_type};
 use crate::py::launcher::PySubagentLauncher;
 use crate::py::runtime::finish;
 
@@ -35,19 +34,6 @@ fn factory(callable: Py<PyAny>) -> LauncherFactory {
                 .map_err(|_| FactoryError::WrongType(type_name(&built)))
         })
     })
-}
-
-fn input(args: &Bound<'_, PyAny>) -> TaskInput {
-    if let Ok(s) = args.cast::<PyString>() {
-        return TaskInput::Text(s.to_string());
-    }
-    match to_json(args, "arguments") {
-        Ok(j) => TaskInput::Json(j),
-        Err(e) => TaskInput::Unusable {
-            shown: args.repr().map(|r| r.to_string()).unwrap_or_default(),
-            reason: e.value(args.py()).to_string(),
-        },
-    }
 }
 
 #[pymethods]
@@ -111,7 +97,7 @@ impl PyTaskTool {
         args: &Bound<'_, PyAny>,
         awaitable: bool,
     ) -> PyResult<Py<PyAny>> {
-        let prepared = self.inner.prepare(input(args));
+        let prepared = self.inner.prepare(tool_args(Some(args)));
         let run = |c| async move { Ok(prepared.run(c).await) };
         finish(
             py,

@@ -1,10 +1,9 @@
 //! `outrider.run_tool` and `outrider.tool_schemas`.
 
 use pyo3::prelude::*;
-use pyo3::types::PyString;
 
-use crate::api::{run_tool_until, CancelToken, Error, ToolArgs};
-use crate::py::convert::{dump, opt_float, opt_str, opt_str_list, path_arg, req_str, to_json};
+use crate::api::{run_tool_until, CancelToken, Error};
+use crate::py::convert::{dump, opt_float, opt_str, opt_str_list, path_arg, req_str, tool_args};
 use crate::py::runtime::finish;
 
 /// Run one tool under `root` and return its envelope dict. Bad arguments give an error envelope.
@@ -22,19 +21,7 @@ pub fn run_tool(
     let timeout = opt_float(timeout, "timeout")?;
     let root = path_arg(root, "root")?;
     let name = req_str(name, "name")?;
-    let args = match arguments.filter(|a| !a.is_none()) {
-        None => ToolArgs::Value(serde_json::Value::Null),
-        Some(a) => match a.cast::<PyString>() {
-            Ok(s) => ToolArgs::Text(s.to_string()),
-            Err(_) => match to_json(a, "arguments") {
-                Ok(j) => ToolArgs::Value(j.to_value()),
-                Err(e) => ToolArgs::Unusable(
-                    a.repr().map(|r| r.to_string()).unwrap_or_default(),
-                    e.value(py).to_string(),
-                ),
-            },
-        },
-    };
+    let args = tool_args(arguments);
     // On a blocking thread, so that Ctrl-C is heard while the tool runs (it stops the tool).
     let run = |cancel: CancelToken| async move {
         let work = move || run_tool_until(&root, &name, args, mode.as_deref(), timeout, &cancel);

@@ -16,15 +16,20 @@ use crate::tools::permissions::{PermissionContext, RuntimeMode};
 use crate::tools::registry::ToolRegistry;
 use crate::tools::workspace::Workspace;
 
-/// Tool arguments as a caller gives them.
+/// Tool (or Task) arguments as a caller gives them.
 #[derive(Debug, Clone)]
 pub enum ToolArgs {
-    /// JSON text (what a model sends).
+    /// JSON text (what a model's tool call carries).
     Text(String),
-    /// A parsed value; null means no arguments.
-    Value(Value),
-    /// A value with no JSON form: how to show it, and why.
-    Unusable(String, String),
+    /// Already-parsed arguments; null means none.
+    Json(crate::pyjson::Json),
+    /// A value with no JSON form.
+    Unusable {
+        /// The value as the caller's language shows it.
+        shown: String,
+        /// Why it is not JSON.
+        reason: String,
+    },
 }
 
 /// Run one tool under `root` and return its envelope. Bad arguments give an error envelope;
@@ -99,8 +104,8 @@ fn execute(
 ) -> ToolResult {
     match args {
         ToolArgs::Text(t) => registry.execute(name, t.as_str(), ctx, permissions),
-        ToolArgs::Value(v) => registry.execute(name, v, ctx, permissions),
-        ToolArgs::Unusable(shown, why) => ToolResult::error(
+        ToolArgs::Json(j) => registry.execute(name, &j.to_value(), ctx, permissions),
+        ToolArgs::Unusable { shown, reason: why } => ToolResult::error(
             &Value::String(shown.clone()),
             ErrorCode::InvalidParam,
             format!("Tool arguments must be a JSON object: {why}"),
@@ -128,8 +133,8 @@ fn execute_until(
     let (registry, owned_name) = (registry.clone(), name.to_string());
     let shown = match &args {
         ToolArgs::Text(t) => Value::String(t.clone()),
-        ToolArgs::Value(v) => v.clone(),
-        ToolArgs::Unusable(shown, _) => Value::String(shown.clone()),
+        ToolArgs::Json(j) => j.to_value(),
+        ToolArgs::Unusable { shown, .. } => Value::String(shown.clone()),
     };
     let spawned = std::thread::Builder::new()
         .name("outrider-run-tool".into())
@@ -211,7 +216,9 @@ mod tests {
         let ok = run_tool(
             dir.path(),
             "Grep",
-            ToolArgs::Value(json!({"pattern": "hello"})),
+            ToolArgs::Json(crate::pyjson::Json::from_value(
+                &json!({"pattern": "hello"}),
+            )),
             Some("readonly_subagent"),
             None,
         )
@@ -221,7 +228,7 @@ mod tests {
             run_tool(
                 dir.path(),
                 "Read",
-                ToolArgs::Value(Value::Null),
+                ToolArgs::Json(crate::pyjson::Json::Null),
                 Some(mode),
                 timeout,
             )
@@ -279,7 +286,7 @@ mod tests {
         let result = execute_until(
             &registry,
             "Read",
-            ToolArgs::Value(json!({"path": "a.txt"})),
+            ToolArgs::Json(crate::pyjson::Json::from_value(&json!({"path": "a.txt"}))),
             ctx,
             PermissionContext::new(RuntimeMode::ReadonlySubagent),
             deadline,

@@ -753,6 +753,11 @@ fn debug_output_hides_the_key_and_header_values() {
         "{shown}"
     );
     assert!(shown.contains(r#"api_key: Some("***")"#), "{shown}");
+    // The Python repr: credentials masked or left out, Python quoting.
+    assert_eq!(
+        OpenAICompatible::new(config).unwrap().to_string(),
+        "OpenAICompatible(model='m', base_url='https://example.com/v1', api_key='***', timeout=120.0, max_retries=2)"
+    );
 }
 
 // ---- environment ----

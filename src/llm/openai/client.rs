@@ -64,6 +64,23 @@ impl fmt::Debug for OpenAICompatible {
     }
 }
 
+impl fmt::Display for OpenAICompatible {
+    /// The Python repr: the key masked, the base URL without credentials.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use crate::pyjson::{py_repr_str as q, Json};
+        let c = &self.config;
+        write!(
+            f,
+            "OpenAICompatible(model={}, base_url={}, api_key={}, timeout={}, max_retries={})",
+            q(&c.model),
+            q(&self.shown_base),
+            if c.api_key.is_some() { "'***'" } else { "None" },
+            Json::Float(c.timeout.as_secs_f64()).py_repr(),
+            c.max_retries
+        )
+    }
+}
+
 impl OpenAICompatible {
     /// Validate `config` and build the HTTP client (once; it is shared by every call).
     pub fn new(mut config: OpenAICompatibleConfig) -> Result<Self, Error> {

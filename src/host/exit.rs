@@ -1,13 +1,13 @@
-//! A gate threads the host did not start pass through to enter the host (e.g. the Python
+//! A barrier threads the host did not start pass through to enter the host (e.g. the Python
 //! interpreter), which may be shutting down: a thread inside a finalizing interpreter brings the
-//! process down, so once the gate closes nobody enters, and closing waits for those inside.
+//! process down, so once the barrier closes nobody enters, and closing waits for those inside.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// See the module documentation. `const`-constructible, for a `static`.
 #[derive(Debug, Default)]
-pub struct ExitGate {
+pub struct ExitBarrier {
     closed: AtomicBool,
     inside: AtomicUsize,
 }
@@ -20,16 +20,16 @@ impl Drop for Leave<'_> {
     }
 }
 
-impl ExitGate {
-    /// An open gate.
+impl ExitBarrier {
+    /// An open barrier.
     pub const fn new() -> Self {
-        ExitGate {
+        ExitBarrier {
             closed: AtomicBool::new(false),
             inside: AtomicUsize::new(0),
         }
     }
 
-    /// Run `f` inside the gate; None, without running it, once the gate is closed. Only short
+    /// Run `f` inside the barrier; None, without running it, once the barrier is closed. Only short
     /// sections belong here: closing waits for them.
     pub fn pass<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
         // Counted before the check, so that `close` either sees this thread or it sees `closed`.
@@ -41,7 +41,7 @@ impl ExitGate {
         Some(f())
     }
 
-    /// Close the gate and wait up to `grace` for the threads inside to leave; whether they all
+    /// Close the barrier and wait up to `grace` for the threads inside to leave; whether they all
     /// did.
     pub fn close(&self, grace: Duration) -> bool {
         self.closed.store(true, Ordering::SeqCst);
@@ -55,7 +55,7 @@ impl ExitGate {
         true
     }
 
-    /// Whether [`ExitGate::close`] was called.
+    /// Whether [`ExitBarrier::close`] was called.
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::SeqCst)
     }
@@ -68,13 +68,13 @@ mod tests {
 
     #[test]
     fn close_waits_for_the_threads_inside_and_then_lets_nobody_in() {
-        let gate = Arc::new(ExitGate::new());
-        assert_eq!(gate.pass(|| 1), Some(1));
+        let barrier = Arc::new(ExitBarrier::new());
+        assert_eq!(barrier.pass(|| 1), Some(1));
         let (entered_tx, entered_rx) = std::sync::mpsc::channel();
         let inside = {
-            let gate = gate.clone();
+            let barrier = barrier.clone();
             std::thread::spawn(move || {
-                gate.pass(|| {
+                barrier.pass(|| {
                     entered_tx.send(()).unwrap();
                     std::thread::sleep(Duration::from_millis(100));
                     Instant::now()
@@ -82,26 +82,26 @@ mod tests {
             })
         };
         entered_rx.recv().unwrap();
-        assert!(gate.close(Duration::from_secs(5)));
+        assert!(barrier.close(Duration::from_secs(5)));
         let closed_at = Instant::now();
         let left_at = inside.join().unwrap().expect("it entered before the close");
         assert!(
             left_at <= closed_at,
             "close returned before the thread inside left"
         );
-        assert!(gate.is_closed());
-        assert_eq!(gate.pass(|| 2), None);
+        assert!(barrier.is_closed());
+        assert_eq!(barrier.pass(|| 2), None);
     }
 
     #[test]
     fn close_gives_up_after_the_grace_period() {
-        let gate = Arc::new(ExitGate::new());
+        let barrier = Arc::new(ExitBarrier::new());
         let (entered_tx, entered_rx) = std::sync::mpsc::channel();
         let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
         let stuck = {
-            let gate = gate.clone();
+            let barrier = barrier.clone();
             std::thread::spawn(move || {
-                gate.pass(|| {
+                barrier.pass(|| {
                     entered_tx.send(()).unwrap();
                     release_rx.recv().ok();
                 })
@@ -109,7 +109,7 @@ mod tests {
         };
         entered_rx.recv().unwrap();
         let started = Instant::now();
-        assert!(!gate.close(Duration::from_millis(50)));
+        assert!(!barrier.close(Duration::from_millis(50)));
         assert!(started.elapsed() >= Duration::from_millis(50));
         release_tx.send(()).unwrap();
         stuck.join().unwrap();
