@@ -7,9 +7,11 @@ pub use crate::agent::{
     MainAgentOptions, MainRun, ModelRoute, OnFinished, RequestInit, SubagentLaunchResult,
     SubagentLauncher, SubagentRequest, TraceDirSetting, Verification,
 };
+pub use crate::args::{Kwargs, Params};
 pub use crate::contract::{
     answer_from_bytes, explore_meta, tool_usage_from_json, ContractError, ExploreResult, LocItem,
-    Repair, SubagentStatus, ToolUsage, VerificationMeta, VerificationResult, UNKNOWN_REASON,
+    Repair, SubagentStatus, ToolUsage, VerificationMeta, VerificationResult, EXPLORE_META,
+    EXPLORE_PARAMS, UNKNOWN_REASON, VERIFICATION_META, VERIFICATION_PARAMS,
 };
 pub use crate::error::{Error, Result};
 pub use crate::evidence::{check_evidence, EvidenceCheck};

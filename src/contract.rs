@@ -13,6 +13,7 @@ use std::fmt;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
+use crate::args::{Kwargs, Params};
 pub use crate::error::{ContractError, LocItem, Violation};
 use crate::pyjson::{self as json, py_repr_str, py_strip, Json};
 
@@ -598,40 +599,102 @@ pub fn answer_from_bytes(bytes: &[u8], contract: &'static str) -> Result<String,
     })
 }
 
-/// An optional str argument in `args` (an object of the arguments a caller gave).
-fn arg_str(args: &Json, key: &str) -> Result<Option<String>, crate::Error> {
-    match args.get(key) {
-        None | Some(Json::Null) => Ok(None),
-        Some(Json::Str(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(crate::Error::wrong_type(key, "str", other.type_name())),
+/// `ExploreResult(...)`'s parameters: the answer's five fields, then its metadata.
+pub const EXPLORE_PARAMS: Params = Params {
+    owner: "ExploreResult",
+    names: &[
+        "status",
+        "summary",
+        "findings",
+        "evidence",
+        "unresolved_questions",
+        "tool_usage",
+        "terminal_reason",
+    ],
+    positional: 7,
+    required: 2,
+};
+
+/// `VerificationResult(...)`'s parameters: the answer's four fields, then its metadata.
+pub const VERIFICATION_PARAMS: Params = Params {
+    owner: "VerificationResult",
+    names: &[
+        "verdict",
+        "reasons",
+        "findings",
+        "evidence",
+        "child_session_id",
+        "child_run_id",
+        "terminal_reason",
+        "tool_usage",
+        "token_usage",
+    ],
+    positional: 9,
+    required: 1,
+};
+
+/// The metadata an explore answer's parsers take by name beside the text.
+pub const EXPLORE_META: [&str; 2] = ["tool_usage", "terminal_reason"];
+
+/// The metadata a verification answer's parsers take by name beside the text.
+pub const VERIFICATION_META: [&str; 5] = [
+    "child_session_id",
+    "child_run_id",
+    "terminal_reason",
+    "tool_usage",
+    "token_usage",
+];
+
+/// The metadata a caller gives beside an explore answer ([`EXPLORE_META`]); a bad value is an
+/// argument error naming it.
+pub fn explore_meta(k: &Kwargs) -> Result<(ToolUsage, String), crate::Error> {
+    let usage = tool_usage_from_json(k.json("tool_usage"), "tool_usage")?;
+    Ok((
+        usage,
+        k.str("terminal_reason")?
+            .unwrap_or_else(|| UNKNOWN_REASON.into()),
+    ))
+}
+
+impl ExploreResult {
+    /// From a constructor call's arguments ([`EXPLORE_PARAMS`]).
+    pub fn from_kwargs(k: &Kwargs) -> Result<Self, crate::Error> {
+        let (usage, reason) = explore_meta(k)?;
+        Ok(Self::from_object(
+            &k.object(&EXPLORE_PARAMS.names[..5]),
+            usage,
+            &reason,
+        )?)
     }
 }
 
-/// The metadata a caller gives beside an explore answer (`tool_usage`, `terminal_reason`), from
-/// an object of the arguments given; a bad one is an argument error naming it.
-pub fn explore_meta(args: &Json) -> Result<(ToolUsage, String), crate::Error> {
-    let usage = tool_usage_from_json(args.get("tool_usage").unwrap_or(&Json::Null), "tool_usage")?;
-    let reason = arg_str(args, "terminal_reason")?.unwrap_or_else(|| UNKNOWN_REASON.into());
-    Ok((usage, reason))
+impl VerificationResult {
+    /// From a constructor call's arguments ([`VERIFICATION_PARAMS`]).
+    pub fn from_kwargs(k: &Kwargs) -> Result<Self, crate::Error> {
+        let meta = VerificationMeta::from_kwargs(k)?;
+        Ok(Self::from_object(
+            &k.object(&VERIFICATION_PARAMS.names[..4]),
+            meta,
+        )?)
+    }
 }
 
 impl VerificationMeta {
-    /// [`VerificationMeta::from_parts`] from an object of the arguments a caller gave
-    /// (`child_session_id`, `child_run_id`, `terminal_reason`, `tool_usage`, `token_usage`).
-    pub fn from_args(args: &Json) -> Result<Self, crate::Error> {
-        let reason = arg_str(args, "terminal_reason")?.unwrap_or_else(|| UNKNOWN_REASON.into());
-        let get = |k| args.get(k).unwrap_or(&Json::Null);
+    /// [`VerificationMeta::from_parts`] from the arguments a caller gave ([`VERIFICATION_META`]).
+    pub fn from_kwargs(k: &Kwargs) -> Result<Self, crate::Error> {
+        let reason = k
+            .str("terminal_reason")?
+            .unwrap_or_else(|| UNKNOWN_REASON.into());
+        let (session, run) = (k.str("child_session_id")?, k.str("child_run_id")?);
         Self::from_parts(
-            arg_str(args, "child_session_id")?,
-            arg_str(args, "child_run_id")?,
+            session,
+            run,
             &reason,
-            get("tool_usage"),
-            get("token_usage"),
+            k.json("tool_usage"),
+            k.json("token_usage"),
         )
     }
-}
 
-impl VerificationMeta {
     /// The metadata a caller gives beside a verification answer, checked: `tool_usage` a
     /// `{name: count}` dict, `token_usage` an int >= 0 (null means 0).
     pub fn from_parts(

@@ -13,6 +13,7 @@
 
 pub mod agent;
 pub mod api;
+pub mod args;
 pub mod contract;
 pub mod error;
 pub mod evidence;

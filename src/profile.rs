@@ -31,6 +31,9 @@ pub const PROFILE_FIELDS: [&str; 14] = [
     "timeout_seconds",
 ];
 
+/// How many of [`PROFILE_FIELDS`] the constructor takes by position (the rest by name only).
+pub const POSITIONAL_FIELDS: usize = 11;
+
 /// The only tools a formal sub-agent may be given.
 pub const READONLY_TOOLS: [&str; 3] = ["Glob", "Grep", "Read"];
 
@@ -357,16 +360,7 @@ impl RuntimeProfile {
                         }
                     }
                 }
-                other => {
-                    return Err(crate::Error::Type {
-                        field: "RuntimeProfile".into(),
-                        message: format!(
-                            "has no field {}; fields are: {}",
-                            crate::pyjson::py_repr_str(other),
-                            PROFILE_FIELDS.join(", ")
-                        ),
-                    })
-                }
+                other => return Err(crate::args::unknown_option("RuntimeProfile", other, &PROFILE_FIELDS)),
             }
         }
         self.check_in_order(&model_choice, &result_contract, &on_budget_exhausted)?;
@@ -389,6 +383,21 @@ impl RuntimeProfile {
             }
         }
         explore_profile().with_fields(fields)
+    }
+
+    /// A new profile from a call's arguments: the first [`POSITIONAL_FIELDS`] fields may come in
+    /// [`PROFILE_FIELDS`] order, any by name; null values count as not given.
+    pub fn from_args(
+        positional: Vec<Json>,
+        named: Vec<(String, Json)>,
+    ) -> Result<Self, crate::Error> {
+        const PARAMS: crate::args::Params = crate::args::Params {
+            owner: "RuntimeProfile",
+            names: &PROFILE_FIELDS,
+            positional: POSITIONAL_FIELDS,
+            required: 0,
+        };
+        Self::from_fields(crate::args::Kwargs::bind(&PARAMS, positional, named)?.items())
     }
 
     /// The system prompt with the profile's budgets filled in.
@@ -507,6 +516,42 @@ mod tests {
             .map_err(|e| e.to_string())
     }
 
+    #[test]
+    fn constructor_arguments_come_by_position_then_by_name() {
+        let s = |v: &str| Json::Str(v.into());
+        let p = RuntimeProfile::from_args(
+            vec![s("scout"), s("Look."), Json::Null, Json::Int(3)],
+            vec![("gate_retries".into(), Json::Int(0))],
+        )
+        .unwrap();
+        assert_eq!(
+            (p.name.as_str(), p.max_steps, p.gate_retries),
+            ("scout", 3, 0)
+        );
+        assert_eq!(
+            p.tool_allowlist,
+            explore_profile().tool_allowlist,
+            "a null is not given"
+        );
+        let err = |pos: Vec<Json>, named: Vec<(String, Json)>| {
+            RuntimeProfile::from_args(pos, named)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            err(vec![Json::Null; 12], vec![]),
+            "RuntimeProfile: takes at most 11 positional arguments (12 given)"
+        );
+        assert_eq!(
+            err(vec![s("a"), s("b")], vec![("name".into(), s("c"))]),
+            "RuntimeProfile: got multiple values for argument 'name'"
+        );
+        assert_eq!(
+            err(vec![s("a")], vec![]),
+            "RuntimeProfile.system_prompt: missing; a profile needs a name and a system prompt"
+        );
+    }
+
     fn err(fields: serde_json::Value) -> String {
         with(fields).unwrap_err()
     }
@@ -614,7 +659,7 @@ mod tests {
             "RuntimeProfile.recursive_subagents: must be bool, got int"
         );
         assert!(err(json!({"max_step": 3})).starts_with(
-            "RuntimeProfile: has no field 'max_step'; fields are: name, system_prompt,"
+            "RuntimeProfile: has no option 'max_step'; options are: name, system_prompt,"
         ));
         let huge =
             explore_profile().with_fields(&[("max_steps".into(), Json::BigInt("1".repeat(30)))]);

@@ -45,7 +45,7 @@ def cases(repo: pathlib.Path) -> list[tuple[Callable[[], Any], type[Exception], 
         # profiles
         (lambda: outrider.EXPLORE_PROFILE.replace(max_steps=0), ProfileError, "budgets must be"),
         (lambda: outrider.EXPLORE_PROFILE.replace(max_steps="3"), ArgumentTypeError, "max_steps"),
-        (lambda: outrider.EXPLORE_PROFILE.replace(nope=1), ArgumentTypeError, "has no field"),
+        (lambda: outrider.EXPLORE_PROFILE.replace(nope=1), ArgumentTypeError, "has no option"),
         (lambda: outrider.RuntimeProfile.from_dict(BAD), ArgumentTypeError, "must be a dict"),
         # contracts
         (lambda: outrider.ExploreResult.from_json("{}"), ContractError, "status is missing"),

@@ -177,6 +177,37 @@ pub struct LauncherOptions {
     pub trace_retention: Option<TraceRetention>,
 }
 
+impl LauncherOptions {
+    /// The keyword options of `SubagentLauncher`. The first three are objects the front end
+    /// converts itself; [`Self::from_kwargs`] reads the plain values.
+    pub const KWARGS: [&'static str; 8] = [
+        "trace_dir",
+        "parent_trace",
+        "profiles",
+        "max_concurrency",
+        "main_model",
+        "light_model",
+        "model_settings",
+        "trace_retention",
+    ];
+
+    /// Options from the plain keyword values; models, trace directory and profiles at their
+    /// defaults.
+    pub fn from_kwargs(k: &crate::args::Kwargs) -> Result<Self, Error> {
+        Ok(LauncherOptions {
+            main_model: None,
+            light_model: None,
+            trace_dir: TraceDirSetting::Default,
+            parent_trace: None,
+            parent_trace_handle: None,
+            profiles: vec![],
+            max_concurrency: k.int("max_concurrency")?,
+            routes: crate::llm::settings::RouteSettings::from_kwargs(k, "main_model")?,
+            trace_retention: TraceRetention::from_arg(k.json("trace_retention"))?,
+        })
+    }
+}
+
 /// Launches children. Cheap to share: one semaphore bounds all launches through it.
 pub struct SubagentLauncher {
     workspace: Workspace,

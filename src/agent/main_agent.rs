@@ -65,6 +65,41 @@ pub struct MainAgentOptions {
     pub trace_retention: Option<TraceRetention>,
 }
 
+impl MainAgentOptions {
+    /// The keyword options of `MainAgent`. The first two are objects the front end converts
+    /// itself; [`Self::from_kwargs`] reads the plain values.
+    pub const KWARGS: [&'static str; 11] = [
+        "launcher",
+        "trace_dir",
+        "subagent_types",
+        "max_steps",
+        "total_token_budget",
+        "context_token_budget",
+        "timeout_seconds",
+        "model",
+        "light_model",
+        "model_settings",
+        "trace_retention",
+    ];
+
+    /// Options from the plain keyword values; the light model, launcher and trace directory at
+    /// their defaults.
+    pub fn from_kwargs(k: &crate::args::Kwargs) -> Result<Self, Error> {
+        Ok(MainAgentOptions {
+            light_model: None,
+            launcher: None,
+            trace_dir: TraceDirSetting::Default,
+            subagent_types: k.str_list("subagent_types")?,
+            max_steps: k.int("max_steps")?,
+            total_token_budget: k.int("total_token_budget")?,
+            context_token_budget: k.int("context_token_budget")?,
+            timeout_seconds: k.number("timeout_seconds")?,
+            routes: crate::llm::settings::RouteSettings::from_kwargs(k, "model")?,
+            trace_retention: TraceRetention::from_arg(k.json("trace_retention"))?,
+        })
+    }
+}
+
 /// The main agent's profile: no result contract (a plain-text answer), Task allowed.
 pub fn main_profile(
     max_steps: i64,

@@ -1,13 +1,12 @@
 //! `outrider.MainAgent`.
 
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 use crate::api::CancelToken;
 use crate::api::{MainAgent, MainAgentOptions};
-use crate::py::convert::{dump, opt_float, opt_int, opt_str_list, path_arg, req_str, wrong_type};
-use crate::py::launcher::{
-    model_arg, retention_arg, routes_arg, trace_dir_arg, PySubagentLauncher,
-};
+use crate::py::convert::{dump, kwargs, path_arg, req_str, wrong_type};
+use crate::py::launcher::{model_arg, trace_dir_arg, PySubagentLauncher};
 use crate::py::observe::{event_sink, refresh_level};
 use crate::py::runtime::finish;
 
@@ -20,55 +19,34 @@ pub struct PyMainAgent {
 #[pymethods]
 impl PyMainAgent {
     #[new]
-    #[pyo3(signature = (project_root, llm, light_llm=None, *, launcher=None, trace_dir=None, subagent_types=None, max_steps=None, total_token_budget=None, context_token_budget=None, timeout_seconds=None, model=None, light_model=None, model_settings=None, trace_retention=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(
+        signature = (project_root, llm, light_llm=None, *, launcher=None, trace_dir=None, **options),
+        text_signature = "(project_root, llm, light_llm=None, *, launcher=None, trace_dir=None, subagent_types=None, max_steps=None, total_token_budget=None, context_token_budget=None, timeout_seconds=None, model=None, light_model=None, model_settings=None, trace_retention=None)"
+    )]
     fn py_new(
         project_root: &Bound<'_, PyAny>,
         llm: &Bound<'_, PyAny>,
         light_llm: Option<&Bound<'_, PyAny>>,
         launcher: Option<&Bound<'_, PyAny>>,
         trace_dir: Option<&Bound<'_, PyAny>>,
-        subagent_types: Option<&Bound<'_, PyAny>>,
-        max_steps: Option<&Bound<'_, PyAny>>,
-        total_token_budget: Option<&Bound<'_, PyAny>>,
-        context_token_budget: Option<&Bound<'_, PyAny>>,
-        timeout_seconds: Option<&Bound<'_, PyAny>>,
-        model: Option<&Bound<'_, PyAny>>,
-        light_model: Option<&Bound<'_, PyAny>>,
-        model_settings: Option<&Bound<'_, PyAny>>,
-        trace_retention: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         refresh_level(project_root.py());
-        let launcher = match launcher.filter(|l| !l.is_none()) {
-            Some(l) => Some(
-                l.cast::<PySubagentLauncher>()
-                    .map_err(|_| wrong_type("launcher", "an outrider.SubagentLauncher", l))?
-                    .get()
-                    .inner
-                    .clone(),
-            ),
-            None => None,
-        };
-        let routes = routes_arg(model, light_model, model_settings, "model")?;
-        let model = model_arg(Some(llm), "llm")?.ok_or_else(|| {
-            wrong_type(
-                "llm",
-                "a model callable or an outrider.OpenAICompatible",
-                llm,
-            )
-        })?;
-        let options = MainAgentOptions {
-            light_model: model_arg(light_llm, "light_llm")?,
-            launcher,
-            trace_dir: trace_dir_arg(trace_dir)?,
-            subagent_types: opt_str_list(subagent_types, "subagent_types")?,
-            max_steps: opt_int(max_steps, "max_steps")?,
-            total_token_budget: opt_int(total_token_budget, "total_token_budget")?,
-            context_token_budget: opt_int(context_token_budget, "context_token_budget")?,
-            timeout_seconds: opt_float(timeout_seconds, "timeout_seconds")?,
-            routes,
-            trace_retention: retention_arg(trace_retention)?,
-        };
+        let mut options = MainAgentOptions::from_kwargs(&kwargs(
+            "MainAgent",
+            &MainAgentOptions::KWARGS,
+            options,
+        )?)?;
+        let expected = "a model callable or an outrider.OpenAICompatible";
+        let model = model_arg(Some(llm), "llm")?.ok_or_else(|| wrong_type("llm", expected, llm))?;
+        options.light_model = model_arg(light_llm, "light_llm")?;
+        options.trace_dir = trace_dir_arg(trace_dir)?;
+        if let Some(l) = launcher.filter(|l| !l.is_none()) {
+            let cast = l.cast::<PySubagentLauncher>();
+            let cast =
+                cast.map_err(|_| wrong_type("launcher", "an outrider.SubagentLauncher", l))?;
+            options.launcher = Some(cast.get().inner.clone());
+        }
         let root = path_arg(project_root, "project_root")?;
         Ok(PyMainAgent {
             inner: std::sync::Arc::new(MainAgent::new(&root, model, options)?),

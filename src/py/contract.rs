@@ -3,11 +3,10 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple, PyType};
 
-use crate::api::Json;
-use crate::api::{
-    answer_from_bytes, explore_meta, ExploreResult, ToolUsage, VerificationMeta, VerificationResult,
-};
-use crate::py::convert::{dump, path_arg, str_list, to_json, wrong_type};
+use crate::api::{answer_from_bytes, explore_meta, Error, ExploreResult, ToolUsage};
+use crate::api::{VerificationMeta, VerificationResult, EXPLORE_META, EXPLORE_PARAMS};
+use crate::api::{VERIFICATION_META, VERIFICATION_PARAMS};
+use crate::py::convert::{bind, dump, kwargs, path_arg, str_list, to_json, wrong_type};
 use crate::py::frozen_class;
 
 /// The text of a model answer: str, bytes (UTF-8) or None (empty, as the reference).
@@ -23,43 +22,6 @@ fn answer_text(raw: &Bound<'_, PyAny>, contract: &'static str) -> PyResult<Strin
             .map_err(|e| crate::api::Error::from(e).into());
     }
     Err(wrong_type(&format!("{contract} text"), "str or bytes", raw))
-}
-
-/// The arguments given (not None) as one JSON object, each converted naming its argument.
-fn given(args: &[(&str, Option<&Bound<'_, PyAny>>)]) -> PyResult<Json> {
-    let given = args
-        .iter()
-        .filter_map(|(k, v)| v.map(|v| Ok((k.to_string(), to_json(v, k)?))));
-    Ok(Json::Object(given.collect::<PyResult<_>>()?))
-}
-
-/// An explore answer's `tool_usage` and `terminal_reason` arguments, checked by the core.
-fn explore_args(
-    usage: Option<&Bound<'_, PyAny>>,
-    reason: Option<&Bound<'_, PyAny>>,
-) -> PyResult<(ToolUsage, String)> {
-    Ok(explore_meta(&given(&[
-        ("tool_usage", usage),
-        ("terminal_reason", reason),
-    ])?)?)
-}
-
-/// A verification answer's metadata arguments, checked by the core.
-fn meta(
-    child_session_id: Option<&Bound<'_, PyAny>>,
-    child_run_id: Option<&Bound<'_, PyAny>>,
-    terminal_reason: Option<&Bound<'_, PyAny>>,
-    tool_usage: Option<&Bound<'_, PyAny>>,
-    token_usage: Option<&Bound<'_, PyAny>>,
-) -> PyResult<VerificationMeta> {
-    let args = given(&[
-        ("child_session_id", child_session_id),
-        ("child_run_id", child_run_id),
-        ("terminal_reason", terminal_reason),
-        ("tool_usage", tool_usage),
-        ("token_usage", token_usage),
-    ])?;
-    Ok(VerificationMeta::from_args(&args)?)
 }
 
 /// The methods both result classes share (dict round trip; value semantics come with `value`).
@@ -105,28 +67,24 @@ result_class!(PyExploreResult, ExploreResult, "ExploreResult",
         summary: String = |r| r.summary.clone(),
     }
     #[new]
-    #[pyo3(signature = (status, summary, findings=None, evidence=None, unresolved_questions=None, tool_usage=None, terminal_reason=None))]
-    fn py_new(status: &Bound<'_, PyAny>, summary: &Bound<'_, PyAny>, findings: Option<&Bound<'_, PyAny>>, evidence: Option<&Bound<'_, PyAny>>,
-        unresolved_questions: Option<&Bound<'_, PyAny>>, tool_usage: Option<&Bound<'_, PyAny>>, terminal_reason: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let obj = given(&[("status", Some(status)), ("summary", Some(summary)), ("findings", findings), ("evidence", evidence), ("unresolved_questions", unresolved_questions)])?;
-        let (usage, reason) = explore_args(tool_usage, terminal_reason)?;
-        let inner = ExploreResult::from_object(&obj, usage, &reason).map_err(crate::api::Error::from)?;
-        Ok(PyExploreResult { inner })
+    #[pyo3(signature = (*args, **kwargs), text_signature = "(status, summary, findings=None, evidence=None, unresolved_questions=None, tool_usage=None, terminal_reason=None)")]
+    fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        Ok(PyExploreResult { inner: ExploreResult::from_kwargs(&bind(&EXPLORE_PARAMS, Some(args), kwargs)?)? })
     }
     /// Strict parse of a final answer, exactly as the reference parses it.
     #[classmethod]
-    #[pyo3(signature = (text, *, tool_usage=None, terminal_reason=None))]
-    fn from_json(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, tool_usage: Option<&Bound<'_, PyAny>>, terminal_reason: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let (raw, (usage, reason)) = (answer_text(text, "ExploreResult")?, explore_args(tool_usage, terminal_reason)?);
-        let inner = py.detach(|| ExploreResult::from_json(&raw, usage, &reason)).map_err(crate::api::Error::from)?;
+    #[pyo3(signature = (text, **meta), text_signature = "($cls, text, *, tool_usage=None, terminal_reason=None)")]
+    fn from_json(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, meta: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let (raw, (usage, reason)) = (answer_text(text, "ExploreResult")?, explore_meta(&kwargs("ExploreResult.from_json", &EXPLORE_META, meta)?)?);
+        let inner = py.detach(|| ExploreResult::from_json(&raw, usage, &reason)).map_err(Error::from)?;
         Ok(PyExploreResult { inner })
     }
     /// Lenient parse: also a fenced or prose-wrapped answer. Returns `(result, repair)`.
     #[classmethod]
-    #[pyo3(signature = (text, *, tool_usage=None, terminal_reason=None))]
-    fn repair(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, tool_usage: Option<&Bound<'_, PyAny>>, terminal_reason: Option<&Bound<'_, PyAny>>) -> PyResult<(Self, Option<&'static str>)> {
-        let (raw, (usage, reason)) = (answer_text(text, "ExploreResult")?, explore_args(tool_usage, terminal_reason)?);
-        let (inner, r) = py.detach(|| ExploreResult::repair(&raw, usage, &reason)).map_err(crate::api::Error::from)?;
+    #[pyo3(signature = (text, **meta), text_signature = "($cls, text, *, tool_usage=None, terminal_reason=None)")]
+    fn repair(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, meta: Option<&Bound<'_, PyDict>>) -> PyResult<(Self, Option<&'static str>)> {
+        let (raw, (usage, reason)) = (answer_text(text, "ExploreResult")?, explore_meta(&kwargs("ExploreResult.repair", &EXPLORE_META, meta)?)?);
+        let (inner, r) = py.detach(|| ExploreResult::repair(&raw, usage, &reason)).map_err(Error::from)?;
         Ok((PyExploreResult { inner }, r.map(|r| r.as_str())))
     }
     #[getter]
@@ -143,35 +101,24 @@ result_class!(PyVerificationResult, VerificationResult, "VerificationResult",
         token_usage: u64 = |r| r.token_usage,
     }
     #[new]
-    #[pyo3(signature = (verdict, reasons=None, findings=None, evidence=None, child_session_id=None, child_run_id=None, terminal_reason=None, tool_usage=None, token_usage=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn py_new(verdict: &Bound<'_, PyAny>, reasons: Option<&Bound<'_, PyAny>>, findings: Option<&Bound<'_, PyAny>>, evidence: Option<&Bound<'_, PyAny>>,
-        child_session_id: Option<&Bound<'_, PyAny>>, child_run_id: Option<&Bound<'_, PyAny>>, terminal_reason: Option<&Bound<'_, PyAny>>, tool_usage: Option<&Bound<'_, PyAny>>, token_usage: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let obj = given(&[("verdict", Some(verdict)), ("reasons", reasons), ("findings", findings), ("evidence", evidence)])?;
-        let meta = meta(child_session_id, child_run_id, terminal_reason, tool_usage, token_usage)?;
-        let inner = VerificationResult::from_object(&obj, meta).map_err(crate::api::Error::from)?;
-        Ok(PyVerificationResult { inner })
+    #[pyo3(signature = (*args, **kwargs), text_signature = "(verdict, reasons=None, findings=None, evidence=None, child_session_id=None, child_run_id=None, terminal_reason=None, tool_usage=None, token_usage=None)")]
+    fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        Ok(PyVerificationResult { inner: VerificationResult::from_kwargs(&bind(&VERIFICATION_PARAMS, Some(args), kwargs)?)? })
     }
     /// Strict parse of a final answer, exactly as the reference parses it.
     #[classmethod]
-    #[pyo3(signature = (text, *, child_session_id=None, child_run_id=None, terminal_reason=None, tool_usage=None, token_usage=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn from_json(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, child_session_id: Option<&Bound<'_, PyAny>>, child_run_id: Option<&Bound<'_, PyAny>>,
-        terminal_reason: Option<&Bound<'_, PyAny>>, tool_usage: Option<&Bound<'_, PyAny>>, token_usage: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let raw = answer_text(text, "VerificationResult")?;
-        let meta = meta(child_session_id, child_run_id, terminal_reason, tool_usage, token_usage)?;
-        let inner = py.detach(|| VerificationResult::from_json(&raw, meta)).map_err(crate::api::Error::from)?;
+    #[pyo3(signature = (text, **meta), text_signature = "($cls, text, *, child_session_id=None, child_run_id=None, terminal_reason=None, tool_usage=None, token_usage=None)")]
+    fn from_json(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, meta: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let (raw, meta) = (answer_text(text, "VerificationResult")?, kwargs("VerificationResult.from_json", &VERIFICATION_META, meta)?);
+        let inner = py.detach(|| VerificationResult::from_json(&raw, VerificationMeta::from_kwargs(&meta)?).map_err(Error::from))?;
         Ok(PyVerificationResult { inner })
     }
     /// Lenient parse; returns `(result, repair)`.
     #[classmethod]
-    #[pyo3(signature = (text, *, child_session_id=None, child_run_id=None, terminal_reason=None, tool_usage=None, token_usage=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn repair(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, child_session_id: Option<&Bound<'_, PyAny>>, child_run_id: Option<&Bound<'_, PyAny>>,
-        terminal_reason: Option<&Bound<'_, PyAny>>, tool_usage: Option<&Bound<'_, PyAny>>, token_usage: Option<&Bound<'_, PyAny>>) -> PyResult<(Self, Option<&'static str>)> {
-        let raw = answer_text(text, "VerificationResult")?;
-        let meta = meta(child_session_id, child_run_id, terminal_reason, tool_usage, token_usage)?;
-        let (inner, r) = py.detach(|| VerificationResult::repair(&raw, meta)).map_err(crate::api::Error::from)?;
+    #[pyo3(signature = (text, **meta), text_signature = "($cls, text, *, child_session_id=None, child_run_id=None, terminal_reason=None, tool_usage=None, token_usage=None)")]
+    fn repair(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, meta: Option<&Bound<'_, PyDict>>) -> PyResult<(Self, Option<&'static str>)> {
+        let (raw, meta) = (answer_text(text, "VerificationResult")?, kwargs("VerificationResult.repair", &VERIFICATION_META, meta)?);
+        let (inner, r) = py.detach(|| VerificationResult::repair(&raw, VerificationMeta::from_kwargs(&meta)?).map_err(Error::from))?;
         Ok((PyVerificationResult { inner }, r.map(|r| r.as_str())))
     }
     #[getter]

@@ -8,7 +8,7 @@ use pyo3::types::{
 use serde::Serialize;
 
 use crate::api::Error;
-use crate::api::Json;
+use crate::api::{Json, Kwargs, Params};
 
 /// Nesting deeper than this in a Python value is refused (it would be a cycle or an attack).
 const MAX_DEPTH: usize = 256;
@@ -90,6 +90,47 @@ pub fn tool_args(args: Option<&Bound<'_, PyAny>>) -> crate::api::ToolArgs {
             reason: e.value(args.py()).to_string(),
         },
         ToolArgs::Json,
+    )
+}
+
+/// A call's arguments bound to the core's parameters ([`Kwargs::bind`]), each converted naming it.
+pub fn bind(
+    params: &Params,
+    args: Option<&Bound<'_, PyTuple>>,
+    given: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Kwargs> {
+    let names = params.names.iter().chain(std::iter::repeat(&"argument"));
+    let args = args.into_iter().flat_map(|a| a.iter());
+    let positional = names
+        .zip(args)
+        .map(|(k, v)| to_json(&v, k))
+        .collect::<PyResult<_>>()?;
+    let named = given.into_iter().flat_map(|d| d.iter()).map(|(k, v)| {
+        let key = req_str(&k, "keyword")?;
+        Ok((key.clone(), to_json(&v, &key)?))
+    });
+    Ok(Kwargs::bind(
+        params,
+        positional,
+        named.collect::<PyResult<_>>()?,
+    )?)
+}
+
+/// The keyword options `owner` was given, by name only (None counts as not given).
+pub fn kwargs(
+    owner: &'static str,
+    names: &'static [&'static str],
+    given: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Kwargs> {
+    bind(
+        &Params {
+            owner,
+            names,
+            positional: 0,
+            required: 0,
+        },
+        None,
+        given,
     )
 }
 

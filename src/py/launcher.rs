@@ -11,10 +11,10 @@ use crate::api::{
     LaunchObserver, LauncherOptions, RequestInit, SubagentLaunchResult, SubagentLauncher,
     Verification,
 };
-use crate::api::{SubagentRequest, TraceDirSetting, TraceRetention};
+use crate::api::{SubagentRequest, TraceDirSetting};
 use crate::py::contract::{PyExploreResult, PyVerificationResult};
 use crate::py::convert::{
-    dict_arg, dump, opt_int, opt_json, opt_str, opt_str_list, path_arg, req_str, to_json,
+    dict_arg, dump, kwargs, opt_int, opt_json, opt_str, opt_str_list, path_arg, req_str, to_json,
     wrong_type,
 };
 use crate::py::frozen_class;
@@ -158,14 +158,6 @@ pub fn model_arg(
     ))
 }
 
-/// A `trace_retention` argument (see [`TraceRetention::from_arg`]).
-pub fn retention_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<TraceRetention>> {
-    Ok(TraceRetention::from_arg(&opt_json(
-        obj,
-        "trace_retention",
-    )?)?)
-}
-
 fn profiles_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<crate::api::RuntimeProfile>> {
     let Some(obj) = obj.filter(|o| !o.is_none()) else {
         return Ok(vec![]);
@@ -194,23 +186,6 @@ fn request_arg(obj: &Bound<'_, PyAny>) -> PyResult<SubagentRequest> {
         .map_err(|_| wrong_type("request", "an outrider.SubagentRequest", obj))
 }
 
-/// The model names and `model_settings` a launcher or main agent was given.
-pub fn routes_arg(
-    main: Option<&Bound<'_, PyAny>>,
-    light: Option<&Bound<'_, PyAny>>,
-    settings: Option<&Bound<'_, PyAny>>,
-    main_field: &str,
-) -> PyResult<crate::api::RouteSettings> {
-    Ok(crate::api::RouteSettings {
-        main_model: opt_str(main, main_field)?,
-        light_model: opt_str(light, "light_model")?,
-        settings: crate::api::ModelSettings::from_json(
-            "model_settings",
-            &opt_json(settings, "model_settings")?.to_value(),
-        )?,
-    })
-}
-
 fn requests_arg(requests: &Bound<'_, PyAny>) -> PyResult<Vec<SubagentRequest>> {
     requests
         .try_iter()
@@ -236,8 +211,10 @@ impl Drop for PySubagentLauncher {
 #[pymethods]
 impl PySubagentLauncher {
     #[new]
-    #[pyo3(signature = (project_root, main_llm=None, light_llm=None, *, trace_dir=None, parent_trace=None, profiles=None, max_concurrency=None, main_model=None, light_model=None, model_settings=None, trace_retention=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(
+        signature = (project_root, main_llm=None, light_llm=None, *, trace_dir=None, parent_trace=None, profiles=None, **options),
+        text_signature = "(project_root, main_llm=None, light_llm=None, *, trace_dir=None, parent_trace=None, profiles=None, max_concurrency=None, main_model=None, light_model=None, model_settings=None, trace_retention=None)"
+    )]
     fn py_new(
         project_root: &Bound<'_, PyAny>,
         main_llm: Option<&Bound<'_, PyAny>>,
@@ -245,27 +222,19 @@ impl PySubagentLauncher {
         trace_dir: Option<&Bound<'_, PyAny>>,
         parent_trace: Option<&Bound<'_, PyAny>>,
         profiles: Option<&Bound<'_, PyAny>>,
-        max_concurrency: Option<&Bound<'_, PyAny>>,
-        main_model: Option<&Bound<'_, PyAny>>,
-        light_model: Option<&Bound<'_, PyAny>>,
-        model_settings: Option<&Bound<'_, PyAny>>,
-        trace_retention: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         refresh_level(project_root.py());
-        let options = LauncherOptions {
-            main_model: model_arg(main_llm, "main_llm")?,
-            light_model: model_arg(light_llm, "light_llm")?,
-            trace_dir: trace_dir_arg(trace_dir)?,
-            parent_trace: parent_trace
-                .filter(|p| !p.is_none())
-                .map(|p| path_arg(p, "parent_trace"))
-                .transpose()?,
-            parent_trace_handle: None,
-            profiles: profiles_arg(profiles)?,
-            max_concurrency: opt_int(max_concurrency, "max_concurrency")?,
-            routes: routes_arg(main_model, light_model, model_settings, "main_model")?,
-            trace_retention: retention_arg(trace_retention)?,
-        };
+        let given = kwargs("SubagentLauncher", &LauncherOptions::KWARGS, options)?;
+        let mut options = LauncherOptions::from_kwargs(&given)?;
+        options.main_model = model_arg(main_llm, "main_llm")?;
+        options.light_model = model_arg(light_llm, "light_llm")?;
+        options.trace_dir = trace_dir_arg(trace_dir)?;
+        let parent_trace = parent_trace.filter(|p| !p.is_none());
+        options.parent_trace = parent_trace
+            .map(|p| path_arg(p, "parent_trace"))
+            .transpose()?;
+        options.profiles = profiles_arg(profiles)?;
         let root = path_arg(project_root, "project_root")?;
         Ok(PySubagentLauncher {
             inner: Arc::new(SubagentLauncher::new(&root, options)?),

@@ -10,7 +10,7 @@ use crate::api::MAIN_PREFIX;
 use crate::api::{CancelToken, Error};
 use crate::api::{ChatModel, ChatRequest};
 use crate::api::{ClientSettings, OpenAICompatible, OpenAICompatibleConfig};
-use crate::py::convert::{dump, opt_float, opt_int, opt_str, req_str, to_json, wrong_type};
+use crate::py::convert::{dump, kwargs, opt_str, req_str, to_json, wrong_type};
 use crate::py::runtime::finish;
 
 /// The built-in OpenAI-compatible chat-completions client.
@@ -33,34 +33,19 @@ impl PyOpenAICompatible {
 #[pymethods]
 impl PyOpenAICompatible {
     #[new]
-    #[pyo3(signature = (model, base_url=None, api_key=None, *, timeout=None, connect_timeout=None, max_retries=None, temperature=None, max_tokens=None, headers=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(
+        signature = (model, base_url=None, api_key=None, **options),
+        text_signature = "(model, base_url=None, api_key=None, *, timeout=None, connect_timeout=None, max_retries=None, temperature=None, max_tokens=None, headers=None)"
+    )]
     fn py_new(
         model: &Bound<'_, PyAny>,
         base_url: Option<&Bound<'_, PyAny>>,
         api_key: Option<&Bound<'_, PyAny>>,
-        timeout: Option<&Bound<'_, PyAny>>,
-        connect_timeout: Option<&Bound<'_, PyAny>>,
-        max_retries: Option<&Bound<'_, PyAny>>,
-        temperature: Option<&Bound<'_, PyAny>>,
-        max_tokens: Option<&Bound<'_, PyAny>>,
-        headers: Option<&Bound<'_, PyDict>>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
-        let headers = headers
-            .into_iter()
-            .flat_map(|h| h.iter())
-            .map(|(k, v)| Ok((req_str(&k, "headers key")?, req_str(&v, "headers value")?)))
-            .collect::<PyResult<_>>()?;
-        let settings = ClientSettings {
-            base_url: opt_str(base_url, "base_url")?,
-            api_key: opt_str(api_key, "api_key")?,
-            timeout: opt_float(timeout, "timeout")?,
-            connect_timeout: opt_float(connect_timeout, "connect_timeout")?,
-            max_retries: opt_int(max_retries, "max_retries")?,
-            temperature: opt_float(temperature, "temperature")?,
-            max_tokens: opt_int(max_tokens, "max_tokens")?,
-            headers,
-        };
+        let (base_url, api_key) = (opt_str(base_url, "base_url")?, opt_str(api_key, "api_key")?);
+        let options = kwargs("OpenAICompatible", &ClientSettings::KWARGS, options)?;
+        let settings = ClientSettings::from_kwargs(base_url, api_key, &options)?;
         let config = OpenAICompatibleConfig::from_settings(req_str(model, "model")?, settings)?;
         Ok(Self::wrap(OpenAICompatible::new(config)?))
     }

@@ -1,7 +1,7 @@
 //! `outrider.RuntimeProfile`: a frozen view of the core profile.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyFrozenSet, PyString, PyType};
+use pyo3::types::{PyDict, PyFrozenSet, PyString, PyTuple, PyType};
 
 use crate::api::Json;
 use crate::api::{RuntimeProfile, PROFILE_FIELDS};
@@ -49,51 +49,16 @@ frozen_class! {
         timeout_seconds: f64 = |p| p.timeout_seconds,
     }
     #[new]
-    #[pyo3(signature = (name, system_prompt, tool_allowlist=None, max_steps=None, context_token_budget=None,
-        total_token_budget=None, model_choice=None, context_source_policy=None, completion_policy=None,
-        result_contract=None, recursive_subagents=None, *, gate_retries=None, on_budget_exhausted=None,
-        timeout_seconds=None))]
-    #[allow(clippy::too_many_arguments, unused_variables)]
-    fn py_new(
-        name: Bound<'_, PyAny>,
-        system_prompt: Bound<'_, PyAny>,
-        tool_allowlist: Option<Bound<'_, PyAny>>,
-        max_steps: Option<Bound<'_, PyAny>>,
-        context_token_budget: Option<Bound<'_, PyAny>>,
-        total_token_budget: Option<Bound<'_, PyAny>>,
-        model_choice: Option<Bound<'_, PyAny>>,
-        context_source_policy: Option<Bound<'_, PyAny>>,
-        completion_policy: Option<Bound<'_, PyAny>>,
-        result_contract: Option<Bound<'_, PyAny>>,
-        recursive_subagents: Option<Bound<'_, PyAny>>,
-        gate_retries: Option<Bound<'_, PyAny>>,
-        on_budget_exhausted: Option<Bound<'_, PyAny>>,
-        timeout_seconds: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        let given = [
-            Some(name),
-            Some(system_prompt),
-            tool_allowlist,
-            max_steps,
-            context_token_budget,
-            total_token_budget,
-            model_choice,
-            context_source_policy,
-            completion_policy,
-            result_contract,
-            recursive_subagents,
-            gate_retries,
-            on_budget_exhausted,
-            timeout_seconds,
-        ];
-        let given: Vec<(String, Json)> = PROFILE_FIELDS
-            .iter()
-            .zip(given)
-            .filter_map(|(k, v)| v.map(|v| field(k, &v)))
-            .collect::<PyResult<_>>()?;
-        Ok(PyRuntimeProfile {
-            inner: RuntimeProfile::from_fields(&given)?,
-        })
+    #[pyo3(
+        signature = (*args, **kwargs),
+        text_signature = "(name, system_prompt, tool_allowlist=None, max_steps=None, context_token_budget=None, total_token_budget=None, model_choice=None, context_source_policy=None, completion_policy=None, result_contract=None, recursive_subagents=None, *, gate_retries=None, on_budget_exhausted=None, timeout_seconds=None)"
+    )]
+    fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let names = PROFILE_FIELDS.iter().chain(std::iter::repeat(&"argument"));
+        let positional = names.zip(args).map(|(k, v)| field(k, &v).map(|(_, j)| j));
+        let positional = positional.collect::<PyResult<_>>()?;
+        let named = kwargs.map(fields).transpose()?.unwrap_or_default();
+        Ok(PyRuntimeProfile { inner: RuntimeProfile::from_args(positional, named)? })
     }
 
     /// A copy with some fields changed, validated again.

@@ -66,6 +66,36 @@ pub struct ClientSettings {
     pub headers: Vec<(String, String)>,
 }
 
+impl ClientSettings {
+    /// The keyword options of `OpenAICompatible` beside its model, base URL and key.
+    pub const KWARGS: [&'static str; 6] = [
+        "timeout",
+        "connect_timeout",
+        "max_retries",
+        "temperature",
+        "max_tokens",
+        "headers",
+    ];
+
+    /// The settings from `base_url`, `api_key` and the keyword options ([`Self::KWARGS`]).
+    pub fn from_kwargs(
+        base_url: Option<String>,
+        api_key: Option<String>,
+        k: &crate::args::Kwargs,
+    ) -> Result<Self, crate::Error> {
+        Ok(ClientSettings {
+            base_url,
+            api_key,
+            timeout: k.number("timeout")?,
+            connect_timeout: k.number("connect_timeout")?,
+            max_retries: k.int("max_retries")?,
+            temperature: k.number("temperature")?,
+            max_tokens: k.int("max_tokens")?,
+            headers: k.str_map("headers")?,
+        })
+    }
+}
+
 impl OpenAICompatibleConfig {
     /// A config with the default timeouts and retries, no key, temperature or token limit.
     pub fn new(model: impl Into<String>, base_url: impl Into<String>) -> Self {

@@ -1,0 +1,334 @@
+//! Keyword arguments a front end passes through as JSON (the options of `SubagentLauncher`,
+//! `MainAgent`, `OpenAICompatible`), read by name: each accessor checks the type and names the
+//! argument when it is wrong, and a name nobody accepts is refused with the accepted ones listed.
+//! Which options exist, and what each takes, is decided here in the core, once.
+
+use crate::error::Error;
+use crate::pyjson::{py_repr_str, Json};
+
+/// The one error for a name `owner` does not take (a keyword argument, a profile field).
+pub fn unknown_option(owner: &str, bad: &str, accepted: &[&str]) -> Error {
+    let message = format!(
+        "has no option {}; options are: {}",
+        py_repr_str(bad),
+        accepted.join(", ")
+    );
+    Error::Type {
+        field: owner.to_string(),
+        message,
+    }
+}
+
+/// The keyword arguments given to `owner` (a null value counts as not given).
+#[derive(Debug, Clone)]
+pub struct Kwargs {
+    items: Vec<(String, Json)>,
+}
+
+/// The parameters of a call a front end passes through: their names in order, how many may be
+/// given by position, and how many (the first ones) are required.
+#[derive(Debug, Clone, Copy)]
+pub struct Params {
+    /// Who takes them, for messages (`ExploreResult`).
+    pub owner: &'static str,
+    /// Every parameter, in order.
+    pub names: &'static [&'static str],
+    /// How many of `names` may come by position.
+    pub positional: usize,
+    /// How many of `names`, from the first, must be given.
+    pub required: usize,
+}
+
+impl Kwargs {
+    /// Bind a call's arguments to `params` as the front end's language would (by position, then
+    /// by name): too many positional arguments, a name given twice, an unknown name or a missing
+    /// required one is refused, naming it. A null optional argument counts as not given.
+    pub fn bind(
+        params: &Params,
+        positional: Vec<Json>,
+        named: Vec<(String, Json)>,
+    ) -> Result<Self, Error> {
+        let refuse = |message: String| Error::Type {
+            field: params.owner.to_string(),
+            message,
+        };
+        if positional.len() > params.positional {
+            let (most, n) = (params.positional, positional.len());
+            return Err(refuse(format!(
+                "takes at most {most} positional arguments ({n} given)"
+            )));
+        }
+        let by_position = &params.names[..positional.len()];
+        if let Some((k, _)) = named
+            .iter()
+            .find(|(k, _)| by_position.contains(&k.as_str()))
+        {
+            return Err(refuse(format!(
+                "got multiple values for argument {}",
+                py_repr_str(k)
+            )));
+        }
+        let items: Vec<_> = by_position
+            .iter()
+            .map(|k| k.to_string())
+            .zip(positional)
+            .chain(named)
+            .collect();
+        let bound = Kwargs::new(params.owner, params.names, items)?;
+        if let Some(missing) = params.names[..params.required]
+            .iter()
+            .find(|k| !bound.items.iter().any(|(g, _)| g == *k))
+        {
+            return Err(refuse(format!(
+                "missing required argument {}",
+                py_repr_str(missing)
+            )));
+        }
+        let required = &params.names[..params.required];
+        let keep = |(k, v): &(String, Json)| *v != Json::Null || required.contains(&k.as_str());
+        Ok(Kwargs {
+            items: bound.items.into_iter().filter(keep).collect(),
+        })
+    }
+
+    /// The arguments given, in the order given.
+    pub fn items(&self) -> &[(String, Json)] {
+        &self.items
+    }
+
+    /// The given arguments among `names`, as one JSON object in the order given.
+    pub fn object(&self, names: &[&str]) -> Json {
+        let picked = self
+            .items
+            .iter()
+            .filter(|(k, _)| names.contains(&k.as_str()));
+        Json::Object(picked.cloned().collect())
+    }
+
+    /// `items` given to `owner` (e.g. `SubagentLauncher`); a name not in `accepted` is refused.
+    pub fn new(owner: &str, accepted: &[&str], items: Vec<(String, Json)>) -> Result<Self, Error> {
+        if let Some((bad, _)) = items.iter().find(|(k, _)| !accepted.contains(&k.as_str())) {
+            return Err(unknown_option(owner, bad, accepted));
+        }
+        Ok(Kwargs { items })
+    }
+
+    /// The value given for `key`; null when it was not given.
+    pub fn json(&self, key: &str) -> &Json {
+        self.items
+            .iter()
+            .find(|(k, _)| k == key)
+            .map_or(&Json::Null, |(_, v)| v)
+    }
+
+    /// An optional str.
+    pub fn str(&self, key: &str) -> Result<Option<String>, Error> {
+        match self.json(key) {
+            Json::Null => Ok(None),
+            Json::Str(s) => Ok(Some(s.clone())),
+            other => Err(Error::wrong_type(key, "str", other.type_name())),
+        }
+    }
+
+    /// An optional int (not a bool).
+    pub fn int(&self, key: &str) -> Result<Option<i64>, Error> {
+        match self.json(key) {
+            Json::Null => Ok(None),
+            Json::Int(i) => Ok(Some(*i)),
+            Json::BigInt(digits) => Err(Error::config(key, format!("is out of range: {digits}"))),
+            other => Err(Error::wrong_type(key, "int", other.type_name())),
+        }
+    }
+
+    /// An optional real number: an int or a float, not a bool.
+    pub fn number(&self, key: &str) -> Result<Option<f64>, Error> {
+        match self.json(key) {
+            Json::Null => Ok(None),
+            Json::Int(i) => Ok(Some(*i as f64)),
+            Json::Float(f) => Ok(Some(*f)),
+            Json::BigInt(digits) => Ok(digits.parse().ok()),
+            other => Err(Error::wrong_type(key, "a number", other.type_name())),
+        }
+    }
+
+    /// An optional list of str (a single str is refused: it is not a list of names).
+    pub fn str_list(&self, key: &str) -> Result<Option<Vec<String>>, Error> {
+        let items = match self.json(key) {
+            Json::Null => return Ok(None),
+            Json::Array(items) => items,
+            Json::Str(_) => {
+                return Err(Error::wrong_type(
+                    key,
+                    "an iterable of str, not a single str",
+                    "str",
+                ))
+            }
+            other => {
+                return Err(Error::wrong_type(
+                    key,
+                    "an iterable of str",
+                    other.type_name(),
+                ))
+            }
+        };
+        let item = |j: &Json| match j {
+            Json::Str(s) => Ok(s.clone()),
+            other => Err(Error::wrong_type(
+                format!("{key} item"),
+                "str",
+                other.type_name(),
+            )),
+        };
+        items.iter().map(item).collect::<Result<_, _>>().map(Some)
+    }
+
+    /// An optional dict of str to str, in the order given.
+    pub fn str_map(&self, key: &str) -> Result<Vec<(String, String)>, Error> {
+        match self.json(key) {
+            Json::Null => Ok(vec![]),
+            Json::Object(items) => items
+                .iter()
+                .map(|(k, v)| match v {
+                    Json::Str(s) => Ok((k.clone(), s.clone())),
+                    other => Err(Error::wrong_type(
+                        format!("{key} value"),
+                        "str",
+                        other.type_name(),
+                    )),
+                })
+                .collect(),
+            other => Err(Error::wrong_type(
+                key,
+                "a dict of str to str",
+                other.type_name(),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kwargs(items: &[(&str, Json)]) -> Result<Kwargs, Error> {
+        let items = items
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        Kwargs::new("Thing", &["n", "x", "names", "headers", "s"], items)
+    }
+
+    #[test]
+    fn each_accessor_reads_its_type_and_names_a_bad_value() {
+        let k = kwargs(&[
+            ("n", Json::Int(3)),
+            ("x", Json::Int(2)),
+            ("names", Json::Array(vec![Json::Str("a".into())])),
+            (
+                "headers",
+                Json::Object(vec![("H".into(), Json::Str("v".into()))]),
+            ),
+        ])
+        .unwrap();
+        assert_eq!(k.int("n").unwrap(), Some(3));
+        assert_eq!(k.number("x").unwrap(), Some(2.0));
+        assert_eq!(k.str_list("names").unwrap(), Some(vec!["a".to_string()]));
+        assert_eq!(
+            k.str_map("headers").unwrap(),
+            vec![("H".to_string(), "v".to_string())]
+        );
+        assert_eq!(k.str("s").unwrap(), None);
+        let err = |items: &[(&str, Json)], read: fn(&Kwargs) -> Result<(), Error>| {
+            read(&kwargs(items).unwrap()).unwrap_err().to_string()
+        };
+        assert_eq!(
+            err(&[("n", Json::Bool(true))], |k| k.int("n").map(drop)),
+            "n: must be int, got bool"
+        );
+        assert_eq!(
+            err(&[("n", Json::BigInt("1".repeat(30)))], |k| k
+                .int("n")
+                .map(drop)),
+            format!("n: is out of range: {}", "1".repeat(30))
+        );
+        assert_eq!(
+            err(&[("x", Json::Str("1".into()))], |k| k.number("x").map(drop)),
+            "x: must be a number, got str"
+        );
+        assert_eq!(
+            err(&[("names", Json::Str("ab".into()))], |k| k
+                .str_list("names")
+                .map(drop)),
+            "names: must be an iterable of str, not a single str, got str"
+        );
+        assert_eq!(
+            err(&[("names", Json::Array(vec![Json::Int(1)]))], |k| k
+                .str_list("names")
+                .map(drop)),
+            "names item: must be str, got int"
+        );
+        assert_eq!(
+            err(
+                &[("headers", Json::Object(vec![("H".into(), Json::Int(1))]))],
+                |k| k.str_map("headers").map(drop)
+            ),
+            "headers value: must be str, got int"
+        );
+    }
+
+    #[test]
+    fn a_call_binds_by_position_then_by_name() {
+        const P: Params = Params {
+            owner: "Thing",
+            names: &["a", "b", "c", "d"],
+            positional: 3,
+            required: 1,
+        };
+        let s = |v: &str| Json::Str(v.into());
+        let named = |k: &str, v: Json| vec![(k.to_string(), v)];
+        let k = Kwargs::bind(&P, vec![s("1"), Json::Null], named("d", s("4"))).unwrap();
+        assert_eq!(
+            k.items(),
+            &[("a".to_string(), s("1")), ("d".to_string(), s("4"))]
+        );
+        assert_eq!(
+            k.object(&["a", "b"]),
+            Json::Object(vec![("a".into(), s("1"))])
+        );
+        let required_null = Kwargs::bind(&P, vec![Json::Null], vec![]).unwrap();
+        assert_eq!(
+            required_null.items(),
+            &[("a".to_string(), Json::Null)],
+            "a required null is kept"
+        );
+        let err = |pos: Vec<Json>, named: Vec<(String, Json)>| {
+            Kwargs::bind(&P, pos, named).unwrap_err().to_string()
+        };
+        assert_eq!(
+            err(vec![Json::Null; 4], vec![]),
+            "Thing: takes at most 3 positional arguments (4 given)"
+        );
+        assert_eq!(
+            err(vec![s("1")], named("a", s("2"))),
+            "Thing: got multiple values for argument 'a'"
+        );
+        assert_eq!(
+            err(vec![], named("b", s("2"))),
+            "Thing: missing required argument 'a'"
+        );
+        assert_eq!(
+            err(vec![], named("e", s("2"))),
+            "Thing: has no option 'e'; options are: a, b, c, d"
+        );
+    }
+
+    #[test]
+    fn an_unknown_name_is_refused_with_the_accepted_ones() {
+        let err = kwargs(&[("nn", Json::Int(1))]).unwrap_err();
+        assert!(matches!(err, Error::Type { .. }));
+        assert_eq!(
+            err.to_string(),
+            "Thing: has no option 'nn'; options are: n, x, names, headers, s"
+        );
+    }
+}
