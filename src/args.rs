@@ -113,6 +113,13 @@ impl Kwargs {
         Ok(Kwargs { items })
     }
 
+    /// One value, given as `key` (to read it with an accessor).
+    pub fn one(key: &str, value: Json) -> Self {
+        Kwargs {
+            items: vec![(key.to_string(), value)],
+        }
+    }
+
     /// The value given for `key`; null when it was not given.
     pub fn json(&self, key: &str) -> &Json {
         self.items

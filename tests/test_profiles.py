@@ -202,7 +202,8 @@ def test_replace_validates_again() -> None:
     with pytest.raises(ProfileError, match="^runtime profile budgets must be positive$"):
         EXPLORE_PROFILE.replace(max_steps=0)
     with pytest.raises(
-        TypeError, match="RuntimeProfile: has no option 'max_step'; options are: name, system_prompt"
+        TypeError,
+        match="RuntimeProfile: has no option 'max_step'; options are: name, system_prompt",
     ):
         EXPLORE_PROFILE.replace(max_step=3)
 

@@ -21,7 +21,7 @@ import json
 import os
 import queue
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sized
 from typing import Any
 
 from outrider._returns import to_chat_response
@@ -220,18 +220,27 @@ def install(core: Any) -> None:
     ) -> list[Any]:
         """Run children concurrently, at most ``max_concurrency`` at a time; results in input
         order. ``progress=True`` shows a tqdm bar."""
-        result: list[Any] = self._launch_many(
-            requests, max_concurrency, on_event, bool(progress), False
-        )
+        if not progress:
+            result: list[Any] = self._launch_many(requests, max_concurrency, on_event, None, False)
+            return result
+        from outrider._observe import progress_bar
+
+        if isinstance(requests, Iterable) and not isinstance(requests, (str, bytes)):
+            requests = list(requests)  # counted for the bar; a bad value is refused natively
+        bar = progress_bar(len(requests) if isinstance(requests, Sized) else 0)
+        try:
+            result = self._launch_many(
+                requests, max_concurrency, on_event, lambda: bar.update(1), False
+            )
+        finally:
+            bar.close()
         return result
 
     async def launch_many_async(
         self: Any, requests: Any, max_concurrency: int | None = None, *, on_event: Any = None
     ) -> list[Any]:
         """The same as ``launch_many`` from async code; cancelling it cancels every child."""
-        result: list[Any] = await self._launch_many(
-            requests, max_concurrency, on_event, False, True
-        )
+        result: list[Any] = await self._launch_many(requests, max_concurrency, on_event, None, True)
         return result
 
     def stream(self: Any, request: Any) -> Any:

@@ -165,30 +165,14 @@ pub fn opt_str(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<St
         .transpose()
 }
 
-/// An optional int argument (not a bool).
+/// An optional int argument (not a bool), read by the core ([`Kwargs::int`]).
 pub fn opt_int(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<i64>> {
-    let Some(obj) = obj.filter(|o| !o.is_none()) else {
-        return Ok(None);
-    };
-    if obj.is_instance_of::<PyBool>() || !obj.is_instance_of::<PyInt>() {
-        return Err(wrong_type(what, "int", obj));
-    }
-    obj.extract::<i64>()
-        .map(Some)
-        .map_err(|_| Error::config(what, format!("is out of range: {}", obj)).into())
+    Ok(Kwargs::one(what, opt_json(obj, what)?).int(what)?)
 }
 
-/// An optional real number (int or float, not bool).
+/// An optional real number (int or float, not bool), read by the core ([`Kwargs::number`]).
 pub fn opt_float(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<f64>> {
-    let Some(obj) = obj.filter(|o| !o.is_none()) else {
-        return Ok(None);
-    };
-    if obj.is_instance_of::<PyBool>()
-        || !(obj.is_instance_of::<PyInt>() || obj.is_instance_of::<PyFloat>())
-    {
-        return Err(wrong_type(what, "a number", obj));
-    }
-    obj.extract::<f64>().map(Some)
+    Ok(Kwargs::one(what, opt_json(obj, what)?).number(what)?)
 }
 
 /// A path argument (str or os.PathLike).

@@ -8,8 +8,7 @@ use pyo3::types::{PyBool, PyDict, PyType};
 use crate::api::ChatModel;
 use crate::api::{CancelToken, ParsedResult};
 use crate::api::{
-    LaunchObserver, LauncherOptions, RequestInit, SubagentLaunchResult, SubagentLauncher,
-    Verification,
+    LauncherOptions, RequestInit, SubagentLaunchResult, SubagentLauncher, Verification,
 };
 use crate::api::{SubagentRequest, TraceDirSetting};
 use crate::py::contract::{PyExploreResult, PyVerificationResult};
@@ -19,7 +18,7 @@ use crate::py::convert::{
 };
 use crate::py::frozen_class;
 use crate::py::model::callable_model;
-use crate::py::observe::{event_sink, many_observer, refresh_level};
+use crate::py::observe::{observer, refresh_level};
 use crate::py::profile::PyRuntimeProfile;
 use crate::py::runtime::finish;
 
@@ -251,7 +250,7 @@ impl PySubagentLauncher {
         awaitable: bool,
     ) -> PyResult<Py<PyAny>> {
         let (req, launcher) = (request_arg(request)?, self.inner.clone());
-        let observer = LaunchObserver::events(event_sink(on_event)?);
+        let observer = observer(on_event, None)?;
         let launch = |c| async move { launcher.launch_observed(req, c, &observer).await };
         finish(py, &self.cancel, awaitable, launch, |py, inner| {
             Ok(Py::new(py, PySubagentLaunchResult { inner })?.into_any())
@@ -259,26 +258,27 @@ impl PySubagentLauncher {
     }
 
     /// `launch_many` and `launch_many_async`: results in input order, at most `max_concurrency`
-    /// children at a time; `progress` (blocking only) shows a tqdm bar.
+    /// children at a time; `on_finished` is called once per finished child.
     fn _launch_many(
         &self,
         py: Python<'_>,
         requests: &Bound<'_, PyAny>,
         max_concurrency: Option<&Bound<'_, PyAny>>,
         on_event: Option<&Bound<'_, PyAny>>,
-        progress: bool,
+        on_finished: Option<&Bound<'_, PyAny>>,
         awaitable: bool,
     ) -> PyResult<Py<PyAny>> {
-        let reqs = requests_arg(requests)?;
-        let limit = opt_int(max_concurrency, "max_concurrency")?;
-        let (observer, bar) = many_observer(py, on_event, progress && !awaitable, reqs.len())?;
-        let launcher = self.inner.clone();
+        let (reqs, observer) = (requests_arg(requests)?, observer(on_event, on_finished)?);
+        let (limit, launcher) = (
+            opt_int(max_concurrency, "max_concurrency")?,
+            self.inner.clone(),
+        );
         let launch = |c| async move {
             launcher
                 .launch_many_observed(reqs, limit, c, observer)
                 .await
         };
-        let out = finish(
+        finish(
             py,
             &self.cancel,
             awaitable,
@@ -289,11 +289,7 @@ impl PySubagentLauncher {
                     .map(|inner| PySubagentLaunchResult { inner });
                 Ok(pyo3::types::PyList::new(py, results)?.into_any().unbind())
             },
-        );
-        if let Some(bar) = bar {
-            bar.bind(py).call_method0("close")?;
-        }
-        out
+        )
     }
 
     /// Verify a completion candidate: the deterministic checks, then a verification child.

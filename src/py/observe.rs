@@ -75,26 +75,21 @@ pub fn event_sink(on_event: Option<&Bound<'_, PyAny>>) -> PyResult<Option<EventS
     })))
 }
 
-/// The observer of a `launch_many` call: its `on_event` and, with `progress`, a tqdm bar of
-/// `total` children (returned too, to be closed when the call ends).
-pub fn many_observer(
-    py: Python<'_>,
+/// A launch's observer: `on_event` (see [`event_sink`]) and `on_finished`, a callable of
+/// `outrider._aio` called once per finished child (a progress bar's tick).
+pub fn observer(
     on_event: Option<&Bound<'_, PyAny>>,
-    progress: bool,
-    total: usize,
-) -> PyResult<(LaunchObserver, Option<Py<PyAny>>)> {
+    on_finished: Option<&Bound<'_, PyAny>>,
+) -> PyResult<LaunchObserver> {
     let mut observer = LaunchObserver::events(event_sink(on_event)?);
-    if !progress {
-        return Ok((observer, None));
+    if let Some(tick) = on_finished
+        .filter(|t| !t.is_none())
+        .map(|t| t.clone().unbind())
+    {
+        let tick: OnFinished = Arc::new(move |_| {
+            attach(|py| tick.bind(py).call0().map(drop));
+        });
+        observer.on_finished = Some(tick);
     }
-    let bar = py
-        .import("outrider._observe")?
-        .call_method1("progress_bar", (total,))?
-        .unbind();
-    let tick = bar.clone_ref(py);
-    let on_finished: OnFinished = Arc::new(move |_| {
-        attach(|py| tick.bind(py).call_method1("update", (1,)).map(drop));
-    });
-    observer.on_finished = Some(on_finished);
-    Ok((observer, Some(bar)))
+    Ok(observer)
 }
