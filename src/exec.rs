@@ -1,9 +1,14 @@
 //! Where work runs: the process's one tokio runtime, and the caller's scope a launch carries
 //! into every task it spawns.
 
+use std::cell::Cell;
+use std::collections::VecDeque;
 use std::future::Future;
-use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 /// What the code that started a launch leaves for its model calls to find (for the Python
 /// binding: the caller's event loop and `contextvars` context). Opaque to the core, which only
@@ -76,6 +81,161 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
     CURRENT.store(rt, Ordering::Release);
     OWNER.store(pid, Ordering::Release);
     rt
+}
+
+/// Jobs handed from one thread to a set of waiting ones, for hand-offs that happen many times a
+/// second (a model call of a running explore loop). A futex wake and a cross-CPU schedule cost
+/// 0.1-0.2 ms each way on a small VM, which dominates a scripted launch: so one waiting thread at
+/// a time spins for a short while before sleeping, and [`put`](Inbox::put) wakes a sleeper only
+/// when no thread is spinning.
+pub struct Inbox<T> {
+    queue: Mutex<VecDeque<T>>,
+    ready: Condvar,
+    /// Jobs queued: lets the spinner look without taking the lock.
+    queued: AtomicUsize,
+    /// A thread is spinning for the next job (only changed to false under the lock).
+    spinning: AtomicBool,
+    /// Threads asleep on `ready` (only changed under the lock).
+    sleepers: AtomicUsize,
+}
+
+impl<T> Default for Inbox<T> {
+    fn default() -> Self {
+        Inbox {
+            queue: Mutex::new(VecDeque::new()),
+            ready: Condvar::new(),
+            queued: AtomicUsize::new(0),
+            spinning: AtomicBool::new(false),
+            sleepers: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl<T> Inbox<T> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<T>> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queue `job` for one waiting thread.
+    pub fn put(&self, job: T) {
+        let mut queue = self.lock();
+        queue.push_back(job);
+        self.queued.fetch_add(1, Ordering::SeqCst);
+        // A spinner re-checks the queue under the lock before it sleeps, so it cannot miss this.
+        let wake =
+            !self.spinning.load(Ordering::SeqCst) && self.sleepers.load(Ordering::SeqCst) > 0;
+        drop(queue);
+        if wake {
+            self.ready.notify_one();
+        }
+    }
+
+    fn pop(queue: &mut VecDeque<T>, queued: &AtomicUsize) -> Option<T> {
+        let job = queue.pop_front()?;
+        queued.fetch_sub(1, Ordering::SeqCst);
+        Some(job)
+    }
+
+    /// The next job: spin up to `spin` for it when no other thread is spinning, then sleep; None
+    /// after `timeout` without one.
+    pub fn take(&self, spin: Duration, timeout: Duration) -> Option<T> {
+        let started = Instant::now();
+        let spinner = !spin.is_zero() && !self.spinning.swap(true, Ordering::SeqCst);
+        if spinner {
+            let mut turns = 0u32;
+            loop {
+                if self.queued.load(Ordering::SeqCst) > 0 {
+                    let mut queue = self.lock();
+                    if let Some(job) = Self::pop(&mut queue, &self.queued) {
+                        self.spinning.store(false, Ordering::SeqCst);
+                        return Some(job);
+                    }
+                }
+                turns = turns.wrapping_add(1);
+                if turns % 64 == 0 && started.elapsed() >= spin.min(timeout) {
+                    break;
+                }
+                std::hint::spin_loop();
+            }
+        }
+        let mut queue = self.lock();
+        if spinner {
+            self.spinning.store(false, Ordering::SeqCst);
+        }
+        loop {
+            if let Some(job) = Self::pop(&mut queue, &self.queued) {
+                return Some(job);
+            }
+            let left = timeout.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                return None;
+            }
+            self.sleepers.fetch_add(1, Ordering::SeqCst);
+            queue = match self.ready.wait_timeout(queue, left) {
+                Ok((q, _)) => q,
+                Err(p) => p.into_inner().0,
+            };
+            self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+thread_local! {
+    /// Set while this thread blocks on the runtime for a caller that has nothing else to do.
+    static MAY_SPIN: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Mark the current thread as one that only waits (see [`spin_first`]) until the guard drops.
+pub fn allow_spin() -> impl Drop {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            MAY_SPIN.with(|c| c.set(self.0));
+        }
+    }
+    Reset(MAY_SPIN.with(|c| c.replace(true)))
+}
+
+/// How long [`spin_first`] spins before it parks.
+const WAIT_SPIN: Duration = Duration::from_micros(300);
+
+/// `fut`, polled in a tight loop for a short while before it parks, on a thread marked by
+/// [`allow_spin`] (elsewhere it is `fut`): an answer that comes from another thread within
+/// microseconds is then taken without the wake-up of a parked thread.
+pub fn spin_first<F: Future + Unpin>(fut: F) -> impl Future<Output = F::Output> {
+    SpinFirst {
+        // Out of tokio's cooperative budget, which a spinning poll would use up in 128 turns
+        // (then every poll says Pending, answer or not).
+        fut: tokio::task::unconstrained(fut),
+        started: None,
+    }
+}
+
+struct SpinFirst<F> {
+    fut: tokio::task::Unconstrained<F>,
+    started: Option<Instant>,
+}
+
+impl<F: Future + Unpin> Future for SpinFirst<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        if !MAY_SPIN.with(Cell::get) {
+            return Pin::new(&mut self.fut).poll(cx);
+        }
+        let started = *self.started.get_or_insert_with(Instant::now);
+        let mut turns = 0u32;
+        loop {
+            if let Poll::Ready(out) = Pin::new(&mut self.fut).poll(cx) {
+                return Poll::Ready(out);
+            }
+            turns = turns.wrapping_add(1);
+            if turns % 16 == 0 && started.elapsed() >= WAIT_SPIN {
+                return Poll::Pending;
+            }
+            std::hint::spin_loop();
+        }
+    }
 }
 
 #[cfg(test)]

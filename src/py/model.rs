@@ -3,6 +3,7 @@
 //! caller's `contextvars`) and reports back through [`Done`]; this side only waits.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -10,7 +11,8 @@ use tokio::sync::oneshot;
 
 use crate::api::ModelErrorKind;
 use crate::api::{current_caller, BoxFuture, ChatModel, ChatRequest, ChatResponse, ModelError};
-use crate::py::runtime::{attach, Caller};
+use crate::exec::Inbox;
+use crate::py::runtime::{attach, detach_waiting, Caller};
 
 /// A Python callable taking the chat-completions request dict.
 pub struct PyCallableModel {
@@ -108,12 +110,49 @@ impl Drop for CancelOnDrop {
     }
 }
 
-fn start_call(
-    py: Python<'_>,
-    callable: &Py<PyAny>,
-    body: String,
-    done: Done,
-) -> PyResult<Py<PyAny>> {
+/// Where outrider's model threads (Python daemon threads, see `outrider._aio`) wait for jobs:
+/// without the GIL, the first of them spinning for a moment after each job, because the next
+/// call of a running loop usually comes within a millisecond.
+#[pyclass(frozen, module = "outrider._core", name = "_ModelInbox")]
+pub struct ModelInbox(Arc<Inbox<Py<PyAny>>>);
+
+/// How long an idle model thread spins for the next job before it sleeps.
+const IDLE_SPIN: Duration = Duration::from_millis(2);
+
+#[pymethods]
+impl ModelInbox {
+    #[new]
+    fn py_new() -> Self {
+        ModelInbox(Arc::new(Inbox::default()))
+    }
+
+    /// Queue `job` (a callable taking no arguments) for one waiting thread.
+    fn put(&self, job: Py<PyAny>) {
+        self.0.put(job);
+    }
+
+    /// The next job, or None after `timeout` seconds.
+    fn get(&self, py: Python<'_>, timeout: f64) -> PyResult<Option<Py<PyAny>>> {
+        let timeout = Duration::try_from_secs_f64(timeout).map_err(|_| {
+            pyo3::exceptions::PyValueError::new_err(format!(
+                "timeout must be a finite number of seconds >= 0, got {timeout}"
+            ))
+        })?;
+        let inbox = self.0.clone();
+        Ok(detach_waiting(py, move || inbox.take(IDLE_SPIN, timeout)))
+    }
+}
+
+/// A call handed to `outrider._aio`: its cancel handle, and the job that runs it with the inbox
+/// it goes to (put there once the GIL is released, so the thread that takes it does not wait
+/// for the GIL).
+struct Started {
+    handle: Py<PyAny>,
+    inbox: Arc<Inbox<Py<PyAny>>>,
+    job: Py<PyAny>,
+}
+
+fn start_call(py: Python<'_>, callable: &Py<PyAny>, body: String, done: Done) -> PyResult<Started> {
     static CALL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     let call = CALL.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
         Ok(py.import("outrider._aio")?.getattr("call")?.unbind())
@@ -128,7 +167,13 @@ fn start_call(
         None => (None, None),
     };
     let args = (callable.clone_ref(py), body, context, event_loop, done);
-    Ok(call.bind(py).call1(args)?.unbind())
+    let (handle, inbox, job): (Py<PyAny>, Bound<'_, ModelInbox>, Py<PyAny>) =
+        call.bind(py).call1(args)?.extract()?;
+    Ok(Started {
+        handle,
+        inbox: inbox.get().0.clone(),
+        job,
+    })
 }
 
 impl ChatModel for PyCallableModel {
@@ -160,8 +205,10 @@ impl ChatModel for PyCallableModel {
                     "the Python interpreter is exiting",
                 ));
             };
-            let mut guard = CancelOnDrop(Some(started?));
-            let answer = rx.await;
+            let started = started?;
+            started.inbox.put(started.job);
+            let mut guard = CancelOnDrop(Some(started.handle));
+            let answer = crate::exec::spin_first(rx).await;
             guard.0 = None;
             let text = answer.map_err(|_| {
                 ModelError::new(

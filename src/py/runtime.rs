@@ -39,6 +39,30 @@ pub fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> Option<R> {
     Python::try_attach(f)
 }
 
+/// Run `f` without the GIL on a thread Python started (as `py.detach` does), for a wait that may
+/// outlast the interpreter: once it is exiting, the thread does not come back into Python but
+/// parks for good (a daemon thread resuming during finalization with native frames on its stack
+/// would bring the process down). Exit waits for a thread on its way back in.
+pub fn detach_waiting<T, F>(py: Python<'_>, f: F) -> T
+where
+    T: Send,
+    F: Send + FnOnce() -> T,
+{
+    let (out, _leave) = py.detach(|| {
+        let out = f();
+        IN_PYTHON.fetch_add(1, Ordering::SeqCst);
+        let leave = LeavePython;
+        if EXITING.load(Ordering::SeqCst) {
+            drop(leave);
+            loop {
+                std::thread::park();
+            }
+        }
+        (out, leave)
+    });
+    out
+}
+
 /// The caller a launch started from: its `contextvars` context, and its running event loop when
 /// it came through an async entry point. Model callables run with both (see `outrider._aio`).
 pub struct Caller {
@@ -89,6 +113,8 @@ where
         });
     }
     py.detach(|| {
+        // This thread only waits for `fut`: it may spin briefly for a model's answer.
+        let _spin = crate::exec::allow_spin();
         crate::api::runtime().block_on(async {
             let mut fut = std::pin::pin!(fut);
             let mut tick = tokio::time::interval(SIGNAL_POLL);
