@@ -258,4 +258,77 @@ mod tests {
         let bare = tokio::spawn(inherit_caller(async { current_caller().is_some() }));
         assert!(!bare.await.unwrap());
     }
+
+    #[test]
+    fn an_inbox_hands_every_job_to_exactly_one_taker_without_losing_a_wake_up() {
+        let inbox = Arc::new(Inbox::<u32>::default());
+        let started = Instant::now();
+        let takers: Vec<_> = (0..3)
+            .map(|_| {
+                let inbox = inbox.clone();
+                std::thread::spawn(move || {
+                    let mut got = Vec::new();
+                    // Short spins so that takers also sleep and must be woken by `put`.
+                    while let Some(job) =
+                        inbox.take(Duration::from_micros(50), Duration::from_secs(10))
+                    {
+                        if job == u32::MAX {
+                            break;
+                        }
+                        got.push(job);
+                    }
+                    got
+                })
+            })
+            .collect();
+        for job in 0..300 {
+            inbox.put(job);
+            if job % 50 == 0 {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        for _ in 0..3 {
+            inbox.put(u32::MAX);
+        }
+        let mut all: Vec<u32> = takers.into_iter().flat_map(|t| t.join().unwrap()).collect();
+        all.sort_unstable();
+        assert_eq!(all, (0..300).collect::<Vec<_>>());
+        // A sleeper that `put` failed to wake would only see its job at its 10 s timeout.
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[test]
+    fn an_empty_inbox_answers_none_after_its_timeout() {
+        let inbox = Inbox::<u8>::default();
+        let started = Instant::now();
+        assert_eq!(
+            inbox.take(Duration::from_millis(1), Duration::from_millis(30)),
+            None
+        );
+        assert!(started.elapsed() >= Duration::from_millis(30));
+        inbox.put(7);
+        assert_eq!(inbox.take(Duration::ZERO, Duration::ZERO), Some(7));
+    }
+
+    #[test]
+    fn spin_first_gives_the_answer_on_a_spinning_thread_and_elsewhere() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        for spin in [false, true] {
+            let _guard = spin.then(allow_spin);
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let sender = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(5));
+                tx.send(42u32).unwrap();
+            });
+            assert_eq!(rt.block_on(spin_first(rx)), Ok(42));
+            sender.join().unwrap();
+        }
+        assert!(!MAY_SPIN.with(Cell::get));
+    }
 }
