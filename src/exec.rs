@@ -152,10 +152,15 @@ impl<T> Inbox<T> {
                     }
                 }
                 turns = turns.wrapping_add(1);
-                if turns % 64 == 0 && started.elapsed() >= spin.min(timeout) {
-                    break;
+                if turns % 64 == 0 {
+                    if started.elapsed() >= spin.min(timeout) {
+                        break;
+                    }
+                    // On a busy host, let another thread of this core run meanwhile.
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
                 }
-                std::hint::spin_loop();
             }
         }
         let mut queue = self.lock();
