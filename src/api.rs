@@ -13,7 +13,9 @@ pub use crate::contract::{
 };
 pub use crate::error::{Error, Result};
 pub use crate::evidence::{check_evidence, EvidenceCheck};
-pub use crate::exec::{current_caller, runtime, with_caller, CallerScope};
+pub use crate::exec::{
+    allow_spin, current_caller, runtime, spin_first, with_caller, CallerScope, Inbox,
+};
 pub use crate::llm::env::MAIN_PREFIX;
 pub use crate::llm::openai::config::ClientSettings;
 pub use crate::llm::openai::{OpenAICompatible, OpenAICompatibleConfig};

@@ -9,9 +9,9 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use tokio::sync::oneshot;
 
+use crate::api::Inbox;
 use crate::api::ModelErrorKind;
 use crate::api::{current_caller, BoxFuture, ChatModel, ChatRequest, ChatResponse, ModelError};
-use crate::exec::Inbox;
 use crate::py::runtime::{attach, detach_waiting, Caller};
 
 /// A Python callable taking the chat-completions request dict.
@@ -208,7 +208,7 @@ impl ChatModel for PyCallableModel {
             let started = started?;
             started.inbox.put(started.job);
             let mut guard = CancelOnDrop(Some(started.handle));
-            let answer = crate::exec::spin_first(rx).await;
+            let answer = crate::api::spin_first(rx).await;
             guard.0 = None;
             let text = answer.map_err(|_| {
                 ModelError::new(

@@ -114,7 +114,7 @@ where
     }
     py.detach(|| {
         // This thread only waits for `fut`: it may spin briefly for a model's answer.
-        let _spin = crate::exec::allow_spin();
+        let _spin = crate::api::allow_spin();
         crate::api::runtime().block_on(async {
             let mut fut = std::pin::pin!(fut);
             let mut tick = tokio::time::interval(SIGNAL_POLL);
