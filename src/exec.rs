@@ -235,10 +235,15 @@ impl<F: Future + Unpin> Future for SpinFirst<F> {
                 return Poll::Ready(out);
             }
             turns = turns.wrapping_add(1);
-            if turns % 16 == 0 && started.elapsed() >= WAIT_SPIN {
-                return Poll::Pending;
+            if turns % 16 == 0 {
+                if started.elapsed() >= WAIT_SPIN {
+                    return Poll::Pending;
+                }
+                // The answer comes from a thread that may need this core.
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
             }
-            std::hint::spin_loop();
         }
     }
 }
