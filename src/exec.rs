@@ -121,18 +121,24 @@ impl<T> Inbox<T> {
         let mut queue = self.lock();
         queue.push_back(job);
         self.queued.fetch_add(1, Ordering::SeqCst);
-        // A spinner re-checks the queue under the lock before it sleeps, so it cannot miss this.
-        let wake =
-            !self.spinning.load(Ordering::SeqCst) && self.sleepers.load(Ordering::SeqCst) > 0;
+        // A spinner takes one job (it re-checks the queue under the lock before it sleeps, so it
+        // cannot miss it); each job beyond that needs a sleeper.
+        let spinners = usize::from(self.spinning.load(Ordering::SeqCst));
+        let wake = queue.len() > spinners && self.sleepers.load(Ordering::SeqCst) > 0;
         drop(queue);
         if wake {
             self.ready.notify_one();
         }
     }
 
-    fn pop(queue: &mut VecDeque<T>, queued: &AtomicUsize) -> Option<T> {
+    /// The first job, waking another sleeper when more are left (a burst of puts may have
+    /// counted on a spinner that took only one).
+    fn pop(&self, queue: &mut VecDeque<T>) -> Option<T> {
         let job = queue.pop_front()?;
-        queued.fetch_sub(1, Ordering::SeqCst);
+        self.queued.fetch_sub(1, Ordering::SeqCst);
+        if !queue.is_empty() && self.sleepers.load(Ordering::SeqCst) > 0 {
+            self.ready.notify_one();
+        }
         Some(job)
     }
 
@@ -146,7 +152,7 @@ impl<T> Inbox<T> {
             loop {
                 if self.queued.load(Ordering::SeqCst) > 0 {
                     let mut queue = self.lock();
-                    if let Some(job) = Self::pop(&mut queue, &self.queued) {
+                    if let Some(job) = self.pop(&mut queue) {
                         self.spinning.store(false, Ordering::SeqCst);
                         return Some(job);
                     }
@@ -168,7 +174,7 @@ impl<T> Inbox<T> {
             self.spinning.store(false, Ordering::SeqCst);
         }
         loop {
-            if let Some(job) = Self::pop(&mut queue, &self.queued) {
+            if let Some(job) = self.pop(&mut queue) {
                 return Some(job);
             }
             let left = timeout.saturating_sub(started.elapsed());
@@ -309,6 +315,41 @@ mod tests {
             "{:?}",
             started.elapsed()
         );
+    }
+
+    #[test]
+    fn a_burst_of_jobs_runs_on_as_many_threads_at_once() {
+        type Job = Box<dyn FnOnce() -> bool + Send>;
+        let inbox = Arc::new(Inbox::<Job>::default());
+        let takers: Vec<_> = (0..4)
+            .map(|_| {
+                let inbox = inbox.clone();
+                std::thread::spawn(move || {
+                    // One spins all along; the others sleep.
+                    let job = inbox.take(Duration::from_secs(10), Duration::from_secs(10));
+                    job.is_some_and(|j| j())
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(20));
+        let running = Arc::new((Mutex::new(0usize), Condvar::new()));
+        for _ in 0..4 {
+            let running = running.clone();
+            inbox.put(Box::new(move || {
+                // Each job waits for all four to be running: jobs left queued behind one busy
+                // thread would time out here.
+                let (count, changed) = &*running;
+                let mut n = count.lock().unwrap();
+                *n += 1;
+                changed.notify_all();
+                let (n, _) = changed
+                    .wait_timeout_while(n, Duration::from_secs(5), |n| *n < 4)
+                    .unwrap();
+                *n == 4
+            }));
+        }
+        let all: Vec<bool> = takers.into_iter().map(|t| t.join().unwrap()).collect();
+        assert_eq!(all, [true; 4]);
     }
 
     #[test]
