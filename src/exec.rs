@@ -158,7 +158,7 @@ impl<T> Inbox<T> {
                     }
                 }
                 turns = turns.wrapping_add(1);
-                if turns % 64 == 0 {
+                if turns.is_multiple_of(64) {
                     if started.elapsed() >= spin.min(timeout) {
                         break;
                     }
@@ -241,7 +241,7 @@ impl<F: Future + Unpin> Future for SpinFirst<F> {
                 return Poll::Ready(out);
             }
             turns = turns.wrapping_add(1);
-            if turns % 16 == 0 {
+            if turns.is_multiple_of(16) {
                 if started.elapsed() >= WAIT_SPIN {
                     return Poll::Pending;
                 }
