@@ -333,7 +333,8 @@ impl RuntimeRunner {
         for (handle, call) in handles.into_iter().zip(calls) {
             // Tools stop themselves at the deadline; this bounds one that blocks anyway (it is
             // left to finish on its thread, and the run ends below).
-            let result = match tokio::time::timeout_at(deadline.into(), crate::exec::spin_first(handle)).await {
+            let handle = crate::exec::spin_first(handle);
+            let result = match tokio::time::timeout_at(deadline.into(), handle).await {
                 Ok(Ok(r)) => r,
                 Err(_) => ToolResult::error(
                     &Value::String(call.arguments.clone()),
