@@ -641,6 +641,7 @@ class MainAgent:
         """``run`` from async code: async model callables (the main model and the children's)
         run on the caller's running loop; cancelling it cancels the run and its children."""
 
+@final
 class _ModelInbox:
     """Where outrider's model threads wait for jobs (private to ``outrider._aio``)."""
 
