@@ -15,7 +15,9 @@ pub use crate::contract::{
 };
 pub use crate::error::{Error, Result};
 pub use crate::evidence::{check_evidence, EvidenceCheck};
-pub use crate::exec::{current_caller, runtime, with_caller, CallerScope};
+pub use crate::exec::{
+    allow_spin, current_caller, runtime, spin_first, with_caller, CallerScope, Inbox,
+};
 pub use crate::host::block::block_on_interruptible;
 pub use crate::host::callback::{Abandon, CallbackModel, Host, Outcome, Reply};
 pub use crate::host::exit::ExitBarrier;

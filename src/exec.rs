@@ -1,9 +1,14 @@
 //! Where work runs: the process's one tokio runtime, and the caller's scope a launch carries
 //! into every task it spawns.
 
+use std::cell::Cell;
+use std::collections::VecDeque;
 use std::future::Future;
-use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 /// What the code that started a launch leaves for its model calls to find (for the Python
 /// binding: the caller's event loop and `contextvars` context). Opaque to the core, which only
@@ -78,6 +83,177 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
     rt
 }
 
+/// Jobs handed from one thread to a set of waiting ones, for hand-offs that happen many times a
+/// second (a model call of a running explore loop). A futex wake and a cross-CPU schedule cost
+/// 0.1-0.2 ms each way on a small VM, which dominates a scripted launch: so one waiting thread at
+/// a time spins for a short while before sleeping, and [`put`](Inbox::put) wakes a sleeper only
+/// when no thread is spinning.
+pub struct Inbox<T> {
+    queue: Mutex<VecDeque<T>>,
+    ready: Condvar,
+    /// Jobs queued: lets the spinner look without taking the lock.
+    queued: AtomicUsize,
+    /// A thread is spinning for the next job (only changed to false under the lock).
+    spinning: AtomicBool,
+    /// Threads asleep on `ready` (only changed under the lock).
+    sleepers: AtomicUsize,
+}
+
+impl<T> Default for Inbox<T> {
+    fn default() -> Self {
+        Inbox {
+            queue: Mutex::new(VecDeque::new()),
+            ready: Condvar::new(),
+            queued: AtomicUsize::new(0),
+            spinning: AtomicBool::new(false),
+            sleepers: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl<T> Inbox<T> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<T>> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queue `job` for one waiting thread.
+    pub fn put(&self, job: T) {
+        let mut queue = self.lock();
+        queue.push_back(job);
+        self.queued.fetch_add(1, Ordering::SeqCst);
+        // A spinner takes one job (it re-checks the queue under the lock before it sleeps, so it
+        // cannot miss it); each job beyond that needs a sleeper.
+        let spinners = usize::from(self.spinning.load(Ordering::SeqCst));
+        let wake = queue.len() > spinners && self.sleepers.load(Ordering::SeqCst) > 0;
+        drop(queue);
+        if wake {
+            self.ready.notify_one();
+        }
+    }
+
+    /// The first job, waking another sleeper when more are left (a burst of puts may have
+    /// counted on a spinner that took only one).
+    fn pop(&self, queue: &mut VecDeque<T>) -> Option<T> {
+        let job = queue.pop_front()?;
+        self.queued.fetch_sub(1, Ordering::SeqCst);
+        if !queue.is_empty() && self.sleepers.load(Ordering::SeqCst) > 0 {
+            self.ready.notify_one();
+        }
+        Some(job)
+    }
+
+    /// The next job: spin up to `spin` for it when no other thread is spinning, then sleep; None
+    /// after `timeout` without one.
+    pub fn take(&self, spin: Duration, timeout: Duration) -> Option<T> {
+        let started = Instant::now();
+        let spinner = !spin.is_zero() && !self.spinning.swap(true, Ordering::SeqCst);
+        if spinner {
+            let mut turns = 0u32;
+            loop {
+                if self.queued.load(Ordering::SeqCst) > 0 {
+                    let mut queue = self.lock();
+                    if let Some(job) = self.pop(&mut queue) {
+                        self.spinning.store(false, Ordering::SeqCst);
+                        return Some(job);
+                    }
+                }
+                turns = turns.wrapping_add(1);
+                if turns.is_multiple_of(64) {
+                    if started.elapsed() >= spin.min(timeout) {
+                        break;
+                    }
+                    // On a busy host, let another thread of this core run meanwhile.
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+        }
+        let mut queue = self.lock();
+        if spinner {
+            self.spinning.store(false, Ordering::SeqCst);
+        }
+        loop {
+            if let Some(job) = self.pop(&mut queue) {
+                return Some(job);
+            }
+            let left = timeout.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                return None;
+            }
+            self.sleepers.fetch_add(1, Ordering::SeqCst);
+            queue = match self.ready.wait_timeout(queue, left) {
+                Ok((q, _)) => q,
+                Err(p) => p.into_inner().0,
+            };
+            self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+thread_local! {
+    /// Set while this thread blocks on the runtime for a caller that has nothing else to do.
+    static MAY_SPIN: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Mark the current thread as one that only waits (see [`spin_first`]) until the guard drops.
+pub fn allow_spin() -> impl Drop {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            MAY_SPIN.with(|c| c.set(self.0));
+        }
+    }
+    Reset(MAY_SPIN.with(|c| c.replace(true)))
+}
+
+/// How long [`spin_first`] spins before it parks.
+const WAIT_SPIN: Duration = Duration::from_micros(300);
+
+/// `fut`, polled in a tight loop for a short while before it parks, on a thread marked by
+/// [`allow_spin`] (elsewhere it is `fut`): an answer that comes from another thread within
+/// microseconds is then taken without the wake-up of a parked thread.
+pub fn spin_first<F: Future + Unpin>(fut: F) -> impl Future<Output = F::Output> {
+    SpinFirst {
+        // Out of tokio's cooperative budget, which a spinning poll would use up in 128 turns
+        // (then every poll says Pending, answer or not).
+        fut: tokio::task::unconstrained(fut),
+        started: None,
+    }
+}
+
+struct SpinFirst<F> {
+    fut: tokio::task::Unconstrained<F>,
+    started: Option<Instant>,
+}
+
+impl<F: Future + Unpin> Future for SpinFirst<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        if !MAY_SPIN.with(Cell::get) {
+            return Pin::new(&mut self.fut).poll(cx);
+        }
+        let started = *self.started.get_or_insert_with(Instant::now);
+        let mut turns = 0u32;
+        loop {
+            if let Poll::Ready(out) = Pin::new(&mut self.fut).poll(cx) {
+                return Poll::Ready(out);
+            }
+            turns = turns.wrapping_add(1);
+            if turns.is_multiple_of(16) {
+                if started.elapsed() >= WAIT_SPIN {
+                    return Poll::Pending;
+                }
+                // The answer comes from a thread that may need this core.
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,5 +273,113 @@ mod tests {
         assert!(current_caller().is_none());
         let bare = tokio::spawn(inherit_caller(async { current_caller().is_some() }));
         assert!(!bare.await.unwrap());
+    }
+
+    #[test]
+    fn an_inbox_hands_every_job_to_exactly_one_taker_without_losing_a_wake_up() {
+        let inbox = Arc::new(Inbox::<u32>::default());
+        let started = Instant::now();
+        let takers: Vec<_> = (0..3)
+            .map(|_| {
+                let inbox = inbox.clone();
+                std::thread::spawn(move || {
+                    let mut got = Vec::new();
+                    // Short spins so that takers also sleep and must be woken by `put`.
+                    while let Some(job) =
+                        inbox.take(Duration::from_micros(50), Duration::from_secs(10))
+                    {
+                        if job == u32::MAX {
+                            break;
+                        }
+                        got.push(job);
+                    }
+                    got
+                })
+            })
+            .collect();
+        for job in 0..300 {
+            inbox.put(job);
+            if job % 50 == 0 {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        for _ in 0..3 {
+            inbox.put(u32::MAX);
+        }
+        let mut all: Vec<u32> = takers.into_iter().flat_map(|t| t.join().unwrap()).collect();
+        all.sort_unstable();
+        assert_eq!(all, (0..300).collect::<Vec<_>>());
+        // A sleeper that `put` failed to wake would only see its job at its 10 s timeout.
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[test]
+    fn a_burst_of_jobs_runs_on_as_many_threads_at_once() {
+        type Job = Box<dyn FnOnce() -> bool + Send>;
+        let inbox = Arc::new(Inbox::<Job>::default());
+        let takers: Vec<_> = (0..4)
+            .map(|_| {
+                let inbox = inbox.clone();
+                std::thread::spawn(move || {
+                    // One spins all along; the others sleep.
+                    let job = inbox.take(Duration::from_secs(10), Duration::from_secs(10));
+                    job.is_some_and(|j| j())
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(20));
+        let running = Arc::new((Mutex::new(0usize), Condvar::new()));
+        for _ in 0..4 {
+            let running = running.clone();
+            inbox.put(Box::new(move || {
+                // Each job waits for all four to be running: jobs left queued behind one busy
+                // thread would time out here.
+                let (count, changed) = &*running;
+                let mut n = count.lock().unwrap();
+                *n += 1;
+                changed.notify_all();
+                let (n, _) = changed
+                    .wait_timeout_while(n, Duration::from_secs(5), |n| *n < 4)
+                    .unwrap();
+                *n == 4
+            }));
+        }
+        let all: Vec<bool> = takers.into_iter().map(|t| t.join().unwrap()).collect();
+        assert_eq!(all, [true; 4]);
+    }
+
+    #[test]
+    fn an_empty_inbox_answers_none_after_its_timeout() {
+        let inbox = Inbox::<u8>::default();
+        let started = Instant::now();
+        assert_eq!(
+            inbox.take(Duration::from_millis(1), Duration::from_millis(30)),
+            None
+        );
+        assert!(started.elapsed() >= Duration::from_millis(30));
+        inbox.put(7);
+        assert_eq!(inbox.take(Duration::ZERO, Duration::ZERO), Some(7));
+    }
+
+    #[test]
+    fn spin_first_gives_the_answer_on_a_spinning_thread_and_elsewhere() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        for spin in [false, true] {
+            let _guard = spin.then(allow_spin);
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let sender = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(5));
+                tx.send(42u32).unwrap();
+            });
+            assert_eq!(rt.block_on(spin_first(rx)), Ok(42));
+            sender.join().unwrap();
+        }
+        assert!(!MAY_SPIN.with(Cell::get));
     }
 }

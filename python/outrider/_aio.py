@@ -19,11 +19,11 @@ import contextvars
 import inspect
 import json
 import os
-import queue
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sized
 from typing import Any
 
+from outrider import _core
 from outrider._returns import to_chat_response
 
 Done = Callable[[str, Any], None]
@@ -32,27 +32,32 @@ _IDLE_SECONDS = 30.0
 
 
 class _Pool:
-    """Daemon threads that run jobs; one more starts whenever none is idle."""
+    """Daemon threads that run jobs; one more starts whenever none is idle.
+
+    They wait in ``jobs.get`` without the GIL, the first of them spinning for a moment first:
+    the next call of a running loop usually comes within a millisecond, and waking a sleeping
+    thread would cost more than the call.
+    """
 
     def __init__(self) -> None:
-        self.jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self.jobs = _core._ModelInbox()
         self.lock = threading.Lock()
         self.idle = 0
 
-    def submit(self, job: Callable[[], None]) -> None:
+    def reserve(self) -> _core._ModelInbox:
+        """Promise the next job put into the returned inbox to an idle thread, or start one."""
         with self.lock:
             start = self.idle == 0
             if not start:
                 self.idle -= 1
-        self.jobs.put(job)
         if start:
             threading.Thread(target=self._work, name="outrider-model", daemon=True).start()
+        return self.jobs
 
     def _work(self) -> None:
         while True:
-            try:
-                job = self.jobs.get(timeout=_IDLE_SECONDS)
-            except queue.Empty:
+            job = self.jobs.get(_IDLE_SECONDS)
+            if job is None:
                 with self.lock:
                     if self.idle > 0:
                         self.idle -= 1
@@ -158,8 +163,9 @@ def call(
     context: contextvars.Context | None,
     loop: asyncio.AbstractEventLoop | None,
     done: Done,
-) -> Handle:
-    """Start ``fn(request)``; ``done`` is called exactly once with how it ended."""
+) -> tuple[Handle, _core._ModelInbox, Callable[[], None]]:
+    """Prepare ``fn(request)`` on a model thread: the core puts the returned job into the
+    returned inbox; ``done`` is called exactly once with how it ended."""
     handle = Handle()
     ctx = context.copy() if context is not None else contextvars.copy_context()
 
@@ -182,8 +188,9 @@ def call(
         except BaseException as error:
             done("raised", _raised(error))
 
-    _pool.submit(job)
-    return handle
+    # The core puts the job into the inbox once it has released the GIL, so that the thread
+    # taking it does not wait for the GIL.
+    return handle, _pool.reserve(), job
 
 
 def resolve(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:

@@ -640,3 +640,10 @@ class MainAgent:
     async def run_async(self, task: str, *, on_event: OnEvent | None = None) -> dict[str, Any]:
         """``run`` from async code: async model callables (the main model and the children's)
         run on the caller's running loop; cancelling it cancels the run and its children."""
+
+@final
+class _ModelInbox:
+    """Where outrider's model threads wait for jobs (private to ``outrider._aio``)."""
+
+    def put(self, job: Callable[[], None]) -> None: ...
+    def get(self, timeout: float) -> Callable[[], None] | None: ...

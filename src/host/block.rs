@@ -33,6 +33,8 @@ where
             })
         });
     }
+    // This thread only waits for `fut`: it may spin briefly for a model's answer.
+    let _spin = crate::exec::allow_spin();
     crate::exec::runtime().block_on(async {
         let mut fut = std::pin::pin!(fut);
         let mut tick = tokio::time::interval(INTERRUPT_POLL);

@@ -120,7 +120,7 @@ impl<H: Host> ChatModel for CallbackModel<H> {
         Box::pin(async move {
             let (tx, rx) = oneshot::channel();
             let mut pending = OnDrop(Some(self.0.start(body, Reply(Mutex::new(Some(tx))))?));
-            let answer = rx.await;
+            let answer = crate::exec::spin_first(rx).await;
             pending.0 = None;
             let what = self.0.what();
             let outcome = answer.map_err(|_| {

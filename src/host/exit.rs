@@ -20,6 +20,11 @@ impl Drop for Leave<'_> {
     }
 }
 
+/// A thread inside an [`ExitBarrier`] (see [`ExitBarrier::enter`]); it leaves when this drops.
+pub struct Inside<'a> {
+    _leave: Leave<'a>,
+}
+
 impl ExitBarrier {
     /// An open barrier.
     pub const fn new() -> Self {
@@ -39,6 +44,19 @@ impl ExitBarrier {
             return None;
         }
         Some(f())
+    }
+
+    /// Enter the barrier until the returned guard drops (for a section that cannot be one
+    /// closure); None once the barrier is closed.
+    pub fn enter(&self) -> Option<Inside<'_>> {
+        self.inside.fetch_add(1, Ordering::SeqCst);
+        let inside = Inside {
+            _leave: Leave(&self.inside),
+        };
+        if self.closed.load(Ordering::SeqCst) {
+            return None;
+        }
+        Some(inside)
     }
 
     /// Close the barrier and wait up to `grace` for the threads inside to leave; whether they all
@@ -65,6 +83,18 @@ impl ExitBarrier {
 mod tests {
     use super::*;
     use std::sync::Arc;
+
+    #[test]
+    fn a_thread_entered_by_guard_is_waited_for_and_none_enter_after_close() {
+        let barrier = ExitBarrier::new();
+        let inside = barrier.enter();
+        assert!(inside.is_some());
+        assert!(!barrier.close(Duration::from_millis(20)));
+        drop(inside);
+        assert!(barrier.close(Duration::from_millis(20)));
+        assert!(barrier.enter().is_none());
+        assert_eq!(barrier.inside.load(Ordering::SeqCst), 0);
+    }
 
     #[test]
     fn close_waits_for_the_threads_inside_and_then_lets_nobody_in() {

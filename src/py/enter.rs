@@ -16,6 +16,27 @@ pub fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> Option<R> {
     BARRIER.pass(|| Python::try_attach(f)).flatten()
 }
 
+/// Run `f` without the GIL on a thread Python started (as `py.detach` does), for a wait that may
+/// outlast the interpreter: once it is exiting, the thread does not come back into Python but
+/// parks for good (a daemon thread resuming during finalization with native frames on its stack
+/// would bring the process down). Exit waits for a thread on its way back in.
+pub fn detach_waiting<T, F>(py: Python<'_>, f: F) -> T
+where
+    T: Send,
+    F: Send + FnOnce() -> T,
+{
+    let (out, _inside) = py.detach(|| {
+        let out = f();
+        let Some(inside) = BARRIER.enter() else {
+            loop {
+                std::thread::park();
+            }
+        };
+        (out, inside)
+    });
+    out
+}
+
 /// The `atexit` hook: no new entries into Python from other threads, and two seconds for the
 /// ones inside (resolving an awaitable, handing over a model call) to leave.
 #[pyfunction]

@@ -89,6 +89,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<openai::PyOpenAICompatible>()?;
     m.add_class::<task::PyTaskTool>()?;
     m.add_class::<model::PyOfflineScout>()?;
+    m.add_class::<model::ModelInbox>()?;
     m.add_class::<agent::PyMainAgent>()?;
     m.add_class::<launcher::PyCompletionVerdict>()?;
     let profile = |inner| profile::PyRuntimeProfile { inner };

@@ -3,13 +3,16 @@
 //! on the caller's loop or a private one, both with the caller's `contextvars`) and reports to
 //! [`Done`].
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
 use crate::api::{current_caller, Abandon, CallbackModel, Host, ModelError, ModelErrorKind};
-use crate::api::{Outcome, Reply};
+use crate::api::{Inbox, Outcome, Reply};
 use crate::py::convert::{to_json, type_name};
-use crate::py::enter::attach;
+use crate::py::enter::{attach, detach_waiting};
 use crate::py::runtime::Caller;
 
 /// A Python callable taking the chat-completions request dict.
@@ -64,6 +67,39 @@ impl Done {
     }
 }
 
+/// Where outrider's model threads (Python daemon threads, see `outrider._aio`) wait for jobs:
+/// without the GIL, the first of them spinning for a moment after each job, because the next
+/// call of a running loop usually comes within a millisecond.
+#[pyclass(frozen, module = "outrider._core", name = "_ModelInbox")]
+pub struct ModelInbox(Arc<Inbox<Py<PyAny>>>);
+
+/// How long an idle model thread spins for the next job before it sleeps.
+const IDLE_SPIN: Duration = Duration::from_millis(2);
+
+#[pymethods]
+impl ModelInbox {
+    #[new]
+    fn py_new() -> Self {
+        ModelInbox(Arc::new(Inbox::default()))
+    }
+
+    /// Queue `job` (a callable taking no arguments) for one waiting thread.
+    fn put(&self, job: Py<PyAny>) {
+        self.0.put(job);
+    }
+
+    /// The next job, or None after `timeout` seconds.
+    fn get(&self, py: Python<'_>, timeout: f64) -> PyResult<Option<Py<PyAny>>> {
+        let timeout = Duration::try_from_secs_f64(timeout).map_err(|_| {
+            pyo3::exceptions::PyValueError::new_err(format!(
+                "timeout must be a finite number of seconds >= 0, got {timeout}"
+            ))
+        })?;
+        let inbox = self.0.clone();
+        Ok(detach_waiting(py, move || inbox.take(IDLE_SPIN, timeout)))
+    }
+}
+
 impl Host for PyCallable {
     fn start(&self, body: String, reply: Reply) -> Result<Abandon, ModelError> {
         static CALL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -87,7 +123,11 @@ impl Host for PyCallable {
                     .map(Bound::unbind)
             })
             .and_then(|call| call.bind(py).call1(args))
-            .map(Bound::unbind)
+            .and_then(|started| {
+                let (handle, inbox, job): (Py<PyAny>, Bound<'_, ModelInbox>, Py<PyAny>) =
+                    started.extract()?;
+                Ok((handle, inbox.get().0.clone(), job))
+            })
             .map_err(|e| {
                 let kind = type_name(e.value(py).as_any());
                 ModelError::callback_raised(&self.what(), &kind, &e.value(py).to_string())
@@ -99,7 +139,9 @@ impl Host for PyCallable {
                 "the Python interpreter is exiting",
             )
         };
-        let handle = started.ok_or_else(exiting)??;
+        let (handle, inbox, job) = started.ok_or_else(exiting)??;
+        // Put once the GIL is released, so that the thread taking the job does not wait for it.
+        inbox.put(job);
         Ok(Box::new(move || {
             attach(|py| handle.bind(py).call_method0("cancel").map(drop));
         }))

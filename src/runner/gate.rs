@@ -79,6 +79,7 @@ pub(crate) async fn check(
     let checking =
         tokio::task::spawn_blocking(move || check_evidence_until(&ws, &items, Some(deadline)));
     // The check stops itself at the deadline; this bounds a read that blocks in the kernel.
+    let checking = crate::exec::spin_first(checking);
     let checks = match tokio::time::timeout_at(deadline.into(), checking).await {
         Ok(Ok(checks)) => checks,
         _ => check_evidence_until(workspace, &evidence, Some(deadline)),

@@ -333,6 +333,7 @@ impl RuntimeRunner {
         for (handle, call) in handles.into_iter().zip(calls) {
             // Tools stop themselves at the deadline; this bounds one that blocks anyway (it is
             // left to finish on its thread, and the run ends below).
+            let handle = crate::exec::spin_first(handle);
             let result = match tokio::time::timeout_at(deadline.into(), handle).await {
                 Ok(Ok(r)) => r,
                 Err(_) => ToolResult::error(

@@ -382,9 +382,7 @@ impl<'w> Walk<'w> {
             }
         };
         stack.done(found);
-        let threads = std::thread::available_parallelism()
-            .map_or(2, |n| n.get())
-            .min(MAX_WALK_THREADS);
+        let threads = walk_threads();
         std::thread::scope(|scope| {
             let mut seen = 0usize;
             let mut spread = threads <= 1;
@@ -687,6 +685,17 @@ pub(crate) fn select_type(name: &str) -> Result<Types, String> {
     b.select(name);
     b.build()
         .map_err(|e| format!("Invalid file type '{name}': {e}"))
+}
+
+/// Threads a large walk spreads over: the CPUs this process may use, read once (on Linux
+/// `available_parallelism` reads cgroup files on every call, which a small walk would notice).
+fn walk_threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .min(MAX_WALK_THREADS)
+    })
 }
 
 #[cfg(test)]
