@@ -46,7 +46,7 @@ def test_children_calling_at_once_run_on_as_many_threads(tmp_path: pathlib.Path)
 def test_the_inbox_refuses_a_timeout_that_is_not_a_duration() -> None:
     inbox = _core._ModelInbox()
     for bad, shown in ((-1.0, "-1"), (float("nan"), "NaN"), (float("inf"), "inf")):
-        message = f"timeout must be a finite number of seconds >= 0, got {shown}$"
+        message = f"timeout: must be a finite number of seconds >= 0, got {shown}$"
         with pytest.raises(ValueError, match=message):
             inbox.get(bad)
     inbox.put(print)

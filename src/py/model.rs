@@ -91,9 +91,8 @@ impl ModelInbox {
     /// The next job, or None after `timeout` seconds.
     fn get(&self, py: Python<'_>, timeout: f64) -> PyResult<Option<Py<PyAny>>> {
         let timeout = Duration::try_from_secs_f64(timeout).map_err(|_| {
-            pyo3::exceptions::PyValueError::new_err(format!(
-                "timeout must be a finite number of seconds >= 0, got {timeout}"
-            ))
+            let why = format!("must be a finite number of seconds >= 0, got {timeout}");
+            crate::api::Error::config("timeout", why)
         })?;
         let inbox = self.0.clone();
         Ok(detach_waiting(py, move || inbox.take(IDLE_SPIN, timeout)))
