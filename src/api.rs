@@ -7,7 +7,7 @@ pub use crate::agent::{
     MainAgentOptions, MainRun, ModelRoute, OnFinished, RequestInit, SubagentLaunchResult,
     SubagentLauncher, SubagentRequest, TraceDirSetting, Verification,
 };
-pub use crate::args::{Kwargs, Params};
+pub use crate::args::{seconds, Kwargs, Params};
 pub use crate::contract::{
     answer_from_bytes, explore_meta, tool_usage_from_json, ContractError, ExploreResult, LocItem,
     Repair, SubagentStatus, ToolUsage, VerificationMeta, VerificationResult, EXPLORE_META,
@@ -20,7 +20,7 @@ pub use crate::exec::{
 };
 pub use crate::host::block::block_on_interruptible;
 pub use crate::host::callback::{Abandon, CallbackModel, Host, Outcome, Reply};
-pub use crate::host::exit::ExitBarrier;
+pub use crate::host::exit::{ExitBarrier, EXIT_GRACE};
 pub use crate::host::log as host_log;
 pub use crate::llm::env::MAIN_PREFIX;
 pub use crate::llm::openai::config::ClientSettings;

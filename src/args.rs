@@ -6,6 +6,16 @@
 use crate::error::Error;
 use crate::pyjson::{py_repr_str, Json};
 
+/// A duration argument given in seconds: a finite number >= 0, else an error naming `field`.
+pub fn seconds(field: &str, secs: f64) -> Result<std::time::Duration, Error> {
+    std::time::Duration::try_from_secs_f64(secs).map_err(|_| {
+        Error::config(
+            field,
+            format!("must be a finite number of seconds >= 0, got {secs}"),
+        )
+    })
+}
+
 /// The one error for a name `owner` does not take (a keyword argument, a profile field).
 pub fn unknown_option(owner: &str, bad: &str, accepted: &[&str]) -> Error {
     let message = format!(
@@ -327,6 +337,20 @@ mod tests {
             err(vec![], named("e", s("2"))),
             "Thing: has no option 'e'; options are: a, b, c, d"
         );
+    }
+
+    #[test]
+    fn seconds_are_a_finite_number_not_below_zero() {
+        assert_eq!(
+            seconds("timeout", 0.5).unwrap(),
+            std::time::Duration::from_millis(500)
+        );
+        for (bad, shown) in [(-1.0, "-1"), (f64::NAN, "NaN"), (f64::INFINITY, "inf")] {
+            assert_eq!(
+                seconds("timeout", bad).unwrap_err().to_string(),
+                format!("timeout: must be a finite number of seconds >= 0, got {shown}")
+            );
+        }
     }
 
     #[test]

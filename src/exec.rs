@@ -111,7 +111,16 @@ impl<T> Default for Inbox<T> {
     }
 }
 
+/// How long an idle worker spins in [`Inbox::take_idle`] before it sleeps: the next call of a
+/// running loop usually comes within a millisecond.
+pub const IDLE_SPIN: Duration = Duration::from_millis(2);
+
 impl<T> Inbox<T> {
+    /// [`Inbox::take`] for an idle worker: spin [`IDLE_SPIN`], then sleep up to `timeout`.
+    pub fn take_idle(&self, timeout: Duration) -> Option<T> {
+        self.take(IDLE_SPIN, timeout)
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<T>> {
         self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -5,6 +5,9 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+/// How long interpreter exit waits for the threads inside to leave.
+pub const EXIT_GRACE: Duration = Duration::from_secs(2);
+
 /// See the module documentation. `const`-constructible, for a `static`.
 #[derive(Debug, Default)]
 pub struct ExitBarrier {

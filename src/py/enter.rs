@@ -1,11 +1,9 @@
 //! Entering Python from threads Python did not start, which must stop before the interpreter
 //! finalizes (the core's [`ExitBarrier`]).
 
-use std::time::Duration;
-
 use pyo3::prelude::*;
 
-use crate::api::ExitBarrier;
+use crate::api::{ExitBarrier, EXIT_GRACE};
 
 /// Closed by the interpreter's `atexit` hook: then no thread Python did not start enters Python.
 static BARRIER: ExitBarrier = ExitBarrier::new();
@@ -41,5 +39,5 @@ where
 /// ones inside (resolving an awaitable, handing over a model call) to leave.
 #[pyfunction]
 pub fn _at_exit(py: Python<'_>) {
-    py.detach(|| BARRIER.close(Duration::from_secs(2)));
+    py.detach(|| BARRIER.close(EXIT_GRACE));
 }

@@ -4,7 +4,6 @@
 //! [`Done`].
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -73,9 +72,6 @@ impl Done {
 #[pyclass(frozen, module = "outrider._core", name = "_ModelInbox")]
 pub struct ModelInbox(Arc<Inbox<Py<PyAny>>>);
 
-/// How long an idle model thread spins for the next job before it sleeps.
-const IDLE_SPIN: Duration = Duration::from_millis(2);
-
 #[pymethods]
 impl ModelInbox {
     #[new]
@@ -90,12 +86,8 @@ impl ModelInbox {
 
     /// The next job, or None after `timeout` seconds.
     fn get(&self, py: Python<'_>, timeout: f64) -> PyResult<Option<Py<PyAny>>> {
-        let timeout = Duration::try_from_secs_f64(timeout).map_err(|_| {
-            let why = format!("must be a finite number of seconds >= 0, got {timeout}");
-            crate::api::Error::config("timeout", why)
-        })?;
-        let inbox = self.0.clone();
-        Ok(detach_waiting(py, move || inbox.take(IDLE_SPIN, timeout)))
+        let (inbox, timeout) = (self.0.clone(), crate::api::seconds("timeout", timeout)?);
+        Ok(detach_waiting(py, move || inbox.take_idle(timeout)))
     }
 }
 
