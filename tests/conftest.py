@@ -20,3 +20,12 @@ def no_llm_env(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> pathl
     cwd.mkdir()
     monkeypatch.chdir(cwd)
     return cwd
+
+
+@pytest.fixture
+def repo(tmp_path: pathlib.Path) -> pathlib.Path:
+    """A one-file tree: `app.py` defines `main` (modules with other files define their own)."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "app.py").write_text("def main():\n    return 1\n")
+    return root

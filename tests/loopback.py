@@ -1,4 +1,5 @@
-"""A loopback HTTP endpoint for tests: every POST gets the same status and JSON body."""
+"""Loopback HTTP endpoints for tests: one that gives every POST the same status and JSON body,
+and one that answers from a script and records each request."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import contextlib
 import http.server
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 
@@ -26,14 +27,19 @@ def completion(content: str) -> dict[str, Any]:
     }
 
 
+Answer = Callable[[str, dict[str, str], bytes], tuple[int, bytes]]
+
+
 @contextlib.contextmanager
-def answering(status: int, body: dict[str, Any]) -> Iterator[str]:
-    """Serve `body` with `status` on 127.0.0.1 until the block ends; yields the `/v1` base URL."""
-    payload = json.dumps(body).encode()
+def _serve(answer: Answer) -> Iterator[str]:
+    """Answer every POST with `answer(path, headers, body)` on 127.0.0.1 until the block ends;
+    yields the server root (`http://127.0.0.1:PORT`)."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            status, payload = answer(self.path, headers, raw)
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
@@ -46,10 +52,18 @@ def answering(status: int, body: dict[str, Any]) -> Iterator[str]:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+        yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextlib.contextmanager
+def answering(status: int, body: dict[str, Any]) -> Iterator[str]:
+    """Serve `body` with `status` on 127.0.0.1 until the block ends; yields the `/v1` base URL."""
+    payload = json.dumps(body).encode()
+    with _serve(lambda *_: (status, payload)) as root:
+        yield f"{root}/v1"
 
 
 class Scripted:
@@ -83,26 +97,6 @@ class Scripted:
 def scripted(responses: list[dict[str, Any]]) -> Iterator[Scripted]:
     """Serve `responses` in order on 127.0.0.1 until the block ends; yields the `Scripted`."""
     state = Scripted(responses)
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            headers = {k.lower(): v for k, v in self.headers.items()}
-            status, payload = state._answer(self.path, headers, raw)
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.base = f"http://127.0.0.1:{server.server_address[1]}"
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with _serve(state._answer) as root:
+        state.base = root
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -81,14 +81,6 @@ def text_of(markup: str) -> str:
     return "".join(check_html(markup).text)
 
 
-@pytest.fixture
-def repo(tmp_path: pathlib.Path) -> pathlib.Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    (root / "app.py").write_text("def main():\n    return 1\n")
-    return root
-
-
 def test_an_explore_result_renders_escaped_in_html_and_markdown() -> None:
     result = outrider.ExploreResult(
         "completed",

@@ -14,14 +14,6 @@ import outrider
 from outrider.testing import ScriptedLLM, call, final
 
 
-@pytest.fixture
-def repo(tmp_path: pathlib.Path) -> pathlib.Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    (root / "app.py").write_text("def main():\n    return 1\n")
-    return root
-
-
 def launch(repo: pathlib.Path, summary: str = "main is in app.py") -> outrider.SubagentLaunchResult:
     llm = ScriptedLLM(
         [

@@ -285,14 +285,6 @@ def test_a_non_block_in_anthropic_content_is_named() -> None:
 # --- through the core ----------------------------------------------------------------------------
 
 
-@pytest.fixture
-def repo(tmp_path: pathlib.Path) -> pathlib.Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    (root / "app.py").write_text("def main():\n    return 1\n")
-    return root
-
-
 def sdk_returns() -> list[Any]:
     """Per SDK, the objects a callable returns for one Read turn and the final answer."""
     out: list[Any] = []

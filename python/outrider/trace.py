@@ -117,13 +117,10 @@ class TraceToolCall:
         return (self.finished - self.started).total_seconds() * 1000
 
 
-@dataclass(frozen=True)
-class TraceStep:
-    """The events of one step: a model answer and the tool calls it asked for."""
+class _Span:
+    """Timing of something made of trace events, from its first event to its last."""
 
-    number: int
-    events: tuple[TraceEvent, ...]
-    tool_calls: tuple[TraceToolCall, ...] = ()
+    events: Sequence[TraceEvent]
 
     @property
     def started(self) -> datetime:
@@ -135,7 +132,17 @@ class TraceStep:
 
     @property
     def elapsed_ms(self) -> float:
+        """From the first event to the last."""
         return (self.ended - self.started).total_seconds() * 1000
+
+
+@dataclass(frozen=True)
+class TraceStep(_Span):
+    """The events of one step: a model answer and the tool calls it asked for."""
+
+    number: int
+    events: tuple[TraceEvent, ...]
+    tool_calls: tuple[TraceToolCall, ...] = ()
 
     @property
     def model_output(self) -> dict[str, Any] | None:
@@ -286,7 +293,7 @@ def _status(event: TraceEvent) -> str | None:
     return value if isinstance(value, str) else None
 
 
-class Trace:
+class Trace(_Span):
     """A trace file, read: its events, grouped into steps, its tool calls and its children.
 
     Build one with :meth:`load`. Attributes are computed from :attr:`events` on first use.
@@ -411,19 +418,6 @@ class Trace:
                 raw = p.get("raw")
                 return raw if isinstance(raw, str) else None
         return None
-
-    @property
-    def started(self) -> datetime:
-        return self.events[0]["ts"]
-
-    @property
-    def ended(self) -> datetime:
-        return self.events[-1]["ts"]
-
-    @property
-    def elapsed_ms(self) -> float:
-        """From the first event to the last."""
-        return (self.ended - self.started).total_seconds() * 1000
 
     @property
     def model_calls(self) -> int:
