@@ -73,30 +73,31 @@ def _print_result(result: outrider.SubagentLaunchResult, note: str) -> None:
         print(f"trace: {data['trace_path']}   (outrider trace FILE shows it step by step)")
 
 
-def _root(given: str) -> pathlib.Path | None:
-    """``--root`` as a directory, or None after saying why not."""
-    root = pathlib.Path(given)
+def _prepared(
+    args: argparse.Namespace,
+) -> tuple[pathlib.Path, outrider.SubagentLauncher, str] | None:
+    """The root, the launcher and the model note both commands use (``--trace-dir`` empty means
+    the default), or None after saying on stderr why not."""
+    root = pathlib.Path(args.root)
     if not root.is_dir():
-        print(f"outrider: --root {given!r} is not a directory", file=sys.stderr)
+        print(f"outrider: --root {args.root!r} is not a directory", file=sys.stderr)
         return None
-    return root
-
-
-def _launcher(
-    root: pathlib.Path, main: Any, light: Any, trace_dir: str | None
-) -> outrider.SubagentLauncher:
-    """The launcher both commands use (``--trace-dir`` empty means the default)."""
-    return outrider.SubagentLauncher(root, main, light, trace_dir=trace_dir or None)
+    main, light, note = _model(args.model)
+    try:
+        launcher = outrider.SubagentLauncher(root, main, light, trace_dir=args.trace_dir or None)
+    except outrider.OutriderError as err:
+        print(f"outrider: {err}", file=sys.stderr)
+        return None
+    return root, launcher, note
 
 
 def _explore(args: argparse.Namespace) -> int:
-    root = _root(args.root)
-    if root is None:
+    prepared = _prepared(args)
+    if prepared is None:
         return 2
-    main, light, note = _model(args.model)
+    _, launcher, note = prepared
+    route = None if args.model == "offline" else args.model
     try:
-        launcher = _launcher(root, main, light, args.trace_dir)
-        route = None if args.model == "offline" else args.model
         result = launcher.launch(outrider.SubagentRequest(task=args.task, model_choice=route))
     except outrider.OutriderError as err:
         print(f"outrider: {err}", file=sys.stderr)
@@ -113,12 +114,11 @@ def _mcp(args: argparse.Namespace) -> int:
 
     from outrider import mcp_server
 
-    root = _root(args.root)
-    if root is None:
+    prepared = _prepared(args)
+    if prepared is None:
         return 2
-    main, light, note = _model(args.model)
+    root, launcher, note = prepared
     try:
-        launcher = _launcher(root, main, light, args.trace_dir)
         server = mcp_server.build_server(root, outrider.TaskTool(launcher))
         # stdout carries the protocol: say which model answers on stderr.
         print(f"outrider mcp: serving {root.resolve()} on stdio ({note})", file=sys.stderr)
