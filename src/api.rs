@@ -9,9 +9,9 @@ pub use crate::agent::{
 };
 pub use crate::args::{seconds, Kwargs, Params};
 pub use crate::contract::{
-    answer_from_bytes, explore_meta, tool_usage_from_json, ContractError, ExploreResult, LocItem,
-    Repair, SubagentStatus, ToolUsage, VerificationMeta, VerificationResult, EXPLORE_META,
-    EXPLORE_PARAMS, UNKNOWN_REASON, VERIFICATION_META, VERIFICATION_PARAMS,
+    answer_from_bytes, explore_meta, ContractError, ExploreResult, LocItem, Repair, SubagentStatus,
+    ToolUsage, VerificationMeta, VerificationResult, EXPLORE_META, EXPLORE_PARAMS, UNKNOWN_REASON,
+    VERIFICATION_META, VERIFICATION_PARAMS,
 };
 pub use crate::error::{Error, Result};
 pub use crate::evidence::{check_evidence, EvidenceCheck};

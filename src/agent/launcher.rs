@@ -195,15 +195,10 @@ impl LauncherOptions {
     /// defaults.
     pub fn from_kwargs(k: &crate::args::Kwargs) -> Result<Self, Error> {
         Ok(LauncherOptions {
-            main_model: None,
-            light_model: None,
-            trace_dir: TraceDirSetting::Default,
-            parent_trace: None,
-            parent_trace_handle: None,
-            profiles: vec![],
             max_concurrency: k.int("max_concurrency")?,
             routes: crate::llm::settings::RouteSettings::from_kwargs(k, "main_model")?,
             trace_retention: TraceRetention::from_arg(k.json("trace_retention"))?,
+            ..Self::default()
         })
     }
 }

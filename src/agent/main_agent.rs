@@ -86,9 +86,6 @@ impl MainAgentOptions {
     /// their defaults.
     pub fn from_kwargs(k: &crate::args::Kwargs) -> Result<Self, Error> {
         Ok(MainAgentOptions {
-            light_model: None,
-            launcher: None,
-            trace_dir: TraceDirSetting::Default,
             subagent_types: k.str_list("subagent_types")?,
             max_steps: k.int("max_steps")?,
             total_token_budget: k.int("total_token_budget")?,
@@ -96,6 +93,7 @@ impl MainAgentOptions {
             timeout_seconds: k.number("timeout_seconds")?,
             routes: crate::llm::settings::RouteSettings::from_kwargs(k, "model")?,
             trace_retention: TraceRetention::from_arg(k.json("trace_retention"))?,
+            ..Self::default()
         })
     }
 }

@@ -40,18 +40,13 @@ impl ExitBarrier {
     /// Run `f` inside the barrier; None, without running it, once the barrier is closed. Only short
     /// sections belong here: closing waits for them.
     pub fn pass<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
-        // Counted before the check, so that `close` either sees this thread or it sees `closed`.
-        self.inside.fetch_add(1, Ordering::SeqCst);
-        let _leave = Leave(&self.inside);
-        if self.closed.load(Ordering::SeqCst) {
-            return None;
-        }
-        Some(f())
+        self.enter().map(|_inside| f())
     }
 
     /// Enter the barrier until the returned guard drops (for a section that cannot be one
     /// closure); None once the barrier is closed.
     pub fn enter(&self) -> Option<Inside<'_>> {
+        // Counted before the check, so that `close` either sees this thread or it sees `closed`.
         self.inside.fetch_add(1, Ordering::SeqCst);
         let inside = Inside {
             _leave: Leave(&self.inside),

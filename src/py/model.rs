@@ -108,21 +108,17 @@ impl Host for PyCallable {
                 event_loop,
                 Done(reply),
             );
-            CALL.get_or_try_init(py, || {
-                py.import("outrider._aio")?
-                    .getattr("call")
-                    .map(Bound::unbind)
-            })
-            .and_then(|call| call.bind(py).call1(args))
-            .and_then(|started| {
-                let (handle, inbox, job): (Py<PyAny>, Bound<'_, ModelInbox>, Py<PyAny>) =
-                    started.extract()?;
-                Ok((handle, inbox.get().0.clone(), job))
-            })
-            .map_err(|e| {
-                let kind = type_name(e.value(py).as_any());
-                ModelError::callback_raised(&self.what(), &kind, &e.value(py).to_string())
-            })
+            CALL.import(py, "outrider._aio", "call")
+                .and_then(|call| call.call1(args))
+                .and_then(|started| {
+                    let (handle, inbox, job): (Py<PyAny>, Bound<'_, ModelInbox>, Py<PyAny>) =
+                        started.extract()?;
+                    Ok((handle, inbox.get().0.clone(), job))
+                })
+                .map_err(|e| {
+                    let kind = type_name(e.value(py).as_any());
+                    ModelError::callback_raised(&self.what(), &kind, &e.value(py).to_string())
+                })
         });
         let exiting = || {
             ModelError::new(

@@ -55,10 +55,10 @@ pub fn event_sink(on_event: Option<&Bound<'_, PyAny>>) -> PyResult<Option<EventS
         let expected = "a callable taking one event dict, or None";
         return Err(wrong_type("on_event", expected, callback));
     }
-    let deliver = callback
-        .py()
-        .import("outrider._observe")?
-        .getattr("deliver")?
+    static DELIVER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let deliver = DELIVER
+        .import(callback.py(), "outrider._observe", "deliver")?
+        .clone()
         .unbind();
     let callback = callback.clone().unbind();
     // Only the first exception of a callback is logged with its traceback (see `deliver`).

@@ -4,6 +4,7 @@
 use std::future::Future;
 
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::PyAny;
 
 use crate::api::{block_on_interruptible, with_caller, CallerScope, CancelToken, Error};
@@ -33,13 +34,23 @@ where
     T: Send + 'static,
     C: FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
 {
+    // Looked up once per process: this runs on every launch.
+    static COPY_CONTEXT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    static RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    static RESOLVE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     crate::py::observe::refresh_level(py);
     let cancel = parent.child();
     let event_loop = match awaitable {
-        true => Some(py.import("asyncio")?.call_method0("get_running_loop")?),
+        true => Some(
+            RUNNING_LOOP
+                .import(py, "asyncio", "get_running_loop")?
+                .call0()?,
+        ),
         false => None,
     };
-    let context = py.import("contextvars")?.call_method0("copy_context")?;
+    let context = COPY_CONTEXT
+        .import(py, "contextvars", "copy_context")?
+        .call0()?;
     let caller = Caller {
         context: context.unbind(),
         event_loop: event_loop.as_ref().map(|l| l.clone().unbind()),
@@ -59,10 +70,7 @@ where
     crate::api::runtime().spawn(async move {
         let out = work.await;
         attach(|py| {
-            let Ok(resolve) = py
-                .import("outrider._aio")
-                .and_then(|m| m.getattr("resolve"))
-            else {
+            let Ok(resolve) = RESOLVE.import(py, "outrider._aio", "resolve") else {
                 return;
             };
             let (value, error) = match out.map_err(PyErr::from).and_then(|v| convert(py, v)) {
