@@ -9,7 +9,7 @@ pub use crate::agent::{
 };
 pub use crate::args::{seconds, Kwargs, Params};
 pub use crate::contract::{
-    answer_from_bytes, explore_meta, ContractError, ExploreResult, LocItem, Repair, SubagentStatus,
+    answer_text, explore_meta, ContractError, ExploreResult, LocItem, Repair, SubagentStatus,
     ToolUsage, VerificationMeta, VerificationResult, EXPLORE_META, EXPLORE_PARAMS, UNKNOWN_REASON,
     VERIFICATION_META, VERIFICATION_PARAMS,
 };

@@ -581,8 +581,12 @@ fn count_from_json(value: &Json, field: &str) -> Result<u64, crate::Error> {
     }
 }
 
-/// The text of a model answer given as bytes: UTF-8, or a contract error saying where it breaks.
-pub fn answer_from_bytes(bytes: &[u8], contract: &'static str) -> Result<String, ContractError> {
+/// The text of a model answer given as bytes, or not at all: no answer is the empty text (as
+/// the reference treats it); bytes must be UTF-8, else a contract error says where they break.
+pub fn answer_text(raw: Option<&[u8]>, contract: &'static str) -> Result<String, ContractError> {
+    let Some(bytes) = raw else {
+        return Ok(String::new());
+    };
     String::from_utf8(bytes.to_vec()).map_err(|e| {
         let pos = e.utf8_error().valid_up_to();
         ContractError {
@@ -872,6 +876,18 @@ fn dict_uint(obj: &Json, key: &str, out: &mut Vec<Violation>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_given_as_bytes_or_not_at_all() {
+        assert_eq!(answer_text(None, EXPLORE).unwrap(), "");
+        assert_eq!(answer_text(Some("ü".as_bytes()), EXPLORE).unwrap(), "ü");
+        let err = answer_text(Some(b"ok\xff"), EXPLORE).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "structured child result is not valid UTF-8: invalid byte at offset 2"
+        );
+        assert_eq!(err.violations[0].kind, "utf8_invalid");
+    }
 
     fn explore(raw: &str) -> Result<ExploreResult, ContractError> {
         ExploreResult::from_json(raw, ToolUsage::new(), "completed")

@@ -3,25 +3,23 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple, PyType};
 
-use crate::api::{answer_from_bytes, explore_meta, Error, ExploreResult, ToolUsage};
+use crate::api::{answer_text, explore_meta, Error, ExploreResult, ToolUsage};
 use crate::api::{VerificationMeta, VerificationResult, EXPLORE_META, EXPLORE_PARAMS};
 use crate::api::{VERIFICATION_META, VERIFICATION_PARAMS};
 use crate::py::convert::{bind, dump, kwargs, path_arg, str_list, to_json, wrong_type};
 use crate::py::frozen_class;
 
-/// The text of a model answer: str, bytes (UTF-8) or None (empty, as the reference).
-fn answer_text(raw: &Bound<'_, PyAny>, contract: &'static str) -> PyResult<String> {
-    if raw.is_none() {
-        return Ok(String::new());
-    }
+/// The text of a model answer: a str as it is; bytes or None as the core reads them.
+fn text_arg(raw: &Bound<'_, PyAny>, contract: &'static str) -> PyResult<String> {
     if let Ok(s) = raw.cast::<PyString>() {
         return crate::py::convert::py_str(s, "text");
     }
-    if let Ok(b) = raw.cast::<PyBytes>() {
-        return answer_from_bytes(b.as_bytes(), contract)
-            .map_err(|e| crate::api::Error::from(e).into());
-    }
-    Err(wrong_type(&format!("{contract} text"), "str or bytes", raw))
+    let bytes = match raw.cast::<PyBytes>() {
+        Ok(b) => Some(b.as_bytes()),
+        Err(_) if raw.is_none() => None,
+        Err(_) => return Err(wrong_type(&format!("{contract} text"), "str or bytes", raw)),
+    };
+    Ok(answer_text(bytes, contract).map_err(Error::from)?)
 }
 
 /// The methods both result classes share (dict round trip; value semantics come with `value`).
@@ -75,7 +73,7 @@ result_class!(PyExploreResult, ExploreResult, "ExploreResult",
     #[classmethod]
     #[pyo3(signature = (text, **meta), text_signature = "($cls, text, *, tool_usage=None, terminal_reason=None)")]
     fn from_json(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, meta: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-        let (raw, (usage, reason)) = (answer_text(text, "ExploreResult")?, explore_meta(&kwargs("ExploreResult.from_json", &EXPLORE_META, meta)?)?);
+        let (raw, (usage, reason)) = (text_arg(text, "ExploreResult")?, explore_meta(&kwargs("ExploreResult.from_json", &EXPLORE_META, meta)?)?);
         let inner = py.detach(|| ExploreResult::from_json(&raw, usage, &reason)).map_err(Error::from)?;
         Ok(PyExploreResult { inner })
     }
@@ -83,7 +81,7 @@ result_class!(PyExploreResult, ExploreResult, "ExploreResult",
     #[classmethod]
     #[pyo3(signature = (text, **meta), text_signature = "($cls, text, *, tool_usage=None, terminal_reason=None)")]
     fn repair(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, meta: Option<&Bound<'_, PyDict>>) -> PyResult<(Self, Option<&'static str>)> {
-        let (raw, (usage, reason)) = (answer_text(text, "ExploreResult")?, explore_meta(&kwargs("ExploreResult.repair", &EXPLORE_META, meta)?)?);
+        let (raw, (usage, reason)) = (text_arg(text, "ExploreResult")?, explore_meta(&kwargs("ExploreResult.repair", &EXPLORE_META, meta)?)?);
         let (inner, r) = py.detach(|| ExploreResult::repair(&raw, usage, &reason)).map_err(Error::from)?;
         Ok((PyExploreResult { inner }, r.map(|r| r.as_str())))
     }
@@ -109,7 +107,7 @@ result_class!(PyVerificationResult, VerificationResult, "VerificationResult",
     #[classmethod]
     #[pyo3(signature = (text, **meta), text_signature = "($cls, text, *, child_session_id=None, child_run_id=None, terminal_reason=None, tool_usage=None, token_usage=None)")]
     fn from_json(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, meta: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-        let (raw, meta) = (answer_text(text, "VerificationResult")?, kwargs("VerificationResult.from_json", &VERIFICATION_META, meta)?);
+        let (raw, meta) = (text_arg(text, "VerificationResult")?, kwargs("VerificationResult.from_json", &VERIFICATION_META, meta)?);
         let inner = py.detach(|| VerificationResult::from_json(&raw, VerificationMeta::from_kwargs(&meta)?).map_err(Error::from))?;
         Ok(PyVerificationResult { inner })
     }
@@ -117,7 +115,7 @@ result_class!(PyVerificationResult, VerificationResult, "VerificationResult",
     #[classmethod]
     #[pyo3(signature = (text, **meta), text_signature = "($cls, text, *, child_session_id=None, child_run_id=None, terminal_reason=None, tool_usage=None, token_usage=None)")]
     fn repair(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, meta: Option<&Bound<'_, PyDict>>) -> PyResult<(Self, Option<&'static str>)> {
-        let (raw, meta) = (answer_text(text, "VerificationResult")?, kwargs("VerificationResult.repair", &VERIFICATION_META, meta)?);
+        let (raw, meta) = (text_arg(text, "VerificationResult")?, kwargs("VerificationResult.repair", &VERIFICATION_META, meta)?);
         let (inner, r) = py.detach(|| VerificationResult::repair(&raw, VerificationMeta::from_kwargs(&meta)?).map_err(Error::from))?;
         Ok((PyVerificationResult { inner }, r.map(|r| r.as_str())))
     }
