@@ -5,7 +5,7 @@ pub use crate::agent::task_tool::{FactoryError, LauncherFactory, TaskTool, TASK_
 pub use crate::agent::{
     profiles_by_key, CompletionVerdict, LaunchError, LaunchObserver, LauncherOptions, MainAgent,
     MainAgentOptions, MainRun, ModelRoute, OnFinished, RequestInit, SubagentLaunchResult,
-    SubagentLauncher, SubagentRequest, TraceDirSetting, Verification,
+    SubagentLauncher, SubagentRequest, TraceDirSetting, Verification, REQUEST_PARAMS,
 };
 pub use crate::args::{seconds, Kwargs, Params};
 pub use crate::contract::{

@@ -17,7 +17,7 @@ import pytest
 from loopback import answering, completion
 
 import outrider
-from outrider import EXPLORE_PROFILE, SubagentLauncher, SubagentRequest, TaskTool
+from outrider import EXPLORE_PROFILE, ArgumentTypeError, SubagentLauncher, SubagentRequest, TaskTool
 from outrider.testing import ScriptedLLM, call, delay, final
 
 FINAL = final(
@@ -317,6 +317,12 @@ def test_model_routing(
         SubagentLauncher(repo, main, max_concurrency=0)
     with pytest.raises(TypeError, match="SubagentRequest.task: missing"):
         SubagentRequest(profile_name="explore")
+    with pytest.raises(ArgumentTypeError, match="SubagentRequest.task: must be str, got int"):
+        SubagentRequest(3)  # type: ignore[arg-type]
+    with pytest.raises(ArgumentTypeError, match="SubagentRequest: has no option 'tsk'"):
+        SubagentRequest(tsk="t")  # type: ignore[call-arg]
+    with pytest.raises(ArgumentTypeError, match="multiple values for argument 'task'"):
+        SubagentRequest("t", task="u")  # type: ignore[misc]
 
 
 def test_parent_events_and_failures_keep_their_metrics(

@@ -38,7 +38,7 @@ pub use launcher::{
     LauncherOptions, OnFinished, SubagentLauncher, TraceDirSetting,
 };
 pub use main_agent::{MainAgent, MainAgentOptions, MainRun};
-pub use request::{RequestInit, SubagentRequest};
+pub use request::{RequestInit, SubagentRequest, REQUEST_PARAMS};
 pub use result::{ModelRoute, SubagentLaunchResult, CHILD_RUN_ID};
 pub use task_tool::{LauncherFactory, Prepared, TaskTool, TASK_TOOL_NAME};
 pub use verify::{CompletionVerdict, Verification};

@@ -3,6 +3,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::args::{Kwargs, Params};
 use crate::error::Error;
 use crate::profile::ModelChoice;
 use crate::pyjson::{py_dumps, Json};
@@ -45,7 +46,38 @@ pub struct RequestInit {
     pub parent_run_id: Option<String>,
 }
 
+/// `SubagentRequest(...)`'s parameters, each of which may come by position or by name.
+pub const REQUEST_PARAMS: Params = Params {
+    owner: "SubagentRequest",
+    names: &[
+        "task",
+        "profile_name",
+        "structured_context",
+        "model_choice",
+        "parent_session_id",
+        "parent_run_id",
+    ],
+    positional: 6,
+    required: 0,
+};
+
 impl RequestInit {
+    /// From a constructor call's arguments ([`REQUEST_PARAMS`]); a value of the wrong type is
+    /// refused naming its field (`SubagentRequest.task`).
+    pub fn from_kwargs(k: &Kwargs) -> Result<Self, Error> {
+        let read = || -> Result<Self, Error> {
+            Ok(RequestInit {
+                task: k.str("task")?,
+                profile_name: k.str("profile_name")?,
+                structured_context: Some(k.json("structured_context").clone()),
+                model_choice: k.str("model_choice")?,
+                parent_session_id: k.str("parent_session_id")?,
+                parent_run_id: k.str("parent_run_id")?,
+            })
+        };
+        read().map_err(|e| e.within(REQUEST_PARAMS.owner))
+    }
+
     /// Validate into a request.
     pub fn build(self) -> Result<SubagentRequest, Error> {
         let task = self.task.ok_or_else(|| Error::Type {
@@ -181,6 +213,44 @@ mod tests {
             ..init("t")
         };
         assert_eq!(empty_choice.build().unwrap().model_choice, None);
+    }
+
+    #[test]
+    fn from_a_call_by_position_and_by_name() {
+        let call = |pos: Vec<Json>, named: Vec<(&str, Json)>| {
+            let named = named.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+            Kwargs::bind(&REQUEST_PARAMS, pos, named)
+                .and_then(|k| RequestInit::from_kwargs(&k))
+                .and_then(RequestInit::build)
+        };
+        let by_position = call(
+            vec![Json::Str("t".into()), Json::Str("verification".into())],
+            vec![],
+        );
+        assert_eq!(by_position.unwrap().profile_name, "verification");
+        let by_name = call(
+            vec![],
+            vec![
+                ("task", Json::Str("t".into())),
+                ("parent_run_id", Json::Str("r".into())),
+            ],
+        );
+        assert_eq!(by_name.unwrap().parent_run_id.as_deref(), Some("r"));
+        let msg = |r: Result<SubagentRequest, Error>| r.unwrap_err().to_string();
+        assert_eq!(
+            msg(call(vec![Json::Int(3)], vec![])),
+            "SubagentRequest.task: must be str, got int"
+        );
+        assert_eq!(
+            msg(call(vec![], vec![("model_choice", Json::Bool(true))])),
+            "SubagentRequest.model_choice: must be str, got bool"
+        );
+        assert_eq!(
+            msg(call(vec![], vec![])),
+            "SubagentRequest.task: missing; pass the self-contained instructions for the child"
+        );
+        assert!(msg(call(vec![], vec![("tsk", Json::Str("t".into()))]))
+            .starts_with("SubagentRequest: has no option 'tsk'; options are: task, profile_name"));
     }
 
     #[test]

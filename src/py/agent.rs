@@ -5,10 +5,10 @@ use pyo3::types::PyDict;
 
 use crate::api::CancelToken;
 use crate::api::{MainAgent, MainAgentOptions};
-use crate::py::convert::{dump, kwargs, path_arg, req_str, wrong_type};
+use crate::py::convert::{kwargs, path_arg, req_str, wrong_type};
 use crate::py::launcher::{model_arg, trace_dir_arg, PySubagentLauncher};
 use crate::py::observe::{event_sink, refresh_level};
-use crate::py::runtime::finish;
+use crate::py::runtime::{finish, Plain};
 
 /// A main agent with Read/Grep/Glob and the Task tool (see the stub).
 #[pyclass(frozen, module = "outrider._core", name = "MainAgent")]
@@ -66,10 +66,8 @@ impl PyMainAgent {
             self.inner.clone(),
             event_sink(on_event)?,
         );
-        let run = |c| async move { agent.run_observed(&task, c, sink).await };
-        finish(py, &CancelToken::new(), awaitable, run, |py, out| {
-            Ok(dump(py, &out)?.unbind())
-        })
+        let run = |c| async move { agent.run_observed(&task, c, sink).await.map(Plain) };
+        finish(py, &CancelToken::new(), awaitable, run)
     }
 
     fn __repr__(&self) -> String {

@@ -3,17 +3,17 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyType};
+use pyo3::types::{PyBool, PyDict, PyTuple, PyType};
 
 use crate::api::ChatModel;
 use crate::api::{CancelToken, ParsedResult};
 use crate::api::{
     LauncherOptions, RequestInit, SubagentLaunchResult, SubagentLauncher, Verification,
 };
-use crate::api::{SubagentRequest, TraceDirSetting};
+use crate::api::{SubagentRequest, TraceDirSetting, REQUEST_PARAMS};
 use crate::py::contract::{PyExploreResult, PyVerificationResult};
 use crate::py::convert::{
-    dict_arg, dump, kwargs, opt_int, opt_json, opt_str, opt_str_list, path_arg, req_str, to_json,
+    bind, dict_arg, dump, kwargs, opt_int, opt_json, opt_str_list, path_arg, req_str, to_json,
     wrong_type,
 };
 use crate::py::frozen_class;
@@ -33,17 +33,9 @@ frozen_class! {
         parent_run_id: Option<String> = |r| r.parent_run_id.clone(),
     }
     #[new]
-    #[pyo3(signature = (task=None, profile_name=None, structured_context=None, model_choice=None, parent_session_id=None, parent_run_id=None))]
-    fn py_new(task: Option<&Bound<'_, PyAny>>, profile_name: Option<&Bound<'_, PyAny>>, structured_context: Option<&Bound<'_, PyAny>>,
-        model_choice: Option<&Bound<'_, PyAny>>, parent_session_id: Option<&Bound<'_, PyAny>>, parent_run_id: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let init = RequestInit {
-            profile_name: opt_str(profile_name, "SubagentRequest.profile_name")?,
-            task: opt_str(task, "SubagentRequest.task")?,
-            structured_context: Some(opt_json(structured_context, "SubagentRequest.structured_context")?),
-            model_choice: opt_str(model_choice, "SubagentRequest.model_choice")?,
-            parent_session_id: opt_str(parent_session_id, "SubagentRequest.parent_session_id")?,
-            parent_run_id: opt_str(parent_run_id, "SubagentRequest.parent_run_id")?,
-        };
+    #[pyo3(signature = (*args, **kwargs), text_signature = "(task=None, profile_name=None, structured_context=None, model_choice=None, parent_session_id=None, parent_run_id=None)")]
+    fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let init = RequestInit::from_kwargs(&bind(&REQUEST_PARAMS, Some(args), kwargs)?)?;
         Ok(PySubagentRequest { inner: init.build()? })
     }
     #[getter]
@@ -142,7 +134,7 @@ pub fn model_arg(
         return Ok(None);
     };
     if let Ok(m) = obj.cast::<crate::py::openai::PyOpenAICompatible>() {
-        return Ok(Some(m.get().model.clone()));
+        return Ok(Some(m.get().client.clone()));
     }
     if obj.cast::<crate::py::model::PyOfflineScout>().is_ok() {
         return Ok(Some(Arc::new(crate::api::OfflineScout)));
@@ -252,9 +244,7 @@ impl PySubagentLauncher {
         let (req, launcher) = (request_arg(request)?, self.inner.clone());
         let observer = observer(on_event, None)?;
         let launch = |c| async move { launcher.launch_observed(req, c, &observer).await };
-        finish(py, &self.cancel, awaitable, launch, |py, inner| {
-            Ok(Py::new(py, PySubagentLaunchResult { inner })?.into_any())
-        })
+        finish(py, &self.cancel, awaitable, launch)
     }
 
     /// `launch_many` and `launch_many_async`: results in input order, at most `max_concurrency`
@@ -278,18 +268,7 @@ impl PySubagentLauncher {
                 .launch_many_observed(reqs, limit, c, observer)
                 .await
         };
-        finish(
-            py,
-            &self.cancel,
-            awaitable,
-            launch,
-            |py, results: Vec<_>| {
-                let results = results
-                    .into_iter()
-                    .map(|inner| PySubagentLaunchResult { inner });
-                Ok(pyo3::types::PyList::new(py, results)?.into_any().unbind())
-            },
-        )
+        finish(py, &self.cancel, awaitable, launch)
     }
 
     /// Verify a completion candidate: the deterministic checks, then a verification child.
@@ -307,9 +286,7 @@ impl PySubagentLauncher {
         let launcher = self.inner.clone();
         let verify =
             |c| async move { launcher.verify(&candidate, requirements, evidence, c).await };
-        finish(py, &self.cancel, false, verify, |py, inner| {
-            Ok(Py::new(py, PyCompletionVerdict { inner })?.into_any())
-        })
+        finish(py, &self.cancel, false, verify)
     }
 
     /// Names of the registered profiles.
@@ -336,7 +313,7 @@ frozen_class! {
         verdict: &'static str = |v| v.verdict.verdict,
         reasons: Vec<String> = |v| v.verdict.reasons.clone(),
         feedback: Option<String> = |v| v.verdict.feedback.clone(),
-        launch: Option<PySubagentLaunchResult> = |v| v.launch.clone().map(|inner| PySubagentLaunchResult { inner }),
+        launch: Option<SubagentLaunchResult> = |v| v.launch.clone(),
     }
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         dump(py, &self.inner.verdict)

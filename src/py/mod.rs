@@ -63,6 +63,16 @@ macro_rules! frozen_class {
             pub inner: $core,
         }
 
+        /// The core value goes to Python as this class.
+        impl<'py> IntoPyObject<'py> for $core {
+            type Target = $py;
+            type Output = Bound<'py, $py>;
+            type Error = PyErr;
+            fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, $py>> {
+                Bound::new(py, $py { inner: self })
+            }
+        }
+
         #[pymethods]
         impl $py {
             $(#[getter] fn $get(&self) -> $ty { let $s = &self.inner; $expr })*

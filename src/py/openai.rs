@@ -10,24 +10,13 @@ use crate::api::MAIN_PREFIX;
 use crate::api::{CancelToken, Error};
 use crate::api::{ChatModel, ChatRequest};
 use crate::api::{ClientSettings, OpenAICompatible, OpenAICompatibleConfig};
-use crate::py::convert::{dump, kwargs, opt_str, req_str, to_json, wrong_type};
-use crate::py::runtime::finish;
+use crate::py::convert::{kwargs, opt_str, req_str, to_json, wrong_type};
+use crate::py::runtime::{finish, Plain};
 
 /// The built-in OpenAI-compatible chat-completions client.
 #[pyclass(frozen, module = "outrider._core", name = "OpenAICompatible")]
 pub struct PyOpenAICompatible {
-    pub model: Arc<dyn ChatModel>,
-    client: Arc<OpenAICompatible>,
-}
-
-impl PyOpenAICompatible {
-    fn wrap(client: OpenAICompatible) -> Self {
-        let client = Arc::new(client);
-        PyOpenAICompatible {
-            model: client.clone(),
-            client,
-        }
-    }
+    pub client: Arc<OpenAICompatible>,
 }
 
 #[pymethods]
@@ -47,7 +36,9 @@ impl PyOpenAICompatible {
         let options = kwargs("OpenAICompatible", &ClientSettings::KWARGS, options)?;
         let settings = ClientSettings::from_kwargs(base_url, api_key, &options)?;
         let config = OpenAICompatibleConfig::from_settings(req_str(model, "model")?, settings)?;
-        Ok(Self::wrap(OpenAICompatible::new(config)?))
+        Ok(PyOpenAICompatible {
+            client: Arc::new(OpenAICompatible::new(config)?),
+        })
     }
 
     /// Build from `{prefix}_MODEL_ID`, `{prefix}_API_KEY`, `{prefix}_BASE_URL` (and `LLM_TIMEOUT`,
@@ -60,7 +51,13 @@ impl PyOpenAICompatible {
         prefix: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<Self>> {
         let prefix = opt_str(prefix, "prefix")?;
-        Ok(OpenAICompatible::from_env(prefix.as_deref().unwrap_or(MAIN_PREFIX))?.map(Self::wrap))
+        Ok(
+            OpenAICompatible::from_env(prefix.as_deref().unwrap_or(MAIN_PREFIX))?.map(|c| {
+                PyOpenAICompatible {
+                    client: Arc::new(c),
+                }
+            }),
+        )
     }
 
     /// Make one call with a chat-completions request dict; returns the normalised answer
@@ -76,10 +73,8 @@ impl PyOpenAICompatible {
         let req = ChatRequest::from_openai(&to_json(request, "request")?.to_value())
             .map_err(|e| Error::config("request", e.0))?;
         let client = self.client.clone();
-        let call = |_| async move { client.complete(&req).await.map_err(Error::from) };
-        finish(py, &CancelToken::new(), false, call, |py, resp| {
-            Ok(dump(py, &resp.to_short_value())?.unbind())
-        })
+        let call = |_| async move { Ok(Plain(client.complete(&req).await?.to_short_value())) };
+        finish(py, &CancelToken::new(), false, call)
     }
 
     #[getter]

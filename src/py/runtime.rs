@@ -6,6 +6,7 @@ use std::future::Future;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyAny;
+use pyo3::IntoPyObjectExt;
 
 use crate::api::{block_on_interruptible, with_caller, CallerScope, CancelToken, Error};
 use crate::py::enter::attach;
@@ -17,22 +18,32 @@ pub struct Caller {
     pub event_loop: Option<Py<PyAny>>,
 }
 
+/// A serialisable core value handed to Python as plain data (dicts, lists, str, numbers, None).
+pub struct Plain<T>(pub T);
+
+impl<'py, T: serde::Serialize> IntoPyObject<'py> for Plain<T> {
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        crate::py::convert::dump(py, &self.0)
+    }
+}
+
 /// Run the work `start` builds (given a token that `parent` cancels too) for an entry point.
-/// With `awaitable`: an asyncio future of the running loop, resolved with `convert(output)`;
+/// With `awaitable`: an asyncio future of the running loop, resolved with the work's output;
 /// cancelling it cancels the work, and async model callables run on that loop. Otherwise it
 /// blocks with the GIL released, and Ctrl-C cancels the work and raises KeyboardInterrupt.
-pub fn finish<T, F, Fut, C>(
+pub fn finish<T, F, Fut>(
     py: Python<'_>,
     parent: &CancelToken,
     awaitable: bool,
     start: F,
-    convert: C,
 ) -> PyResult<Py<PyAny>>
 where
     F: FnOnce(CancelToken) -> Fut,
     Fut: Future<Output = Result<T, Error>> + Send + 'static,
-    T: Send + 'static,
-    C: FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
+    T: for<'py> IntoPyObject<'py> + Send + 'static,
 {
     // Looked up once per process: this runs on every launch.
     static COPY_CONTEXT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -62,7 +73,7 @@ where
     let Some(event_loop) = event_loop else {
         let signals = || Python::attach(|py| py.check_signals());
         let out = py.detach(|| block_on_interruptible(work, &signals, Some(&cancel)))??;
-        return convert(py, out);
+        return out.into_py_any(py);
     };
     let future = event_loop.call_method0("create_future")?;
     future.call_method1("add_done_callback", (CancelOnDone { cancel },))?;
@@ -73,7 +84,7 @@ where
             let Ok(resolve) = RESOLVE.import(py, "outrider._aio", "resolve") else {
                 return;
             };
-            let (value, error) = match out.map_err(PyErr::from).and_then(|v| convert(py, v)) {
+            let (value, error) = match out.map_err(PyErr::from).and_then(|v| v.into_py_any(py)) {
                 Ok(v) => (v, py.None()),
                 Err(e) => (py.None(), e.into_value(py).into_any()),
             };

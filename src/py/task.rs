@@ -5,11 +5,10 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 
 use crate::api::CancelToken;
-use crate::api::ToolResult;
 use crate::api::{FactoryError, LauncherFactory, TaskTool, TASK_TOOL_NAME};
 use crate::py::convert::{dump, opt_str_list, tool_args, type_name, wrong_type};
 use crate::py::launcher::PySubagentLauncher;
-use crate::py::runtime::finish;
+use crate::py::runtime::{finish, Plain};
 
 /// The Task tool (see the stub for documentation).
 #[pyclass(frozen, module = "outrider._core", name = "TaskTool")]
@@ -98,14 +97,8 @@ impl PyTaskTool {
         awaitable: bool,
     ) -> PyResult<Py<PyAny>> {
         let prepared = self.inner.prepare(tool_args(Some(args)));
-        let run = |c| async move { Ok(prepared.run(c).await) };
-        finish(
-            py,
-            &CancelToken::new(),
-            awaitable,
-            run,
-            |py, r: ToolResult| Ok(dump(py, &r.to_value())?.unbind()),
-        )
+        let run = |c| async move { Ok(Plain(prepared.run(c).await.to_value())) };
+        finish(py, &CancelToken::new(), awaitable, run)
     }
     fn __repr__(&self) -> String {
         format!("{:?}", self.inner)

@@ -4,7 +4,7 @@ use pyo3::prelude::*;
 
 use crate::api::{run_tool_until, CancelToken, Error};
 use crate::py::convert::{dump, opt_float, opt_str, opt_str_list, path_arg, req_str, tool_args};
-use crate::py::runtime::finish;
+use crate::py::runtime::{finish, Plain};
 
 /// Run one tool under `root` and return its envelope dict. Bad arguments give an error envelope.
 #[pyfunction]
@@ -26,11 +26,10 @@ pub fn run_tool(
     let run = |cancel: CancelToken| async move {
         let work = move || run_tool_until(&root, &name, args, mode.as_deref(), timeout, &cancel);
         let done = tokio::task::spawn_blocking(work).await;
-        done.unwrap_or_else(|e| Err(Error::Internal(format!("the tool did not finish: {e}"))))
+        let done = done.map_err(|e| Error::Internal(format!("the tool did not finish: {e}")));
+        done.and_then(|envelope| envelope.map(Plain))
     };
-    finish(py, &CancelToken::new(), false, run, |py, envelope| {
-        Ok(dump(py, &envelope)?.unbind())
-    })
+    finish(py, &CancelToken::new(), false, run)
 }
 
 /// The JSON schemas of the read-only tools, in OpenAI or Anthropic tool format.
