@@ -36,7 +36,7 @@ pub use crate::pyjson::{py_repr_str, Json};
 pub use crate::redact::redact_str;
 pub use crate::runner::{CancelToken, ParsedResult};
 pub use crate::tools::envelope::{to_pretty_json, ToolResult};
-pub use crate::tools::run::{run_tool, run_tool_until, tool_schemas, ToolArgs};
+pub use crate::tools::run::{run_tool, run_tool_blocking, tool_schemas, ToolArgs};
 pub use crate::tools::workspace::Workspace;
 pub use crate::trace::{EventSink, TraceEvent, TraceRetention, SPAN_TARGET};
 pub use crate::VERSION;

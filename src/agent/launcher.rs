@@ -136,7 +136,7 @@ impl LaunchObserver {
 /// offline scout.
 pub fn default_main_model() -> Result<Arc<dyn ChatModel>, Error> {
     Ok(
-        match crate::llm::openai::OpenAICompatible::from_env(crate::llm::env::MAIN_PREFIX)? {
+        match crate::llm::openai::OpenAICompatible::from_env(None)? {
             Some(m) => Arc::new(m),
             None => Arc::new(crate::llm::scout::OfflineScout),
         },
@@ -147,7 +147,7 @@ pub fn default_main_model() -> Result<Arc<dyn ChatModel>, Error> {
 /// reference; otherwise there is no light route and light requests fall back to main.
 pub fn default_light_model() -> Result<Option<Arc<dyn ChatModel>>, Error> {
     Ok(
-        crate::llm::openai::OpenAICompatible::from_env(crate::llm::env::LIGHT_PREFIX)?
+        crate::llm::openai::OpenAICompatible::from_env(Some(crate::llm::env::LIGHT_PREFIX))?
             .map(|m| Arc::new(m) as Arc<dyn ChatModel>),
     )
 }

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
 
-use crate::api::MAIN_PREFIX;
 use crate::api::{CancelToken, Error};
 use crate::api::{ChatModel, ChatRequest};
 use crate::api::{ClientSettings, OpenAICompatible, OpenAICompatibleConfig};
@@ -52,10 +51,8 @@ impl PyOpenAICompatible {
     ) -> PyResult<Option<Self>> {
         let prefix = opt_str(prefix, "prefix")?;
         Ok(
-            OpenAICompatible::from_env(prefix.as_deref().unwrap_or(MAIN_PREFIX))?.map(|c| {
-                PyOpenAICompatible {
-                    client: Arc::new(c),
-                }
+            OpenAICompatible::from_env(prefix.as_deref())?.map(|c| PyOpenAICompatible {
+                client: Arc::new(c),
             }),
         )
     }

@@ -2,7 +2,7 @@
 
 use pyo3::prelude::*;
 
-use crate::api::{run_tool_until, CancelToken, Error};
+use crate::api::{run_tool_blocking, CancelToken};
 use crate::py::convert::{dump, opt_float, opt_str, opt_str_list, path_arg, req_str, tool_args};
 use crate::py::runtime::{finish, Plain};
 
@@ -23,11 +23,9 @@ pub fn run_tool(
     let name = req_str(name, "name")?;
     let args = tool_args(arguments);
     // On a blocking thread, so that Ctrl-C is heard while the tool runs (it stops the tool).
-    let run = |cancel: CancelToken| async move {
-        let work = move || run_tool_until(&root, &name, args, mode.as_deref(), timeout, &cancel);
-        let done = tokio::task::spawn_blocking(work).await;
-        let done = done.map_err(|e| Error::Internal(format!("the tool did not finish: {e}")));
-        done.and_then(|envelope| envelope.map(Plain))
+    let run = |cancel| async move {
+        let envelope = run_tool_blocking(root, name, args, mode, timeout, cancel).await;
+        envelope.map(Plain)
     };
     finish(py, &CancelToken::new(), false, run)
 }

@@ -45,6 +45,22 @@ pub fn run_tool(
     run_tool_until(root, name, args, runtime_mode, timeout, &CancelToken::new())
 }
 
+/// [`run_tool_until`] on the runtime's blocking threads, for a caller that awaits it (and so
+/// can listen for an interrupt meanwhile, and cancel).
+pub async fn run_tool_blocking(
+    root: std::path::PathBuf,
+    name: String,
+    args: ToolArgs,
+    runtime_mode: Option<String>,
+    timeout: Option<f64>,
+    cancel: CancelToken,
+) -> Result<Value, Error> {
+    let mode = runtime_mode;
+    let work = move || run_tool_until(&root, &name, args, mode.as_deref(), timeout, &cancel);
+    let done = tokio::task::spawn_blocking(work).await;
+    done.unwrap_or_else(|e| Err(Error::Internal(format!("the tool did not finish: {e}"))))
+}
+
 /// [`run_tool`] that stops at its next check once `cancel` is cancelled (Ctrl-C in Python).
 pub fn run_tool_until(
     root: &Path,
@@ -252,6 +268,37 @@ mod tests {
             .as_str()
             .unwrap()
             .ends_with("Did you mean 'Grep'? Tool names are case-sensitive."));
+    }
+
+    #[tokio::test]
+    async fn run_tool_blocking_answers_and_a_cancelled_one_stops() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "hello\n").unwrap();
+        let root = dir.path().to_path_buf();
+        let grep = |cancel| {
+            let args = ToolArgs::Text(r#"{"pattern": "hello"}"#.into());
+            run_tool_blocking(root.clone(), "Grep".into(), args, None, None, cancel)
+        };
+        let ok = grep(CancelToken::new()).await.unwrap();
+        assert_eq!(ok["data"]["matches"][0]["file"], json!("a.txt"));
+        let cancelled = CancelToken::new();
+        cancelled.cancel();
+        let stopped = grep(cancelled).await.unwrap();
+        assert_eq!(stopped["status"], json!("error"), "{stopped}");
+        assert_eq!(stopped["text"], json!("Grep of '.' was cancelled."));
+        let bad_mode = run_tool_blocking(
+            root,
+            "Read".into(),
+            ToolArgs::Json(crate::pyjson::Json::Null),
+            Some("x".into()),
+            None,
+            CancelToken::new(),
+        );
+        assert!(bad_mode
+            .await
+            .unwrap_err()
+            .to_string()
+            .starts_with("runtime_mode: must be"));
     }
 
     /// A Read that ignores its deadline, as one long step of a real tool does.

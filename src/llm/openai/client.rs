@@ -158,9 +158,9 @@ impl OpenAICompatible {
     }
 
     /// The backend configured by `{prefix}_MODEL_ID` and friends (see [`crate::llm::env`]), or
-    /// `None` when the model id is unset.
-    pub fn from_env(prefix: &str) -> Result<Option<Self>, Error> {
-        crate::llm::env::from_env(prefix)?
+    /// `None` when the model id is unset. No prefix means the main model's (`LLM`).
+    pub fn from_env(prefix: Option<&str>) -> Result<Option<Self>, Error> {
+        crate::llm::env::from_env(prefix.unwrap_or(crate::llm::env::MAIN_PREFIX))?
             .map(OpenAICompatible::new)
             .transpose()
     }
