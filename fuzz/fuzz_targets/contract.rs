@@ -3,11 +3,11 @@
 //! error, never a panic; a strict parse that succeeds is what the repair gives too.
 
 use libfuzzer_sys::fuzz_target;
-use outrider::contract::{answer_from_bytes, ExploreResult, VerificationMeta, VerificationResult};
+use outrider::contract::{answer_text, ExploreResult, VerificationMeta, VerificationResult};
 use outrider::pyjson::Json;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(raw) = answer_from_bytes(data, "ExploreResult") else {
+    let Ok(raw) = answer_text(Some(data), "ExploreResult") else {
         return;
     };
     let strict = ExploreResult::from_json(&raw, Default::default(), "completed");
