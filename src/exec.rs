@@ -157,25 +157,18 @@ impl<T> Inbox<T> {
         let started = Instant::now();
         let spinner = !spin.is_zero() && !self.spinning.swap(true, Ordering::SeqCst);
         if spinner {
-            let mut turns = 0u32;
-            loop {
-                if self.queued.load(Ordering::SeqCst) > 0 {
-                    let mut queue = self.lock();
-                    if let Some(job) = self.pop(&mut queue) {
-                        self.spinning.store(false, Ordering::SeqCst);
-                        return Some(job);
-                    }
+            let job = spin_for(started, spin.min(timeout), 64, || {
+                if self.queued.load(Ordering::SeqCst) == 0 {
+                    return None;
                 }
-                turns = turns.wrapping_add(1);
-                if turns.is_multiple_of(64) {
-                    if started.elapsed() >= spin.min(timeout) {
-                        break;
-                    }
-                    // On a busy host, let another thread of this core run meanwhile.
-                    std::thread::yield_now();
-                } else {
-                    std::hint::spin_loop();
-                }
+                let mut queue = self.lock();
+                let job = self.pop(&mut queue)?;
+                // Still under the lock: a `put` that saw the spinner has been seen by it.
+                self.spinning.store(false, Ordering::SeqCst);
+                Some(job)
+            });
+            if job.is_some() {
+                return job;
             }
         }
         let mut queue = self.lock();
@@ -244,21 +237,38 @@ impl<F: Future + Unpin> Future for SpinFirst<F> {
             return Pin::new(&mut self.fut).poll(cx);
         }
         let started = *self.started.get_or_insert_with(Instant::now);
-        let mut turns = 0u32;
-        loop {
-            if let Poll::Ready(out) = Pin::new(&mut self.fut).poll(cx) {
-                return Poll::Ready(out);
+        let ready = spin_for(started, WAIT_SPIN, 16, || {
+            match Pin::new(&mut self.fut).poll(cx) {
+                Poll::Ready(out) => Some(out),
+                Poll::Pending => None,
             }
-            turns = turns.wrapping_add(1);
-            if turns.is_multiple_of(16) {
-                if started.elapsed() >= WAIT_SPIN {
-                    return Poll::Pending;
-                }
-                // The answer comes from a thread that may need this core.
-                std::thread::yield_now();
-            } else {
-                std::hint::spin_loop();
+        });
+        ready.map_or(Poll::Pending, Poll::Ready)
+    }
+}
+
+/// `ready()` in a tight loop until it gives a value, or None once `limit` has passed since
+/// `started` (checked every `every` turns, when this thread also yields its core: on a busy
+/// host the value comes from a thread that may need it).
+fn spin_for<T>(
+    started: Instant,
+    limit: Duration,
+    every: u32,
+    mut ready: impl FnMut() -> Option<T>,
+) -> Option<T> {
+    let mut turns = 0u32;
+    loop {
+        if let Some(out) = ready() {
+            return Some(out);
+        }
+        turns = turns.wrapping_add(1);
+        if turns.is_multiple_of(every) {
+            if started.elapsed() >= limit {
+                return None;
             }
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
         }
     }
 }
