@@ -637,17 +637,18 @@ pub const VERIFICATION_PARAMS: Params = Params {
     required: 1,
 };
 
-/// The metadata an explore answer's parsers take by name beside the text.
-pub const EXPLORE_META: [&str; 2] = ["tool_usage", "terminal_reason"];
+/// How many of [`EXPLORE_PARAMS`] are the answer's own fields (the rest is metadata).
+const EXPLORE_FIELDS: usize = 5;
+
+/// How many of [`VERIFICATION_PARAMS`] are the answer's own fields (the rest is metadata).
+const VERIFICATION_FIELDS: usize = 4;
+
+/// The metadata an explore answer's parsers take by name beside the text: the constructor's
+/// parameters after the answer's fields.
+pub const EXPLORE_META: &[&str] = EXPLORE_PARAMS.names.split_at(EXPLORE_FIELDS).1;
 
 /// The metadata a verification answer's parsers take by name beside the text.
-pub const VERIFICATION_META: [&str; 5] = [
-    "child_session_id",
-    "child_run_id",
-    "terminal_reason",
-    "tool_usage",
-    "token_usage",
-];
+pub const VERIFICATION_META: &[&str] = VERIFICATION_PARAMS.names.split_at(VERIFICATION_FIELDS).1;
 
 /// The metadata a caller gives beside an explore answer ([`EXPLORE_META`]); a bad value is an
 /// argument error naming it.
@@ -665,7 +666,7 @@ impl ExploreResult {
     pub fn from_kwargs(k: &Kwargs) -> Result<Self, crate::Error> {
         let (usage, reason) = explore_meta(k)?;
         Ok(Self::from_object(
-            &k.object(&EXPLORE_PARAMS.names[..5]),
+            &k.object(&EXPLORE_PARAMS.names[..EXPLORE_FIELDS]),
             usage,
             &reason,
         )?)
@@ -677,7 +678,7 @@ impl VerificationResult {
     pub fn from_kwargs(k: &Kwargs) -> Result<Self, crate::Error> {
         let meta = VerificationMeta::from_kwargs(k)?;
         Ok(Self::from_object(
-            &k.object(&VERIFICATION_PARAMS.names[..4]),
+            &k.object(&VERIFICATION_PARAMS.names[..VERIFICATION_FIELDS]),
             meta,
         )?)
     }
@@ -876,6 +877,21 @@ fn dict_uint(obj: &Json, key: &str, out: &mut Vec<Violation>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_parsers_take_the_constructors_metadata_by_name() {
+        assert_eq!(EXPLORE_META, ["tool_usage", "terminal_reason"]);
+        assert_eq!(
+            VERIFICATION_META,
+            [
+                "child_session_id",
+                "child_run_id",
+                "terminal_reason",
+                "tool_usage",
+                "token_usage"
+            ]
+        );
+    }
 
     #[test]
     fn an_answer_given_as_bytes_or_not_at_all() {

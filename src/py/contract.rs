@@ -73,7 +73,7 @@ result_class!(PyExploreResult, ExploreResult, "ExploreResult",
     #[classmethod]
     #[pyo3(signature = (text, **meta), text_signature = "($cls, text, *, tool_usage=None, terminal_reason=None)")]
     fn from_json(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, meta: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-        let (raw, (usage, reason)) = (text_arg(text, "ExploreResult")?, explore_meta(&kwargs("ExploreResult.from_json", &EXPLORE_META, meta)?)?);
+        let (raw, (usage, reason)) = (text_arg(text, "ExploreResult")?, explore_meta(&kwargs("ExploreResult.from_json", EXPLORE_META, meta)?)?);
         let inner = py.detach(|| ExploreResult::from_json(&raw, usage, &reason)).map_err(Error::from)?;
         Ok(PyExploreResult { inner })
     }
@@ -81,7 +81,7 @@ result_class!(PyExploreResult, ExploreResult, "ExploreResult",
     #[classmethod]
     #[pyo3(signature = (text, **meta), text_signature = "($cls, text, *, tool_usage=None, terminal_reason=None)")]
     fn repair(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, meta: Option<&Bound<'_, PyDict>>) -> PyResult<(Self, Option<&'static str>)> {
-        let (raw, (usage, reason)) = (text_arg(text, "ExploreResult")?, explore_meta(&kwargs("ExploreResult.repair", &EXPLORE_META, meta)?)?);
+        let (raw, (usage, reason)) = (text_arg(text, "ExploreResult")?, explore_meta(&kwargs("ExploreResult.repair", EXPLORE_META, meta)?)?);
         let (inner, r) = py.detach(|| ExploreResult::repair(&raw, usage, &reason)).map_err(Error::from)?;
         Ok((PyExploreResult { inner }, r.map(|r| r.as_str())))
     }
@@ -107,7 +107,7 @@ result_class!(PyVerificationResult, VerificationResult, "VerificationResult",
     #[classmethod]
     #[pyo3(signature = (text, **meta), text_signature = "($cls, text, *, child_session_id=None, child_run_id=None, terminal_reason=None, tool_usage=None, token_usage=None)")]
     fn from_json(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, meta: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-        let (raw, meta) = (text_arg(text, "VerificationResult")?, kwargs("VerificationResult.from_json", &VERIFICATION_META, meta)?);
+        let (raw, meta) = (text_arg(text, "VerificationResult")?, kwargs("VerificationResult.from_json", VERIFICATION_META, meta)?);
         let inner = py.detach(|| VerificationResult::from_json(&raw, VerificationMeta::from_kwargs(&meta)?).map_err(Error::from))?;
         Ok(PyVerificationResult { inner })
     }
@@ -115,7 +115,7 @@ result_class!(PyVerificationResult, VerificationResult, "VerificationResult",
     #[classmethod]
     #[pyo3(signature = (text, **meta), text_signature = "($cls, text, *, child_session_id=None, child_run_id=None, terminal_reason=None, tool_usage=None, token_usage=None)")]
     fn repair(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, meta: Option<&Bound<'_, PyDict>>) -> PyResult<(Self, Option<&'static str>)> {
-        let (raw, meta) = (text_arg(text, "VerificationResult")?, kwargs("VerificationResult.repair", &VERIFICATION_META, meta)?);
+        let (raw, meta) = (text_arg(text, "VerificationResult")?, kwargs("VerificationResult.repair", VERIFICATION_META, meta)?);
         let (inner, r) = py.detach(|| VerificationResult::repair(&raw, VerificationMeta::from_kwargs(&meta)?).map_err(Error::from))?;
         Ok((PyVerificationResult { inner }, r.map(|r| r.as_str())))
     }
