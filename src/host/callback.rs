@@ -94,15 +94,11 @@ impl Outcome {
             Outcome::Raised {
                 kind,
                 message,
-                status: Some(code),
-            } => Err(ModelError::callback_raised_status(
-                what, &kind, &message, code,
-            )),
-            Outcome::Raised {
-                kind,
-                message,
-                status: None,
-            } => Err(ModelError::callback_raised(what, &kind, &message)),
+                status,
+            } => Err(match status {
+                Some(code) => ModelError::callback_raised_status(what, &kind, &message, code),
+                None => ModelError::callback_raised(what, &kind, &message),
+            }),
             Outcome::WrongType { type_name, shown } => {
                 Err(ModelError::unusable_return(what, &type_name, &shown))
             }
