@@ -7,14 +7,15 @@ pub use crate::agent::{
     MainAgentOptions, MainRun, ModelRoute, OnFinished, RequestInit, SubagentLaunchResult,
     SubagentLauncher, SubagentRequest, TraceDirSetting, Verification, REQUEST_PARAMS,
 };
-pub use crate::args::{seconds, Kwargs, Params};
+pub use crate::agent::{LAUNCHER_PARAMS, MAIN_AGENT_PARAMS, TASK_TOOL_PARAMS, VERIFY_PARAMS};
+pub use crate::args::{seconds, Kwargs, Params, Record};
 pub use crate::contract::{
-    answer_text, explore_meta, ContractError, ExploreResult, LocItem, Repair, SubagentStatus,
-    ToolUsage, VerificationMeta, VerificationResult, EXPLORE_META, EXPLORE_PARAMS, UNKNOWN_REASON,
-    VERIFICATION_META, VERIFICATION_PARAMS,
+    answer_text, explore_meta, Answer, ContractError, ExploreResult, LocItem, Repair,
+    SubagentStatus, ToolUsage, VerificationMeta, VerificationResult, EXPLORE_META, EXPLORE_PARAMS,
+    UNKNOWN_REASON, VERIFICATION_META, VERIFICATION_PARAMS,
 };
 pub use crate::error::{Error, Result};
-pub use crate::evidence::{check_evidence, EvidenceCheck};
+pub use crate::evidence::{check_evidence, EvidenceCheck, CHECK_EVIDENCE_PARAMS};
 pub use crate::exec::{
     allow_spin, current_caller, runtime, spin_first, with_caller, CallerScope, Inbox,
 };
@@ -23,7 +24,7 @@ pub use crate::host::callback::{Abandon, CallbackModel, Host, Outcome, Reply};
 pub use crate::host::exit::{ExitBarrier, EXIT_GRACE};
 pub use crate::host::log as host_log;
 pub use crate::llm::env::MAIN_PREFIX;
-pub use crate::llm::openai::config::ClientSettings;
+pub use crate::llm::openai::config::{ClientSettings, CLIENT_PARAMS, FROM_ENV_PARAMS};
 pub use crate::llm::openai::{OpenAICompatible, OpenAICompatibleConfig};
 pub use crate::llm::scout::{terms as scout_terms, OfflineScout};
 pub use crate::llm::settings::RouteSettings;
@@ -37,6 +38,7 @@ pub use crate::redact::redact_str;
 pub use crate::runner::{CancelToken, ParsedResult};
 pub use crate::tools::envelope::{to_pretty_json, ToolResult};
 pub use crate::tools::run::{run_tool, run_tool_blocking, tool_schemas, ToolArgs};
+pub use crate::tools::run::{RUN_TOOL_PARAMS, TOOL_SCHEMAS_PARAMS};
 pub use crate::tools::workspace::Workspace;
 pub use crate::trace::{EventSink, TraceEvent, TraceRetention, SPAN_TARGET};
 pub use crate::VERSION;

@@ -29,6 +29,19 @@ pub fn unknown_option(owner: &str, bad: &str, accepted: &[&str]) -> Error {
     }
 }
 
+/// A core value a front end hands out as plain data and takes back: `to_dict()`, `from_dict()`,
+/// `repr()` and pickling in Python.
+pub trait Record: serde::Serialize + std::fmt::Display + Sized {
+    /// Rebuild from the plain data (`to_dict()` output), validated; a bad or unknown key is
+    /// refused naming it.
+    fn from_record(data: &Json) -> Result<Self, Error>;
+
+    /// What pickling keeps and [`Self::from_record`] takes back: the plain data, or more.
+    fn state(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+}
+
 /// The keyword arguments given to `owner` (a null value counts as not given).
 #[derive(Debug, Clone)]
 pub struct Kwargs {
@@ -49,26 +62,28 @@ pub struct Params {
     pub required: usize,
 }
 
-impl Kwargs {
-    /// Bind a call's arguments to `params` as the front end's language would (by position, then
-    /// by name): too many positional arguments, a name given twice, an unknown name or a missing
-    /// required one is refused, naming it. A null optional argument counts as not given.
-    pub fn bind(
-        params: &Params,
-        positional: Vec<Json>,
-        named: Vec<(String, Json)>,
-    ) -> Result<Self, Error> {
+impl Params {
+    /// Bind a call's arguments (any value: JSON, or the front end's own objects) as the front
+    /// end's language would, by position then by name: too many positional arguments, a name
+    /// given twice, an unknown name or a missing required one is refused, naming it. An optional
+    /// argument that `is_null` counts as not given. Returns `(name, value)` in the order given.
+    pub fn bind<T>(
+        &self,
+        positional: Vec<T>,
+        named: Vec<(String, T)>,
+        is_null: impl Fn(&T) -> bool,
+    ) -> Result<Vec<(String, T)>, Error> {
         let refuse = |message: String| Error::Type {
-            field: params.owner.to_string(),
+            field: self.owner.to_string(),
             message,
         };
-        if positional.len() > params.positional {
-            let (most, n) = (params.positional, positional.len());
+        if positional.len() > self.positional {
+            let (most, n) = (self.positional, positional.len());
             return Err(refuse(format!(
                 "takes at most {most} positional arguments ({n} given)"
             )));
         }
-        let by_position = &params.names[..positional.len()];
+        let by_position = &self.names[..positional.len()];
         if let Some((k, _)) = named
             .iter()
             .find(|(k, _)| by_position.contains(&k.as_str()))
@@ -78,27 +93,57 @@ impl Kwargs {
                 py_repr_str(k)
             )));
         }
+        if let Some((bad, _)) = named
+            .iter()
+            .find(|(k, _)| !self.names.contains(&k.as_str()))
+        {
+            return Err(unknown_option(self.owner, bad, self.names));
+        }
         let items: Vec<_> = by_position
             .iter()
             .map(|k| k.to_string())
             .zip(positional)
             .chain(named)
             .collect();
-        let bound = Kwargs::new(params.owner, params.names, items)?;
-        if let Some(missing) = params.names[..params.required]
+        let required = &self.names[..self.required];
+        if let Some(missing) = required
             .iter()
-            .find(|k| !bound.items.iter().any(|(g, _)| g == *k))
+            .find(|k| !items.iter().any(|(g, _)| g == *k))
         {
             return Err(refuse(format!(
                 "missing required argument {}",
                 py_repr_str(missing)
             )));
         }
-        let required = &params.names[..params.required];
-        let keep = |(k, v): &(String, Json)| *v != Json::Null || required.contains(&k.as_str());
-        Ok(Kwargs {
-            items: bound.items.into_iter().filter(keep).collect(),
-        })
+        let keep = |(k, v): &(String, T)| !is_null(v) || required.contains(&k.as_str());
+        Ok(items.into_iter().filter(keep).collect())
+    }
+
+    /// Parameters that may only be given by name, none required.
+    pub const fn keywords(owner: &'static str, names: &'static [&'static str]) -> Self {
+        Params {
+            owner,
+            names,
+            positional: 0,
+            required: 0,
+        }
+    }
+
+    /// The names after the first `n` (the options a constructor reads as plain values).
+    pub const fn after(&self, n: usize) -> &'static [&'static str] {
+        self.names.split_at(n).1
+    }
+}
+
+impl Kwargs {
+    /// Bind a call's JSON arguments to `params` ([`Params::bind`]; null counts as not given).
+    pub fn bind(
+        params: &Params,
+        positional: Vec<Json>,
+        named: Vec<(String, Json)>,
+    ) -> Result<Self, Error> {
+        let items = params.bind(positional, named, |v| *v == Json::Null)?;
+        Ok(Kwargs { items })
     }
 
     /// The arguments given, in the order given.

@@ -684,6 +684,65 @@ impl VerificationResult {
     }
 }
 
+/// A contract's answer as a front end parses it: strictly (`from_json`) or leniently
+/// (`repair`), with the metadata ([`Answer::META`]) a caller gives by name.
+pub trait Answer: crate::args::Record {
+    /// The metadata keywords the parsers take.
+    const META: &'static [&'static str];
+
+    /// Parse `text`, leniently (a fenced or prose-wrapped answer, saying how it was repaired)
+    /// or strictly, with metadata `meta`.
+    fn parse(
+        text: &str,
+        meta: &Kwargs,
+        lenient: bool,
+    ) -> Result<(Self, Option<Repair>), crate::Error>;
+}
+
+impl crate::args::Record for ExploreResult {
+    fn from_record(data: &Json) -> Result<Self, crate::Error> {
+        Ok(Self::from_dict(data)?)
+    }
+}
+
+impl crate::args::Record for VerificationResult {
+    fn from_record(data: &Json) -> Result<Self, crate::Error> {
+        Ok(Self::from_dict(data)?)
+    }
+}
+
+impl Answer for ExploreResult {
+    const META: &'static [&'static str] = EXPLORE_META;
+
+    fn parse(
+        text: &str,
+        meta: &Kwargs,
+        lenient: bool,
+    ) -> Result<(Self, Option<Repair>), crate::Error> {
+        let (usage, reason) = explore_meta(meta)?;
+        Ok(match lenient {
+            true => Self::repair(text, usage, &reason)?,
+            false => (Self::from_json(text, usage, &reason)?, None),
+        })
+    }
+}
+
+impl Answer for VerificationResult {
+    const META: &'static [&'static str] = VERIFICATION_META;
+
+    fn parse(
+        text: &str,
+        meta: &Kwargs,
+        lenient: bool,
+    ) -> Result<(Self, Option<Repair>), crate::Error> {
+        let meta = VerificationMeta::from_kwargs(meta)?;
+        Ok(match lenient {
+            true => Self::repair(text, meta)?,
+            false => (Self::from_json(text, meta)?, None),
+        })
+    }
+}
+
 impl VerificationMeta {
     /// [`VerificationMeta::from_parts`] from the arguments a caller gave ([`VERIFICATION_META`]).
     pub fn from_kwargs(k: &Kwargs) -> Result<Self, crate::Error> {

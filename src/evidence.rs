@@ -124,6 +124,14 @@ enum Stopped {
 /// cannot be read.
 type Scan = Result<(u64, Stopped), PathError>;
 
+/// `check_evidence(...)`'s parameters.
+pub const CHECK_EVIDENCE_PARAMS: crate::args::Params = crate::args::Params {
+    owner: "check_evidence",
+    names: &["root", "evidence"],
+    positional: 2,
+    required: 2,
+};
+
 /// Check every item with no deadline (the byte budget still applies).
 pub fn check_evidence(ws: &Workspace, items: &[String]) -> Vec<EvidenceCheck> {
     check_evidence_until(ws, items, None)

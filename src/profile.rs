@@ -195,6 +195,20 @@ fn check_timeout(seconds: f64) -> Result<(), ProfileError> {
     Ok(())
 }
 
+impl crate::args::Record for RuntimeProfile {
+    /// A profile from `to_dict()` output ([`RuntimeProfile::from_fields`]).
+    fn from_record(data: &Json) -> Result<Self, crate::Error> {
+        match data {
+            Json::Object(fields) => Self::from_fields(fields),
+            other => Err(crate::Error::wrong_type(
+                "RuntimeProfile.from_dict data",
+                "a dict",
+                other.type_name(),
+            )),
+        }
+    }
+}
+
 impl RuntimeProfile {
     /// Check the profile: the reference's five rules in its order, then ours.
     pub fn validate(&self) -> Result<(), ProfileError> {
@@ -514,6 +528,20 @@ mod tests {
         explore_profile()
             .with_fields(&items)
             .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_profile_is_rebuilt_from_its_pickled_state_and_only_from_a_dict() {
+        use crate::args::Record;
+        let p = explore_profile();
+        let back = RuntimeProfile::from_record(&Json::from_value(&p.state())).unwrap();
+        assert_eq!(back, p);
+        assert_eq!(
+            RuntimeProfile::from_record(&Json::Int(3))
+                .unwrap_err()
+                .to_string(),
+            "RuntimeProfile.from_dict data: must be a dict, got int"
+        );
     }
 
     #[test]

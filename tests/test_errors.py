@@ -222,3 +222,62 @@ def test_a_short_key_does_not_mangle_error_messages() -> None:
             "HTTP 401: bad key for model m; check the API key and that it may use model 'm'"
         ), str(info.value)
         assert "REDACTED" not in str(info.value)
+
+
+def test_a_call_of_the_wrong_shape_is_an_argument_type_error(repo: pathlib.Path) -> None:
+    """Too few, too many, repeated or unknown arguments to a native entry point: the core's
+    binding names the entry point and the argument, as an ArgumentTypeError (a TypeError)."""
+    o: Any = outrider
+    launcher = o.SubagentLauncher(repo, ScriptedLLM([]), trace_dir=False)
+    calls: list[tuple[Callable[[], object], str]] = [
+        (
+            lambda: o.SubagentLauncher(),
+            "SubagentLauncher: missing required argument 'project_root'",
+        ),
+        (
+            lambda: o.SubagentLauncher(repo, None, None, False),
+            "SubagentLauncher: takes at most 3 positional arguments (4 given)",
+        ),
+        (
+            lambda: o.SubagentLauncher(repo, project_root=repo),
+            "SubagentLauncher: got multiple values for argument 'project_root'",
+        ),
+        (lambda: o.SubagentLauncher(repo, tracedir=False), "has no option 'tracedir'; options are"),
+        (lambda: o.MainAgent(repo), "MainAgent: missing required argument 'llm'"),
+        (lambda: o.OpenAICompatible(), "OpenAICompatible: missing required argument 'model'"),
+        (lambda: o.OpenAICompatible("m", nope=1), "OpenAICompatible: has no option 'nope'"),
+        (lambda: o.OpenAICompatible.from_env("A", "B"), "from_env: takes at most 1 positional"),
+        (lambda: o.run_tool(repo), "run_tool: missing required argument 'name'"),
+        (lambda: o.run_tool(repo, "Read", {}, "x"), "run_tool: takes at most 3 positional"),
+        (lambda: o.tool_schemas(fmt="openai"), "tool_schemas: has no option 'fmt'"),
+        (lambda: o.TaskTool(), "TaskTool: missing required argument 'launcher'"),
+        (lambda: o.TaskTool(launcher, ["explore"]), "TaskTool: takes at most 1 positional"),
+        (lambda: o.check_evidence(repo), "check_evidence: missing required argument 'evidence'"),
+        (
+            lambda: launcher.verify(),
+            "SubagentLauncher.verify: missing required argument 'candidate'",
+        ),
+        (lambda: o.ExploreResult.from_json("{}", extra=1), "from_json: has no option 'extra'"),
+    ]
+    for call, words in calls:
+        with pytest.raises(ArgumentTypeError) as info:
+            call()
+        assert isinstance(info.value, TypeError)
+        assert words in str(info.value), (words, str(info.value))
+
+
+def test_list_options_take_dict_views_and_generators_but_not_endless_ones(
+    repo: pathlib.Path,
+) -> None:
+    types = {"explore": 1}
+    launcher = outrider.SubagentLauncher(repo, ScriptedLLM([]), trace_dir=False)
+    tool = outrider.TaskTool(launcher, subagent_types=types.keys())
+    assert tool.subagent_types == ["explore"]
+    profile = outrider.EXPLORE_PROFILE.replace(tool_allowlist=(t for t in ["Read", "Grep"]))
+    assert profile.tool_allowlist == frozenset({"Read", "Grep"})
+    names = [s["function"]["name"] for s in outrider.tool_schemas(names={"Read": 0}.keys())]
+    assert names == ["Read"]
+    import itertools
+
+    with pytest.raises(ConfigError, match=r"has more than 1048576 items"):
+        outrider.tool_schemas(names=(str(i) for i in itertools.count()))

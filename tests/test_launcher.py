@@ -698,3 +698,10 @@ def test_cli_trace_refuses_foreign_files_without_a_traceback(tmp_path: pathlib.P
         out = run_cli("trace", str(path), cwd=tmp_path)
         assert out.returncode == 2, (name, out.stdout, out.stderr)
         assert "Traceback" not in out.stderr and out.stderr.startswith("outrider: "), name
+
+
+def test_a_result_given_as_context_stands_for_its_dict() -> None:
+    prior = outrider.ExploreResult("completed", "found it", evidence=["a.py:1"])
+    req = outrider.SubagentRequest("go on", structured_context={"prior": prior})
+    assert req.structured_context == {"prior": prior.to_dict()}
+    assert "found it" in req.render()

@@ -177,10 +177,13 @@ pub struct LauncherOptions {
     pub trace_retention: Option<TraceRetention>,
 }
 
-impl LauncherOptions {
-    /// The keyword options of `SubagentLauncher`. The first three are objects the front end
-    /// converts itself; [`Self::from_kwargs`] reads the plain values.
-    pub const KWARGS: [&'static str; 8] = [
+/// `SubagentLauncher(...)`'s parameters.
+pub const LAUNCHER_PARAMS: crate::args::Params = crate::args::Params {
+    owner: "SubagentLauncher",
+    names: &[
+        "project_root",
+        "main_llm",
+        "light_llm",
         "trace_dir",
         "parent_trace",
         "profiles",
@@ -189,7 +192,23 @@ impl LauncherOptions {
         "light_model",
         "model_settings",
         "trace_retention",
-    ];
+    ],
+    positional: 3,
+    required: 1,
+};
+
+/// `SubagentLauncher.verify(...)`'s parameters.
+pub const VERIFY_PARAMS: crate::args::Params = crate::args::Params {
+    owner: "SubagentLauncher.verify",
+    names: &["candidate", "requirements", "evidence"],
+    positional: 3,
+    required: 1,
+};
+
+impl LauncherOptions {
+    /// The options [`Self::from_kwargs`] reads as plain values (the tail of [`LAUNCHER_PARAMS`];
+    /// the ones before are objects the front end converts itself).
+    pub const PLAIN: &[&str] = LAUNCHER_PARAMS.after(6);
 
     /// Options from the plain keyword values; models, trace directory and profiles at their
     /// defaults.

@@ -65,10 +65,13 @@ pub struct MainAgentOptions {
     pub trace_retention: Option<TraceRetention>,
 }
 
-impl MainAgentOptions {
-    /// The keyword options of `MainAgent`. The first two are objects the front end converts
-    /// itself; [`Self::from_kwargs`] reads the plain values.
-    pub const KWARGS: [&'static str; 11] = [
+/// `MainAgent(...)`'s parameters.
+pub const MAIN_AGENT_PARAMS: crate::args::Params = crate::args::Params {
+    owner: "MainAgent",
+    names: &[
+        "project_root",
+        "llm",
+        "light_llm",
         "launcher",
         "trace_dir",
         "subagent_types",
@@ -80,7 +83,15 @@ impl MainAgentOptions {
         "light_model",
         "model_settings",
         "trace_retention",
-    ];
+    ],
+    positional: 3,
+    required: 2,
+};
+
+impl MainAgentOptions {
+    /// The options [`Self::from_kwargs`] reads as plain values (the tail of
+    /// [`MAIN_AGENT_PARAMS`]; the ones before are objects the front end converts itself).
+    pub const PLAIN: &[&str] = MAIN_AGENT_PARAMS.after(5);
 
     /// Options from the plain keyword values; the light model, launcher and trace directory at
     /// their defaults.

@@ -144,6 +144,12 @@ impl SubagentLaunchResult {
     }
 }
 
+impl crate::args::Record for SubagentLaunchResult {
+    fn from_record(data: &crate::pyjson::Json) -> Result<Self, Error> {
+        Self::from_value(&data.to_value())
+    }
+}
+
 impl std::fmt::Display for SubagentLaunchResult {
     /// A Python-style repr: `SubagentLaunchResult(status='completed', ...)`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

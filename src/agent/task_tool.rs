@@ -380,6 +380,14 @@ pub struct TaskTool {
     observer: LaunchObserver,
 }
 
+/// `TaskTool(...)`'s parameters.
+pub const TASK_TOOL_PARAMS: crate::args::Params = crate::args::Params {
+    owner: "TaskTool",
+    names: &["launcher", "subagent_types"],
+    positional: 1,
+    required: 1,
+};
+
 impl TaskTool {
     /// A Task tool over `launcher`; `subagent_types` None reaches only `explore`. Every
     /// reachable profile must be registered in the launcher.

@@ -102,6 +102,32 @@ pub struct Verification {
     pub launch: Option<SubagentLaunchResult>,
 }
 
+/// A verification is shown and handed out as its verdict; pickling keeps the launch too.
+impl Serialize for Verification {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.verdict.serialize(s)
+    }
+}
+
+impl std::fmt::Display for Verification {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.verdict.fmt(f)
+    }
+}
+
+impl crate::args::Record for Verification {
+    fn from_record(data: &crate::pyjson::Json) -> Result<Self, Error> {
+        Self::from_value(&data.to_value())
+    }
+
+    fn state(&self) -> Value {
+        let mut state = serde_json::to_value(&self.verdict).unwrap_or_default();
+        let launch = self.launch.as_ref().map(SubagentLaunchResult::to_value);
+        state["launch"] = launch.unwrap_or_default();
+        state
+    }
+}
+
 /// The deterministic part of the gate (§2.14 steps 1-2), which needs no model: an incomplete
 /// todo fails the candidate, and `requires_verification: false` passes it without a child.
 /// Returns None when a verification child must decide; an error when `todos` is not a list of
@@ -335,6 +361,22 @@ mod tests {
         );
         assert!(err(json!({"verdict": "PASS", "extra": 1})).contains("unknown field `extra`"));
         assert!(err(json!({"reasons": []})).contains("missing field `verdict`"));
+    }
+
+    #[test]
+    fn a_verification_is_handed_out_as_its_verdict_and_pickled_with_its_launch() {
+        use crate::args::Record;
+        let v = Verification::from_value(&json!({"verdict": "PASS", "reasons": ["ok"]})).unwrap();
+        assert_eq!(
+            serde_json::to_value(&v).unwrap(),
+            json!({"verdict": "PASS", "reasons": ["ok"], "feedback": null})
+        );
+        assert_eq!(v.to_string(), v.verdict.to_string());
+        let state = v.state();
+        assert_eq!(state["launch"], Value::Null);
+        let back = Verification::from_record(&crate::pyjson::Json::from_value(&state)).unwrap();
+        assert_eq!(back.verdict, v.verdict);
+        assert!(back.launch.is_none());
     }
 
     #[test]

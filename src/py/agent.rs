@@ -1,11 +1,11 @@
 //! `outrider.MainAgent`.
 
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyTuple};
 
 use crate::api::CancelToken;
-use crate::api::{MainAgent, MainAgentOptions};
-use crate::py::convert::{kwargs, path_arg, req_str, wrong_type};
+use crate::api::{MainAgent, MainAgentOptions, MAIN_AGENT_PARAMS};
+use crate::py::convert::{path_arg, req_str, wrong_type, Args};
 use crate::py::launcher::{model_arg, trace_dir_arg, PySubagentLauncher};
 use crate::py::observe::{event_sink, refresh_level};
 use crate::py::runtime::{finish, Plain};
@@ -20,34 +20,27 @@ pub struct PyMainAgent {
 impl PyMainAgent {
     #[new]
     #[pyo3(
-        signature = (project_root, llm, light_llm=None, *, launcher=None, trace_dir=None, **options),
+        signature = (*args, **kwargs),
         text_signature = "(project_root, llm, light_llm=None, *, launcher=None, trace_dir=None, subagent_types=None, max_steps=None, total_token_budget=None, context_token_budget=None, timeout_seconds=None, model=None, light_model=None, model_settings=None, trace_retention=None)"
     )]
-    fn py_new(
-        project_root: &Bound<'_, PyAny>,
-        llm: &Bound<'_, PyAny>,
-        light_llm: Option<&Bound<'_, PyAny>>,
-        launcher: Option<&Bound<'_, PyAny>>,
-        trace_dir: Option<&Bound<'_, PyAny>>,
-        options: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Self> {
-        refresh_level(project_root.py());
-        let mut options = MainAgentOptions::from_kwargs(&kwargs(
-            "MainAgent",
-            &MainAgentOptions::KWARGS,
-            options,
-        )?)?;
-        let expected = "a model callable or an outrider.OpenAICompatible";
+    fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        refresh_level(args.py());
+        let a = Args::bind(&MAIN_AGENT_PARAMS, Some(args), kwargs)?;
+        let mut options = MainAgentOptions::from_kwargs(&a.json(MainAgentOptions::PLAIN)?)?;
+        let (expected, llm) = (
+            "a model callable or an outrider.OpenAICompatible",
+            a.req("llm")?,
+        );
         let model = model_arg(Some(llm), "llm")?.ok_or_else(|| wrong_type("llm", expected, llm))?;
-        options.light_model = model_arg(light_llm, "light_llm")?;
-        options.trace_dir = trace_dir_arg(trace_dir)?;
-        if let Some(l) = launcher.filter(|l| !l.is_none()) {
+        options.light_model = model_arg(a.get("light_llm"), "light_llm")?;
+        options.trace_dir = trace_dir_arg(a.get("trace_dir"))?;
+        if let Some(l) = a.get("launcher") {
             let cast = l.cast::<PySubagentLauncher>();
             let cast =
                 cast.map_err(|_| wrong_type("launcher", "an outrider.SubagentLauncher", l))?;
             options.launcher = Some(cast.get().inner.clone());
         }
-        let root = path_arg(project_root, "project_root")?;
+        let root = path_arg(a.req("project_root")?, "project_root")?;
         Ok(PyMainAgent {
             inner: std::sync::Arc::new(MainAgent::new(&root, model, options)?),
         })

@@ -3,10 +3,9 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple, PyType};
 
-use crate::api::{answer_text, explore_meta, Error, ExploreResult, ToolUsage};
-use crate::api::{VerificationMeta, VerificationResult, EXPLORE_META, EXPLORE_PARAMS};
-use crate::api::{VERIFICATION_META, VERIFICATION_PARAMS};
-use crate::py::convert::{bind, dump, kwargs, path_arg, str_list, to_json, wrong_type};
+use crate::api::{answer_text, Answer, Error, ExploreResult, Repair, ToolUsage};
+use crate::api::{VerificationResult, CHECK_EVIDENCE_PARAMS, EXPLORE_PARAMS, VERIFICATION_PARAMS};
+use crate::py::convert::{bind, dump, kwargs, path_arg, str_list, wrong_type, Args};
 use crate::py::frozen_class;
 
 /// The text of a model answer: a str as it is; bytes or None as the core reads them.
@@ -22,29 +21,35 @@ fn text_arg(raw: &Bound<'_, PyAny>, contract: &'static str) -> PyResult<String> 
     Ok(answer_text(bytes, contract).map_err(Error::from)?)
 }
 
-/// The methods both result classes share (dict round trip; value semantics come with `value`).
+/// The two result classes: value semantics and the dict round trip from the core type, and its
+/// parsers ([`Answer`]), whose keyword metadata `$sig` shows.
 macro_rules! result_class {
-    ($py:ident, $core:ty, $name:literal, getters { $($getters:tt)* } $($methods:tt)*) => {
+    ($py:ident, $core:ty, $name:literal, $params:expr, $new_sig:literal, $sig:literal, getters { $($getters:tt)* } $($methods:tt)*) => {
         frozen_class! {
             #[doc = concat!("The validated `", $name, "` of a child (frozen).")]
-            $py($core) as $name, value,
+            $py($core) as $name, value, record,
             getters {
                 tool_usage: ToolUsage = |r| r.tool_usage.clone(),
                 terminal_reason: String = |r| r.terminal_reason.clone(),
                 $($getters)*
             }
-            /// Rebuild from `to_dict()` output (validated).
-            #[classmethod]
-            fn from_dict(_cls: &Bound<'_, PyType>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
-                if data.cast::<PyDict>().is_err() {
-                    return Err(wrong_type(concat!($name, ".from_dict data"), "a dict", data));
-                }
-                let inner = <$core>::from_dict(&to_json(data, "data")?).map_err(crate::api::Error::from)?;
-                Ok($py { inner })
+            #[new]
+            #[pyo3(signature = (*args, **kwargs), text_signature = $new_sig)]
+            fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+                Ok($py { inner: <$core>::from_kwargs(&bind(&$params, Some(args), kwargs)?)? })
             }
-            /// The result as plain JSON-ready data (lists, not tuples).
-            fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-                dump(py, &self.inner)
+            /// Strict parse of a final answer, exactly as the reference parses it.
+            #[classmethod]
+            #[pyo3(signature = (text, **meta), text_signature = $sig)]
+            fn from_json(_cls: &Bound<'_, PyType>, text: &Bound<'_, PyAny>, meta: Option<&Bound<'_, PyDict>>) -> PyResult<$core> {
+                Ok(parse::<$core>(text, meta, [$name, concat!($name, ".from_json")], false)?.0)
+            }
+            /// Lenient parse: also a fenced or prose-wrapped answer. Returns `(result, repair)`.
+            #[classmethod]
+            #[pyo3(signature = (text, **meta), text_signature = $sig)]
+            fn repair(_cls: &Bound<'_, PyType>, text: &Bound<'_, PyAny>, meta: Option<&Bound<'_, PyDict>>) -> PyResult<($core, Option<&'static str>)> {
+                let (inner, repair) = parse::<$core>(text, meta, [$name, concat!($name, ".repair")], true)?;
+                Ok((inner, repair.map(|r| r.as_str())))
             }
             #[getter]
             fn findings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
@@ -59,31 +64,23 @@ macro_rules! result_class {
     };
 }
 
-result_class!(PyExploreResult, ExploreResult, "ExploreResult",
+/// A model answer parsed by the core (without the GIL), with the metadata given by name.
+fn parse<T: Answer + Send>(
+    text: &Bound<'_, PyAny>,
+    meta: Option<&Bound<'_, PyDict>>,
+    [contract, owner]: [&'static str; 2],
+    lenient: bool,
+) -> PyResult<(T, Option<Repair>)> {
+    let (raw, meta) = (text_arg(text, contract)?, kwargs(owner, T::META, meta)?);
+    Ok(text.py().detach(|| T::parse(&raw, &meta, lenient))?)
+}
+
+result_class!(PyExploreResult, ExploreResult, "ExploreResult", EXPLORE_PARAMS,
+    "(status, summary, findings=None, evidence=None, unresolved_questions=None, tool_usage=None, terminal_reason=None)",
+    "($cls, text, *, tool_usage=None, terminal_reason=None)",
     getters {
         status: &'static str = |r| r.status.as_str(),
         summary: String = |r| r.summary.clone(),
-    }
-    #[new]
-    #[pyo3(signature = (*args, **kwargs), text_signature = "(status, summary, findings=None, evidence=None, unresolved_questions=None, tool_usage=None, terminal_reason=None)")]
-    fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-        Ok(PyExploreResult { inner: ExploreResult::from_kwargs(&bind(&EXPLORE_PARAMS, Some(args), kwargs)?)? })
-    }
-    /// Strict parse of a final answer, exactly as the reference parses it.
-    #[classmethod]
-    #[pyo3(signature = (text, **meta), text_signature = "($cls, text, *, tool_usage=None, terminal_reason=None)")]
-    fn from_json(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, meta: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-        let (raw, (usage, reason)) = (text_arg(text, "ExploreResult")?, explore_meta(&kwargs("ExploreResult.from_json", EXPLORE_META, meta)?)?);
-        let inner = py.detach(|| ExploreResult::from_json(&raw, usage, &reason)).map_err(Error::from)?;
-        Ok(PyExploreResult { inner })
-    }
-    /// Lenient parse: also a fenced or prose-wrapped answer. Returns `(result, repair)`.
-    #[classmethod]
-    #[pyo3(signature = (text, **meta), text_signature = "($cls, text, *, tool_usage=None, terminal_reason=None)")]
-    fn repair(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, meta: Option<&Bound<'_, PyDict>>) -> PyResult<(Self, Option<&'static str>)> {
-        let (raw, (usage, reason)) = (text_arg(text, "ExploreResult")?, explore_meta(&kwargs("ExploreResult.repair", EXPLORE_META, meta)?)?);
-        let (inner, r) = py.detach(|| ExploreResult::repair(&raw, usage, &reason)).map_err(Error::from)?;
-        Ok((PyExploreResult { inner }, r.map(|r| r.as_str())))
     }
     #[getter]
     fn unresolved_questions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
@@ -91,33 +88,14 @@ result_class!(PyExploreResult, ExploreResult, "ExploreResult",
     }
 );
 
-result_class!(PyVerificationResult, VerificationResult, "VerificationResult",
+result_class!(PyVerificationResult, VerificationResult, "VerificationResult", VERIFICATION_PARAMS,
+    "(verdict, reasons=None, findings=None, evidence=None, child_session_id=None, child_run_id=None, terminal_reason=None, tool_usage=None, token_usage=None)",
+    "($cls, text, *, child_session_id=None, child_run_id=None, terminal_reason=None, tool_usage=None, token_usage=None)",
     getters {
         verdict: &'static str = |r| r.verdict.as_str(),
         child_session_id: Option<String> = |r| r.child_session_id.clone(),
         child_run_id: Option<String> = |r| r.child_run_id.clone(),
         token_usage: u64 = |r| r.token_usage,
-    }
-    #[new]
-    #[pyo3(signature = (*args, **kwargs), text_signature = "(verdict, reasons=None, findings=None, evidence=None, child_session_id=None, child_run_id=None, terminal_reason=None, tool_usage=None, token_usage=None)")]
-    fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-        Ok(PyVerificationResult { inner: VerificationResult::from_kwargs(&bind(&VERIFICATION_PARAMS, Some(args), kwargs)?)? })
-    }
-    /// Strict parse of a final answer, exactly as the reference parses it.
-    #[classmethod]
-    #[pyo3(signature = (text, **meta), text_signature = "($cls, text, *, child_session_id=None, child_run_id=None, terminal_reason=None, tool_usage=None, token_usage=None)")]
-    fn from_json(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, meta: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-        let (raw, meta) = (text_arg(text, "VerificationResult")?, kwargs("VerificationResult.from_json", VERIFICATION_META, meta)?);
-        let inner = py.detach(|| VerificationResult::from_json(&raw, VerificationMeta::from_kwargs(&meta)?).map_err(Error::from))?;
-        Ok(PyVerificationResult { inner })
-    }
-    /// Lenient parse; returns `(result, repair)`.
-    #[classmethod]
-    #[pyo3(signature = (text, **meta), text_signature = "($cls, text, *, child_session_id=None, child_run_id=None, terminal_reason=None, tool_usage=None, token_usage=None)")]
-    fn repair(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &Bound<'_, PyAny>, meta: Option<&Bound<'_, PyDict>>) -> PyResult<(Self, Option<&'static str>)> {
-        let (raw, meta) = (text_arg(text, "VerificationResult")?, kwargs("VerificationResult.repair", VERIFICATION_META, meta)?);
-        let (inner, r) = py.detach(|| VerificationResult::repair(&raw, VerificationMeta::from_kwargs(&meta)?).map_err(Error::from))?;
-        Ok((PyVerificationResult { inner }, r.map(|r| r.as_str())))
     }
     #[getter]
     fn reasons<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
@@ -127,12 +105,16 @@ result_class!(PyVerificationResult, VerificationResult, "VerificationResult",
 
 /// Check `path:line` / `path:start-end` evidence items against the files under `root`.
 #[pyfunction]
+#[pyo3(signature = (*args, **kwargs), text_signature = "(root, evidence)")]
 pub fn check_evidence<'py>(
-    py: Python<'py>,
-    root: &Bound<'py, PyAny>,
-    evidence: &Bound<'py, PyAny>,
+    args: &Bound<'py, PyTuple>,
+    kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let root = path_arg(root, "root")?;
+    let (py, a) = (
+        args.py(),
+        Args::bind(&CHECK_EVIDENCE_PARAMS, Some(args), kwargs)?,
+    );
+    let (root, evidence) = (path_arg(a.req("root")?, "root")?, a.req("evidence")?);
     let items = match evidence.cast::<PyString>() {
         Ok(one) => vec![crate::py::convert::py_str(one, "evidence")?],
         Err(_) => str_list(evidence, "evidence")?,

@@ -3,12 +3,16 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{
-    PyBool, PyBytes, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PySet, PyString, PyTuple,
+    PyBool, PyBytes, PyDict, PyDictKeys, PyDictValues, PyFloat, PyFrozenSet, PyInt, PyIterator,
+    PyList, PySet, PyString, PyTuple,
 };
 use serde::Serialize;
 
 use crate::api::Error;
 use crate::api::{Json, Kwargs, Params};
+
+/// An iterator yielding more items than this is refused (it may never end).
+const MAX_ITEMS: usize = 1 << 20;
 
 /// Nesting deeper than this in a Python value is refused (it would be a cycle or an attack).
 const MAX_DEPTH: usize = 256;
@@ -56,16 +60,29 @@ fn to_json_at(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Json
         }
         return Ok(Json::Object(items));
     }
+    // Lists, tuples, sets, dict views, and iterators such as generators (up to MAX_ITEMS).
     let listlike = obj.is_instance_of::<PyList>()
         || obj.is_instance_of::<PyTuple>()
         || obj.is_instance_of::<PySet>()
-        || obj.is_instance_of::<PyFrozenSet>();
+        || obj.is_instance_of::<PyFrozenSet>()
+        || obj.is_instance_of::<PyDictKeys>()
+        || obj.is_instance_of::<PyDictValues>()
+        || obj.is_instance_of::<PyIterator>();
     if listlike {
         let mut items = Vec::new();
         for (i, item) in obj.try_iter()?.enumerate() {
+            if i == MAX_ITEMS {
+                let more = format!("has more than {MAX_ITEMS} items");
+                return Err(Error::config(what, more).into());
+            }
             items.push(to_json_at(&item?, &format!("{what}[{i}]"), depth + 1)?);
         }
         return Ok(Json::Array(items));
+    }
+    // outrider's own values (a launch result's `result`, a verdict's `launch`, a result given as
+    // context) stand for their `to_dict()`.
+    if obj.get_type().module().is_ok_and(|m| m == "outrider._core") && obj.hasattr("to_dict")? {
+        return to_json_at(&obj.call_method0("to_dict")?, what, depth + 1);
     }
     Err(wrong_type(
         what,
@@ -93,27 +110,59 @@ pub fn tool_args(args: Option<&Bound<'_, PyAny>>) -> crate::api::ToolArgs {
     )
 }
 
-/// A call's arguments bound to the core's parameters ([`Kwargs::bind`]), each converted naming it.
+/// A call's arguments bound to the core's parameters ([`Params::bind`]), as the objects given
+/// (None counts as not given for an optional one).
+pub struct Args<'py>(Vec<(String, Bound<'py, PyAny>)>);
+
+impl<'py> Args<'py> {
+    /// Bind `args` and `kwargs` to `params`; a wrong count, name or repetition is refused by it.
+    pub fn bind(
+        params: &Params,
+        args: Option<&Bound<'py, PyTuple>>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Self> {
+        let named = kwargs.into_iter().flat_map(|d| d.iter());
+        let named = named.map(|(k, v)| Ok((req_str(&k, "keyword")?, v)));
+        let named = named.collect::<PyResult<_>>()?;
+        let positional = args.into_iter().flat_map(|a| a.iter()).collect();
+        Ok(Args(params.bind(positional, named, |v| v.is_none())?))
+    }
+
+    /// The argument given as `name`, if it was.
+    pub fn get(&self, name: &str) -> Option<&Bound<'py, PyAny>> {
+        self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v)
+    }
+
+    /// A required argument (the binding made sure it was given).
+    pub fn req(&self, name: &str) -> PyResult<&Bound<'py, PyAny>> {
+        let missing = || Error::Internal(format!("argument {name} was not bound"));
+        Ok(self.get(name).ok_or_else(missing)?)
+    }
+
+    /// The argument given as `name` as JSON (null when it was not given).
+    pub fn value(&self, name: &str) -> PyResult<Json> {
+        self.get(name).map_or(Ok(Json::Null), |v| to_json(v, name))
+    }
+
+    /// The arguments among `names` as JSON, for the core to read ([`Kwargs`]).
+    pub fn json(&self, names: &[&str]) -> PyResult<Kwargs> {
+        let given = self.0.iter().filter(|(k, _)| names.contains(&k.as_str()));
+        let items = given.map(|(k, v)| Ok((k.clone(), to_json(v, k)?)));
+        Ok(Kwargs::new(
+            "arguments",
+            names,
+            items.collect::<PyResult<_>>()?,
+        )?)
+    }
+}
+
+/// A call's arguments bound to the core's parameters, each converted to JSON naming it.
 pub fn bind(
     params: &Params,
     args: Option<&Bound<'_, PyTuple>>,
-    given: Option<&Bound<'_, PyDict>>,
+    kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Kwargs> {
-    let names = params.names.iter().chain(std::iter::repeat(&"argument"));
-    let args = args.into_iter().flat_map(|a| a.iter());
-    let positional = names
-        .zip(args)
-        .map(|(k, v)| to_json(&v, k))
-        .collect::<PyResult<_>>()?;
-    let named = given.into_iter().flat_map(|d| d.iter()).map(|(k, v)| {
-        let key = req_str(&k, "keyword")?;
-        Ok((key.clone(), to_json(&v, &key)?))
-    });
-    Ok(Kwargs::bind(
-        params,
-        positional,
-        named.collect::<PyResult<_>>()?,
-    )?)
+    Args::bind(params, args, kwargs)?.json(params.names)
 }
 
 /// The keyword options `owner` was given, by name only (None counts as not given).
@@ -122,16 +171,7 @@ pub fn kwargs(
     names: &'static [&'static str],
     given: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Kwargs> {
-    bind(
-        &Params {
-            owner,
-            names,
-            positional: 0,
-            required: 0,
-        },
-        None,
-        given,
-    )
+    bind(&Params::keywords(owner, names), None, given)
 }
 
 /// An optional argument as JSON (None and missing are both null).
@@ -181,7 +221,7 @@ pub fn path_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<std::path::PathB
         .map_err(|_| wrong_type(what, "a str or os.PathLike", obj))
 }
 
-/// Any iterable of str (but not a str itself) → names.
+/// Any iterable of str (but not a str itself) → names, read by the core ([`Kwargs::str_list`]).
 pub fn str_list(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<String>> {
     if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
         return Err(wrong_type(
@@ -190,11 +230,10 @@ pub fn str_list(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<String>> {
             obj,
         ));
     }
-    let iter = obj
-        .try_iter()
-        .map_err(|_| wrong_type(what, "an iterable of str", obj))?;
-    iter.map(|item| req_str(&item?, &format!("{what} item")))
-        .collect()
+    let iter = obj.try_iter();
+    let iter = iter.map_err(|_| wrong_type(what, "an iterable of str", obj))?;
+    let names = Kwargs::one(what, to_json(iter.as_any(), what)?).str_list(what)?;
+    Ok(names.unwrap_or_default())
 }
 
 /// An optional iterable of str.
@@ -221,14 +260,4 @@ pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
         .name()
         .map(|n| n.to_string())
         .unwrap_or_else(|_| "object".into())
-}
-
-/// A copy of the dict `obj` (so the caller may edit it), or a type error naming `what`.
-pub fn dict_arg<'py>(
-    obj: &Bound<'py, PyAny>,
-    what: &str,
-) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
-    obj.cast::<pyo3::types::PyDict>()
-        .map_err(|_| wrong_type(what, "a dict", obj))?
-        .copy()
 }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyTuple, PyType};
+use pyo3::types::{PyBool, PyDict, PyTuple};
 
 use crate::api::ChatModel;
 use crate::api::{CancelToken, ParsedResult};
@@ -11,11 +11,10 @@ use crate::api::{
     LauncherOptions, RequestInit, SubagentLaunchResult, SubagentLauncher, Verification,
 };
 use crate::api::{SubagentRequest, TraceDirSetting, REQUEST_PARAMS};
+use crate::api::{LAUNCHER_PARAMS, VERIFY_PARAMS};
 use crate::py::contract::{PyExploreResult, PyVerificationResult};
-use crate::py::convert::{
-    bind, dict_arg, dump, kwargs, opt_int, opt_json, opt_str_list, path_arg, req_str, to_json,
-    wrong_type,
-};
+use crate::py::convert::{bind, dump, opt_int, opt_str_list, path_arg, req_str};
+use crate::py::convert::{wrong_type, Args};
 use crate::py::frozen_class;
 use crate::py::model::callable_model;
 use crate::py::observe::{observer, refresh_level};
@@ -52,14 +51,11 @@ frozen_class! {
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
         other.cast::<PySubagentRequest>().is_ok_and(|o| o.get().inner == self.inner)
     }
-    fn __repr__(&self) -> String {
-        self.inner.to_string()
-    }
 }
 
 frozen_class! {
     /// What a launch produced (frozen).
-    PySubagentLaunchResult(SubagentLaunchResult) as "SubagentLaunchResult",
+    PySubagentLaunchResult(SubagentLaunchResult) as "SubagentLaunchResult", record,
     getters {
         status: &'static str = |r| r.status.as_str(),
         profile_name: String = |r| r.profile_name.clone(),
@@ -92,22 +88,6 @@ frozen_class! {
     #[getter]
     fn ungrounded_evidence<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         dump(py, &self.inner.ungrounded_evidence)
-    }
-    /// Rebuild from `to_dict()` output (its `result` may also be the result object itself).
-    #[classmethod]
-    fn from_dict(_cls: &Bound<'_, PyType>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let d = dict_arg(data, "SubagentLaunchResult.from_dict data")?;
-        if let Some(r) = d.get_item("result")?.filter(|r| r.hasattr("to_dict").unwrap_or(false)) {
-            d.set_item("result", r.call_method0("to_dict")?)?;
-        }
-        let inner = SubagentLaunchResult::from_value(&to_json(&d, "data")?.to_value())?;
-        Ok(PySubagentLaunchResult { inner })
-    }
-    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        dump(py, &self.inner)
-    }
-    fn __repr__(&self) -> String {
-        self.inner.to_string()
     }
 }
 
@@ -203,30 +183,20 @@ impl Drop for PySubagentLauncher {
 impl PySubagentLauncher {
     #[new]
     #[pyo3(
-        signature = (project_root, main_llm=None, light_llm=None, *, trace_dir=None, parent_trace=None, profiles=None, **options),
+        signature = (*args, **kwargs),
         text_signature = "(project_root, main_llm=None, light_llm=None, *, trace_dir=None, parent_trace=None, profiles=None, max_concurrency=None, main_model=None, light_model=None, model_settings=None, trace_retention=None)"
     )]
-    fn py_new(
-        project_root: &Bound<'_, PyAny>,
-        main_llm: Option<&Bound<'_, PyAny>>,
-        light_llm: Option<&Bound<'_, PyAny>>,
-        trace_dir: Option<&Bound<'_, PyAny>>,
-        parent_trace: Option<&Bound<'_, PyAny>>,
-        profiles: Option<&Bound<'_, PyAny>>,
-        options: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Self> {
-        refresh_level(project_root.py());
-        let given = kwargs("SubagentLauncher", &LauncherOptions::KWARGS, options)?;
-        let mut options = LauncherOptions::from_kwargs(&given)?;
-        options.main_model = model_arg(main_llm, "main_llm")?;
-        options.light_model = model_arg(light_llm, "light_llm")?;
-        options.trace_dir = trace_dir_arg(trace_dir)?;
-        let parent_trace = parent_trace.filter(|p| !p.is_none());
-        options.parent_trace = parent_trace
-            .map(|p| path_arg(p, "parent_trace"))
-            .transpose()?;
-        options.profiles = profiles_arg(profiles)?;
-        let root = path_arg(project_root, "project_root")?;
+    fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        refresh_level(args.py());
+        let a = Args::bind(&LAUNCHER_PARAMS, Some(args), kwargs)?;
+        let mut options = LauncherOptions::from_kwargs(&a.json(LauncherOptions::PLAIN)?)?;
+        options.main_model = model_arg(a.get("main_llm"), "main_llm")?;
+        options.light_model = model_arg(a.get("light_llm"), "light_llm")?;
+        options.trace_dir = trace_dir_arg(a.get("trace_dir"))?;
+        let parent_trace = a.get("parent_trace").map(|p| path_arg(p, "parent_trace"));
+        options.parent_trace = parent_trace.transpose()?;
+        options.profiles = profiles_arg(a.get("profiles"))?;
+        let root = path_arg(a.req("project_root")?, "project_root")?;
         Ok(PySubagentLauncher {
             inner: Arc::new(SubagentLauncher::new(&root, options)?),
             cancel: CancelToken::new(),
@@ -272,18 +242,17 @@ impl PySubagentLauncher {
     }
 
     /// Verify a completion candidate: the deterministic checks, then a verification child.
-    #[pyo3(signature = (candidate, requirements=None, evidence=None))]
+    #[pyo3(signature = (*args, **kwargs), text_signature = "($self, candidate, requirements=None, evidence=None)")]
     fn verify(
         &self,
-        py: Python<'_>,
-        candidate: &Bound<'_, PyAny>,
-        requirements: Option<&Bound<'_, PyAny>>,
-        evidence: Option<&Bound<'_, PyAny>>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let candidate = req_str(candidate, "candidate")?;
-        let requirements = opt_json(requirements, "requirements")?.to_value();
-        let evidence = opt_str_list(evidence, "evidence")?.unwrap_or_default();
-        let launcher = self.inner.clone();
+        let a = Args::bind(&VERIFY_PARAMS, Some(args), kwargs)?;
+        let candidate = req_str(a.req("candidate")?, "candidate")?;
+        let requirements = a.value("requirements")?.to_value();
+        let evidence = opt_str_list(a.get("evidence"), "evidence")?.unwrap_or_default();
+        let (py, launcher) = (args.py(), self.inner.clone());
         let verify =
             |c| async move { launcher.verify(&candidate, requirements, evidence, c).await };
         finish(py, &self.cancel, false, verify)
@@ -307,36 +276,12 @@ impl PySubagentLauncher {
 }
 
 frozen_class! {
-    /// The verdict of `SubagentLauncher.verify` (frozen).
-    PyCompletionVerdict(Verification) as "CompletionVerdict",
+    /// The verdict of `SubagentLauncher.verify` (frozen); pickled with its launch.
+    PyCompletionVerdict(Verification) as "CompletionVerdict", record,
     getters {
         verdict: &'static str = |v| v.verdict.verdict,
         reasons: Vec<String> = |v| v.verdict.reasons.clone(),
         feedback: Option<String> = |v| v.verdict.feedback.clone(),
         launch: Option<SubagentLaunchResult> = |v| v.launch.clone(),
-    }
-    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        dump(py, &self.inner.verdict)
-    }
-    /// Pickled as `from_dict(to_dict() + {"launch": the launch's dict})`.
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        let (py, v) = (slf.py(), &slf.get().inner);
-        let d = dump(py, &v.verdict)?;
-        d.set_item("launch", v.launch.as_ref().map(|l| dump(py, l)).transpose()?)?;
-        (slf.get_type().getattr("from_dict")?, (d,)).into_pyobject(py).map(|t| t.into_any())
-    }
-    /// Rebuild from `to_dict()` output, with an optional `launch` (a `SubagentLaunchResult`, its
-    /// dict, or None).
-    #[classmethod]
-    fn from_dict(_cls: &Bound<'_, PyType>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let d = dict_arg(data, "CompletionVerdict.from_dict data")?;
-        if let Some(l) = d.get_item("launch")?.filter(|l| l.cast::<PySubagentLaunchResult>().is_ok()) {
-            d.set_item("launch", l.call_method0("to_dict")?)?;
-        }
-        let inner = Verification::from_value(&to_json(&d, "data")?.to_value())?;
-        Ok(PyCompletionVerdict { inner })
-    }
-    fn __repr__(&self) -> String {
-        self.inner.verdict.to_string()
     }
 }

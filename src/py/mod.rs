@@ -19,16 +19,13 @@ use pyo3::prelude::*;
 use pyo3::types::PyFrozenSet;
 
 /// A frozen Python class over a core value: the struct, one-line getters (`name: Type = |inner|
-/// expression`), and any further methods, in one `#[pymethods]` block. With `value`, it also
-/// gets value semantics from the core type (`==`, `hash`, `repr` from `Display`, copies that are
-/// the object itself, and pickling through `from_dict(to_dict())`).
+/// expression`), `repr` from the core type's `Display`, and any further methods, in one
+/// `#[pymethods]` block. Flags before the getters add more from the core type: `value` gives
+/// `==`, `hash` and copies that are the object itself; `record` gives `to_dict`, `from_dict` and
+/// pickling through them ([`crate::api::Record`]); `record_from` the last two only.
 macro_rules! frozen_class {
-    ($(#[$doc:meta])* $py:ident($core:ty) as $name:literal, value,
-     getters { $($get:ident: $ty:ty = |$s:ident| $expr:expr),* $(,)? }
-     $($methods:tt)*) => {
-        $crate::py::frozen_class! {
-            $(#[$doc])* $py($core) as $name,
-            getters { $($get: $ty = |$s| $expr),* }
+    ($(#[$doc:meta])* $py:ident($core:ty) as $name:literal, value, $($rest:tt)*) => {
+        $crate::py::frozen_class! { $(#[$doc])* $py($core) as $name, $($rest)*
             fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
                 other.cast::<$py>().is_ok_and(|o| o.get().inner == self.inner)
             }
@@ -38,20 +35,38 @@ macro_rules! frozen_class {
                 self.inner.hash(&mut h);
                 h.finish()
             }
-            fn __repr__(&self) -> String {
-                self.inner.to_string()
-            }
             fn __copy__(slf: Py<Self>) -> Py<Self> {
                 slf
             }
             fn __deepcopy__(slf: Py<Self>, _memo: &Bound<'_, PyAny>) -> Py<Self> {
                 slf
             }
-            fn __reduce__<'py>(slf: &Bound<'py, Self>, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
-                let d = slf.get().to_dict(py)?;
-                (slf.get_type().getattr("from_dict")?, (d,)).into_pyobject(py)
+        }
+    };
+    ($(#[$doc:meta])* $py:ident($core:ty) as $name:literal, record, $($rest:tt)*) => {
+        $crate::py::frozen_class! { $(#[$doc])* $py($core) as $name, record_from, $($rest)*
+            /// The value as plain data (dicts, lists, str, numbers, None).
+            fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+                $crate::py::convert::dump(py, &self.inner)
             }
-            $($methods)*
+        }
+    };
+    ($(#[$doc:meta])* $py:ident($core:ty) as $name:literal, record_from, $($rest:tt)*) => {
+        $crate::py::frozen_class! { $(#[$doc])* $py($core) as $name, $($rest)*
+            /// Rebuild from `to_dict()` output, validated.
+            #[classmethod]
+            fn from_dict(_cls: &Bound<'_, pyo3::types::PyType>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
+                use $crate::py::convert::{to_json, wrong_type};
+                let what = concat!($name, ".from_dict data");
+                let d = data.cast::<pyo3::types::PyDict>().map_err(|_| wrong_type(what, "a dict", data))?;
+                let inner = <$core as $crate::api::Record>::from_record(&to_json(d, "data")?)?;
+                Ok($py { inner })
+            }
+            fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+                let state = $crate::api::Record::state(&slf.get().inner);
+                let state = $crate::py::convert::dump(slf.py(), &state)?;
+                (slf.get_type().getattr("from_dict")?, (state,)).into_pyobject(slf.py())
+            }
         }
     };
     ($(#[$doc:meta])* $py:ident($core:ty) as $name:literal,
@@ -76,6 +91,9 @@ macro_rules! frozen_class {
         #[pymethods]
         impl $py {
             $(#[getter] fn $get(&self) -> $ty { let $s = &self.inner; $expr })*
+            fn __repr__(&self) -> String {
+                self.inner.to_string()
+            }
             $($methods)*
         }
     };

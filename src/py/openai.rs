@@ -4,12 +4,13 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyType};
+use pyo3::types::{PyDict, PyTuple, PyType};
 
 use crate::api::{CancelToken, Error};
 use crate::api::{ChatModel, ChatRequest};
 use crate::api::{ClientSettings, OpenAICompatible, OpenAICompatibleConfig};
-use crate::py::convert::{kwargs, opt_str, req_str, to_json, wrong_type};
+use crate::api::{CLIENT_PARAMS, FROM_ENV_PARAMS};
+use crate::py::convert::{opt_str, req_str, to_json, wrong_type, Args};
 use crate::py::runtime::{finish, Plain};
 
 /// The built-in OpenAI-compatible chat-completions client.
@@ -22,19 +23,19 @@ pub struct PyOpenAICompatible {
 impl PyOpenAICompatible {
     #[new]
     #[pyo3(
-        signature = (model, base_url=None, api_key=None, **options),
+        signature = (*args, **kwargs),
         text_signature = "(model, base_url=None, api_key=None, *, timeout=None, connect_timeout=None, max_retries=None, temperature=None, max_tokens=None, headers=None)"
     )]
-    fn py_new(
-        model: &Bound<'_, PyAny>,
-        base_url: Option<&Bound<'_, PyAny>>,
-        api_key: Option<&Bound<'_, PyAny>>,
-        options: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Self> {
-        let (base_url, api_key) = (opt_str(base_url, "base_url")?, opt_str(api_key, "api_key")?);
-        let options = kwargs("OpenAICompatible", &ClientSettings::KWARGS, options)?;
-        let settings = ClientSettings::from_kwargs(base_url, api_key, &options)?;
-        let config = OpenAICompatibleConfig::from_settings(req_str(model, "model")?, settings)?;
+    fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let a = Args::bind(&CLIENT_PARAMS, Some(args), kwargs)?;
+        let url_key = (
+            opt_str(a.get("base_url"), "base_url")?,
+            opt_str(a.get("api_key"), "api_key")?,
+        );
+        let settings =
+            ClientSettings::from_kwargs(url_key.0, url_key.1, &a.json(ClientSettings::KWARGS)?)?;
+        let config =
+            OpenAICompatibleConfig::from_settings(req_str(a.req("model")?, "model")?, settings)?;
         Ok(PyOpenAICompatible {
             client: Arc::new(OpenAICompatible::new(config)?),
         })
@@ -44,12 +45,16 @@ impl PyOpenAICompatible {
     /// `LLM_MAX_RETRIES`; `.env` read without overriding the environment). None when
     /// `{prefix}_MODEL_ID` is unset.
     #[classmethod]
-    #[pyo3(signature = (prefix=None))]
+    #[pyo3(signature = (*args, **kwargs), text_signature = "($cls, prefix=None)")]
     fn from_env(
         _cls: &Bound<'_, PyType>,
-        prefix: Option<&Bound<'_, PyAny>>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Option<Self>> {
-        let prefix = opt_str(prefix, "prefix")?;
+        let prefix = opt_str(
+            Args::bind(&FROM_ENV_PARAMS, Some(args), kwargs)?.get("prefix"),
+            "prefix",
+        )?;
         Ok(
             OpenAICompatible::from_env(prefix.as_deref())?.map(|c| PyOpenAICompatible {
                 client: Arc::new(c),

@@ -1,25 +1,16 @@
 //! `outrider.RuntimeProfile`: a frozen view of the core profile.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyFrozenSet, PyString, PyTuple, PyType};
+use pyo3::types::{PyDict, PyFrozenSet, PyTuple};
 
 use crate::api::Json;
 use crate::api::{RuntimeProfile, PROFILE_FIELDS};
-use crate::py::convert::{to_json, wrong_type};
+use crate::py::convert::to_json;
 use crate::py::frozen_class;
 
-/// One keyword value as the core takes it (the allow-list may be any iterable of names).
+/// One keyword value as the core takes it, named `RuntimeProfile.<key>`.
 fn field(key: &str, v: &Bound<'_, PyAny>) -> PyResult<(String, Json)> {
-    let what = format!("RuntimeProfile.{key}");
-    let value = match v.try_iter() {
-        Ok(items) if key == "tool_allowlist" && !v.is_instance_of::<PyString>() => Json::Array(
-            items
-                .map(|t| to_json(&t?, &format!("{what} item")))
-                .collect::<PyResult<_>>()?,
-        ),
-        _ => to_json(v, &what)?,
-    };
-    Ok((key.to_string(), value))
+    Ok((key.into(), to_json(v, &format!("RuntimeProfile.{key}"))?))
 }
 
 /// Keyword values → `(field, JSON)` pairs for the core.
@@ -31,7 +22,7 @@ fn fields(d: &Bound<'_, PyDict>) -> PyResult<Vec<(String, Json)>> {
 
 frozen_class! {
     /// A sub-agent profile (frozen). See the stub for field docs.
-    PyRuntimeProfile(RuntimeProfile) as "RuntimeProfile", value,
+    PyRuntimeProfile(RuntimeProfile) as "RuntimeProfile", value, record_from,
     getters {
         rendered_system_prompt: String = |p| p.rendered_system_prompt(),
         name: String = |p| p.name.clone(),
@@ -75,17 +66,6 @@ frozen_class! {
         let d = crate::py::convert::dump(py, &self.inner)?.cast_into::<PyDict>()?;
         d.set_item("tool_allowlist", self.tool_allowlist(py)?)?;
         Ok(d)
-    }
-
-    /// Build (and validate) a profile from `to_dict()` output.
-    #[classmethod]
-    fn from_dict(_cls: &Bound<'_, PyType>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let d = data
-            .cast::<PyDict>()
-            .map_err(|_| wrong_type("RuntimeProfile.from_dict data", "a dict", data))?;
-        Ok(PyRuntimeProfile {
-            inner: RuntimeProfile::from_fields(&fields(d)?)?,
-        })
     }
 
     #[getter]

@@ -3,10 +3,11 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
 
 use crate::api::CancelToken;
-use crate::api::{FactoryError, LauncherFactory, TaskTool, TASK_TOOL_NAME};
-use crate::py::convert::{dump, opt_str_list, tool_args, type_name, wrong_type};
+use crate::api::{FactoryError, LauncherFactory, TaskTool, TASK_TOOL_NAME, TASK_TOOL_PARAMS};
+use crate::py::convert::{dump, opt_str_list, tool_args, type_name, wrong_type, Args};
 use crate::py::launcher::PySubagentLauncher;
 use crate::py::runtime::{finish, Plain};
 
@@ -38,12 +39,13 @@ fn factory(callable: Py<PyAny>) -> LauncherFactory {
 #[pymethods]
 impl PyTaskTool {
     #[new]
-    #[pyo3(signature = (launcher, *, subagent_types=None))]
-    fn py_new(
-        launcher: &Bound<'_, PyAny>,
-        subagent_types: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        let types = opt_str_list(subagent_types, "subagent_types")?;
+    #[pyo3(signature = (*args, **kwargs), text_signature = "(launcher, *, subagent_types=None)")]
+    fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let a = Args::bind(&TASK_TOOL_PARAMS, Some(args), kwargs)?;
+        let (launcher, types) = (
+            a.req("launcher")?,
+            opt_str_list(a.get("subagent_types"), "subagent_types")?,
+        );
         let inner = if let Ok(l) = launcher.cast::<PySubagentLauncher>() {
             TaskTool::new(l.get().inner.clone(), types)?
         } else if launcher.is_callable() {

@@ -66,16 +66,35 @@ pub struct ClientSettings {
     pub headers: Vec<(String, String)>,
 }
 
-impl ClientSettings {
-    /// The keyword options of `OpenAICompatible` beside its model, base URL and key.
-    pub const KWARGS: [&'static str; 6] = [
+/// `OpenAICompatible(...)`'s parameters.
+pub const CLIENT_PARAMS: crate::args::Params = crate::args::Params {
+    owner: "OpenAICompatible",
+    names: &[
+        "model",
+        "base_url",
+        "api_key",
         "timeout",
         "connect_timeout",
         "max_retries",
         "temperature",
         "max_tokens",
         "headers",
-    ];
+    ],
+    positional: 3,
+    required: 1,
+};
+
+/// `OpenAICompatible.from_env(...)`'s parameters.
+pub const FROM_ENV_PARAMS: crate::args::Params = crate::args::Params {
+    owner: "OpenAICompatible.from_env",
+    names: &["prefix"],
+    positional: 1,
+    required: 0,
+};
+
+impl ClientSettings {
+    /// The keyword options of `OpenAICompatible` beside its model, base URL and key.
+    pub const KWARGS: &[&str] = CLIENT_PARAMS.after(3);
 
     /// The settings from `base_url`, `api_key` and the keyword options ([`Self::KWARGS`]).
     pub fn from_kwargs(
