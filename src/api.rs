@@ -15,7 +15,7 @@ pub use crate::contract::{
     UNKNOWN_REASON, VERIFICATION_META, VERIFICATION_PARAMS,
 };
 pub use crate::error::{Error, Result};
-pub use crate::evidence::{check_evidence, EvidenceCheck, CHECK_EVIDENCE_PARAMS};
+pub use crate::evidence::{check_evidence, evidence_arg, EvidenceCheck, CHECK_EVIDENCE_PARAMS};
 pub use crate::exec::{
     allow_spin, current_caller, runtime, spin_first, with_caller, CallerScope, Inbox,
 };

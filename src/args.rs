@@ -43,10 +43,16 @@ pub trait Record: serde::Serialize + std::fmt::Display + Sized {
 }
 
 /// The keyword arguments given to `owner` (a null value counts as not given).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Kwargs {
     items: Vec<(String, Json)>,
+    /// Arguments given as values with no JSON form, with the front end's name for their type:
+    /// reading one is refused as the wrong type, saying what the reader expected.
+    opaque: Vec<(String, String)>,
 }
+
+/// What [`Kwargs::json`] expects.
+const ANY_JSON: &str = "a JSON value (dict, list, tuple, str, int, float, bool or None)";
 
 /// The parameters of a call a front end passes through: their names in order, how many may be
 /// given by position, and how many (the first ones) are required.
@@ -128,11 +134,6 @@ impl Params {
             required: 0,
         }
     }
-
-    /// The names after the first `n` (the options a constructor reads as plain values).
-    pub const fn after(&self, n: usize) -> &'static [&'static str] {
-        self.names.split_at(n).1
-    }
 }
 
 impl Kwargs {
@@ -143,7 +144,10 @@ impl Kwargs {
         named: Vec<(String, Json)>,
     ) -> Result<Self, Error> {
         let items = params.bind(positional, named, |v| *v == Json::Null)?;
-        Ok(Kwargs { items })
+        Ok(Kwargs {
+            items,
+            ..Self::default()
+        })
     }
 
     /// The arguments given, in the order given.
@@ -152,12 +156,15 @@ impl Kwargs {
     }
 
     /// The given arguments among `names`, as one JSON object in the order given.
-    pub fn object(&self, names: &[&str]) -> Json {
+    pub fn object(&self, names: &[&str]) -> Result<Json, Error> {
+        for name in names {
+            self.given(name, ANY_JSON)?;
+        }
         let picked = self
             .items
             .iter()
             .filter(|(k, _)| names.contains(&k.as_str()));
-        Json::Object(picked.cloned().collect())
+        Ok(Json::Object(picked.cloned().collect()))
     }
 
     /// `items` given to `owner` (e.g. `SubagentLauncher`); a name not in `accepted` is refused.
@@ -165,27 +172,74 @@ impl Kwargs {
         if let Some((bad, _)) = items.iter().find(|(k, _)| !accepted.contains(&k.as_str())) {
             return Err(unknown_option(owner, bad, accepted));
         }
-        Ok(Kwargs { items })
+        Ok(Kwargs {
+            items,
+            ..Self::default()
+        })
+    }
+
+    /// With `key` given as `value`, or as a value with no JSON form (its type's name), which
+    /// the accessors refuse as the wrong type. A null value counts as not given.
+    pub fn with(mut self, key: &str, value: Result<Json, String>) -> Self {
+        match value {
+            Ok(Json::Null) => {}
+            Ok(json) => self.items.push((key.into(), json)),
+            Err(type_name) => self.opaque.push((key.into(), type_name)),
+        }
+        self
     }
 
     /// One value, given as `key` (to read it with an accessor).
     pub fn one(key: &str, value: Json) -> Self {
         Kwargs {
             items: vec![(key.to_string(), value)],
+            ..Self::default()
         }
     }
 
-    /// The value given for `key`; null when it was not given.
-    pub fn json(&self, key: &str) -> &Json {
-        self.items
-            .iter()
-            .find(|(k, _)| k == key)
-            .map_or(&Json::Null, |(_, v)| v)
+    /// The value given for `key` (null when it was not given), refused as not `expected` when it
+    /// was given as a value with no JSON form.
+    pub fn given(&self, key: &str, expected: &str) -> Result<&Json, Error> {
+        if let Some((_, type_name)) = self.opaque.iter().find(|(k, _)| k == key) {
+            return Err(Error::wrong_type(key, expected, type_name));
+        }
+        let given = self.items.iter().find(|(k, _)| k == key);
+        Ok(given.map_or(&Json::Null, |(_, v)| v))
+    }
+
+    /// The value given for `key`, any JSON; null when it was not given.
+    pub fn json(&self, key: &str) -> Result<&Json, Error> {
+        self.given(key, ANY_JSON)
+    }
+
+    /// A required str (given, and not None).
+    pub fn req_str(&self, key: &str) -> Result<String, Error> {
+        let given = self.str(key)?;
+        given.ok_or_else(|| Error::wrong_type(key, "str", "NoneType"))
+    }
+
+    /// An optional path: a str (a front end turns its path objects into one).
+    pub fn path(&self, key: &str) -> Result<Option<std::path::PathBuf>, Error> {
+        match self.given(key, "a str or os.PathLike")? {
+            Json::Null => Ok(None),
+            Json::Str(s) => Ok(Some(s.into())),
+            other => Err(Error::wrong_type(
+                key,
+                "a str or os.PathLike",
+                other.type_name(),
+            )),
+        }
+    }
+
+    /// A required path.
+    pub fn req_path(&self, key: &str) -> Result<std::path::PathBuf, Error> {
+        let given = self.path(key)?;
+        given.ok_or_else(|| Error::wrong_type(key, "a str or os.PathLike", "NoneType"))
     }
 
     /// An optional str.
     pub fn str(&self, key: &str) -> Result<Option<String>, Error> {
-        match self.json(key) {
+        match self.given(key, "str")? {
             Json::Null => Ok(None),
             Json::Str(s) => Ok(Some(s.clone())),
             other => Err(Error::wrong_type(key, "str", other.type_name())),
@@ -194,7 +248,7 @@ impl Kwargs {
 
     /// An optional int (not a bool).
     pub fn int(&self, key: &str) -> Result<Option<i64>, Error> {
-        match self.json(key) {
+        match self.given(key, "int")? {
             Json::Null => Ok(None),
             Json::Int(i) => Ok(Some(*i)),
             Json::BigInt(digits) => Err(Error::config(key, format!("is out of range: {digits}"))),
@@ -204,7 +258,7 @@ impl Kwargs {
 
     /// An optional real number: an int or a float, not a bool.
     pub fn number(&self, key: &str) -> Result<Option<f64>, Error> {
-        match self.json(key) {
+        match self.given(key, "a number")? {
             Json::Null => Ok(None),
             Json::Int(i) => Ok(Some(*i as f64)),
             Json::Float(f) => Ok(Some(*f)),
@@ -215,7 +269,7 @@ impl Kwargs {
 
     /// An optional list of str (a single str is refused: it is not a list of names).
     pub fn str_list(&self, key: &str) -> Result<Option<Vec<String>>, Error> {
-        let items = match self.json(key) {
+        let items = match self.given(key, "an iterable of str")? {
             Json::Null => return Ok(None),
             Json::Array(items) => items,
             Json::Str(_) => {
@@ -246,7 +300,7 @@ impl Kwargs {
 
     /// An optional dict of str to str, in the order given.
     pub fn str_map(&self, key: &str) -> Result<Vec<(String, String)>, Error> {
-        match self.json(key) {
+        match self.given(key, "a dict of str to str")? {
             Json::Null => Ok(vec![]),
             Json::Object(items) => items
                 .iter()
@@ -354,7 +408,7 @@ mod tests {
             &[("a".to_string(), s("1")), ("d".to_string(), s("4"))]
         );
         assert_eq!(
-            k.object(&["a", "b"]),
+            k.object(&["a", "b"]).unwrap(),
             Json::Object(vec![("a".into(), s("1"))])
         );
         let required_null = Kwargs::bind(&P, vec![Json::Null], vec![]).unwrap();
@@ -381,6 +435,37 @@ mod tests {
         assert_eq!(
             err(vec![], named("e", s("2"))),
             "Thing: has no option 'e'; options are: a, b, c, d"
+        );
+    }
+
+    #[test]
+    fn a_value_with_no_json_form_is_refused_as_what_each_reader_expected() {
+        let k = Kwargs::default()
+            .with("u", Err("URL".into()))
+            .with("p", Ok(Json::Str("/tmp/x".into())))
+            .with("n", Ok(Json::Null));
+        let err = |r: Result<(), Error>| r.unwrap_err().to_string();
+        assert_eq!(err(k.str("u").map(drop)), "u: must be str, got URL");
+        assert_eq!(err(k.int("u").map(drop)), "u: must be int, got URL");
+        assert_eq!(
+            err(k.str_list("u").map(drop)),
+            "u: must be an iterable of str, got URL"
+        );
+        assert_eq!(
+            err(k.path("u").map(drop)),
+            "u: must be a str or os.PathLike, got URL"
+        );
+        assert!(err(k.json("u").map(drop)).starts_with("u: must be a JSON value"));
+        assert!(k.object(&["p", "u"]).is_err(), "an object never drops one");
+        assert_eq!(k.req_path("p").unwrap(), std::path::PathBuf::from("/tmp/x"));
+        assert_eq!(k.str("n").unwrap(), None, "null is not given");
+        assert_eq!(
+            err(k.req_str("n").map(drop)),
+            "n: must be str, got NoneType"
+        );
+        assert_eq!(
+            err(k.req_path("missing").map(drop)),
+            "missing: must be a str or os.PathLike, got NoneType"
         );
     }
 

@@ -653,7 +653,7 @@ pub const VERIFICATION_META: &[&str] = VERIFICATION_PARAMS.names.split_at(VERIFI
 /// The metadata a caller gives beside an explore answer ([`EXPLORE_META`]); a bad value is an
 /// argument error naming it.
 pub fn explore_meta(k: &Kwargs) -> Result<(ToolUsage, String), crate::Error> {
-    let usage = tool_usage_from_json(k.json("tool_usage"), "tool_usage")?;
+    let usage = tool_usage_from_json(k.json("tool_usage")?, "tool_usage")?;
     Ok((
         usage,
         k.str("terminal_reason")?
@@ -666,7 +666,7 @@ impl ExploreResult {
     pub fn from_kwargs(k: &Kwargs) -> Result<Self, crate::Error> {
         let (usage, reason) = explore_meta(k)?;
         Ok(Self::from_object(
-            &k.object(&EXPLORE_PARAMS.names[..EXPLORE_FIELDS]),
+            &k.object(&EXPLORE_PARAMS.names[..EXPLORE_FIELDS])?,
             usage,
             &reason,
         )?)
@@ -678,7 +678,7 @@ impl VerificationResult {
     pub fn from_kwargs(k: &Kwargs) -> Result<Self, crate::Error> {
         let meta = VerificationMeta::from_kwargs(k)?;
         Ok(Self::from_object(
-            &k.object(&VERIFICATION_PARAMS.names[..VERIFICATION_FIELDS]),
+            &k.object(&VERIFICATION_PARAMS.names[..VERIFICATION_FIELDS])?,
             meta,
         )?)
     }
@@ -754,8 +754,8 @@ impl VerificationMeta {
             session,
             run,
             &reason,
-            k.json("tool_usage"),
-            k.json("token_usage"),
+            k.json("tool_usage")?,
+            k.json("token_usage")?,
         )
     }
 

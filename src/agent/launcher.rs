@@ -16,6 +16,7 @@ use crate::contract::{SubagentStatus, VerificationVerdict};
 use crate::error::{Error, LaunchError};
 use crate::llm::ChatModel;
 use crate::profile::{explore_profile, verification_profile, ModelChoice, RuntimeProfile};
+use crate::pyjson::Json;
 use crate::redact::redact_str;
 use crate::runner::{CancelToken, ParsedResult, RunOutcome, RuntimeRunner, TerminalReason};
 use crate::tools::permissions::PermissionContext;
@@ -44,6 +45,18 @@ pub enum TraceDirSetting {
 }
 
 impl TraceDirSetting {
+    /// The `trace_dir` argument as given: None (not given) is the default directory, False keeps
+    /// traces in memory, a path is that directory.
+    pub fn from_kwargs(k: &crate::args::Kwargs) -> Result<Self, Error> {
+        const EXPECTED: &str = "a str, os.PathLike, None or False";
+        Ok(match k.given("trace_dir", EXPECTED)? {
+            Json::Null => TraceDirSetting::Default,
+            Json::Bool(false) => TraceDirSetting::Off,
+            Json::Str(dir) => TraceDirSetting::Dir(dir.into()),
+            other => return Err(Error::wrong_type("trace_dir", EXPECTED, other.type_name())),
+        })
+    }
+
     /// The checked, created directory for a launcher exploring `root`; None keeps traces in
     /// memory.
     ///
@@ -206,17 +219,15 @@ pub const VERIFY_PARAMS: crate::args::Params = crate::args::Params {
 };
 
 impl LauncherOptions {
-    /// The options [`Self::from_kwargs`] reads as plain values (the tail of [`LAUNCHER_PARAMS`];
-    /// the ones before are objects the front end converts itself).
-    pub const PLAIN: &[&str] = LAUNCHER_PARAMS.after(6);
-
     /// Options from the plain keyword values; models, trace directory and profiles at their
     /// defaults.
     pub fn from_kwargs(k: &crate::args::Kwargs) -> Result<Self, Error> {
         Ok(LauncherOptions {
+            trace_dir: TraceDirSetting::from_kwargs(k)?,
+            parent_trace: k.path("parent_trace")?,
             max_concurrency: k.int("max_concurrency")?,
             routes: crate::llm::settings::RouteSettings::from_kwargs(k, "main_model")?,
-            trace_retention: TraceRetention::from_arg(k.json("trace_retention"))?,
+            trace_retention: TraceRetention::from_arg(k.json("trace_retention")?)?,
             ..Self::default()
         })
     }

@@ -89,21 +89,18 @@ pub const MAIN_AGENT_PARAMS: crate::args::Params = crate::args::Params {
 };
 
 impl MainAgentOptions {
-    /// The options [`Self::from_kwargs`] reads as plain values (the tail of
-    /// [`MAIN_AGENT_PARAMS`]; the ones before are objects the front end converts itself).
-    pub const PLAIN: &[&str] = MAIN_AGENT_PARAMS.after(5);
-
     /// Options from the plain keyword values; the light model, launcher and trace directory at
     /// their defaults.
     pub fn from_kwargs(k: &crate::args::Kwargs) -> Result<Self, Error> {
         Ok(MainAgentOptions {
+            trace_dir: crate::agent::launcher::TraceDirSetting::from_kwargs(k)?,
             subagent_types: k.str_list("subagent_types")?,
             max_steps: k.int("max_steps")?,
             total_token_budget: k.int("total_token_budget")?,
             context_token_budget: k.int("context_token_budget")?,
             timeout_seconds: k.number("timeout_seconds")?,
             routes: crate::llm::settings::RouteSettings::from_kwargs(k, "model")?,
-            trace_retention: TraceRetention::from_arg(k.json("trace_retention"))?,
+            trace_retention: TraceRetention::from_arg(k.json("trace_retention")?)?,
             ..Self::default()
         })
     }

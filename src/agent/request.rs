@@ -69,7 +69,7 @@ impl RequestInit {
             Ok(RequestInit {
                 task: k.str("task")?,
                 profile_name: k.str("profile_name")?,
-                structured_context: Some(k.json("structured_context").clone()),
+                structured_context: Some(k.json("structured_context")?.clone()),
                 model_choice: k.str("model_choice")?,
                 parent_session_id: k.str("parent_session_id")?,
                 parent_run_id: k.str("parent_run_id")?,

@@ -1015,3 +1015,56 @@ fn a_launcher_prunes_old_traces_by_its_retention_when_built() {
         ]
     );
 }
+
+#[test]
+fn launcher_arguments_are_read_by_the_core_with_one_meaning_each() {
+    use crate::args::Kwargs;
+    let bound = |named: Vec<(&str, Json)>| {
+        let named = named.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        Kwargs::bind(&LAUNCHER_PARAMS, vec![Json::Str("/r".into())], named)
+    };
+    let o = LauncherOptions::from_kwargs(&bound(vec![]).unwrap()).unwrap();
+    assert_eq!(o.trace_dir, TraceDirSetting::Default, "None is the default");
+    assert_eq!(o.parent_trace, None);
+    let k = bound(vec![
+        ("trace_dir", Json::Bool(false)),
+        ("parent_trace", Json::Str("/p.jsonl".into())),
+    ])
+    .unwrap();
+    let o = LauncherOptions::from_kwargs(&k).unwrap();
+    assert_eq!(
+        o.trace_dir,
+        TraceDirSetting::Off,
+        "False keeps traces in memory"
+    );
+    assert_eq!(o.parent_trace, Some("/p.jsonl".into()));
+    let k = bound(vec![("trace_dir", Json::Str("/t".into()))]).unwrap();
+    let dir = LauncherOptions::from_kwargs(&k).unwrap().trace_dir;
+    assert_eq!(dir, TraceDirSetting::Dir("/t".into()));
+    let err = |k: Kwargs| LauncherOptions::from_kwargs(&k).err().unwrap().to_string();
+    assert_eq!(
+        err(bound(vec![("trace_dir", Json::Bool(true))]).unwrap()),
+        "trace_dir: must be a str, os.PathLike, None or False, got bool"
+    );
+    assert_eq!(
+        err(Kwargs::default().with("trace_dir", Err("Thing".into()))),
+        "trace_dir: must be a str, os.PathLike, None or False, got Thing"
+    );
+    let main = MainAgentOptions::from_kwargs(&Kwargs::one("trace_dir", Json::Bool(false)));
+    assert_eq!(main.unwrap().trace_dir, TraceDirSetting::Off);
+}
+
+#[test]
+fn evidence_is_one_str_or_an_iterable_of_them() {
+    use crate::args::Kwargs;
+    use crate::evidence::evidence_arg;
+    let one = Kwargs::one("evidence", Json::Str("a.py:1".into()));
+    assert_eq!(evidence_arg(&one).unwrap(), vec!["a.py:1".to_string()]);
+    let many = Kwargs::one("evidence", Json::Array(vec![Json::Str("b.py:2".into())]));
+    assert_eq!(evidence_arg(&many).unwrap(), vec!["b.py:2".to_string()]);
+    let bad = Kwargs::default().with("evidence", Err("Path".into()));
+    assert_eq!(
+        evidence_arg(&bad).unwrap_err().to_string(),
+        "evidence: must be a str or an iterable of str, got Path"
+    );
+}

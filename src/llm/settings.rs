@@ -31,7 +31,7 @@ impl RouteSettings {
             light_model: k.str("light_model")?,
             settings: ModelSettings::from_json(
                 "model_settings",
-                &k.json("model_settings").to_value(),
+                &k.json("model_settings")?.to_value(),
             )?,
         })
     }

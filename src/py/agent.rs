@@ -5,8 +5,8 @@ use pyo3::types::{PyDict, PyTuple};
 
 use crate::api::CancelToken;
 use crate::api::{MainAgent, MainAgentOptions, MAIN_AGENT_PARAMS};
-use crate::py::convert::{path_arg, req_str, wrong_type, Args};
-use crate::py::launcher::{model_arg, trace_dir_arg, PySubagentLauncher};
+use crate::py::convert::{req_str, wrong_type, Args};
+use crate::py::launcher::{launcher_arg, model_arg};
 use crate::py::observe::{event_sink, refresh_level};
 use crate::py::runtime::{finish, Plain};
 
@@ -26,21 +26,16 @@ impl PyMainAgent {
     fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         refresh_level(args.py());
         let a = Args::bind(&MAIN_AGENT_PARAMS, Some(args), kwargs)?;
-        let mut options = MainAgentOptions::from_kwargs(&a.json(MainAgentOptions::PLAIN)?)?;
+        let plain = a.plain(&["llm", "light_llm", "launcher"])?;
+        let mut options = MainAgentOptions::from_kwargs(&plain)?;
         let (expected, llm) = (
             "a model callable or an outrider.OpenAICompatible",
             a.req("llm")?,
         );
         let model = model_arg(Some(llm), "llm")?.ok_or_else(|| wrong_type("llm", expected, llm))?;
         options.light_model = model_arg(a.get("light_llm"), "light_llm")?;
-        options.trace_dir = trace_dir_arg(a.get("trace_dir"))?;
-        if let Some(l) = a.get("launcher") {
-            let cast = l.cast::<PySubagentLauncher>();
-            let cast =
-                cast.map_err(|_| wrong_type("launcher", "an outrider.SubagentLauncher", l))?;
-            options.launcher = Some(cast.get().inner.clone());
-        }
-        let root = path_arg(a.req("project_root")?, "project_root")?;
+        options.launcher = a.get("launcher").map(launcher_arg).transpose()?;
+        let root = plain.req_path("project_root")?;
         Ok(PyMainAgent {
             inner: std::sync::Arc::new(MainAgent::new(&root, model, options)?),
         })

@@ -3,9 +3,9 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple, PyType};
 
-use crate::api::{answer_text, Answer, Error, ExploreResult, Repair, ToolUsage};
+use crate::api::{answer_text, evidence_arg, Answer, Error, ExploreResult, Repair, ToolUsage};
 use crate::api::{VerificationResult, CHECK_EVIDENCE_PARAMS, EXPLORE_PARAMS, VERIFICATION_PARAMS};
-use crate::py::convert::{bind, dump, kwargs, path_arg, str_list, wrong_type, Args};
+use crate::py::convert::{bind, dump, kwargs, wrong_type};
 use crate::py::frozen_class;
 
 /// The text of a model answer: a str as it is; bytes or None as the core reads them.
@@ -110,16 +110,9 @@ pub fn check_evidence<'py>(
     args: &Bound<'py, PyTuple>,
     kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let (py, a) = (
-        args.py(),
-        Args::bind(&CHECK_EVIDENCE_PARAMS, Some(args), kwargs)?,
-    );
-    let (root, evidence) = (path_arg(a.req("root")?, "root")?, a.req("evidence")?);
-    let items = match evidence.cast::<PyString>() {
-        Ok(one) => vec![crate::py::convert::py_str(one, "evidence")?],
-        Err(_) => str_list(evidence, "evidence")?,
-    };
+    let k = bind(&CHECK_EVIDENCE_PARAMS, Some(args), kwargs)?;
+    let (root, items) = (k.req_path("root")?, evidence_arg(&k)?);
     let ws = crate::api::Workspace::new(&root).map_err(crate::api::Error::from)?;
-    let checks = py.detach(|| crate::api::check_evidence(&ws, &items));
-    dump(py, &checks)
+    let checks = args.py().detach(|| crate::api::check_evidence(&ws, &items));
+    dump(args.py(), &checks)
 }

@@ -3,8 +3,8 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{
-    PyBool, PyBytes, PyDict, PyDictKeys, PyDictValues, PyFloat, PyFrozenSet, PyInt, PyIterator,
-    PyList, PySet, PyString, PyTuple,
+    PyBool, PyDict, PyDictKeys, PyDictValues, PyFloat, PyFrozenSet, PyInt, PyIterator, PyList,
+    PySet, PyString, PyTuple,
 };
 use serde::Serialize;
 
@@ -14,15 +14,20 @@ use crate::api::{Json, Kwargs, Params};
 /// An iterator yielding more items than this is refused (it may never end).
 const MAX_ITEMS: usize = 1 << 20;
 
+/// What a value with no JSON form was expected to be.
+const JSON_ONLY: &str = "JSON values only (dict, list, tuple, set, str, int, float, bool, None)";
+
 /// Nesting deeper than this in a Python value is refused (it would be a cycle or an attack).
 const MAX_DEPTH: usize = 256;
 
-/// Python value → JSON value (sets and tuples become arrays). `what` names the argument.
+/// Python value → JSON value (sets and tuples become arrays, path objects their text). `what`
+/// names the argument.
 pub fn to_json(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Json> {
-    to_json_at(obj, what, 0)
+    json_at(obj, what, 0)?.ok_or_else(|| wrong_type(what, JSON_ONLY, obj))
 }
 
-fn to_json_at(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Json> {
+/// [`to_json`] at `depth`; None when `obj` itself has no JSON form.
+fn json_at(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Option<Json>> {
     if depth > MAX_DEPTH {
         return Err(Error::config(
             what,
@@ -30,23 +35,26 @@ fn to_json_at(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Json
         )
         .into());
     }
+    let within = |item: &Bound<'_, PyAny>, at: &str| {
+        json_at(item, at, depth + 1)?.ok_or_else(|| wrong_type(at, JSON_ONLY, item))
+    };
     if obj.is_none() {
-        return Ok(Json::Null);
+        return Ok(Some(Json::Null));
     }
     if let Ok(b) = obj.cast::<PyBool>() {
-        return Ok(Json::Bool(b.is_true()));
+        return Ok(Some(Json::Bool(b.is_true())));
     }
     if obj.is_instance_of::<PyInt>() {
-        return Ok(match obj.extract::<i64>() {
+        return Ok(Some(match obj.extract::<i64>() {
             Ok(i) => Json::Int(i),
             Err(_) => Json::BigInt(obj.str()?.to_string()),
-        });
+        }));
     }
     if let Ok(f) = obj.cast::<PyFloat>() {
-        return Ok(Json::Float(f.value()));
+        return Ok(Some(Json::Float(f.value())));
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(Json::Str(py_str(s, what)?));
+        return Ok(Some(Json::Str(py_str(s, what)?)));
     }
     if let Ok(d) = obj.cast::<PyDict>() {
         let mut items = Vec::with_capacity(d.len());
@@ -56,9 +64,9 @@ fn to_json_at(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Json
                 .map_err(|_| wrong_type(&format!("{what} key"), "str", &k))?;
             let key = py_str(key, what)?;
             let at = format!("{what}[{}]", crate::api::py_repr_str(&key));
-            items.push((key, to_json_at(&v, &at, depth + 1)?));
+            items.push((key, within(&v, &at)?));
         }
-        return Ok(Json::Object(items));
+        return Ok(Some(Json::Object(items)));
     }
     // Lists, tuples, sets, dict views, and iterators such as generators (up to MAX_ITEMS).
     let listlike = obj.is_instance_of::<PyList>()
@@ -75,20 +83,19 @@ fn to_json_at(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Json
                 let more = format!("has more than {MAX_ITEMS} items");
                 return Err(Error::config(what, more).into());
             }
-            items.push(to_json_at(&item?, &format!("{what}[{i}]"), depth + 1)?);
+            items.push(within(&item?, &format!("{what}[{i}]"))?);
         }
-        return Ok(Json::Array(items));
+        return Ok(Some(Json::Array(items)));
     }
-    // outrider's own values (a launch result's `result`, a verdict's `launch`, a result given as
-    // context) stand for their `to_dict()`.
-    if obj.get_type().module().is_ok_and(|m| m == "outrider._core") && obj.hasattr("to_dict")? {
-        return to_json_at(&obj.call_method0("to_dict")?, what, depth + 1);
-    }
-    Err(wrong_type(
-        what,
-        "JSON values only (dict, list, tuple, set, str, int, float, bool, None)",
-        obj,
-    ))
+    // A path object stands for its text; outrider's own values (a launch result's `result`, a
+    // verdict's `launch`, a result given as context) for their `to_dict()`.
+    let own = obj.get_type().module().is_ok_and(|m| m == "outrider._core");
+    let plain = match () {
+        _ if obj.hasattr("__fspath__")? => obj.call_method0("__fspath__")?,
+        _ if own && obj.hasattr("to_dict")? => obj.call_method0("to_dict")?,
+        _ => return Ok(None),
+    };
+    json_at(&plain, what, depth + 1)
 }
 
 /// Tool or Task arguments as given: JSON text (a str), or a value converted to JSON, or one that
@@ -139,30 +146,28 @@ impl<'py> Args<'py> {
         Ok(self.get(name).ok_or_else(missing)?)
     }
 
-    /// The argument given as `name` as JSON (null when it was not given).
-    pub fn value(&self, name: &str) -> PyResult<Json> {
-        self.get(name).map_or(Ok(Json::Null), |v| to_json(v, name))
-    }
-
-    /// The arguments among `names` as JSON, for the core to read ([`Kwargs`]).
-    pub fn json(&self, names: &[&str]) -> PyResult<Kwargs> {
-        let given = self.0.iter().filter(|(k, _)| names.contains(&k.as_str()));
-        let items = given.map(|(k, v)| Ok((k.clone(), to_json(v, k)?)));
-        Ok(Kwargs::new(
-            "arguments",
-            names,
-            items.collect::<PyResult<_>>()?,
-        )?)
+    /// The arguments given, except the `objects` the binding converts itself, as JSON for the
+    /// core to read ([`Kwargs`]); a value with no JSON form is read as the wrong type there.
+    pub fn plain(&self, objects: &[&str]) -> PyResult<Kwargs> {
+        let mut plain = Kwargs::default();
+        for (k, v) in self
+            .0
+            .iter()
+            .filter(|(k, _)| !objects.contains(&k.as_str()))
+        {
+            plain = plain.with(k, json_at(v, k, 0)?.ok_or_else(|| type_name(v)));
+        }
+        Ok(plain)
     }
 }
 
-/// A call's arguments bound to the core's parameters, each converted to JSON naming it.
+/// A call's arguments bound to the core's parameters, as JSON for the core to read.
 pub fn bind(
     params: &Params,
     args: Option<&Bound<'_, PyTuple>>,
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Kwargs> {
-    Args::bind(params, args, kwargs)?.json(params.names)
+    Args::bind(params, args, kwargs)?.plain(&[])
 }
 
 /// The keyword options `owner` was given, by name only (None counts as not given).
@@ -174,9 +179,10 @@ pub fn kwargs(
     bind(&Params::keywords(owner, names), None, given)
 }
 
-/// An optional argument as JSON (None and missing are both null).
-pub fn opt_json(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Json> {
-    obj.map_or(Ok(Json::Null), |o| to_json(o, what))
+/// One argument (None: not given) as JSON for the core to read, like [`Args::plain`].
+pub fn one(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Kwargs> {
+    let value = json_at(obj, name, 0)?.ok_or_else(|| type_name(obj));
+    Ok(Kwargs::default().with(name, value))
 }
 
 /// A Python str as a Rust String; lone surrogates are refused naming the field.
@@ -196,51 +202,6 @@ pub fn req_str(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
         Ok(s) => py_str(s, what),
         Err(_) => Err(wrong_type(what, "str", obj)),
     }
-}
-
-/// An optional str argument (None means not given).
-pub fn opt_str(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<String>> {
-    obj.filter(|o| !o.is_none())
-        .map(|o| req_str(o, what))
-        .transpose()
-}
-
-/// An optional int argument (not a bool), read by the core ([`Kwargs::int`]).
-pub fn opt_int(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<i64>> {
-    Ok(Kwargs::one(what, opt_json(obj, what)?).int(what)?)
-}
-
-/// An optional real number (int or float, not bool), read by the core ([`Kwargs::number`]).
-pub fn opt_float(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<f64>> {
-    Ok(Kwargs::one(what, opt_json(obj, what)?).number(what)?)
-}
-
-/// A path argument (str or os.PathLike).
-pub fn path_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<std::path::PathBuf> {
-    obj.extract()
-        .map_err(|_| wrong_type(what, "a str or os.PathLike", obj))
-}
-
-/// Any iterable of str (but not a str itself) → names, read by the core ([`Kwargs::str_list`]).
-pub fn str_list(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<String>> {
-    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
-        return Err(wrong_type(
-            what,
-            "an iterable of str, not a single str",
-            obj,
-        ));
-    }
-    let iter = obj.try_iter();
-    let iter = iter.map_err(|_| wrong_type(what, "an iterable of str", obj))?;
-    let names = Kwargs::one(what, to_json(iter.as_any(), what)?).str_list(what)?;
-    Ok(names.unwrap_or_default())
-}
-
-/// An optional iterable of str.
-pub fn opt_str_list(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<Vec<String>>> {
-    obj.filter(|o| !o.is_none())
-        .map(|o| str_list(o, what))
-        .transpose()
 }
 
 /// Any serialisable core value → plain Python data (dicts, lists, str, int, float, None).

@@ -3,17 +3,17 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyTuple};
+use pyo3::types::{PyDict, PyTuple};
 
 use crate::api::ChatModel;
 use crate::api::{CancelToken, ParsedResult};
 use crate::api::{
     LauncherOptions, RequestInit, SubagentLaunchResult, SubagentLauncher, Verification,
 };
-use crate::api::{SubagentRequest, TraceDirSetting, REQUEST_PARAMS};
+use crate::api::{SubagentRequest, REQUEST_PARAMS};
 use crate::api::{LAUNCHER_PARAMS, VERIFY_PARAMS};
 use crate::py::contract::{PyExploreResult, PyVerificationResult};
-use crate::py::convert::{bind, dump, opt_int, opt_str_list, path_arg, req_str};
+use crate::py::convert::{bind, dump, one, req_str};
 use crate::py::convert::{wrong_type, Args};
 use crate::py::frozen_class;
 use crate::py::model::callable_model;
@@ -91,17 +91,15 @@ frozen_class! {
     }
 }
 
-/// A `trace_dir` argument: None means the default directory, False keeps traces in memory.
-pub fn trace_dir_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<TraceDirSetting> {
-    match obj {
-        None => Ok(TraceDirSetting::Default),
-        Some(t) if t.is_none() => Ok(TraceDirSetting::Default),
-        Some(t) if t.cast::<PyBool>().is_ok_and(|b| !b.is_true()) => Ok(TraceDirSetting::Off),
-        Some(t) => t
-            .extract()
-            .map(TraceDirSetting::Dir)
-            .map_err(|_| wrong_type("trace_dir", "a str, os.PathLike, None or False", t)),
-    }
+/// A `launcher` argument: an `outrider.SubagentLauncher`.
+pub fn launcher_arg(obj: &Bound<'_, PyAny>) -> PyResult<Arc<SubagentLauncher>> {
+    let launcher = obj.cast::<PySubagentLauncher>();
+    let expected = "an outrider.SubagentLauncher";
+    Ok(launcher
+        .map_err(|_| wrong_type("launcher", expected, obj))?
+        .get()
+        .inner
+        .clone())
 }
 
 /// A Python model argument: an `OpenAICompatible`, the `OfflineScout`, or any callable. None
@@ -189,14 +187,12 @@ impl PySubagentLauncher {
     fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         refresh_level(args.py());
         let a = Args::bind(&LAUNCHER_PARAMS, Some(args), kwargs)?;
-        let mut options = LauncherOptions::from_kwargs(&a.json(LauncherOptions::PLAIN)?)?;
+        let plain = a.plain(&["main_llm", "light_llm", "profiles"])?;
+        let mut options = LauncherOptions::from_kwargs(&plain)?;
         options.main_model = model_arg(a.get("main_llm"), "main_llm")?;
         options.light_model = model_arg(a.get("light_llm"), "light_llm")?;
-        options.trace_dir = trace_dir_arg(a.get("trace_dir"))?;
-        let parent_trace = a.get("parent_trace").map(|p| path_arg(p, "parent_trace"));
-        options.parent_trace = parent_trace.transpose()?;
         options.profiles = profiles_arg(a.get("profiles"))?;
-        let root = path_arg(a.req("project_root")?, "project_root")?;
+        let root = plain.req_path("project_root")?;
         Ok(PySubagentLauncher {
             inner: Arc::new(SubagentLauncher::new(&root, options)?),
             cancel: CancelToken::new(),
@@ -223,16 +219,14 @@ impl PySubagentLauncher {
         &self,
         py: Python<'_>,
         requests: &Bound<'_, PyAny>,
-        max_concurrency: Option<&Bound<'_, PyAny>>,
+        max_concurrency: &Bound<'_, PyAny>,
         on_event: Option<&Bound<'_, PyAny>>,
         on_finished: Option<&Bound<'_, PyAny>>,
         awaitable: bool,
     ) -> PyResult<Py<PyAny>> {
         let (reqs, observer) = (requests_arg(requests)?, observer(on_event, on_finished)?);
-        let (limit, launcher) = (
-            opt_int(max_concurrency, "max_concurrency")?,
-            self.inner.clone(),
-        );
+        let limit = one(max_concurrency, "max_concurrency")?.int("max_concurrency")?;
+        let launcher = self.inner.clone();
         let launch = |c| async move {
             launcher
                 .launch_many_observed(reqs, limit, c, observer)
@@ -248,10 +242,10 @@ impl PySubagentLauncher {
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let a = Args::bind(&VERIFY_PARAMS, Some(args), kwargs)?;
-        let candidate = req_str(a.req("candidate")?, "candidate")?;
-        let requirements = a.value("requirements")?.to_value();
-        let evidence = opt_str_list(a.get("evidence"), "evidence")?.unwrap_or_default();
+        let k = Args::bind(&VERIFY_PARAMS, Some(args), kwargs)?.plain(&[])?;
+        let candidate = k.req_str("candidate")?;
+        let requirements = k.json("requirements")?.to_value();
+        let evidence = k.str_list("evidence")?.unwrap_or_default();
         let (py, launcher) = (args.py(), self.inner.clone());
         let verify =
             |c| async move { launcher.verify(&candidate, requirements, evidence, c).await };

@@ -8,9 +8,9 @@ use pyo3::types::{PyDict, PyTuple, PyType};
 
 use crate::api::{CancelToken, Error};
 use crate::api::{ChatModel, ChatRequest};
-use crate::api::{ClientSettings, OpenAICompatible, OpenAICompatibleConfig};
+use crate::api::{OpenAICompatible, OpenAICompatibleConfig};
 use crate::api::{CLIENT_PARAMS, FROM_ENV_PARAMS};
-use crate::py::convert::{opt_str, req_str, to_json, wrong_type, Args};
+use crate::py::convert::{bind, to_json, wrong_type};
 use crate::py::runtime::{finish, Plain};
 
 /// The built-in OpenAI-compatible chat-completions client.
@@ -27,15 +27,8 @@ impl PyOpenAICompatible {
         text_signature = "(model, base_url=None, api_key=None, *, timeout=None, connect_timeout=None, max_retries=None, temperature=None, max_tokens=None, headers=None)"
     )]
     fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-        let a = Args::bind(&CLIENT_PARAMS, Some(args), kwargs)?;
-        let url_key = (
-            opt_str(a.get("base_url"), "base_url")?,
-            opt_str(a.get("api_key"), "api_key")?,
-        );
-        let settings =
-            ClientSettings::from_kwargs(url_key.0, url_key.1, &a.json(ClientSettings::KWARGS)?)?;
-        let config =
-            OpenAICompatibleConfig::from_settings(req_str(a.req("model")?, "model")?, settings)?;
+        let plain = bind(&CLIENT_PARAMS, Some(args), kwargs)?;
+        let config = OpenAICompatibleConfig::from_kwargs(&plain)?;
         Ok(PyOpenAICompatible {
             client: Arc::new(OpenAICompatible::new(config)?),
         })
@@ -51,10 +44,7 @@ impl PyOpenAICompatible {
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Option<Self>> {
-        let prefix = opt_str(
-            Args::bind(&FROM_ENV_PARAMS, Some(args), kwargs)?.get("prefix"),
-            "prefix",
-        )?;
+        let prefix = bind(&FROM_ENV_PARAMS, Some(args), kwargs)?.str("prefix")?;
         Ok(
             OpenAICompatible::from_env(prefix.as_deref())?.map(|c| PyOpenAICompatible {
                 client: Arc::new(c),

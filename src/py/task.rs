@@ -7,7 +7,7 @@ use pyo3::types::{PyDict, PyTuple};
 
 use crate::api::CancelToken;
 use crate::api::{FactoryError, LauncherFactory, TaskTool, TASK_TOOL_NAME, TASK_TOOL_PARAMS};
-use crate::py::convert::{dump, opt_str_list, tool_args, type_name, wrong_type, Args};
+use crate::py::convert::{dump, tool_args, type_name, wrong_type, Args};
 use crate::py::launcher::PySubagentLauncher;
 use crate::py::runtime::{finish, Plain};
 
@@ -42,10 +42,8 @@ impl PyTaskTool {
     #[pyo3(signature = (*args, **kwargs), text_signature = "(launcher, *, subagent_types=None)")]
     fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         let a = Args::bind(&TASK_TOOL_PARAMS, Some(args), kwargs)?;
-        let (launcher, types) = (
-            a.req("launcher")?,
-            opt_str_list(a.get("subagent_types"), "subagent_types")?,
-        );
+        let launcher = a.req("launcher")?;
+        let types = a.plain(&["launcher"])?.str_list("subagent_types")?;
         let inner = if let Ok(l) = launcher.cast::<PySubagentLauncher>() {
             TaskTool::new(l.get().inner.clone(), types)?
         } else if launcher.is_callable() {

@@ -4,8 +4,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::api::{run_tool_blocking, CancelToken, RUN_TOOL_PARAMS, TOOL_SCHEMAS_PARAMS};
-use crate::py::convert::Args;
-use crate::py::convert::{dump, opt_float, opt_str, opt_str_list, path_arg, req_str, tool_args};
+use crate::py::convert::{bind, dump, tool_args, Args};
 use crate::py::runtime::{finish, Plain};
 
 /// Run one tool under `root` and return its envelope dict. Bad arguments give an error envelope.
@@ -19,10 +18,9 @@ pub fn run_tool(
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Py<PyAny>> {
     let a = Args::bind(&RUN_TOOL_PARAMS, Some(args), kwargs)?;
-    let mode = opt_str(a.get("runtime_mode"), "runtime_mode")?;
-    let timeout = opt_float(a.get("timeout"), "timeout")?;
-    let root = path_arg(a.req("root")?, "root")?;
-    let name = req_str(a.req("name")?, "name")?;
+    let k = a.plain(&["arguments"])?;
+    let (root, name) = (k.req_path("root")?, k.req_str("name")?);
+    let (mode, timeout) = (k.str("runtime_mode")?, k.number("timeout")?);
     let (py, args) = (args.py(), tool_args(a.get("arguments")));
     // On a blocking thread, so that Ctrl-C is heard while the tool runs (it stops the tool).
     let run = |cancel| async move {
@@ -39,9 +37,8 @@ pub fn tool_schemas<'py>(
     args: &Bound<'py, PyTuple>,
     kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let a = Args::bind(&TOOL_SCHEMAS_PARAMS, Some(args), kwargs)?;
-    let format = opt_str(a.get("format"), "format")?;
-    let names = opt_str_list(a.get("names"), "names")?;
+    let k = bind(&TOOL_SCHEMAS_PARAMS, Some(args), kwargs)?;
+    let (format, names) = (k.str("format")?, k.str_list("names")?);
     dump(
         args.py(),
         &crate::api::tool_schemas(format.as_deref(), names)?,

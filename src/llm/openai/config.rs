@@ -93,18 +93,11 @@ pub const FROM_ENV_PARAMS: crate::args::Params = crate::args::Params {
 };
 
 impl ClientSettings {
-    /// The keyword options of `OpenAICompatible` beside its model, base URL and key.
-    pub const KWARGS: &[&str] = CLIENT_PARAMS.after(3);
-
-    /// The settings from `base_url`, `api_key` and the keyword options ([`Self::KWARGS`]).
-    pub fn from_kwargs(
-        base_url: Option<String>,
-        api_key: Option<String>,
-        k: &crate::args::Kwargs,
-    ) -> Result<Self, crate::Error> {
+    /// The settings from the constructor's arguments ([`CLIENT_PARAMS`], the model aside).
+    pub fn from_kwargs(k: &crate::args::Kwargs) -> Result<Self, crate::Error> {
         Ok(ClientSettings {
-            base_url,
-            api_key,
+            base_url: k.str("base_url")?,
+            api_key: k.str("api_key")?,
             timeout: k.number("timeout")?,
             connect_timeout: k.number("connect_timeout")?,
             max_retries: k.int("max_retries")?,
@@ -129,6 +122,11 @@ impl OpenAICompatibleConfig {
             max_tokens: None,
             extra_headers: Vec::new(),
         }
+    }
+
+    /// A config from the constructor's arguments ([`CLIENT_PARAMS`]); not validated yet.
+    pub fn from_kwargs(k: &crate::args::Kwargs) -> Result<Self, Error> {
+        Self::from_settings(k.req_str("model")?, ClientSettings::from_kwargs(k)?)
     }
 
     /// A config from the settings a caller gives, each optional (None keeps the default: the
@@ -363,6 +361,30 @@ pub(crate) fn api_key(config: &OpenAICompatibleConfig) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_config_is_read_from_the_constructor_arguments() {
+        use crate::args::Kwargs;
+        use crate::pyjson::Json;
+        let s = |v: &str| Json::Str(v.into());
+        let named = vec![("max_retries".to_string(), Json::Int(4))];
+        let k = Kwargs::bind(
+            &CLIENT_PARAMS,
+            vec![s("m"), s("http://127.0.0.1:9/v1")],
+            named,
+        );
+        let config = OpenAICompatibleConfig::from_kwargs(&k.unwrap()).unwrap();
+        assert_eq!(config.model, "m");
+        assert_eq!(config.base_url, "http://127.0.0.1:9/v1");
+        assert_eq!(config.max_retries, 4);
+        let none = Kwargs::bind(&CLIENT_PARAMS, vec![Json::Null], vec![]).unwrap();
+        assert_eq!(
+            OpenAICompatibleConfig::from_kwargs(&none)
+                .unwrap_err()
+                .to_string(),
+            "model: must be str, got NoneType"
+        );
+    }
 
     #[test]
     fn base_urls_are_normalised() {
