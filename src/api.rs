@@ -35,7 +35,7 @@ pub use crate::profile::{
 };
 pub use crate::pyjson::{py_repr_str, Json};
 pub use crate::redact::redact_str;
-pub use crate::runner::{CancelToken, ParsedResult};
+pub use crate::runner::{CancelToken, Owner, ParsedResult};
 pub use crate::tools::envelope::{to_pretty_json, ToolResult};
 pub use crate::tools::run::{run_tool, run_tool_blocking, tool_schemas, ToolArgs};
 pub use crate::tools::run::{RUN_TOOL_PARAMS, TOOL_SCHEMAS_PARAMS};

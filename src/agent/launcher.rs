@@ -623,7 +623,14 @@ impl SubagentLauncher {
     }
 }
 
+/// The Python repr, as [`std::fmt::Display`].
 impl std::fmt::Debug for SubagentLauncher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::fmt::Display for SubagentLauncher {
     /// A Python-style repr.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         use crate::pyjson::py_repr_str as q;

@@ -390,7 +390,14 @@ impl MainAgent {
     }
 }
 
+/// The Python repr, as [`std::fmt::Display`].
 impl std::fmt::Debug for MainAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::fmt::Display for MainAgent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,

@@ -534,7 +534,14 @@ impl TaskTool {
     }
 }
 
+/// The Python repr, as [`std::fmt::Display`].
 impl std::fmt::Debug for TaskTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::fmt::Display for TaskTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,

@@ -6,18 +6,15 @@ use pyo3::types::{PyDict, PyTuple};
 use crate::api::CancelToken;
 use crate::api::{MainAgent, MainAgentOptions, MAIN_AGENT_PARAMS};
 use crate::py::convert::{req_str, wrong_type, Args};
+use crate::py::frozen_class;
 use crate::py::launcher::{launcher_arg, model_arg};
 use crate::py::observe::{event_sink, refresh_level};
 use crate::py::runtime::{finish, Plain};
 
-/// A main agent with Read/Grep/Glob and the Task tool (see the stub).
-#[pyclass(frozen, module = "outrider._core", name = "MainAgent")]
-pub struct PyMainAgent {
-    inner: std::sync::Arc<MainAgent>,
-}
-
-#[pymethods]
-impl PyMainAgent {
+frozen_class! {
+    /// A main agent with Read/Grep/Glob and the Task tool (see the stub).
+    PyMainAgent(shared std::sync::Arc<MainAgent>) as "MainAgent",
+    getters {}
     #[new]
     #[pyo3(
         signature = (*args, **kwargs),
@@ -56,9 +53,5 @@ impl PyMainAgent {
         );
         let run = |c| async move { agent.run_observed(&task, c, sink).await.map(Plain) };
         finish(py, &CancelToken::new(), awaitable, run)
-    }
-
-    fn __repr__(&self) -> String {
-        format!("{:?}", self.inner)
     }
 }

@@ -6,20 +6,22 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::api::ChatModel;
-use crate::api::{CancelToken, ParsedResult};
+use crate::api::{EvidenceCheck, Owner, ParsedResult};
 use crate::api::{
     LauncherOptions, RequestInit, SubagentLaunchResult, SubagentLauncher, Verification,
 };
 use crate::api::{SubagentRequest, REQUEST_PARAMS};
 use crate::api::{LAUNCHER_PARAMS, VERIFY_PARAMS};
 use crate::py::contract::{PyExploreResult, PyVerificationResult};
-use crate::py::convert::{bind, dump, one, req_str};
+use crate::py::convert::{bind, one, req_str};
 use crate::py::convert::{wrong_type, Args};
 use crate::py::frozen_class;
 use crate::py::model::callable_model;
 use crate::py::observe::{observer, refresh_level};
 use crate::py::profile::PyRuntimeProfile;
-use crate::py::runtime::finish;
+use crate::py::runtime::{finish, Plain};
+
+type JsonMap = serde_json::Map<String, serde_json::Value>;
 
 frozen_class! {
     /// A request for one child (frozen).
@@ -30,6 +32,7 @@ frozen_class! {
         model_choice: Option<&'static str> = |r| r.model_choice.map(|m| m.as_str()),
         parent_session_id: Option<String> = |r| r.parent_session_id.clone(),
         parent_run_id: Option<String> = |r| r.parent_run_id.clone(),
+        structured_context: Plain<JsonMap> = |r| Plain(r.structured_context.clone()),
     }
     #[new]
     #[pyo3(signature = (*args, **kwargs), text_signature = "(task=None, profile_name=None, structured_context=None, model_choice=None, parent_session_id=None, parent_run_id=None)")]
@@ -37,16 +40,12 @@ frozen_class! {
         let init = RequestInit::from_kwargs(&bind(&REQUEST_PARAMS, Some(args), kwargs)?)?;
         Ok(PySubagentRequest { inner: init.build()? })
     }
-    #[getter]
-    fn structured_context<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        dump(py, &self.inner.structured_context)
-    }
     /// The child's first user message.
     fn render(&self) -> String {
         self.inner.render()
     }
-    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        dump(py, &self.inner)
+    fn to_dict(&self) -> Plain<&SubagentRequest> {
+        Plain(&self.inner)
     }
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
         other.cast::<PySubagentRequest>().is_ok_and(|o| o.get().inner == self.inner)
@@ -75,6 +74,7 @@ frozen_class! {
         model_calls: u64 = |r| r.model_calls,
         trace_path: Option<String> = |r| r.trace_path.as_ref().map(|p| p.display().to_string()),
         trace_error: Option<String> = |r| r.trace_error.clone(),
+        ungrounded_evidence: Plain<Vec<EvidenceCheck>> = |r| Plain(r.ungrounded_evidence.clone()),
     }
     #[getter]
     fn result(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
@@ -85,21 +85,14 @@ frozen_class! {
             None => None,
         })
     }
-    #[getter]
-    fn ungrounded_evidence<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        dump(py, &self.inner.ungrounded_evidence)
-    }
 }
 
 /// A `launcher` argument: an `outrider.SubagentLauncher`.
 pub fn launcher_arg(obj: &Bound<'_, PyAny>) -> PyResult<Arc<SubagentLauncher>> {
     let launcher = obj.cast::<PySubagentLauncher>();
     let expected = "an outrider.SubagentLauncher";
-    Ok(launcher
-        .map_err(|_| wrong_type("launcher", expected, obj))?
-        .get()
-        .inner
-        .clone())
+    let launcher = launcher.map_err(|_| wrong_type("launcher", expected, obj))?;
+    Ok(launcher.get().inner.inner.clone())
 }
 
 /// A Python model argument: an `OpenAICompatible`, the `OfflineScout`, or any callable. None
@@ -112,7 +105,7 @@ pub fn model_arg(
         return Ok(None);
     };
     if let Ok(m) = obj.cast::<crate::py::openai::PyOpenAICompatible>() {
-        return Ok(Some(m.get().client.clone()));
+        return Ok(Some(m.get().inner.clone()));
     }
     if obj.cast::<crate::py::model::PyOfflineScout>().is_ok() {
         return Ok(Some(Arc::new(crate::api::OfflineScout)));
@@ -163,22 +156,16 @@ fn requests_arg(requests: &Bound<'_, PyAny>) -> PyResult<Vec<SubagentRequest>> {
         .collect()
 }
 
-/// Launches read-only children (see the stub for the full documentation).
-#[pyclass(frozen, module = "outrider._core", name = "SubagentLauncher")]
-pub struct PySubagentLauncher {
-    pub inner: Arc<SubagentLauncher>,
-    /// Parent of every launch's token: a launcher garbage-collected mid-run cancels its children.
-    cancel: CancelToken,
-}
-
-impl Drop for PySubagentLauncher {
-    fn drop(&mut self) {
-        self.cancel.cancel();
+frozen_class! {
+    /// Launches read-only children (see the stub for the full documentation). Dropping it
+    /// cancels the children still running.
+    PySubagentLauncher(shared Owner<SubagentLauncher>) as "SubagentLauncher",
+    getters {
+        /// Names of the registered profiles.
+        profiles: Vec<String> = |l| l.profile_names(),
+        /// Whether a light model is configured.
+        has_light_model: bool = |l| l.light_model().is_some(),
     }
-}
-
-#[pymethods]
-impl PySubagentLauncher {
     #[new]
     #[pyo3(
         signature = (*args, **kwargs),
@@ -193,10 +180,8 @@ impl PySubagentLauncher {
         options.light_model = model_arg(a.get("light_llm"), "light_llm")?;
         options.profiles = profiles_arg(a.get("profiles"))?;
         let root = plain.req_path("project_root")?;
-        Ok(PySubagentLauncher {
-            inner: Arc::new(SubagentLauncher::new(&root, options)?),
-            cancel: CancelToken::new(),
-        })
+        let inner = Owner::new(SubagentLauncher::new(&root, options)?);
+        Ok(PySubagentLauncher { inner })
     }
 
     /// `launch` and `launch_async` (`outrider._aio`): one child, blocking or as an asyncio future.
@@ -207,10 +192,10 @@ impl PySubagentLauncher {
         on_event: Option<&Bound<'_, PyAny>>,
         awaitable: bool,
     ) -> PyResult<Py<PyAny>> {
-        let (req, launcher) = (request_arg(request)?, self.inner.clone());
+        let (req, launcher) = (request_arg(request)?, self.inner.inner.clone());
         let observer = observer(on_event, None)?;
         let launch = |c| async move { launcher.launch_observed(req, c, &observer).await };
-        finish(py, &self.cancel, awaitable, launch)
+        finish(py, &self.inner.cancel, awaitable, launch)
     }
 
     /// `launch_many` and `launch_many_async`: results in input order, at most `max_concurrency`
@@ -226,13 +211,13 @@ impl PySubagentLauncher {
     ) -> PyResult<Py<PyAny>> {
         let (reqs, observer) = (requests_arg(requests)?, observer(on_event, on_finished)?);
         let limit = one(max_concurrency, "max_concurrency")?.int("max_concurrency")?;
-        let launcher = self.inner.clone();
+        let launcher = self.inner.inner.clone();
         let launch = |c| async move {
             launcher
                 .launch_many_observed(reqs, limit, c, observer)
                 .await
         };
-        finish(py, &self.cancel, awaitable, launch)
+        finish(py, &self.inner.cancel, awaitable, launch)
     }
 
     /// Verify a completion candidate: the deterministic checks, then a verification child.
@@ -246,26 +231,10 @@ impl PySubagentLauncher {
         let candidate = k.req_str("candidate")?;
         let requirements = k.json("requirements")?.to_value();
         let evidence = k.str_list("evidence")?.unwrap_or_default();
-        let (py, launcher) = (args.py(), self.inner.clone());
+        let (py, launcher) = (args.py(), self.inner.inner.clone());
         let verify =
             |c| async move { launcher.verify(&candidate, requirements, evidence, c).await };
-        finish(py, &self.cancel, false, verify)
-    }
-
-    /// Names of the registered profiles.
-    #[getter]
-    fn profiles(&self) -> Vec<String> {
-        self.inner.profile_names()
-    }
-
-    /// Whether a light model is configured.
-    #[getter]
-    fn has_light_model(&self) -> bool {
-        self.inner.light_model().is_some()
-    }
-
-    fn __repr__(&self) -> String {
-        format!("{:?}", self.inner)
+        finish(py, &self.inner.cancel, false, verify)
     }
 }
 

@@ -19,13 +19,15 @@ use pyo3::prelude::*;
 use pyo3::types::PyFrozenSet;
 
 /// A frozen Python class over a core value: the struct, one-line getters (`name: Type = |inner|
-/// expression`), `repr` from the core type's `Display`, and any further methods, in one
-/// `#[pymethods]` block. Flags before the getters add more from the core type: `value` gives
-/// `==`, `hash` and copies that are the object itself; `record` gives `to_dict`, `from_dict` and
-/// pickling through them ([`crate::api::Record`]); `record_from` the last two only.
+/// expression`, after their doc comments), `repr` from the core type's `Display`, and any further methods, in one
+/// `#[pymethods]` block; the core value converts to it. `$py(shared T)` is a class over a core
+/// object that only Python creates (no conversion). Flags before the getters add more from the
+/// core type: `value` gives `==`, `hash` and copies that are the object itself; `record` gives
+/// `to_dict`, `from_dict` and pickling through them ([`crate::api::Record`]); `record_from`
+/// the last two only.
 macro_rules! frozen_class {
-    ($(#[$doc:meta])* $py:ident($core:ty) as $name:literal, value, $($rest:tt)*) => {
-        $crate::py::frozen_class! { $(#[$doc])* $py($core) as $name, $($rest)*
+    ($(#[$doc:meta])* $py:ident($($core:tt)+) as $name:literal, value, $($rest:tt)*) => {
+        $crate::py::frozen_class! { $(#[$doc])* $py($($core)+) as $name, $($rest)*
             fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
                 other.cast::<$py>().is_ok_and(|o| o.get().inner == self.inner)
             }
@@ -69,14 +71,11 @@ macro_rules! frozen_class {
             }
         }
     };
-    ($(#[$doc:meta])* $py:ident($core:ty) as $name:literal,
-     getters { $($get:ident: $ty:ty = |$s:ident| $expr:expr),* $(,)? }
-     $($methods:tt)*) => {
-        $(#[$doc])*
-        #[pyclass(frozen, module = "outrider._core", name = $name)]
-        pub struct $py {
-            pub inner: $core,
-        }
+    ($(#[$doc:meta])* $py:ident(shared $core:ty) as $name:literal, $($rest:tt)*) => {
+        $crate::py::frozen_class! { @class $(#[$doc])* $py($core) as $name, $($rest)* }
+    };
+    ($(#[$doc:meta])* $py:ident($core:ty) as $name:literal, $($rest:tt)*) => {
+        $crate::py::frozen_class! { @class $(#[$doc])* $py($core) as $name, $($rest)* }
 
         /// The core value goes to Python as this class.
         impl<'py> IntoPyObject<'py> for $core {
@@ -87,10 +86,19 @@ macro_rules! frozen_class {
                 Bound::new(py, $py { inner: self })
             }
         }
+    };
+    (@class $(#[$doc:meta])* $py:ident($core:ty) as $name:literal,
+     getters { $($(#[$gdoc:meta])* $get:ident: $ty:ty = |$s:ident| $expr:expr),* $(,)? }
+     $($methods:tt)*) => {
+        $(#[$doc])*
+        #[pyclass(frozen, module = "outrider._core", name = $name)]
+        pub struct $py {
+            pub inner: $core,
+        }
 
         #[pymethods]
         impl $py {
-            $(#[getter] fn $get(&self) -> $ty { let $s = &self.inner; $expr })*
+            $($(#[$gdoc])* #[getter] fn $get(&self) -> $ty { let $s = &self.inner; $expr })*
             fn __repr__(&self) -> String {
                 self.inner.to_string()
             }

@@ -6,21 +6,24 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple, PyType};
 
-use crate::api::{CancelToken, Error};
+use crate::api::CancelToken;
 use crate::api::{ChatModel, ChatRequest};
 use crate::api::{OpenAICompatible, OpenAICompatibleConfig};
 use crate::api::{CLIENT_PARAMS, FROM_ENV_PARAMS};
-use crate::py::convert::{bind, to_json, wrong_type};
+use crate::py::convert::{bind, one};
+use crate::py::frozen_class;
 use crate::py::runtime::{finish, Plain};
 
-/// The built-in OpenAI-compatible chat-completions client.
-#[pyclass(frozen, module = "outrider._core", name = "OpenAICompatible")]
-pub struct PyOpenAICompatible {
-    pub client: Arc<OpenAICompatible>,
-}
-
-#[pymethods]
-impl PyOpenAICompatible {
+frozen_class! {
+    /// The built-in OpenAI-compatible chat-completions client.
+    PyOpenAICompatible(shared Arc<OpenAICompatible>) as "OpenAICompatible",
+    getters {
+        model: String = |c| c.config().model.clone(),
+        /// The base URL, without any credentials it carried.
+        base_url: String = |c| c.display_base_url().to_string(),
+        timeout: f64 = |c| c.config().timeout.as_secs_f64(),
+        max_retries: u32 = |c| c.config().max_retries,
+    }
     #[new]
     #[pyo3(
         signature = (*args, **kwargs),
@@ -30,7 +33,7 @@ impl PyOpenAICompatible {
         let plain = bind(&CLIENT_PARAMS, Some(args), kwargs)?;
         let config = OpenAICompatibleConfig::from_kwargs(&plain)?;
         Ok(PyOpenAICompatible {
-            client: Arc::new(OpenAICompatible::new(config)?),
+            inner: Arc::new(OpenAICompatible::new(config)?),
         })
     }
 
@@ -47,7 +50,7 @@ impl PyOpenAICompatible {
         let prefix = bind(&FROM_ENV_PARAMS, Some(args), kwargs)?.str("prefix")?;
         Ok(
             OpenAICompatible::from_env(prefix.as_deref())?.map(|c| PyOpenAICompatible {
-                client: Arc::new(c),
+                inner: Arc::new(c),
             }),
         )
     }
@@ -55,38 +58,9 @@ impl PyOpenAICompatible {
     /// Make one call with a chat-completions request dict; returns the normalised answer
     /// `{content, tool_calls, finish_reason, usage}`. A failed call raises `ModelError`.
     fn __call__(&self, py: Python<'_>, request: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        if request.cast::<PyDict>().is_err() {
-            return Err(wrong_type(
-                "request",
-                "a dict of chat-completions arguments",
-                request,
-            ));
-        }
-        let req = ChatRequest::from_openai(&to_json(request, "request")?.to_value())
-            .map_err(|e| Error::config("request", e.0))?;
-        let client = self.client.clone();
+        let req = ChatRequest::from_kwargs(&one(request, "request")?)?;
+        let client = self.inner.clone();
         let call = |_| async move { Ok(Plain(client.complete(&req).await?.to_short_value())) };
         finish(py, &CancelToken::new(), false, call)
-    }
-
-    #[getter]
-    fn model(&self) -> String {
-        self.client.config().model.clone()
-    }
-    /// The base URL, without any credentials it carried.
-    #[getter]
-    fn base_url(&self) -> String {
-        self.client.display_base_url().to_string()
-    }
-    #[getter]
-    fn timeout(&self) -> f64 {
-        self.client.config().timeout.as_secs_f64()
-    }
-    #[getter]
-    fn max_retries(&self) -> u32 {
-        self.client.config().max_retries
-    }
-    fn __repr__(&self) -> String {
-        self.client.to_string()
     }
 }

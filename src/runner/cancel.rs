@@ -70,9 +70,67 @@ impl CancelToken {
     }
 }
 
+/// A shared object and the token its owner cancels when dropped: work started through it runs
+/// under a child of [`Owner::cancel`], so dropping the owner (a front end's object collected
+/// mid-run) stops that work, while the work itself may keep clones of the object.
+pub struct Owner<T> {
+    /// The object.
+    pub inner: Arc<T>,
+    /// The parent of every token of work started through this owner.
+    pub cancel: CancelToken,
+}
+
+impl<T> Owner<T> {
+    /// `inner`, owned.
+    pub fn new(inner: T) -> Self {
+        Self::shared(Arc::new(inner))
+    }
+
+    /// An owner of an object shared already.
+    pub fn shared(inner: Arc<T>) -> Self {
+        Owner {
+            inner,
+            cancel: CancelToken::new(),
+        }
+    }
+}
+
+impl<T> std::ops::Deref for Owner<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.inner
+    }
+}
+
+impl<T> Drop for Owner<T> {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+impl<T: std::fmt::Display> std::fmt::Display for Owner<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.inner.fmt(f)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dropping_an_owner_cancels_the_work_started_through_it_but_not_the_object() {
+        let owner = Owner::new(String::from("launcher"));
+        let (work, kept) = (owner.cancel.child(), owner.inner.clone());
+        assert!(!work.is_cancelled());
+        assert_eq!(
+            (owner.len(), owner.to_string()),
+            (8, "launcher".to_string())
+        );
+        drop(owner);
+        assert!(work.is_cancelled());
+        assert_eq!(*kept, "launcher");
+    }
 
     #[tokio::test]
     async fn cancelled_resolves_for_a_waiter_and_after_the_fact() {

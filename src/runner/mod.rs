@@ -30,7 +30,7 @@ use serde_json::Value;
 use tracing::field::Empty;
 use tracing::Instrument;
 
-pub use cancel::CancelToken;
+pub use cancel::{CancelToken, Owner};
 pub use gate::UnknownRepair;
 pub use outcome::{ParsedResult, RunOutcome, TerminalReason, UnknownTerminalReason};
 pub use state::{ANSWER_RESERVE_TOKENS, MAX_ANSWER_BYTES};
