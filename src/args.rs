@@ -16,6 +16,27 @@ pub fn seconds(field: &str, secs: f64) -> Result<std::time::Duration, Error> {
     })
 }
 
+/// How deep a value a front end converts for the core may nest: deeper is a cycle or an attack.
+pub const MAX_DEPTH: usize = 256;
+/// How many items an iterator a front end converts may yield: it may never end.
+pub const MAX_ITEMS: usize = 1 << 20;
+
+/// Refuse a value being converted for the core (named `what`) once it is `depth` levels deep
+/// or has yielded `items` items, beyond [`MAX_DEPTH`] or [`MAX_ITEMS`].
+pub fn within_bounds(what: &str, depth: usize, items: usize) -> Result<(), Error> {
+    if depth > MAX_DEPTH {
+        let deep = format!("is nested more than {MAX_DEPTH} levels deep (or contains itself)");
+        return Err(Error::config(what, deep));
+    }
+    if items > MAX_ITEMS {
+        return Err(Error::config(
+            what,
+            format!("has more than {MAX_ITEMS} items"),
+        ));
+    }
+    Ok(())
+}
+
 /// The one error for a name `owner` does not take (a keyword argument, a profile field).
 pub fn unknown_option(owner: &str, bad: &str, accepted: &[&str]) -> Error {
     let message = format!(
@@ -466,6 +487,23 @@ mod tests {
         assert_eq!(
             err(k.req_path("missing").map(drop)),
             "missing: must be a str or os.PathLike, got NoneType"
+        );
+    }
+
+    #[test]
+    fn a_converted_value_is_bounded_in_depth_and_length() {
+        assert!(within_bounds("v", MAX_DEPTH, MAX_ITEMS).is_ok());
+        assert_eq!(
+            within_bounds("v", MAX_DEPTH + 1, 0)
+                .unwrap_err()
+                .to_string(),
+            "v: is nested more than 256 levels deep (or contains itself)"
+        );
+        assert_eq!(
+            within_bounds("v[0]", 1, MAX_ITEMS + 1)
+                .unwrap_err()
+                .to_string(),
+            "v[0]: has more than 1048576 items"
         );
     }
 

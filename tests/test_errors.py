@@ -281,3 +281,12 @@ def test_list_options_take_dict_views_and_generators_but_not_endless_ones(
 
     with pytest.raises(ConfigError, match=r"has more than 1048576 items"):
         outrider.tool_schemas(names=(str(i) for i in itertools.count()))
+
+
+def test_a_value_that_contains_itself_is_refused_not_followed() -> None:
+    loop: list[Any] = []
+    loop.append(loop)
+    with pytest.raises(
+        ConfigError, match=r"nested more than 256 levels deep \(or contains itself\)"
+    ):
+        outrider.SubagentRequest("t", structured_context={"loop": loop})

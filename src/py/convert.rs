@@ -9,16 +9,10 @@ use pyo3::types::{
 use serde::Serialize;
 
 use crate::api::Error;
-use crate::api::{Json, Kwargs, Params};
-
-/// An iterator yielding more items than this is refused (it may never end).
-const MAX_ITEMS: usize = 1 << 20;
+use crate::api::{within_bounds, Json, Kwargs, Params};
 
 /// What a value with no JSON form was expected to be.
 const JSON_ONLY: &str = "JSON values only (dict, list, tuple, set, str, int, float, bool, None)";
-
-/// Nesting deeper than this in a Python value is refused (it would be a cycle or an attack).
-const MAX_DEPTH: usize = 256;
 
 /// Python value → JSON value (sets and tuples become arrays, path objects their text). `what`
 /// names the argument.
@@ -28,13 +22,7 @@ pub fn to_json(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Json> {
 
 /// [`to_json`] at `depth`; None when `obj` itself has no JSON form.
 fn json_at(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Option<Json>> {
-    if depth > MAX_DEPTH {
-        return Err(Error::config(
-            what,
-            format!("is nested more than {MAX_DEPTH} levels deep (or contains itself)"),
-        )
-        .into());
-    }
+    within_bounds(what, depth, 0)?;
     let within = |item: &Bound<'_, PyAny>, at: &str| {
         json_at(item, at, depth + 1)?.ok_or_else(|| wrong_type(at, JSON_ONLY, item))
     };
@@ -68,7 +56,7 @@ fn json_at(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Option<
         }
         return Ok(Some(Json::Object(items)));
     }
-    // Lists, tuples, sets, dict views, and iterators such as generators (up to MAX_ITEMS).
+    // Lists, tuples, sets, dict views, and iterators such as generators (bounded by the core).
     let listlike = obj.is_instance_of::<PyList>()
         || obj.is_instance_of::<PyTuple>()
         || obj.is_instance_of::<PySet>()
@@ -79,10 +67,7 @@ fn json_at(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Option<
     if listlike {
         let mut items = Vec::new();
         for (i, item) in obj.try_iter()?.enumerate() {
-            if i == MAX_ITEMS {
-                let more = format!("has more than {MAX_ITEMS} items");
-                return Err(Error::config(what, more).into());
-            }
+            within_bounds(what, depth, i + 1)?;
             items.push(within(&item?, &format!("{what}[{i}]"))?);
         }
         return Ok(Some(Json::Array(items)));
