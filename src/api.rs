@@ -2,12 +2,13 @@
 //! function a front end needs, by name, so it never reaches into the core's modules.
 
 pub use crate::agent::task_tool::{FactoryError, LauncherFactory, TaskTool, TASK_TOOL_NAME};
+pub use crate::agent::VERIFY_PARAMS;
 pub use crate::agent::{
     profiles_by_key, CompletionVerdict, LaunchError, LaunchObserver, LauncherOptions, MainAgent,
     MainAgentOptions, MainRun, ModelRoute, OnFinished, RequestInit, SubagentLaunchResult,
     SubagentLauncher, SubagentRequest, TraceDirSetting, Verification, REQUEST_PARAMS,
 };
-pub use crate::agent::{LAUNCHER_PARAMS, MAIN_AGENT_PARAMS, TASK_TOOL_PARAMS, VERIFY_PARAMS};
+pub use crate::agent::{verify_args, LAUNCHER_PARAMS, MAIN_AGENT_PARAMS, TASK_TOOL_PARAMS};
 pub use crate::args::{seconds, within_bounds, Kwargs, Params, Record};
 pub use crate::contract::{
     answer_text, explore_meta, Answer, ContractError, ExploreResult, LocItem, Repair,

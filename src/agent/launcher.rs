@@ -218,6 +218,17 @@ pub const VERIFY_PARAMS: crate::args::Params = crate::args::Params {
     required: 1,
 };
 
+/// `verify`'s arguments ([`VERIFY_PARAMS`]): the candidate, the requirements (null when not
+/// given) and the evidence (none when not given).
+pub fn verify_args(k: &crate::args::Kwargs) -> Result<(String, Value, Vec<String>), Error> {
+    let evidence = k.str_list("evidence")?.unwrap_or_default();
+    Ok((
+        k.req_str("candidate")?,
+        k.json("requirements")?.to_value(),
+        evidence,
+    ))
+}
+
 impl LauncherOptions {
     /// Options from the plain keyword values; models, trace directory and profiles at their
     /// defaults.

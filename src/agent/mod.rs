@@ -34,8 +34,9 @@ pub mod verify;
 
 pub use crate::error::LaunchError;
 pub use launcher::{
-    default_light_model, default_main_model, profiles_by_key, prune_traces, LaunchObserver,
-    LauncherOptions, OnFinished, SubagentLauncher, TraceDirSetting, LAUNCHER_PARAMS, VERIFY_PARAMS,
+    default_light_model, default_main_model, profiles_by_key, prune_traces, verify_args,
+    LaunchObserver, LauncherOptions, OnFinished, SubagentLauncher, TraceDirSetting,
+    LAUNCHER_PARAMS, VERIFY_PARAMS,
 };
 pub use main_agent::{MainAgent, MainAgentOptions, MainRun, MAIN_AGENT_PARAMS};
 pub use request::{RequestInit, SubagentRequest, REQUEST_PARAMS};

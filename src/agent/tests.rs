@@ -1068,3 +1068,19 @@ fn evidence_is_one_str_or_an_iterable_of_them() {
         "evidence: must be a str or an iterable of str, got Path"
     );
 }
+
+#[test]
+fn verify_arguments_default_to_no_requirements_and_no_evidence() {
+    use crate::args::Kwargs;
+    let k = Kwargs::bind(&VERIFY_PARAMS, vec![Json::Str("done".into())], vec![]).unwrap();
+    let (candidate, requirements, evidence) = verify_args(&k).unwrap();
+    assert_eq!(
+        (candidate.as_str(), requirements, evidence.len()),
+        ("done", Value::Null, 0)
+    );
+    let none = Kwargs::bind(&VERIFY_PARAMS, vec![Json::Null], vec![]).unwrap();
+    assert_eq!(
+        verify_args(&none).unwrap_err().to_string(),
+        "candidate: must be str, got NoneType"
+    );
+}

@@ -52,8 +52,9 @@ pub fn host_level(level: log::Level) -> u8 {
 }
 
 /// Forward only records at or above the host's level (Python's numbering; above 40, none).
-pub fn set_host_level(level: i64) {
-    log::set_max_level(match level {
+/// None (the host could not say) is Python's default, warnings and errors.
+pub fn set_host_level(level: Option<i64>) {
+    log::set_max_level(match level.unwrap_or(30) {
         i64::MIN..=5 => log::LevelFilter::Trace,
         6..=10 => log::LevelFilter::Debug,
         11..=20 => log::LevelFilter::Info,
@@ -73,21 +74,25 @@ mod tests {
     #[test]
     fn records_of_the_core_at_the_hosts_level_reach_the_sink() {
         forward_to(|level, message| SEEN.lock().unwrap().push((level, message)));
-        set_host_level(20);
+        set_host_level(Some(20));
         log::info!(target: "outrider::launch", "child {} finished", 1);
         log::debug!(target: "outrider::launch", "below the level");
         log::warn!(target: "other_crate", "not ours");
         log::info!(target: crate::trace::SPAN_TARGET, "a span line");
-        set_host_level(5);
+        set_host_level(Some(5));
         log::trace!(target: "outrider::tool", "now visible");
-        set_host_level(50);
+        set_host_level(Some(50));
         log::error!(target: "outrider::launch", "logging is off");
+        set_host_level(None);
+        log::info!(target: "outrider::launch", "below the default level");
+        log::warn!(target: "outrider::launch", "a warning by default");
         let seen = std::mem::take(&mut *SEEN.lock().unwrap());
         assert_eq!(
             seen,
             vec![
                 (20, "child 1 finished".to_string()),
-                (5, "now visible".to_string())
+                (5, "now visible".to_string()),
+                (30, "a warning by default".to_string())
             ]
         );
     }

@@ -6,12 +6,12 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::api::ChatModel;
+use crate::api::{verify_args, LAUNCHER_PARAMS, VERIFY_PARAMS};
 use crate::api::{EvidenceCheck, Owner, ParsedResult};
 use crate::api::{
     LauncherOptions, RequestInit, SubagentLaunchResult, SubagentLauncher, Verification,
 };
 use crate::api::{SubagentRequest, REQUEST_PARAMS};
-use crate::api::{LAUNCHER_PARAMS, VERIFY_PARAMS};
 use crate::py::contract::{PyExploreResult, PyVerificationResult};
 use crate::py::convert::{bind, one, req_str};
 use crate::py::convert::{wrong_type, Args};
@@ -227,10 +227,8 @@ frozen_class! {
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let k = Args::bind(&VERIFY_PARAMS, Some(args), kwargs)?.plain(&[])?;
-        let candidate = k.req_str("candidate")?;
-        let requirements = k.json("requirements")?.to_value();
-        let evidence = k.str_list("evidence")?.unwrap_or_default();
+        let k = bind(&VERIFY_PARAMS, Some(args), kwargs)?;
+        let (candidate, requirements, evidence) = verify_args(&k)?;
         let (py, launcher) = (args.py(), self.inner.inner.clone());
         let verify =
             |c| async move { launcher.verify(&candidate, requirements, evidence, c).await };

@@ -41,7 +41,7 @@ pub fn refresh_level(py: Python<'_>) {
             .bind(py)
             .call_method0("getEffectiveLevel")
             .and_then(|l| l.extract());
-        host_log::set_host_level(level.unwrap_or(30));
+        host_log::set_host_level(level.ok());
     }
 }
 
