@@ -199,11 +199,10 @@ impl Kwargs {
         })
     }
 
-    /// With `key` given as `value`, or as a value with no JSON form (its type's name), which
-    /// the accessors refuse as the wrong type. A null value counts as not given.
+    /// With `key` given as `value` (the accessors read null as not given), or as a value with
+    /// no JSON form (its type's name), which the accessors refuse as the wrong type.
     pub fn with(mut self, key: &str, value: Result<Json, String>) -> Self {
         match value {
-            Ok(Json::Null) => {}
             Ok(json) => self.items.push((key.into(), json)),
             Err(type_name) => self.opaque.push((key.into(), type_name)),
         }

@@ -938,6 +938,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_answer_is_parsed_strictly_or_repaired_with_its_metadata() {
+        let fenced = "```json\n{\"status\": \"completed\", \"summary\": \"s\"}\n```";
+        let meta = Kwargs::one("terminal_reason", Json::Str("done".into()));
+        assert!(ExploreResult::parse(fenced, &meta, false).is_err());
+        let (r, repair) = ExploreResult::parse(fenced, &meta, true).unwrap();
+        assert_eq!(
+            (r.terminal_reason.as_str(), repair),
+            ("done", Some(Repair::Fence))
+        );
+        let meta = Kwargs::one("token_usage", Json::Int(7));
+        let (v, repair) =
+            VerificationResult::parse("{\"verdict\": \"PASS\"}", &meta, false).unwrap();
+        assert_eq!((v.token_usage, repair), (7, None));
+        let bad = Kwargs::default().with("tool_usage", Err("Counter".into()));
+        let err = ExploreResult::parse("{}", &bad, false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("tool_usage: must be a JSON value"), "{err}");
+    }
+
+    #[test]
     fn the_parsers_take_the_constructors_metadata_by_name() {
         assert_eq!(EXPLORE_META, ["tool_usage", "terminal_reason"]);
         assert_eq!(
