@@ -9,7 +9,7 @@ pub use crate::agent::{
     SubagentLauncher, SubagentRequest, TraceDirSetting, Verification, REQUEST_PARAMS,
 };
 pub use crate::agent::{verify_args, LAUNCHER_PARAMS, MAIN_AGENT_PARAMS, TASK_TOOL_PARAMS};
-pub use crate::args::{seconds, within_bounds, Kwargs, Params, Record};
+pub use crate::args::{seconds, within_bounds, Kwargs, Opaque, Params, Record};
 pub use crate::contract::{
     answer_text, explore_meta, Answer, ContractError, ExploreResult, LocItem, Repair,
     SubagentStatus, ToolUsage, VerificationMeta, VerificationResult, EXPLORE_META, EXPLORE_PARAMS,

@@ -26,7 +26,7 @@ pub const MAX_ITEMS: usize = 1 << 20;
 pub fn within_bounds(what: &str, depth: usize, items: usize) -> Result<(), Error> {
     if depth > MAX_DEPTH {
         let deep = format!("is nested more than {MAX_DEPTH} levels deep (or contains itself)");
-        return Err(Error::config(what, deep));
+        return Err(Error::config(what.split('[').next().unwrap_or(what), deep));
     }
     if items > MAX_ITEMS {
         return Err(Error::config(
@@ -67,9 +67,27 @@ pub trait Record: serde::Serialize + std::fmt::Display + Sized {
 #[derive(Debug, Clone, Default)]
 pub struct Kwargs {
     items: Vec<(String, Json)>,
-    /// Arguments given as values with no JSON form, with the front end's name for their type:
-    /// reading one is refused as the wrong type, saying what the reader expected.
-    opaque: Vec<(String, String)>,
+    /// Arguments given as values with no JSON form: reading one is refused as the wrong type,
+    /// saying what the reader expected, unless it is a path object read as a path.
+    opaque: Vec<(String, Opaque)>,
+}
+
+/// An argument with no JSON form, as the front end describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Opaque {
+    /// The front end's name for its type (`PosixPath`, `URL`).
+    pub type_name: String,
+    /// Its text when it is a path object (`os.PathLike`); only [`Kwargs::path`] reads it.
+    pub path: Option<String>,
+}
+
+impl From<&str> for Opaque {
+    fn from(type_name: &str) -> Self {
+        Opaque {
+            type_name: type_name.into(),
+            path: None,
+        }
+    }
 }
 
 /// What [`Kwargs::json`] expects.
@@ -107,7 +125,8 @@ impl Params {
         if positional.len() > self.positional {
             let (most, n) = (self.positional, positional.len());
             return Err(refuse(format!(
-                "takes at most {most} positional arguments ({n} given)"
+                "takes at most {most} positional argument{} ({n} given)",
+                if most == 1 { "" } else { "s" }
             )));
         }
         let by_position = &self.names[..positional.len()];
@@ -201,10 +220,10 @@ impl Kwargs {
 
     /// With `key` given as `value` (the accessors read null as not given), or as a value with
     /// no JSON form (its type's name), which the accessors refuse as the wrong type.
-    pub fn with(mut self, key: &str, value: Result<Json, String>) -> Self {
+    pub fn with(mut self, key: &str, value: Result<Json, Opaque>) -> Self {
         match value {
             Ok(json) => self.items.push((key.into(), json)),
-            Err(type_name) => self.opaque.push((key.into(), type_name)),
+            Err(opaque) => self.opaque.push((key.into(), opaque)),
         }
         self
     }
@@ -220,8 +239,8 @@ impl Kwargs {
     /// The value given for `key` (null when it was not given), refused as not `expected` when it
     /// was given as a value with no JSON form.
     pub fn given(&self, key: &str, expected: &str) -> Result<&Json, Error> {
-        if let Some((_, type_name)) = self.opaque.iter().find(|(k, _)| k == key) {
-            return Err(Error::wrong_type(key, expected, type_name));
+        if let Some((_, opaque)) = self.opaque.iter().find(|(k, _)| k == key) {
+            return Err(Error::wrong_type(key, expected, &opaque.type_name));
         }
         let given = self.items.iter().find(|(k, _)| k == key);
         Ok(given.map_or(&Json::Null, |(_, v)| v))
@@ -238,8 +257,12 @@ impl Kwargs {
         given.ok_or_else(|| Error::wrong_type(key, "str", "NoneType"))
     }
 
-    /// An optional path: a str (a front end turns its path objects into one).
+    /// An optional path: a str or a path object.
     pub fn path(&self, key: &str) -> Result<Option<std::path::PathBuf>, Error> {
+        let object = self.opaque.iter().find(|(k, _)| k == key);
+        if let Some(path) = object.and_then(|(_, o)| o.path.as_ref()) {
+            return Ok(Some(path.into()));
+        }
         match self.given(key, "a str or os.PathLike")? {
             Json::Null => Ok(None),
             Json::Str(s) => Ok(Some(s.into())),
@@ -479,6 +502,13 @@ mod tests {
         assert!(k.object(&["p", "u"]).is_err(), "an object never drops one");
         assert_eq!(k.req_path("p").unwrap(), std::path::PathBuf::from("/tmp/x"));
         assert_eq!(k.str("n").unwrap(), None, "null is not given");
+        let path = Opaque {
+            type_name: "PosixPath".into(),
+            path: Some("/srv/x".into()),
+        };
+        let k = k.with("o", Err(path));
+        assert_eq!(k.req_path("o").unwrap(), std::path::PathBuf::from("/srv/x"));
+        assert_eq!(err(k.str("o").map(drop)), "o: must be str, got PosixPath");
         assert_eq!(
             err(k.req_str("n").map(drop)),
             "n: must be str, got NoneType"
@@ -493,7 +523,7 @@ mod tests {
     fn a_converted_value_is_bounded_in_depth_and_length() {
         assert!(within_bounds("v", MAX_DEPTH, MAX_ITEMS).is_ok());
         assert_eq!(
-            within_bounds("v", MAX_DEPTH + 1, 0)
+            within_bounds("v[0][0]", MAX_DEPTH + 1, 0)
                 .unwrap_err()
                 .to_string(),
             "v: is nested more than 256 levels deep (or contains itself)"

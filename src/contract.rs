@@ -577,6 +577,10 @@ fn count_from_json(value: &Json, field: &str) -> Result<u64, crate::Error> {
             field,
             format!("must be >= 0, got {n}"),
         )),
+        Json::BigInt(digits) => Err(crate::Error::config(
+            field,
+            format!("is out of range: {digits}"),
+        )),
         other => Err(crate::Error::wrong_type(field, "int", other.type_name())),
     }
 }

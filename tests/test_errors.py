@@ -57,7 +57,7 @@ def cases(repo: pathlib.Path) -> list[tuple[Callable[[], Any], type[Exception], 
         ),
         # requests and launches
         (
-            lambda: outrider.SubagentRequest(profile_name="explore"),
+            lambda: outrider.SubagentRequest(profile_name="explore"),  # type: ignore[call-arg]
             ArgumentTypeError,
             "task: missing",
         ),
@@ -251,7 +251,11 @@ def test_a_call_of_the_wrong_shape_is_an_argument_type_error(repo: pathlib.Path)
         (lambda: o.run_tool(repo, "Read", {}, "x"), "run_tool: takes at most 3 positional"),
         (lambda: o.tool_schemas(fmt="openai"), "tool_schemas: has no option 'fmt'"),
         (lambda: o.TaskTool(), "TaskTool: missing required argument 'launcher'"),
-        (lambda: o.TaskTool(launcher, ["explore"]), "TaskTool: takes at most 1 positional"),
+        (
+            lambda: o.TaskTool(launcher, ["explore"]),
+            "TaskTool: takes at most 1 positional argument (2 given)",
+        ),
+        (lambda: o.OfflineScout("x"), "OfflineScout: takes at most 0 positional arguments"),
         (lambda: o.check_evidence(repo), "check_evidence: missing required argument 'evidence'"),
         (
             lambda: launcher.verify(),
@@ -290,3 +294,14 @@ def test_a_value_that_contains_itself_is_refused_not_followed() -> None:
         ConfigError, match=r"nested more than 256 levels deep \(or contains itself\)"
     ):
         outrider.SubagentRequest("t", structured_context={"loop": loop})
+
+
+def test_a_path_object_is_a_path_where_one_is_expected_and_nothing_else(
+    repo: pathlib.Path,
+) -> None:
+    launcher = outrider.SubagentLauncher(repo, ScriptedLLM([]), trace_dir=repo.parent / "t")
+    assert isinstance(launcher, outrider.SubagentLauncher)
+    with pytest.raises(ArgumentTypeError, match="name: must be str, got PosixPath"):
+        outrider.run_tool(repo, pathlib.Path("Read"))  # type: ignore[arg-type]
+    with pytest.raises(ArgumentTypeError, match="JSON values only"):
+        outrider.SubagentRequest("t", structured_context={"p": pathlib.Path("x")})

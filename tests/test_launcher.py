@@ -316,7 +316,7 @@ def test_model_routing(
     with pytest.raises(ValueError, match="max_concurrency: must be at least 1, got 0"):
         SubagentLauncher(repo, main, max_concurrency=0)
     with pytest.raises(TypeError, match="SubagentRequest.task: missing"):
-        SubagentRequest(profile_name="explore")
+        SubagentRequest(profile_name="explore")  # type: ignore[call-arg]
     with pytest.raises(ArgumentTypeError, match="SubagentRequest.task: must be str, got int"):
         SubagentRequest(3)  # type: ignore[arg-type]
     with pytest.raises(ArgumentTypeError, match="SubagentRequest: has no option 'tsk'"):
@@ -705,3 +705,13 @@ def test_a_result_given_as_context_stands_for_its_dict() -> None:
     req = outrider.SubagentRequest("go on", structured_context={"prior": prior})
     assert req.structured_context == {"prior": prior.to_dict()}
     assert "found it" in req.render()
+
+
+def test_a_request_round_trips_through_its_dict_and_pickle() -> None:
+    import pickle
+
+    req = outrider.SubagentRequest("find x", "explore", {"k": [1, 2]}, "light", "s1", "r1")
+    assert outrider.SubagentRequest.from_dict(req.to_dict()) == req
+    assert pickle.loads(pickle.dumps(req)) == req
+    with pytest.raises(ArgumentTypeError, match="has no option 'extra'"):
+        outrider.SubagentRequest.from_dict(dict(req.to_dict(), extra=1))

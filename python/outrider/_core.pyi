@@ -332,13 +332,17 @@ class SubagentRequest:
 
     def __new__(
         cls,
-        task: str | None = None,
+        task: str,
         profile_name: str | None = None,
         structured_context: Mapping[str, Any] | None = None,
         model_choice: str | None = None,
         parent_session_id: str | None = None,
         parent_run_id: str | None = None,
     ) -> SubagentRequest: ...
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SubagentRequest:
+        """Rebuild from :meth:`to_dict` output, validated as the constructor validates (pickling
+        rests on it)."""
     @property
     def profile_name(self) -> str: ...
     @property
@@ -524,7 +528,9 @@ class CompletionVerdict:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CompletionVerdict:
-        """Rebuild from :meth:`to_dict` output (``{verdict, reasons, feedback, launch}``)."""
+        """Rebuild from :meth:`to_dict` output (``{verdict, reasons, feedback}``), with an optional
+        ``launch`` (a :class:`SubagentLaunchResult` or its dict); ``to_dict`` leaves the launch
+        out, pickling keeps it."""
     @property
     def verdict(self) -> Literal["PASS", "FAIL", "UNVERIFIED"]: ...
     @property

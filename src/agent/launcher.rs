@@ -49,10 +49,12 @@ impl TraceDirSetting {
     /// traces in memory, a path is that directory.
     pub fn from_kwargs(k: &crate::args::Kwargs) -> Result<Self, Error> {
         const EXPECTED: &str = "a str, os.PathLike, None or False";
+        if let Ok(Some(dir)) = k.path("trace_dir") {
+            return Ok(TraceDirSetting::Dir(dir));
+        }
         Ok(match k.given("trace_dir", EXPECTED)? {
             Json::Null => TraceDirSetting::Default,
             Json::Bool(false) => TraceDirSetting::Off,
-            Json::Str(dir) => TraceDirSetting::Dir(dir.into()),
             other => return Err(Error::wrong_type("trace_dir", EXPECTED, other.type_name())),
         })
     }

@@ -403,7 +403,7 @@ impl std::fmt::Display for MainAgent {
             f,
             "MainAgent(project_root={}, llm={}, subagent_types={})",
             crate::pyjson::py_repr_str(&self.workspace.root().display().to_string()),
-            self.model.describe(),
+            crate::pyjson::py_repr_str(&crate::redact::redact_str(&self.model.describe())),
             crate::pyjson::py_repr_list(&self.reachable)
         )
     }

@@ -61,6 +61,18 @@ pub const REQUEST_PARAMS: Params = Params {
     required: 0,
 };
 
+impl crate::args::Record for SubagentRequest {
+    /// A request from `to_dict()` output, validated as the constructor validates.
+    fn from_record(data: &Json) -> Result<Self, Error> {
+        const WHAT: &str = "SubagentRequest.from_dict data";
+        let Json::Object(items) = data else {
+            return Err(Error::wrong_type(WHAT, "a dict", data.type_name()));
+        };
+        let k = Kwargs::new(WHAT, REQUEST_PARAMS.names, items.clone())?;
+        RequestInit::from_kwargs(&k)?.build()
+    }
+}
+
 impl RequestInit {
     /// From a constructor call's arguments ([`REQUEST_PARAMS`]); a value of the wrong type is
     /// refused naming its field (`SubagentRequest.task`).

@@ -9,13 +9,12 @@ use pyo3::types::{
 use serde::Serialize;
 
 use crate::api::Error;
-use crate::api::{within_bounds, Json, Kwargs, Params};
+use crate::api::{within_bounds, Json, Kwargs, Opaque, Params};
 
 /// What a value with no JSON form was expected to be.
 const JSON_ONLY: &str = "JSON values only (dict, list, tuple, set, str, int, float, bool, None)";
 
-/// Python value → JSON value (sets and tuples become arrays, path objects their text). `what`
-/// names the argument.
+/// Python value → JSON value (sets and tuples become arrays). `what` names the argument.
 pub fn to_json(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Json> {
     json_at(obj, what, 0)?.ok_or_else(|| wrong_type(what, JSON_ONLY, obj))
 }
@@ -72,15 +71,30 @@ fn json_at(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Option<
         }
         return Ok(Some(Json::Array(items)));
     }
-    // A path object stands for its text; outrider's own values (a launch result's `result`, a
-    // verdict's `launch`, a result given as context) for their `to_dict()`.
+    // outrider's own values (a launch result's `result`, a verdict's `launch`, a result given as
+    // context) stand for their `to_dict()`.
     let own = obj.get_type().module().is_ok_and(|m| m == "outrider._core");
-    let plain = match () {
-        _ if obj.hasattr("__fspath__")? => obj.call_method0("__fspath__")?,
-        _ if own && obj.hasattr("to_dict")? => obj.call_method0("to_dict")?,
-        _ => return Ok(None),
-    };
-    json_at(&plain, what, depth + 1)
+    if !(own && obj.hasattr("to_dict")?) {
+        return Ok(None);
+    }
+    json_at(&obj.call_method0("to_dict")?, what, depth + 1)
+}
+
+/// An argument for the core to read: its JSON, or what it is when it has none (its type, and
+/// its text when it is a path object, which only a path argument takes).
+fn arg_value(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Result<Json, Opaque>> {
+    if let Some(json) = json_at(obj, name, 0)? {
+        return Ok(Ok(json));
+    }
+    // Looked up on the type, as `os.fspath` does (an instance's `__getattr__` is not asked).
+    let fspath = obj.get_type().hasattr("__fspath__")?;
+    let fspath = fspath.then(|| obj.call_method0("__fspath__"));
+    let text = fspath.transpose()?.and_then(|p| p.extract::<String>().ok());
+    let type_name = type_name(obj);
+    Ok(Err(Opaque {
+        type_name,
+        path: text,
+    }))
 }
 
 /// Tool or Task arguments as given: JSON text (a str), or a value converted to JSON, or one that
@@ -140,7 +154,7 @@ impl<'py> Args<'py> {
             .iter()
             .filter(|(k, _)| !objects.contains(&k.as_str()))
         {
-            plain = plain.with(k, json_at(v, k, 0)?.ok_or_else(|| type_name(v)));
+            plain = plain.with(k, arg_value(v, k)?);
         }
         Ok(plain)
     }
@@ -166,8 +180,7 @@ pub fn kwargs(
 
 /// One argument (None: not given) as JSON for the core to read, like [`Args::plain`].
 pub fn one(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Kwargs> {
-    let value = json_at(obj, name, 0)?.ok_or_else(|| type_name(obj));
-    Ok(Kwargs::default().with(name, value))
+    Ok(Kwargs::default().with(name, arg_value(obj, name)?))
 }
 
 /// A Python str as a Rust String; lone surrogates are refused naming the field.

@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::api::ChatModel;
-use crate::api::{verify_args, LAUNCHER_PARAMS, VERIFY_PARAMS};
+use crate::api::{verify_args, within_bounds, LAUNCHER_PARAMS, VERIFY_PARAMS};
 use crate::api::{EvidenceCheck, Owner, ParsedResult};
 use crate::api::{
     LauncherOptions, RequestInit, SubagentLaunchResult, SubagentLauncher, Verification,
@@ -25,7 +25,7 @@ type JsonMap = serde_json::Map<String, serde_json::Value>;
 
 frozen_class! {
     /// A request for one child (frozen).
-    PySubagentRequest(SubagentRequest) as "SubagentRequest",
+    PySubagentRequest(SubagentRequest) as "SubagentRequest", record,
     getters {
         profile_name: String = |r| r.profile_name.clone(),
         task: String = |r| r.task.clone(),
@@ -35,7 +35,7 @@ frozen_class! {
         structured_context: Plain<JsonMap> = |r| Plain(r.structured_context.clone()),
     }
     #[new]
-    #[pyo3(signature = (*args, **kwargs), text_signature = "(task=None, profile_name=None, structured_context=None, model_choice=None, parent_session_id=None, parent_run_id=None)")]
+    #[pyo3(signature = (*args, **kwargs), text_signature = "(task, profile_name=None, structured_context=None, model_choice=None, parent_session_id=None, parent_run_id=None)")]
     fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         let init = RequestInit::from_kwargs(&bind(&REQUEST_PARAMS, Some(args), kwargs)?)?;
         Ok(PySubagentRequest { inner: init.build()? })
@@ -43,9 +43,6 @@ frozen_class! {
     /// The child's first user message.
     fn render(&self) -> String {
         self.inner.render()
-    }
-    fn to_dict(&self) -> Plain<&SubagentRequest> {
-        Plain(&self.inner)
     }
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
         other.cast::<PySubagentRequest>().is_ok_and(|o| o.get().inner == self.inner)
@@ -139,7 +136,10 @@ fn profiles_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<crate::api::Runt
     let iter = obj
         .try_iter()
         .map_err(|_| wrong_type("profiles", "an iterable of RuntimeProfile", obj))?;
-    iter.map(|p| profile(&p?)).collect()
+    let bounded = iter
+        .enumerate()
+        .map(|(i, p)| within_bounds("profiles", 0, i + 1).map(|_| p));
+    bounded.map(|p| profile(&p??)).collect()
 }
 
 fn request_arg(obj: &Bound<'_, PyAny>) -> PyResult<SubagentRequest> {
@@ -152,6 +152,12 @@ fn requests_arg(requests: &Bound<'_, PyAny>) -> PyResult<Vec<SubagentRequest>> {
     requests
         .try_iter()
         .map_err(|_| wrong_type("requests", "an iterable of SubagentRequest", requests))?
+        .enumerate()
+        .map(|(i, r)| {
+            within_bounds("requests", 0, i + 1)
+                .map_err(PyErr::from)
+                .and(r)
+        })
         .map(|r| r.and_then(|r| request_arg(&r)))
         .collect()
 }

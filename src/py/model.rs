@@ -7,10 +7,11 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyTuple};
 
 use crate::api::{current_caller, Abandon, CallbackModel, Host, ModelError, ModelErrorKind};
-use crate::api::{Inbox, Outcome, Reply};
-use crate::py::convert::{to_json, type_name};
+use crate::api::{Inbox, Outcome, Params, Reply};
+use crate::py::convert::{to_json, type_name, Args};
 use crate::py::enter::{attach, detach_waiting};
 use crate::py::runtime::Caller;
 
@@ -150,8 +151,10 @@ pub struct PyOfflineScout;
 #[pymethods]
 impl PyOfflineScout {
     #[new]
-    fn py_new() -> Self {
-        PyOfflineScout
+    #[pyo3(signature = (*args, **kwargs), text_signature = "()")]
+    fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        Args::bind(&Params::keywords("OfflineScout", &[]), Some(args), kwargs)?;
+        Ok(PyOfflineScout)
     }
     /// The search terms the scout would use for `task`.
     #[staticmethod]

@@ -4,8 +4,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFrozenSet, PyTuple};
 
 use crate::api::Json;
+use crate::api::Params;
 use crate::api::{RuntimeProfile, PROFILE_FIELDS};
-use crate::py::convert::to_json;
+use crate::py::convert::{to_json, Args};
 use crate::py::frozen_class;
 
 /// One keyword value as the core takes it, named `RuntimeProfile.<key>`.
@@ -53,8 +54,9 @@ frozen_class! {
     }
 
     /// A copy with some fields changed, validated again.
-    #[pyo3(signature = (**changes))]
-    fn replace(&self, changes: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+    #[pyo3(signature = (*args, **changes), text_signature = "($self, **changes)")]
+    fn replace(&self, args: &Bound<'_, PyTuple>, changes: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        Args::bind(&Params::keywords("RuntimeProfile.replace", &[]), Some(args), None)?;
         let changes = changes.map(fields).transpose()?.unwrap_or_default();
         Ok(PyRuntimeProfile {
             inner: self.inner.clone().with_fields(&changes)?,

@@ -108,6 +108,14 @@ impl ClientSettings {
     }
 }
 
+/// The error for more retries than [`MAX_RETRIES_LIMIT`].
+fn too_many_retries(n: i64) -> Error {
+    let message = format!(
+        "{n} is more than {MAX_RETRIES_LIMIT}; each retry waits longer, so use at most {MAX_RETRIES_LIMIT}"
+    );
+    invalid("max_retries", message)
+}
+
 impl OpenAICompatibleConfig {
     /// A config with the default timeouts and retries, no key, temperature or token limit.
     pub fn new(model: impl Into<String>, base_url: impl Into<String>) -> Self {
@@ -146,8 +154,16 @@ impl OpenAICompatibleConfig {
             config.connect_timeout = duration_from_secs("connect_timeout", t)?;
         }
         if let Some(n) = settings.max_retries {
-            config.max_retries = u32::try_from(n)
-                .map_err(|_| invalid("max_retries", format!("{n} is negative; use e.g. 2")))?;
+            config.max_retries = match u32::try_from(n) {
+                Ok(n) => n,
+                Err(_) if n < 0 => {
+                    return Err(invalid(
+                        "max_retries",
+                        format!("{n} is negative; use e.g. 2"),
+                    ))
+                }
+                Err(_) => return Err(too_many_retries(n)),
+            };
         }
         config.temperature = settings.temperature;
         if let Some(n) = settings.max_tokens {
@@ -174,10 +190,7 @@ impl OpenAICompatibleConfig {
             check_temperature(t).map_err(|m| invalid("temperature", m))?;
         }
         if self.max_retries > MAX_RETRIES_LIMIT {
-            return Err(invalid(
-                "max_retries",
-                format!("{} is more than {MAX_RETRIES_LIMIT}; each retry waits longer, so use at most {MAX_RETRIES_LIMIT}", self.max_retries),
-            ));
+            return Err(too_many_retries(self.max_retries.into()));
         }
         if self.max_tokens == Some(0) {
             return Err(invalid(
@@ -452,6 +465,16 @@ mod settings_tests {
             }),
             "max_retries: -1 is negative; use e.g. 2"
         );
+        assert!(OpenAICompatibleConfig::from_settings(
+            "m".into(),
+            ClientSettings {
+                max_retries: Some(1 << 40),
+                ..ClientSettings::default()
+            }
+        )
+        .unwrap_err()
+        .to_string()
+        .starts_with("max_retries: 1099511627776 is more than 10"));
         assert_eq!(
             err(ClientSettings {
                 max_tokens: Some(-5),
