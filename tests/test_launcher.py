@@ -715,3 +715,13 @@ def test_a_request_round_trips_through_its_dict_and_pickle() -> None:
     assert pickle.loads(pickle.dumps(req)) == req
     with pytest.raises(ArgumentTypeError, match="has no option 'extra'"):
         outrider.SubagentRequest.from_dict(dict(req.to_dict(), extra=1))
+
+
+def test_the_scout_class_given_for_the_scout_is_the_scout(tmp_path: pathlib.Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "login.py").write_text("def login():\n    return True\n")
+    by_class = outrider.SubagentLauncher(root, outrider.OfflineScout, trace_dir=False)  # type: ignore[arg-type]
+    by_instance = outrider.SubagentLauncher(root, outrider.OfflineScout(), trace_dir=False)
+    assert repr(by_class) == repr(by_instance)
+    assert by_class.launch(outrider.SubagentRequest("where is login")).status != "failed"

@@ -104,7 +104,9 @@ pub fn model_arg(
     if let Ok(m) = obj.cast::<crate::py::openai::PyOpenAICompatible>() {
         return Ok(Some(m.get().inner.clone()));
     }
-    if obj.cast::<crate::py::model::PyOfflineScout>().is_ok() {
+    // The scout, or its class given for it (it takes no arguments, so both mean the same).
+    let scout = obj.py().get_type::<crate::py::model::PyOfflineScout>();
+    if obj.cast::<crate::py::model::PyOfflineScout>().is_ok() || obj.is(&scout) {
         return Ok(Some(Arc::new(crate::api::OfflineScout)));
     }
     if obj.is_callable() {
