@@ -65,8 +65,7 @@ fn json_at(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Option<
         || obj.is_instance_of::<PyIterator>();
     if listlike {
         let mut items = Vec::new();
-        for (i, item) in obj.try_iter()?.enumerate() {
-            within_bounds(what, depth, i + 1)?;
+        for (i, item) in bounded(obj, (what, JSON_ONLY, depth))?.enumerate() {
             items.push(within(&item?, &format!("{what}[{i}]"))?);
         }
         return Ok(Some(Json::Array(items)));
@@ -78,6 +77,21 @@ fn json_at(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Option<
         return Ok(None);
     }
     json_at(&obj.call_method0("to_dict")?, what, depth + 1)
+}
+
+/// The items of `obj` (the value `what`, `depth` levels deep; not iterable: not `expected`),
+/// refused past the core's bound ([`within_bounds`]): an iterator may never end.
+pub fn bounded<'a, 'py: 'a>(
+    obj: &Bound<'py, PyAny>,
+    (what, expected, depth): (&'a str, &str, usize),
+) -> PyResult<impl Iterator<Item = PyResult<Bound<'py, PyAny>>> + 'a> {
+    let iter = obj
+        .try_iter()
+        .map_err(|_| wrong_type(what, expected, obj))?;
+    Ok(iter.enumerate().map(move |(i, item)| {
+        within_bounds(what, depth, i + 1)?;
+        item
+    }))
 }
 
 /// An argument for the core to read: its JSON, or what it is when it has none (its type, and

@@ -6,14 +6,14 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::api::ChatModel;
-use crate::api::{verify_args, within_bounds, LAUNCHER_PARAMS, VERIFY_PARAMS};
+use crate::api::{verify_args, LAUNCHER_PARAMS, VERIFY_PARAMS};
 use crate::api::{EvidenceCheck, Owner, ParsedResult};
 use crate::api::{
     LauncherOptions, RequestInit, SubagentLaunchResult, SubagentLauncher, Verification,
 };
 use crate::api::{SubagentRequest, REQUEST_PARAMS};
 use crate::py::contract::{PyExploreResult, PyVerificationResult};
-use crate::py::convert::{bind, one, req_str};
+use crate::py::convert::{bind, bounded, one, req_str};
 use crate::py::convert::{wrong_type, Args};
 use crate::py::frozen_class;
 use crate::py::model::callable_model;
@@ -135,13 +135,8 @@ fn profiles_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<crate::api::Runt
             .collect::<PyResult<_>>()?;
         return Ok(crate::api::profiles_by_key(pairs)?);
     }
-    let iter = obj
-        .try_iter()
-        .map_err(|_| wrong_type("profiles", "an iterable of RuntimeProfile", obj))?;
-    let bounded = iter
-        .enumerate()
-        .map(|(i, p)| within_bounds("profiles", 0, i + 1).map(|_| p));
-    bounded.map(|p| profile(&p??)).collect()
+    let items = bounded(obj, ("profiles", "an iterable of RuntimeProfile", 0))?;
+    items.map(|p| profile(&p?)).collect()
 }
 
 fn request_arg(obj: &Bound<'_, PyAny>) -> PyResult<SubagentRequest> {
@@ -151,17 +146,8 @@ fn request_arg(obj: &Bound<'_, PyAny>) -> PyResult<SubagentRequest> {
 }
 
 fn requests_arg(requests: &Bound<'_, PyAny>) -> PyResult<Vec<SubagentRequest>> {
-    requests
-        .try_iter()
-        .map_err(|_| wrong_type("requests", "an iterable of SubagentRequest", requests))?
-        .enumerate()
-        .map(|(i, r)| {
-            within_bounds("requests", 0, i + 1)
-                .map_err(PyErr::from)
-                .and(r)
-        })
-        .map(|r| r.and_then(|r| request_arg(&r)))
-        .collect()
+    let items = bounded(requests, ("requests", "an iterable of SubagentRequest", 0))?;
+    items.map(|r| request_arg(&r?)).collect()
 }
 
 frozen_class! {
