@@ -32,7 +32,8 @@ pub use crate::llm::settings::RouteSettings;
 pub use crate::llm::ModelSettings;
 pub use crate::llm::{BoxFuture, ChatModel, ChatRequest, ChatResponse, ModelError, ModelErrorKind};
 pub use crate::profile::{
-    explore_profile, verification_profile, RuntimeProfile, PROFILE_FIELDS, READONLY_TOOLS,
+    explore_profile, verification_profile, RuntimeProfile, PROFILE_FIELDS, PROFILE_PARAMS,
+    READONLY_TOOLS,
 };
 pub use crate::pyjson::{py_repr_str, Json};
 pub use crate::redact::redact_str;

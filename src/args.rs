@@ -190,9 +190,12 @@ impl Kwargs {
         })
     }
 
-    /// The arguments given, in the order given.
-    pub fn items(&self) -> &[(String, Json)] {
-        &self.items
+    /// The arguments given, in the order given; refused when one has no JSON form.
+    pub fn items(&self) -> Result<&[(String, Json)], Error> {
+        if let Some((key, opaque)) = self.opaque.first() {
+            return Err(Error::wrong_type(key, ANY_JSON, &opaque.type_name));
+        }
+        Ok(&self.items)
     }
 
     /// The given arguments among `names`, as one JSON object in the order given.
@@ -230,10 +233,7 @@ impl Kwargs {
 
     /// One value, given as `key` (to read it with an accessor).
     pub fn one(key: &str, value: Json) -> Self {
-        Kwargs {
-            items: vec![(key.to_string(), value)],
-            ..Self::default()
-        }
+        Self::default().with(key, Ok(value))
     }
 
     /// The value given for `key` (null when it was not given), refused as not `expected` when it
@@ -447,7 +447,7 @@ mod tests {
         let named = |k: &str, v: Json| vec![(k.to_string(), v)];
         let k = Kwargs::bind(&P, vec![s("1"), Json::Null], named("d", s("4"))).unwrap();
         assert_eq!(
-            k.items(),
+            k.items().unwrap(),
             &[("a".to_string(), s("1")), ("d".to_string(), s("4"))]
         );
         assert_eq!(
@@ -456,7 +456,7 @@ mod tests {
         );
         let required_null = Kwargs::bind(&P, vec![Json::Null], vec![]).unwrap();
         assert_eq!(
-            required_null.items(),
+            required_null.items().unwrap(),
             &[("a".to_string(), Json::Null)],
             "a required null is kept"
         );

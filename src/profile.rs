@@ -34,6 +34,15 @@ pub const PROFILE_FIELDS: [&str; 14] = [
 /// How many of [`PROFILE_FIELDS`] the constructor takes by position (the rest by name only).
 pub const POSITIONAL_FIELDS: usize = 11;
 
+/// `RuntimeProfile(...)`'s parameters: the first [`POSITIONAL_FIELDS`] fields may come in
+/// [`PROFILE_FIELDS`] order, any by name.
+pub const PROFILE_PARAMS: crate::args::Params = crate::args::Params {
+    owner: "RuntimeProfile",
+    names: &PROFILE_FIELDS,
+    positional: POSITIONAL_FIELDS,
+    required: 0,
+};
+
 /// The only tools a formal sub-agent may be given.
 pub const READONLY_TOOLS: [&str; 3] = ["Glob", "Grep", "Read"];
 
@@ -399,19 +408,9 @@ impl RuntimeProfile {
         explore_profile().with_fields(fields)
     }
 
-    /// A new profile from a call's arguments: the first [`POSITIONAL_FIELDS`] fields may come in
-    /// [`PROFILE_FIELDS`] order, any by name; null values count as not given.
-    pub fn from_args(
-        positional: Vec<Json>,
-        named: Vec<(String, Json)>,
-    ) -> Result<Self, crate::Error> {
-        const PARAMS: crate::args::Params = crate::args::Params {
-            owner: "RuntimeProfile",
-            names: &PROFILE_FIELDS,
-            positional: POSITIONAL_FIELDS,
-            required: 0,
-        };
-        Self::from_fields(crate::args::Kwargs::bind(&PARAMS, positional, named)?.items())
+    /// A new profile from the constructor's arguments, bound to [`PROFILE_PARAMS`].
+    pub fn from_kwargs(k: &crate::args::Kwargs) -> Result<Self, crate::Error> {
+        Self::from_fields(k.items().map_err(|e| e.within("RuntimeProfile"))?)
     }
 
     /// The system prompt with the profile's budgets filled in.
@@ -547,7 +546,11 @@ mod tests {
     #[test]
     fn constructor_arguments_come_by_position_then_by_name() {
         let s = |v: &str| Json::Str(v.into());
-        let p = RuntimeProfile::from_args(
+        let from_args = |pos: Vec<Json>, named: Vec<(String, Json)>| {
+            let k = crate::args::Kwargs::bind(&PROFILE_PARAMS, pos, named)?;
+            RuntimeProfile::from_kwargs(&k)
+        };
+        let p = from_args(
             vec![s("scout"), s("Look."), Json::Null, Json::Int(3)],
             vec![("gate_retries".into(), Json::Int(0))],
         )
@@ -562,9 +565,7 @@ mod tests {
             "a null is not given"
         );
         let err = |pos: Vec<Json>, named: Vec<(String, Json)>| {
-            RuntimeProfile::from_args(pos, named)
-                .unwrap_err()
-                .to_string()
+            from_args(pos, named).unwrap_err().to_string()
         };
         assert_eq!(
             err(vec![Json::Null; 12], vec![]),

@@ -5,8 +5,9 @@ use pyo3::types::{PyDict, PyFrozenSet, PyTuple};
 
 use crate::api::Json;
 use crate::api::Params;
-use crate::api::{RuntimeProfile, PROFILE_FIELDS};
-use crate::py::convert::{to_json, Args};
+use crate::api::RuntimeProfile;
+use crate::api::PROFILE_PARAMS;
+use crate::py::convert::{bind, to_json, Args};
 use crate::py::frozen_class;
 
 /// One keyword value as the core takes it, named `RuntimeProfile.<key>`.
@@ -46,11 +47,8 @@ frozen_class! {
         text_signature = "(name, system_prompt, tool_allowlist=None, max_steps=None, context_token_budget=None, total_token_budget=None, model_choice=None, context_source_policy=None, completion_policy=None, result_contract=None, recursive_subagents=None, *, gate_retries=None, on_budget_exhausted=None, timeout_seconds=None)"
     )]
     fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-        let names = PROFILE_FIELDS.iter().chain(std::iter::repeat(&"argument"));
-        let positional = names.zip(args).map(|(k, v)| field(k, &v).map(|(_, j)| j));
-        let positional = positional.collect::<PyResult<_>>()?;
-        let named = kwargs.map(fields).transpose()?.unwrap_or_default();
-        Ok(PyRuntimeProfile { inner: RuntimeProfile::from_args(positional, named)? })
+        let inner = RuntimeProfile::from_kwargs(&bind(&PROFILE_PARAMS, Some(args), kwargs)?)?;
+        Ok(PyRuntimeProfile { inner })
     }
 
     /// A copy with some fields changed, validated again.
