@@ -160,4 +160,51 @@ def test_exit_with_model_calls_in_flight_is_clean(tmp_path: pathlib.Path) -> Non
         for proc in procs:
             out, err = proc.communicate(timeout=60)
             outcomes.append((proc.returncode, out.strip(), err[-300:]))
+    # A launch on a daemon thread checks for Ctrl-C every 50 ms; that check took the GIL after
+    # the interpreter was gone (a segfault in about 1 of 100 runs of "running").
     assert outcomes == [(0, "runtime_error timeout", ""), (0, "exiting", "")] * 10
+
+
+LATE = textwrap.dedent(
+    """
+    import atexit, sys
+    def late():
+        r = launcher.launch(outrider.SubagentRequest(task="where is login"))
+        print(r.status, r.error)
+    # Registered before outrider is imported, so it runs after outrider's own exit hook.
+    atexit.register(late)
+    import outrider
+    if sys.argv[2] == "scout":
+        model = outrider.OfflineScout()
+    else:
+        model = lambda request: '{"status": "completed", "summary": "x"}'
+    launcher = outrider.SubagentLauncher(sys.argv[1], model, trace_dir=False)
+    """
+)
+
+
+def test_a_launch_from_a_late_exit_hook_ends(tmp_path: pathlib.Path) -> None:
+    # The thread finalizing the interpreter may still launch: a model-free child completes, and a
+    # model callable, which no outrider thread may run any more, fails saying why (not a hang).
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "auth.py").write_text("def login(user):\n    return user\n")
+    script = tmp_path / "late.py"
+    script.write_text(LATE)
+    outcomes = []
+    for mode in ("scout", "callable"):
+        proc = subprocess.run(
+            [sys.executable, str(script), str(repo), mode],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        outcomes.append((proc.returncode, proc.stdout.strip()))
+    assert outcomes == [
+        (0, "completed None"),
+        (
+            0,
+            "failed child terminal reason: cancelled: "
+            "cancelled error: the Python interpreter is exiting",
+        ),
+    ]

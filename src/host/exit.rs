@@ -1,8 +1,12 @@
 //! A barrier threads the host did not start pass through to enter the host (e.g. the Python
 //! interpreter), which may be shutting down: a thread inside a finalizing interpreter brings the
 //! process down, so once the barrier closes nobody enters, and closing waits for those inside.
+//! The thread that closed it (the host's finalizing thread) may still return to the host from a
+//! wait of its own ([`ExitBarrier::closed_by_this_thread`]); nothing else is let in.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 /// How long interpreter exit waits for the threads inside to leave.
@@ -13,6 +17,7 @@ pub const EXIT_GRACE: Duration = Duration::from_secs(2);
 pub struct ExitBarrier {
     closed: AtomicBool,
     inside: AtomicUsize,
+    closer: OnceLock<ThreadId>,
 }
 
 /// A thread inside an [`ExitBarrier`] (see [`ExitBarrier::enter`]); it leaves when this drops.
@@ -30,6 +35,7 @@ impl ExitBarrier {
         ExitBarrier {
             closed: AtomicBool::new(false),
             inside: AtomicUsize::new(0),
+            closer: OnceLock::new(),
         }
     }
 
@@ -51,9 +57,18 @@ impl ExitBarrier {
         Some(inside)
     }
 
+    /// Whether the barrier was closed by the calling thread: the host's finalizing thread, which
+    /// may return to its own host after a wait (an exit hook that launches), where any other
+    /// thread must stay out.
+    pub fn closed_by_this_thread(&self) -> bool {
+        self.closer.get() == Some(&std::thread::current().id())
+    }
+
     /// Close the barrier and wait up to `grace` for the threads inside to leave; whether they all
     /// did.
     pub fn close(&self, grace: Duration) -> bool {
+        // The first closer is the host's finalizing thread; a later close changes nothing.
+        let _ = self.closer.set(std::thread::current().id());
         self.closed.store(true, Ordering::SeqCst);
         let until = Instant::now() + grace;
         while self.inside.load(Ordering::SeqCst) > 0 {
@@ -81,6 +96,26 @@ mod tests {
         assert!(barrier.close(Duration::from_millis(20)));
         assert!(barrier.enter().is_none());
         assert_eq!(barrier.inside.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn only_the_thread_that_closed_is_told_it_did() {
+        let barrier = ExitBarrier::new();
+        assert!(!barrier.closed_by_this_thread());
+        std::thread::scope(|s| {
+            s.spawn(|| assert!(barrier.close(Duration::from_millis(20))));
+        });
+        assert!(!barrier.closed_by_this_thread());
+        assert!(barrier.close(Duration::from_millis(20)));
+        assert!(
+            !barrier.closed_by_this_thread(),
+            "a later close is not the closer"
+        );
+        let own = ExitBarrier::new();
+        assert!(own.close(Duration::from_millis(20)));
+        assert!(own.closed_by_this_thread());
+        // Closed by this thread or not, nobody enters.
+        assert!(own.enter().is_none());
     }
 
     #[test]

@@ -6,6 +6,7 @@ use pyo3::types::{PyBytes, PyDict, PyString, PyTuple, PyType};
 use crate::api::{answer_text, evidence_arg, Answer, Error, ExploreResult, Repair, ToolUsage};
 use crate::api::{VerificationResult, CHECK_EVIDENCE_PARAMS, EXPLORE_PARAMS, VERIFICATION_PARAMS};
 use crate::py::convert::{bind, dump, kwargs, wrong_type};
+use crate::py::enter::detach_waiting;
 use crate::py::frozen_class;
 
 /// The text of a model answer: a str as it is; bytes or None as the core reads them.
@@ -113,6 +114,6 @@ pub fn check_evidence<'py>(
     let k = bind(&CHECK_EVIDENCE_PARAMS, Some(args), kwargs)?;
     let (root, items) = (k.req_path("root")?, evidence_arg(&k)?);
     let ws = crate::api::Workspace::new(&root).map_err(crate::api::Error::from)?;
-    let checks = args.py().detach(|| crate::api::check_evidence(&ws, &items));
+    let checks = detach_waiting(args.py(), || crate::api::check_evidence(&ws, &items));
     dump(args.py(), &checks)
 }

@@ -17,7 +17,8 @@ pub fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> Option<R> {
 /// Run `f` without the GIL on a thread Python started (as `py.detach` does), for a wait that may
 /// outlast the interpreter: once it is exiting, the thread does not come back into Python but
 /// parks for good (a daemon thread resuming during finalization with native frames on its stack
-/// would bring the process down). Exit waits for a thread on its way back in.
+/// would bring the process down). Exit waits for a thread on its way back in. The thread that is
+/// finalizing (a launch from an exit hook) comes back: the interpreter is its own.
 pub fn detach_waiting<T, F>(py: Python<'_>, f: F) -> T
 where
     T: Send,
@@ -25,11 +26,12 @@ where
 {
     let (out, _inside) = py.detach(|| {
         let out = f();
-        let Some(inside) = BARRIER.enter() else {
+        let inside = BARRIER.enter();
+        if inside.is_none() && !BARRIER.closed_by_this_thread() {
             loop {
                 std::thread::park();
             }
-        };
+        }
         (out, inside)
     });
     out

@@ -9,7 +9,7 @@ use pyo3::types::PyAny;
 use pyo3::IntoPyObjectExt;
 
 use crate::api::{block_on_interruptible, with_caller, CallerScope, CancelToken, Error};
-use crate::py::enter::attach;
+use crate::py::enter::{attach, detach_waiting};
 
 /// The caller a launch started from: its `contextvars` context, and its running event loop when
 /// it came through an async entry point. Model callables run with both (see `outrider._aio`).
@@ -71,9 +71,11 @@ where
         start(cancel.clone()),
     );
     let Some(event_loop) = event_loop else {
-        let signals = || Python::attach(|py| py.check_signals());
-        let out = py.detach(|| block_on_interruptible(work, &signals, Some(&cancel)))??;
-        return out.into_py_any(py);
+        // This thread may be a daemon thread still waiting when the interpreter exits: neither
+        // the signal check nor the return may enter Python then (see `detach_waiting`).
+        let signals = || attach(|py| py.check_signals()).unwrap_or(Ok(()));
+        let out = detach_waiting(py, || block_on_interruptible(work, &signals, Some(&cancel)))?;
+        return out?.into_py_any(py);
     };
     let future = event_loop.call_method0("create_future")?;
     future.call_method1("add_done_callback", (CancelOnDone { cancel },))?;
