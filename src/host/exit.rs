@@ -57,6 +57,19 @@ impl ExitBarrier {
         Some(inside)
     }
 
+    /// For a thread coming back to the host after a wait: inside (closing waits for it until the
+    /// guard drops) while the barrier is open; once it is closed, None on the thread that closed it
+    /// (the host's own finalizing thread), and any other thread parks for good, never returning.
+    pub fn come_back(&self) -> Option<Inside<'_>> {
+        let inside = self.enter();
+        if inside.is_none() && !self.closed_by_this_thread() {
+            loop {
+                std::thread::park();
+            }
+        }
+        inside
+    }
+
     /// Whether the barrier was closed by the calling thread: the host's finalizing thread, which
     /// may return to its own host after a wait (an exit hook that launches), where any other
     /// thread must stay out.
@@ -96,6 +109,21 @@ mod tests {
         assert!(barrier.close(Duration::from_millis(20)));
         assert!(barrier.enter().is_none());
         assert_eq!(barrier.inside.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn coming_back_after_close_parks_every_thread_but_the_closer() {
+        let barrier: &'static ExitBarrier = Box::leak(Box::new(ExitBarrier::new()));
+        assert!(barrier.come_back().is_some());
+        assert!(barrier.close(Duration::from_millis(20)));
+        assert!(barrier.come_back().is_none(), "the closer comes back");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _back = barrier.come_back();
+            tx.send(()).ok();
+        });
+        // The other thread stays parked (it is left so when the test process ends).
+        assert!(rx.recv_timeout(Duration::from_millis(200)).is_err());
     }
 
     #[test]

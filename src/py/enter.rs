@@ -24,16 +24,7 @@ where
     T: Send,
     F: Send + FnOnce() -> T,
 {
-    let (out, _inside) = py.detach(|| {
-        let out = f();
-        let inside = BARRIER.enter();
-        if inside.is_none() && !BARRIER.closed_by_this_thread() {
-            loop {
-                std::thread::park();
-            }
-        }
-        (out, inside)
-    });
+    let (out, _inside) = py.detach(|| (f(), BARRIER.come_back()));
     out
 }
 

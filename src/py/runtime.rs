@@ -71,8 +71,7 @@ where
         start(cancel.clone()),
     );
     let Some(event_loop) = event_loop else {
-        // This thread may be a daemon thread still waiting when the interpreter exits: neither
-        // the signal check nor the return may enter Python then (see `detach_waiting`).
+        // A daemon thread may wait here past exit: no GIL unless the barrier lets it in.
         let signals = || attach(|py| py.check_signals()).unwrap_or(Ok(()));
         let out = detach_waiting(py, || block_on_interruptible(work, &signals, Some(&cancel)))?;
         return out?.into_py_any(py);
