@@ -20,14 +20,24 @@ SCRIPT = textwrap.dedent(
 )
 
 
+def _repo_and_script(
+    tmp_path: pathlib.Path, name: str, text: str, files: dict[str, str] | None = None
+) -> tuple[pathlib.Path, pathlib.Path]:
+    """A small repository (`auth.py` with `login`, or `files`) and the script `text` beside it,
+    written as `name`."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for path, content in (files or {"auth.py": "def login(user):\n    return user\n"}).items():
+        (repo / path).write_text(content)
+    script = tmp_path / name
+    script.write_text(text)
+    return repo, script
+
+
 def test_exit_after_async_launches_is_clean(tmp_path: pathlib.Path) -> None:
     # Runtime threads resolving the awaitables used to take the GIL while the interpreter
     # finalized: a segfault or abort in about 19 of 20 runs.
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    (repo / "auth.py").write_text("def login(user):\n    return user\n")
-    script = tmp_path / "exit_async.py"
-    script.write_text(SCRIPT)
+    repo, script = _repo_and_script(tmp_path, "exit_async.py", SCRIPT)
     codes = []
     for _ in range(10):
         proc = subprocess.run(
@@ -94,11 +104,7 @@ FORK_SCRIPT = textwrap.dedent(
 
 def test_a_forked_child_can_launch(tmp_path: pathlib.Path) -> None:
     # The runtime's threads do not exist after fork(): a child used to hang forever.
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    (repo / "a.py").write_text("x = 1\n")
-    script = tmp_path / "fork.py"
-    script.write_text(FORK_SCRIPT)
+    repo, script = _repo_and_script(tmp_path, "fork.py", FORK_SCRIPT, {"a.py": "x = 1\n"})
     proc = subprocess.run(
         [sys.executable, str(script), str(repo)], capture_output=True, text=True, timeout=60
     )
@@ -141,11 +147,7 @@ ABANDONED = textwrap.dedent(
 def test_exit_with_model_calls_in_flight_is_clean(tmp_path: pathlib.Path) -> None:
     # A sync model call left running on a thread with native frames aborted the interpreter at
     # exit ("FATAL: exception not rethrown") in a quarter to half of runs.
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    (repo / "auth.py").write_text("def login(user):\n    return user\n")
-    script = tmp_path / "abandoned.py"
-    script.write_text(ABANDONED)
+    repo, script = _repo_and_script(tmp_path, "abandoned.py", ABANDONED)
     outcomes = []
     for _batch in range(5):
         procs = [
@@ -186,11 +188,7 @@ LATE = textwrap.dedent(
 def test_a_launch_from_a_late_exit_hook_ends(tmp_path: pathlib.Path) -> None:
     # The thread finalizing the interpreter may still launch: a model-free child completes, and a
     # model callable, which no outrider thread may run any more, fails saying why (not a hang).
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    (repo / "auth.py").write_text("def login(user):\n    return user\n")
-    script = tmp_path / "late.py"
-    script.write_text(LATE)
+    repo, script = _repo_and_script(tmp_path, "late.py", LATE)
     outcomes = []
     for mode in ("scout", "callable"):
         proc = subprocess.run(
