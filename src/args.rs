@@ -90,6 +90,9 @@ impl From<&str> for Opaque {
     }
 }
 
+/// What [`Kwargs::path`] expects.
+const PATH: &str = "a str or os.PathLike";
+
 /// What [`Kwargs::json`] expects.
 const ANY_JSON: &str = "a JSON value (dict, list, tuple, str, int, float, bool or None)";
 
@@ -263,21 +266,17 @@ impl Kwargs {
         if let Some(path) = object.and_then(|(_, o)| o.path.as_ref()) {
             return Ok(Some(path.into()));
         }
-        match self.given(key, "a str or os.PathLike")? {
+        match self.given(key, PATH)? {
             Json::Null => Ok(None),
             Json::Str(s) => Ok(Some(s.into())),
-            other => Err(Error::wrong_type(
-                key,
-                "a str or os.PathLike",
-                other.type_name(),
-            )),
+            other => Err(Error::wrong_type(key, PATH, other.type_name())),
         }
     }
 
     /// A required path.
     pub fn req_path(&self, key: &str) -> Result<std::path::PathBuf, Error> {
         let given = self.path(key)?;
-        given.ok_or_else(|| Error::wrong_type(key, "a str or os.PathLike", "NoneType"))
+        given.ok_or_else(|| Error::wrong_type(key, PATH, "NoneType"))
     }
 
     /// An optional str.

@@ -2,7 +2,7 @@
 //! interpreter), which may be shutting down: a thread inside a finalizing interpreter brings the
 //! process down, so once the barrier closes nobody enters, and closing waits for those inside.
 //! The thread that closed it (the host's finalizing thread) may still return to the host from a
-//! wait of its own ([`ExitBarrier::closed_by_this_thread`]); nothing else is let in.
+//! wait of its own ([`ExitBarrier::come_back`]); nothing else is let in.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -73,7 +73,7 @@ impl ExitBarrier {
     /// Whether the barrier was closed by the calling thread: the host's finalizing thread, which
     /// may return to its own host after a wait (an exit hook that launches), where any other
     /// thread must stay out.
-    pub fn closed_by_this_thread(&self) -> bool {
+    fn closed_by_this_thread(&self) -> bool {
         self.closer.get() == Some(&std::thread::current().id())
     }
 

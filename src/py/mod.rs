@@ -19,8 +19,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyFrozenSet;
 
 /// A frozen Python class over a core value: the struct, one-line getters (`name: Type = |inner|
-/// expression`, after their doc comments), `repr` from the core type's `Display`, and any further methods, in one
-/// `#[pymethods]` block; the core value converts to it. `$py(shared T)` is a class over a core
+/// expression`, after their doc comments), `repr` from the core type's `Display`, and any
+/// further methods, in one `#[pymethods]` block; the core value converts to it. `$py(shared T)` is a class over a core
 /// object that only Python creates (no conversion). Flags before the getters add more from the
 /// core type: `value` gives `==`, `hash` and copies that are the object itself; `record` gives
 /// `to_dict`, `from_dict` and pickling through them ([`crate::api::Record`]); `record_from`

@@ -3,10 +3,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFrozenSet, PyTuple};
 
-use crate::api::Json;
-use crate::api::Params;
-use crate::api::RuntimeProfile;
-use crate::api::PROFILE_PARAMS;
+use crate::api::{Json, Params, RuntimeProfile, PROFILE_PARAMS};
 use crate::py::convert::{bind, to_json, Args};
 use crate::py::frozen_class;
 
