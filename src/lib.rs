@@ -11,6 +11,18 @@
 //! ```
 #![deny(missing_docs)]
 
+/// `Debug` shown as the type's `Display` (its Python repr), which is what a person debugging
+/// wants to see of these objects.
+macro_rules! debug_as_display {
+    ($($t:ty),+ $(,)?) => {$(
+        impl std::fmt::Debug for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                std::fmt::Display::fmt(self, f)
+            }
+        }
+    )+};
+}
+
 pub mod agent;
 pub mod api;
 pub mod args;

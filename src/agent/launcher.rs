@@ -636,12 +636,7 @@ impl SubagentLauncher {
     }
 }
 
-/// The Python repr, as [`std::fmt::Display`].
-impl std::fmt::Debug for SubagentLauncher {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Display::fmt(self, f)
-    }
-}
+debug_as_display!(SubagentLauncher);
 
 impl std::fmt::Display for SubagentLauncher {
     /// A Python-style repr.

@@ -390,12 +390,7 @@ impl MainAgent {
     }
 }
 
-/// The Python repr, as [`std::fmt::Display`].
-impl std::fmt::Debug for MainAgent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Display::fmt(self, f)
-    }
-}
+debug_as_display!(MainAgent);
 
 impl std::fmt::Display for MainAgent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

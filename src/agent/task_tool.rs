@@ -534,12 +534,7 @@ impl TaskTool {
     }
 }
 
-/// The Python repr, as [`std::fmt::Display`].
-impl std::fmt::Debug for TaskTool {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Display::fmt(self, f)
-    }
-}
+debug_as_display!(TaskTool);
 
 impl std::fmt::Display for TaskTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
