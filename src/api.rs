@@ -24,6 +24,7 @@ pub use crate::host::block::block_on_interruptible;
 pub use crate::host::callback::{Abandon, CallbackModel, Host, Outcome, Reply};
 pub use crate::host::exit::{ExitBarrier, EXIT_GRACE};
 pub use crate::host::log as host_log;
+pub use crate::llm::env::EnvFile;
 pub use crate::llm::env::MAIN_PREFIX;
 pub use crate::llm::openai::config::{ClientSettings, CLIENT_PARAMS, FROM_ENV_PARAMS};
 pub use crate::llm::openai::{OpenAICompatible, OpenAICompatibleConfig};

@@ -310,10 +310,23 @@ class OpenAICompatible:
         headers: Mapping[str, str] | None = None,
     ) -> OpenAICompatible: ...
     @classmethod
-    def from_env(cls, prefix: str | None = None) -> OpenAICompatible | None:
+    def from_env(
+        cls,
+        prefix: str | None = None,
+        *,
+        env_file: str | PathLike[str] | Literal[False] | None = None,
+        root: str | PathLike[str] | None = None,
+    ) -> OpenAICompatible | None:
         """From ``{prefix}_MODEL_ID`` / ``_API_KEY`` / ``_BASE_URL`` (``prefix`` defaults to
-        ``LLM``; a ``.env`` file is read too);
-        None when ``{prefix}_MODEL_ID`` is unset."""
+        ``LLM``); None when ``{prefix}_MODEL_ID`` is unset. A ``.env`` file fills in what the
+        environment leaves unset: ``env_file=None`` reads ``./.env`` unless it lies inside
+        ``root`` (the explored root), ``False`` reads none, a path reads that file (an error if
+        it is not a readable regular file of at most 1 MiB). A key is sent only to the base URL
+        configured in the same place (environment or the same ``.env``); the light route
+        borrows ``LLM_API_KEY`` only for the main route's base URL."""
+    @property
+    def env_file(self) -> str | None:
+        """The ``.env`` file some settings came from (``from_env``), else None."""
     def __call__(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """One call; returns ``{content, tool_calls, finish_reason, usage}``. A failed call raises
         :class:`outrider.ModelError` (``.kind`` says which: ``auth``, ``rate_limit``, ...)."""
@@ -464,6 +477,7 @@ class SubagentLauncher:
         light_model: str | None = None,
         model_settings: ModelSettings | None = None,
         trace_retention: int | str | Literal[False] | None = None,
+        env_file: str | PathLike[str] | Literal[False] | None = None,
     ) -> SubagentLauncher:
         """``max_concurrency`` bounds the children running at once through this launcher
         (default 8). ``main_model``/``light_model`` name the model each route's requests carry
@@ -474,7 +488,10 @@ class SubagentLauncher:
         ``trace_dir`` when the launcher is built: a file count (the newest are kept), an age
         (``"30d"``, ``"12h"``), both (``"1000,30d"``), or ``False`` for none; default
         ``$OUTRIDER_TRACE_KEEP``, else ``"1000,30d"``. Only outrider's own
-        ``trace-child-*``/``trace-main-*`` files are deleted."""
+        ``trace-child-*``/``trace-main-*`` files are deleted. ``env_file`` is the ``.env`` the
+        default models read when ``main_llm``/``light_llm`` are None (as
+        :meth:`OpenAICompatible.from_env`; ``./.env`` is not read when it lies inside
+        ``project_root``)."""
     def launch(
         self, request: SubagentRequest, *, on_event: OnEvent | None = None
     ) -> SubagentLaunchResult:

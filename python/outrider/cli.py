@@ -20,19 +20,29 @@ from typing import Any
 import outrider
 
 
-def _model(choice: str) -> tuple[Any, Any, str]:
-    """(main_llm, light_llm, note) for a --model choice."""
+def _model(choice: str, root: pathlib.Path, env_file: str | None) -> tuple[Any, Any, str]:
+    """(main_llm, light_llm, note) for a --model choice; the note says where the settings came
+    from. ``env_file``: None reads ./.env unless it lies inside ``root``, "none" reads none."""
     if choice == "offline":
-        return outrider.OfflineScout(), None, "offline scout (no LLM)"
-    main = outrider.OpenAICompatible.from_env("LLM")
+        scout = outrider.OfflineScout()
+        return scout, scout, "offline scout (no LLM)"
+    where: Any = False if env_file == "none" else env_file
+    main = outrider.OpenAICompatible.from_env("LLM", env_file=where, root=root)
+    light = outrider.OpenAICompatible.from_env("LIGHT_LLM", env_file=where, root=root)
+    files = sorted({m.env_file for m in (main, light) if m is not None and m.env_file})
+    source = (
+        f"settings from the environment and {', '.join(files)}"
+        if files
+        else ("settings from the environment; no .env file used")
+    )
     if main is None:
+        scout = outrider.OfflineScout()
         return (
-            outrider.OfflineScout(),
-            None,
-            "offline scout: LLM_MODEL_ID is not set, so no LLM is configured",
+            scout,
+            light or scout,
+            f"offline scout: LLM_MODEL_ID is not set, so no LLM is configured; {source}",
         )
-    light = outrider.OpenAICompatible.from_env("LIGHT_LLM")
-    return main, light, f"{choice} route"
+    return main, light, f"{choice} route; {source}"
 
 
 def _print_result(result: outrider.SubagentLaunchResult, note: str) -> None:
@@ -82,8 +92,8 @@ def _prepared(
     if not root.is_dir():
         print(f"outrider: --root {args.root!r} is not a directory", file=sys.stderr)
         return None
-    main, light, note = _model(args.model)
     try:
+        main, light, note = _model(args.model, root, args.env_file)
         launcher = outrider.SubagentLauncher(root, main, light, trace_dir=args.trace_dir or None)
     except outrider.OutriderError as err:
         print(f"outrider: {err}", file=sys.stderr)
@@ -207,6 +217,12 @@ def _trace(args: argparse.Namespace) -> int:
     return 0
 
 
+ENV_FILE_HELP = (
+    "the .env file that fills in LLM_* settings the environment leaves unset; 'none' reads "
+    "none (default: ./.env, except one inside --root)"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="outrider", description="Sandboxed, read-only explore sub-agents."
@@ -230,6 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ex.add_argument("--json", action="store_true", help="print the whole result as JSON")
     ex.add_argument("--trace-dir", help="where the child's JSONL trace goes (outside the root)")
+    ex.add_argument("--env-file", help=ENV_FILE_HELP)
     ex.set_defaults(func=_explore)
     mc = sub.add_parser(
         "mcp",
@@ -247,6 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: light; a Task call's own `model` argument picks the route)",
     )
     mc.add_argument("--trace-dir", help="where the children's JSONL traces go (outside the root)")
+    mc.add_argument("--env-file", help=ENV_FILE_HELP)
     mc.set_defaults(func=_mcp)
     tr = sub.add_parser("trace", help="print a JSONL trace as a step-by-step timeline")
     tr.add_argument("file", help="a trace-*.jsonl file")

@@ -14,6 +14,7 @@ use crate::agent::request::SubagentRequest;
 use crate::agent::result::{ModelRoute, SubagentLaunchResult, CHILD_RUN_ID};
 use crate::contract::{SubagentStatus, VerificationVerdict};
 use crate::error::{Error, LaunchError};
+use crate::llm::env::EnvFile;
 use crate::llm::ChatModel;
 use crate::profile::{explore_profile, verification_profile, ModelChoice, RuntimeProfile};
 use crate::pyjson::Json;
@@ -147,11 +148,11 @@ impl LaunchObserver {
     }
 }
 
-/// The main model when none is given: `LLM_*` from the environment (and `.env`), else the
-/// offline scout.
-pub fn default_main_model() -> Result<Arc<dyn ChatModel>, Error> {
+/// The main model when none is given: `LLM_*` from the environment (and the `.env` that
+/// `env_file` names, never one inside `root` unless named), else the offline scout.
+pub fn default_main_model(env_file: &EnvFile, root: &Path) -> Result<Arc<dyn ChatModel>, Error> {
     Ok(
-        match crate::llm::openai::OpenAICompatible::from_env(None)? {
+        match crate::llm::openai::OpenAICompatible::from_env(None, env_file, Some(root))? {
             Some(m) => Arc::new(m),
             None => Arc::new(crate::llm::scout::OfflineScout),
         },
@@ -160,9 +161,13 @@ pub fn default_main_model() -> Result<Arc<dyn ChatModel>, Error> {
 
 /// The light model when none is given: `LIGHT_LLM_*` when `LIGHT_LLM_MODEL_ID` is set, as in the
 /// reference; otherwise there is no light route and light requests fall back to main.
-pub fn default_light_model() -> Result<Option<Arc<dyn ChatModel>>, Error> {
+pub fn default_light_model(
+    env_file: &EnvFile,
+    root: &Path,
+) -> Result<Option<Arc<dyn ChatModel>>, Error> {
+    let light = Some(crate::llm::env::LIGHT_PREFIX);
     Ok(
-        crate::llm::openai::OpenAICompatible::from_env(Some(crate::llm::env::LIGHT_PREFIX))?
+        crate::llm::openai::OpenAICompatible::from_env(light, env_file, Some(root))?
             .map(|m| Arc::new(m) as Arc<dyn ChatModel>),
     )
 }
@@ -190,6 +195,8 @@ pub struct LauncherOptions {
     /// Which old traces are deleted from the trace directory when the launcher is built; None
     /// reads `OUTRIDER_TRACE_KEEP`, else keeps the newest 1000 files of at most 30 days.
     pub trace_retention: Option<TraceRetention>,
+    /// Which `.env` the default models read (when `main_model`/`light_model` are None).
+    pub env_file: EnvFile,
 }
 
 /// `SubagentLauncher(...)`'s parameters.
@@ -207,6 +214,7 @@ pub const LAUNCHER_PARAMS: crate::args::Params = crate::args::Params {
         "light_model",
         "model_settings",
         "trace_retention",
+        "env_file",
     ],
     positional: 3,
     required: 1,
@@ -241,6 +249,7 @@ impl LauncherOptions {
             max_concurrency: k.int("max_concurrency")?,
             routes: crate::llm::settings::RouteSettings::from_kwargs(k, "main_model")?,
             trace_retention: TraceRetention::from_arg(k.json("trace_retention")?)?,
+            env_file: EnvFile::from_kwargs(k)?,
             ..Self::default()
         })
     }
@@ -340,11 +349,11 @@ impl SubagentLauncher {
         };
         let main_model = match options.main_model {
             Some(m) => m,
-            None => default_main_model()?,
+            None => default_main_model(&options.env_file, workspace.root())?,
         };
         let light_model = match options.light_model {
             Some(m) => Some(m),
-            None => default_light_model()?,
+            None => default_light_model(&options.env_file, workspace.root())?,
         };
         let light_model = options.routes.light(&main_model, light_model);
         let main_model = options.routes.main(&main_model);

@@ -3,14 +3,19 @@
 //! | variable | meaning |
 //! |---|---|
 //! | `{PREFIX}_MODEL_ID` | the model; unset means "no such route" (`Ok(None)`) |
-//! | `{PREFIX}_API_KEY` | the key; for a prefix other than `LLM`, falls back to `LLM_API_KEY` |
+//! | `{PREFIX}_API_KEY` | the key; for a prefix other than `LLM`, falls back to `LLM_API_KEY` only when both routes reach the same base URL |
 //! | `{PREFIX}_BASE_URL` | the API root; falls back to `LLM_BASE_URL`, then [`DEFAULT_BASE_URL`] |
 //! | `{PREFIX}_TEMPERATURE` | sent when set; `LIGHT_LLM` defaults to 0.5 |
 //! | `LLM_TIMEOUT` | seconds per attempt (120) |
 //! | `LLM_MAX_RETRIES` | extra attempts after a transient failure (2) |
 //!
-//! A `.env` file in the working directory fills in what the environment does not set; it never
-//! overrides it. Blank values count as unset.
+//! A `.env` file fills in what the environment does not set; it never overrides it. Blank values
+//! count as unset. Which file is read is an [`EnvFile`]: by default `.env` in the working
+//! directory, but never one inside the explored root unless it is named ([`read_env_file`]).
+//!
+//! A key is only sent to the base URL configured beside it: a key from the environment with a
+//! base URL from a `.env` (or the other way round) is refused, so a checkout's `.env` cannot
+//! redirect the user's key to a host it chooses.
 //!
 //! ```
 //! use outrider::llm::env::{config_from_lookup, parse_dotenv};
@@ -22,12 +27,13 @@
 //! assert!(config_from_lookup("LIGHT_LLM", &lookup).unwrap().is_none());
 //! ```
 
-use std::path::Path;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 
 use crate::error::Error;
 use crate::llm::openai::config::{
-    check_model, check_temperature, duration_from_secs, normalize_base_url, OpenAICompatibleConfig,
-    DEFAULT_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT,
+    check_model, check_temperature, display_url, duration_from_secs, normalize_base_url,
+    parse_base_url, OpenAICompatibleConfig, DEFAULT_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT,
 };
 
 /// The prefix of the main model's variables.
@@ -36,12 +42,218 @@ pub const MAIN_PREFIX: &str = "LLM";
 pub const LIGHT_PREFIX: &str = "LIGHT_LLM";
 /// The temperature of the light route when `LIGHT_LLM_TEMPERATURE` is unset (as the reference).
 pub const LIGHT_DEFAULT_TEMPERATURE: f64 = 0.5;
+/// The largest `.env` file read; a larger one is refused, never read in part.
+pub const MAX_DOTENV_BYTES: u64 = 1 << 20;
 
-/// The config for `prefix` (`"LLM"`, `"LIGHT_LLM"`, ...) from the process environment and a
-/// `.env` file in the working directory; `Ok(None)` when `{prefix}_MODEL_ID` is unset.
+/// Which `.env` file configuration reads.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum EnvFile {
+    /// `.env` in the working directory when it is there, is a readable regular file of at most
+    /// [`MAX_DOTENV_BYTES`], and does not lie inside the explored root; otherwise none (logged).
+    #[default]
+    WorkingDirectory,
+    /// This file, wherever it is: the caller asked for it by name, so it must be readable.
+    Path(PathBuf),
+    /// No file: the process environment alone.
+    Off,
+}
+
+/// What `env_file=` expects.
+pub const ENV_FILE: &str =
+    "a path, None (./.env unless inside the explored root) or False (no .env)";
+
+impl EnvFile {
+    /// The setting from the `env_file` argument: None (the default), False (no file) or a path.
+    pub fn from_kwargs(k: &crate::args::Kwargs) -> Result<Self, Error> {
+        use crate::pyjson::Json;
+        if let Json::Bool(b) = k.json("env_file").unwrap_or(&Json::Null) {
+            return if *b {
+                Err(Error::config(
+                    "env_file",
+                    format!("True is not a setting; expected {ENV_FILE}"),
+                ))
+            } else {
+                Ok(EnvFile::Off)
+            };
+        }
+        match k.path("env_file") {
+            Ok(Some(p)) if p.as_os_str().is_empty() => Err(Error::config(
+                "env_file",
+                format!("'' names no file; expected {ENV_FILE}"),
+            )),
+            Ok(Some(p)) => Ok(EnvFile::Path(p)),
+            Ok(None) => Ok(EnvFile::WorkingDirectory),
+            Err(_) => {
+                let given = k
+                    .json("env_file")
+                    .map(|j| j.type_name())
+                    .unwrap_or("object");
+                Err(Error::wrong_type("env_file", ENV_FILE, given))
+            }
+        }
+    }
+}
+
+/// A `.env` file as read: where it is and its assignments in file order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DotEnv {
+    /// The file, absolute.
+    pub path: PathBuf,
+    /// Its assignments; a later one for the same key wins.
+    pub pairs: Vec<(String, String)>,
+}
+
+impl DotEnv {
+    /// The last value the file assigns to `name`.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.pairs
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The `.env` file `setting` names, read, or None. `root` is the explored root, when there is
+/// one: the default file is not read when it lies inside it (a checkout's `.env` is the
+/// checkout's, not the user's configuration). The default file is skipped, with a log record
+/// saying why, when it is missing, not a regular file, too large or unreadable; a file named by
+/// the caller is an error in those cases. Never blocks: FIFOs and devices are refused unopened
+/// for reading.
+pub fn read_env_file(setting: &EnvFile, root: Option<&Path>) -> Result<Option<DotEnv>, Error> {
+    match setting {
+        EnvFile::Off => Ok(None),
+        EnvFile::Path(path) => {
+            let path = absolute(path);
+            let text = read_regular(&path).map_err(|why| {
+                Error::config(
+                    "env_file",
+                    format!(
+                        "{}: {why}; expected a readable .env text file",
+                        path.display()
+                    ),
+                )
+            })?;
+            tracing::info!("read .env file {}", path.display());
+            Ok(Some(DotEnv {
+                pairs: parse_dotenv(&text),
+                path,
+            }))
+        }
+        EnvFile::WorkingDirectory => {
+            let path = absolute(Path::new(".env"));
+            if std::fs::symlink_metadata(&path).is_err() {
+                return Ok(None);
+            }
+            if let Some(root) = root.filter(|root| inside(&path, root)) {
+                tracing::info!(
+                    "not reading {}: it is inside the explored root {}; name it (env_file=, --env-file) to read it",
+                    path.display(),
+                    root.display()
+                );
+                return Ok(None);
+            }
+            match read_regular(&path) {
+                Ok(text) => {
+                    tracing::info!("read .env file {}", path.display());
+                    Ok(Some(DotEnv {
+                        pairs: parse_dotenv(&text),
+                        path,
+                    }))
+                }
+                Err(why) => {
+                    tracing::warn!("not reading {}: {why}", path.display());
+                    Ok(None)
+                }
+            }
+        }
+    }
+}
+
+/// Whether `path` (or the file it links to) lies inside `root`.
+fn inside(path: &Path, root: &Path) -> bool {
+    let real_root = std::fs::canonicalize(root).unwrap_or_else(|_| absolute(root));
+    let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    path.starts_with(&real_root) || real.starts_with(&real_root) || path.starts_with(absolute(root))
+}
+
+/// `path` made absolute against the working directory (not resolved: a symlink stays).
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The text of `path` when it is a regular file of at most [`MAX_DOTENV_BYTES`] in UTF-8,
+/// opened without blocking (a FIFO, a device or a terminal is refused by `fstat`), else why not.
+fn read_regular(path: &Path) -> Result<String, String> {
+    use rustix::fs::{Mode, OFlags};
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| format!("cannot be opened ({e})"))?;
+    let file = std::fs::File::from(fd);
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot be examined ({e})"))?;
+    if !meta.file_type().is_file() {
+        return Err("it is not a regular file".into());
+    }
+    if meta.len() > MAX_DOTENV_BYTES {
+        return Err(format!(
+            "it is {} bytes, over the {MAX_DOTENV_BYTES}-byte limit for a .env file",
+            meta.len()
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_DOTENV_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot be read ({e})"))?;
+    if bytes.len() as u64 > MAX_DOTENV_BYTES {
+        return Err(format!(
+            "it grew past the {MAX_DOTENV_BYTES}-byte limit for a .env file while being read"
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".into())
+}
+
+/// Where a setting came from: the process environment, or a `.env` file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// The process environment.
+    Environment,
+    /// The `.env` file at this path.
+    File(PathBuf),
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Environment => f.write_str("the environment"),
+            Origin::File(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+/// The config for `prefix` (`"LLM"`, `"LIGHT_LLM"`, ...) from the process environment and the
+/// working directory's `.env`; `Ok(None)` when `{prefix}_MODEL_ID` is unset.
 pub fn from_env(prefix: &str) -> Result<Option<OpenAICompatibleConfig>, Error> {
-    let dotenv = load_dotenv(Path::new(".env"));
-    config_from_lookup(prefix, &|name| env_or_dotenv(name, &dotenv))
+    from_env_file(prefix, &EnvFile::WorkingDirectory, None)
+}
+
+/// The config for `prefix` from the process environment and the `.env` file `env_file` names
+/// (see [`read_env_file`] for `root`).
+pub fn from_env_file(
+    prefix: &str,
+    env_file: &EnvFile,
+    root: Option<&Path>,
+) -> Result<Option<OpenAICompatibleConfig>, Error> {
+    let dotenv = read_env_file(env_file, root)?;
+    config_from_sources(prefix, &process_env, dotenv.as_ref())
+}
+
+fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
 }
 
 /// The value of `name`: the process environment when it sets a non-blank value, else the last
@@ -59,12 +271,23 @@ pub fn env_or_dotenv(name: &str, dotenv: &[(String, String)]) -> Option<String> 
         })
 }
 
-/// The config for `prefix` with every variable read through `lookup` (so tests need not touch
-/// the process environment); `Ok(None)` when `{prefix}_MODEL_ID` is unset. A bad value is an
-/// error naming the variable and the value.
+/// The config for `prefix` with every variable read through `lookup`, all of one origin (so
+/// tests need not touch the process environment); `Ok(None)` when `{prefix}_MODEL_ID` is unset.
+/// A bad value is an error naming the variable and the value.
 pub fn config_from_lookup(
     prefix: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<OpenAICompatibleConfig>, Error> {
+    config_from_sources(prefix, lookup, None)
+}
+
+/// The config for `prefix` from `env` (the process environment, or a stand-in) and an optional
+/// `.env` file that fills what `env` leaves unset. A key is used only with the base URL set in
+/// the same place; the light route borrows the main key only for the main route's base URL.
+pub fn config_from_sources(
+    prefix: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    dotenv: Option<&DotEnv>,
 ) -> Result<Option<OpenAICompatibleConfig>, Error> {
     let prefix = prefix.trim().trim_end_matches('_');
     if prefix.is_empty()
@@ -77,37 +300,44 @@ pub fn config_from_lookup(
             format!("'{prefix}' is not a variable prefix; use upper-case letters, digits and _, such as LLM or LIGHT_LLM"),
         ));
     }
+    let used_file = std::cell::Cell::new(false);
     // Blank counts as unset, as `os.getenv(...) or default` does in the reference.
-    let get = |name: &str| {
-        lookup(name)
-            .map(|v| v.trim().to_owned())
-            .filter(|v| !v.is_empty())
-    };
-    // The first of `names` that is set, with the name it came from.
-    let first = |names: &[String]| names.iter().find_map(|n| get(n).map(|v| (n.clone(), v)));
-    let own = |suffix: &str| format!("{prefix}_{suffix}");
-    let with_fallback = |suffix: &str| {
-        let mut names = vec![own(suffix)];
-        if prefix != MAIN_PREFIX {
-            names.push(format!("{MAIN_PREFIX}_{suffix}"));
+    let get = |name: &str| -> Option<(String, Origin)> {
+        let clean = |v: &str| Some(v.trim().to_owned()).filter(|v| !v.is_empty());
+        if let Some(v) = env(name).as_deref().and_then(clean) {
+            return Some((v, Origin::Environment));
         }
-        names
+        let file = dotenv?;
+        let v = file.get(name).and_then(clean)?;
+        used_file.set(true);
+        Some((v, Origin::File(file.path.clone())))
     };
+    let value = |name: &str| get(name).map(|(v, _)| v);
+    let own = |suffix: &str| format!("{prefix}_{suffix}");
 
     let model_var = own("MODEL_ID");
-    let Some(model) = get(&model_var) else {
+    let Some(model) = value(&model_var) else {
         return Ok(None);
     };
     check_model(&model).map_err(|m| invalid(&model_var, m))?;
 
-    let mut config = OpenAICompatibleConfig::new(model, DEFAULT_BASE_URL);
-    if let Some((var, url)) = first(&with_fallback("BASE_URL")) {
-        config.base_url = normalize_base_url(&url).map_err(|e| rename(e, &var))?;
-    }
-    config.api_key = first(&with_fallback("API_KEY")).map(|(_, key)| key);
+    let base = base_url_of(prefix, &get)?;
+    let mut config = OpenAICompatibleConfig::new(
+        model,
+        base.as_ref().map_or(DEFAULT_BASE_URL, |b| b.url.as_str()),
+    );
+    let key_var = own("API_KEY");
+    config.api_key = match get(&key_var) {
+        Some((key, origin)) => {
+            same_place(&key_var, &origin, base.as_ref())?;
+            Some(key)
+        }
+        None if prefix == MAIN_PREFIX => None,
+        None => lent_main_key(prefix, &config.base_url, &get)?,
+    };
 
     let timeout_var = format!("{MAIN_PREFIX}_TIMEOUT");
-    config.timeout = match get(&timeout_var) {
+    config.timeout = match value(&timeout_var) {
         None => DEFAULT_TIMEOUT,
         Some(raw) => {
             let secs = raw.parse::<f64>().map_err(|_| {
@@ -121,7 +351,7 @@ pub fn config_from_lookup(
     };
 
     let retries_var = format!("{MAIN_PREFIX}_MAX_RETRIES");
-    config.max_retries = match get(&retries_var) {
+    config.max_retries = match value(&retries_var) {
         None => DEFAULT_MAX_RETRIES,
         Some(raw) => raw.parse::<u32>().map_err(|_| {
             invalid(
@@ -132,7 +362,7 @@ pub fn config_from_lookup(
     };
 
     let temperature_var = own("TEMPERATURE");
-    config.temperature = match get(&temperature_var) {
+    config.temperature = match value(&temperature_var) {
         None if prefix == LIGHT_PREFIX => Some(LIGHT_DEFAULT_TEMPERATURE),
         None => None,
         Some(raw) => {
@@ -146,16 +376,95 @@ pub fn config_from_lookup(
             Some(t)
         }
     };
+    if used_file.get() {
+        config.env_file = dotenv.map(|d| d.path.clone());
+    }
     Ok(Some(config))
 }
 
-/// The assignments of a `.env` file, in file order; a missing or unreadable file gives none.
+/// A configured base URL: the variable that set it, the URL normalised, and where it was set.
+struct BaseUrl {
+    var: String,
+    url: String,
+    origin: Origin,
+}
+
+type Get<'a> = dyn Fn(&str) -> Option<(String, Origin)> + 'a;
+
+/// The base URL `prefix` configures (its own variable, then `LLM_BASE_URL`), or None for the
+/// default.
+fn base_url_of(prefix: &str, get: &Get<'_>) -> Result<Option<BaseUrl>, Error> {
+    let mut names = vec![format!("{prefix}_BASE_URL")];
+    if prefix != MAIN_PREFIX {
+        names.push(format!("{MAIN_PREFIX}_BASE_URL"));
+    }
+    for var in names {
+        if let Some((raw, origin)) = get(&var) {
+            let url = normalize_base_url(&raw).map_err(|e| rename(e, &var))?;
+            return Ok(Some(BaseUrl { var, url, origin }));
+        }
+    }
+    Ok(None)
+}
+
+/// Refuses a key set in one place (the environment, a `.env`) for a base URL set in another: a
+/// checkout's `.env` must not be able to send the user's key to a host it chooses. The default
+/// base URL goes with a key from anywhere.
+fn same_place(key_var: &str, key_origin: &Origin, base: Option<&BaseUrl>) -> Result<(), Error> {
+    let Some(base) = base else { return Ok(()) };
+    if &base.origin == key_origin {
+        return Ok(());
+    }
+    Err(invalid(
+        &base.var,
+        format!(
+            "{} is set in {} but {key_var} in {key_origin}; outrider sends a key only to the base \
+             URL configured beside it, so that a .env cannot send your key to a host it chooses. \
+             Set {} where {key_var} is set, or read no .env (env_file=False, --env-file none)",
+            shown(&base.url),
+            base.origin,
+            base.var
+        ),
+    ))
+}
+
+/// The main route's key for a route that sets none of its own: only when the route's base URL
+/// is the main route's and the main key may go there; otherwise no key (logged).
+fn lent_main_key(prefix: &str, url: &str, get: &Get<'_>) -> Result<Option<String>, Error> {
+    let main_var = format!("{MAIN_PREFIX}_API_KEY");
+    let Some((key, origin)) = get(&main_var) else {
+        return Ok(None);
+    };
+    let main_base = base_url_of(MAIN_PREFIX, get)?;
+    let main_url = main_base
+        .as_ref()
+        .map_or(DEFAULT_BASE_URL, |b| b.url.as_str());
+    if main_url == url && same_place(&main_var, &origin, main_base.as_ref()).is_ok() {
+        return Ok(Some(key));
+    }
+    tracing::info!(
+        "{prefix}_API_KEY is unset and {main_var} is not lent to the {prefix} route: its base URL {} is not the main route's {}; it sends no key",
+        shown(url),
+        shown(main_url)
+    );
+    Ok(None)
+}
+
+/// A base URL as it may be shown: without credentials or query.
+fn shown(url: &str) -> String {
+    parse_base_url(url).map_or_else(
+        |_| "<invalid URL>".into(),
+        |u| display_url(&u).trim_end_matches('/').to_owned(),
+    )
+}
+
+/// The assignments of a `.env` file, in file order; a missing, unreadable, non-regular or
+/// oversized file gives none.
 pub fn load_dotenv(path: &Path) -> Vec<(String, String)> {
-    std::fs::read_to_string(path)
+    read_regular(path)
         .map(|text| parse_dotenv(&text))
         .unwrap_or_default()
 }
-
 /// The assignments in `.env` text, in order (a later one for the same key wins at lookup).
 ///
 /// Understands `KEY=VALUE`, `export KEY=VALUE`, blank lines and `#` comments (whole-line, or after

@@ -163,7 +163,7 @@ frozen_class! {
     #[new]
     #[pyo3(
         signature = (*args, **kwargs),
-        text_signature = "(project_root, main_llm=None, light_llm=None, *, trace_dir=None, parent_trace=None, profiles=None, max_concurrency=None, main_model=None, light_model=None, model_settings=None, trace_retention=None)"
+        text_signature = "(project_root, main_llm=None, light_llm=None, *, trace_dir=None, parent_trace=None, profiles=None, max_concurrency=None, main_model=None, light_model=None, model_settings=None, trace_retention=None, env_file=None)"
     )]
     fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         refresh_level(args.py());

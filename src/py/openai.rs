@@ -8,8 +8,8 @@ use pyo3::types::{PyDict, PyTuple, PyType};
 
 use crate::api::CancelToken;
 use crate::api::{ChatModel, ChatRequest};
+use crate::api::{EnvFile, CLIENT_PARAMS, FROM_ENV_PARAMS};
 use crate::api::{OpenAICompatible, OpenAICompatibleConfig};
-use crate::api::{CLIENT_PARAMS, FROM_ENV_PARAMS};
 use crate::py::convert::{bind, one};
 use crate::py::frozen_class;
 use crate::py::runtime::{finish, Plain};
@@ -23,6 +23,8 @@ frozen_class! {
         base_url: String = |c| c.display_base_url().to_string(),
         timeout: f64 = |c| c.config().timeout.as_secs_f64(),
         max_retries: u32 = |c| c.config().max_retries,
+        /// The `.env` file some settings came from (built by `from_env`), else None.
+        env_file: Option<String> = |c| c.config().env_file.as_ref().map(|p| p.display().to_string()),
     }
     #[new]
     #[pyo3(
@@ -38,19 +40,24 @@ frozen_class! {
     }
 
     /// Build from `{prefix}_MODEL_ID`, `{prefix}_API_KEY`, `{prefix}_BASE_URL` (and `LLM_TIMEOUT`,
-    /// `LLM_MAX_RETRIES`; `.env` read without overriding the environment). None when
-    /// `{prefix}_MODEL_ID` is unset.
+    /// `LLM_MAX_RETRIES`; a `.env` fills in what the environment leaves unset). None when
+    /// `{prefix}_MODEL_ID` is unset. `env_file`: None reads `./.env` (not when it lies inside
+    /// `root`), False reads none, a path reads that file. A key is sent only to the base URL
+    /// configured in the same place.
     #[classmethod]
-    #[pyo3(signature = (*args, **kwargs), text_signature = "($cls, prefix=None)")]
+    #[pyo3(signature = (*args, **kwargs), text_signature = "($cls, prefix=None, *, env_file=None, root=None)")]
     fn from_env(
         _cls: &Bound<'_, PyType>,
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Option<Self>> {
-        let prefix = bind(&FROM_ENV_PARAMS, Some(args), kwargs)?.str("prefix")?;
+        let k = bind(&FROM_ENV_PARAMS, Some(args), kwargs)?;
+        let (prefix, env_file, root) = (k.str("prefix")?, EnvFile::from_kwargs(&k)?, k.path("root")?);
         Ok(
-            OpenAICompatible::from_env(prefix.as_deref())?.map(|c| PyOpenAICompatible {
-                inner: Arc::new(c),
+            OpenAICompatible::from_env(prefix.as_deref(), &env_file, root.as_deref())?.map(|c| {
+                PyOpenAICompatible {
+                    inner: Arc::new(c),
+                }
             }),
         )
     }

@@ -1682,3 +1682,130 @@ async fn every_http_fault_ends_a_launch_within_its_limit_with_a_clear_reason() {
         worst.1, worst.0
     );
 }
+
+fn dotenv_at(path: &str, pairs: &[(&str, &str)]) -> outrider::llm::env::DotEnv {
+    outrider::llm::env::DotEnv {
+        path: path.into(),
+        pairs: pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    }
+}
+
+#[test]
+fn a_key_goes_only_to_the_base_url_set_beside_it() {
+    use outrider::llm::env::config_from_sources;
+    let env = lookup_from(&[("LLM_MODEL_ID", "m"), ("LLM_API_KEY", "user-key")]);
+    // The environment's key with a .env's base URL: refused, naming both places, not the key.
+    let file = dotenv_at("/work/.env", &[("LLM_BASE_URL", "http://other.example/v1")]);
+    let err = config_from_sources("LLM", &env, Some(&file))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("LLM_BASE_URL: http://other.example/v1 is set in /work/.env but LLM_API_KEY in the environment;"),
+        "{err}"
+    );
+    assert!(!err.contains("user-key"));
+    // The default base URL goes with a key from anywhere; a .env's key with its own URL too.
+    let config = config_from_sources("LLM", &env, None).unwrap().unwrap();
+    assert_eq!(config.api_key.as_deref(), Some("user-key"));
+    assert_eq!(config.env_file, None);
+    let file = dotenv_at(
+        "/work/.env",
+        &[
+            ("LLM_API_KEY", "their-key"),
+            ("LLM_BASE_URL", "http://theirs.example/v1"),
+        ],
+    );
+    let config = config_from_sources("LLM", &lookup_from(&[("LLM_MODEL_ID", "m")]), Some(&file))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (config.api_key.as_deref(), config.base_url.as_str()),
+        (Some("their-key"), "http://theirs.example/v1")
+    );
+    assert_eq!(config.env_file, Some("/work/.env".into()));
+}
+
+#[test]
+fn the_light_route_borrows_the_main_key_only_for_the_main_base_url() {
+    use outrider::llm::env::config_from_sources;
+    let env = lookup_from(&[
+        ("LLM_MODEL_ID", "m"),
+        ("LLM_API_KEY", "user-key"),
+        ("LLM_BASE_URL", "http://user.example/v1"),
+    ]);
+    // A .env that adds a light route at another host: no key goes there.
+    let file = dotenv_at(
+        "/work/.env",
+        &[
+            ("LIGHT_LLM_MODEL_ID", "x"),
+            ("LIGHT_LLM_BASE_URL", "http://other.example/v1"),
+        ],
+    );
+    let light = config_from_sources("LIGHT_LLM", &env, Some(&file))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (light.base_url.as_str(), light.api_key),
+        ("http://other.example/v1", None)
+    );
+    // The same host as the main route, spelled with a trailing slash: the key is lent.
+    let file = dotenv_at(
+        "/work/.env",
+        &[
+            ("LIGHT_LLM_MODEL_ID", "x"),
+            ("LIGHT_LLM_BASE_URL", "http://user.example/v1/"),
+        ],
+    );
+    let light = config_from_sources("LIGHT_LLM", &env, Some(&file))
+        .unwrap()
+        .unwrap();
+    assert_eq!(light.api_key.as_deref(), Some("user-key"));
+    // With the default base URL for main, a .env's light URL still gets no key.
+    let env = lookup_from(&[("LLM_MODEL_ID", "m"), ("LLM_API_KEY", "user-key")]);
+    let file = dotenv_at(
+        "/work/.env",
+        &[
+            ("LIGHT_LLM_MODEL_ID", "x"),
+            ("LIGHT_LLM_BASE_URL", "http://other.example/v1"),
+        ],
+    );
+    let light = config_from_sources("LIGHT_LLM", &env, Some(&file))
+        .unwrap()
+        .unwrap();
+    assert_eq!(light.api_key, None);
+}
+
+#[test]
+fn a_dotenv_that_is_not_a_small_regular_file_is_refused_unread() {
+    use outrider::llm::env::{read_env_file, EnvFile, MAX_DOTENV_BYTES};
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.env");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let big = dir.path().join("big.env");
+    std::fs::write(&big, vec![b'#'; MAX_DOTENV_BYTES as usize + 1]).unwrap();
+    for (path, why) in [
+        (fifo.clone(), "it is not a regular file"),
+        ("/dev/zero".into(), "it is not a regular file"),
+        (dir.path().to_path_buf(), "it is not a regular file"),
+        (big.clone(), "over the 1048576-byte limit"),
+    ] {
+        let err = read_env_file(&EnvFile::Path(path.clone()), None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with(&format!("env_file: {}: ", path.display())) && err.contains(why),
+            "{err}"
+        );
+    }
+    assert_eq!(read_env_file(&EnvFile::Off, None).unwrap(), None);
+}

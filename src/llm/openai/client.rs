@@ -158,9 +158,16 @@ impl OpenAICompatible {
     }
 
     /// The backend configured by `{prefix}_MODEL_ID` and friends (see [`crate::llm::env`]), or
-    /// `None` when the model id is unset. No prefix means the main model's (`LLM`).
-    pub fn from_env(prefix: Option<&str>) -> Result<Option<Self>, Error> {
-        crate::llm::env::from_env(prefix.unwrap_or(crate::llm::env::MAIN_PREFIX))?
+    /// `None` when the model id is unset. No prefix means the main model's (`LLM`). `env_file`
+    /// says which `.env` fills in what the environment leaves unset; `root` is the explored root,
+    /// inside which the default `.env` is not read.
+    pub fn from_env(
+        prefix: Option<&str>,
+        env_file: &crate::llm::env::EnvFile,
+        root: Option<&std::path::Path>,
+    ) -> Result<Option<Self>, Error> {
+        let prefix = prefix.unwrap_or(crate::llm::env::MAIN_PREFIX);
+        crate::llm::env::from_env_file(prefix, env_file, root)?
             .map(OpenAICompatible::new)
             .transpose()
     }

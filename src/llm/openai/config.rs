@@ -42,6 +42,8 @@ pub struct OpenAICompatibleConfig {
     pub max_tokens: Option<u64>,
     /// Headers added to every request (e.g. an organisation or gateway header).
     pub extra_headers: Vec<(String, String)>,
+    /// The `.env` file some of these settings were read from, when built from the environment.
+    pub env_file: Option<std::path::PathBuf>,
 }
 
 /// The optional settings of a client as a caller gives them (see
@@ -87,7 +89,7 @@ pub const CLIENT_PARAMS: crate::args::Params = crate::args::Params {
 /// `OpenAICompatible.from_env(...)`'s parameters.
 pub const FROM_ENV_PARAMS: crate::args::Params = crate::args::Params {
     owner: "OpenAICompatible.from_env",
-    names: &["prefix"],
+    names: &["prefix", "env_file", "root"],
     positional: 1,
     required: 0,
 };
@@ -129,6 +131,7 @@ impl OpenAICompatibleConfig {
             temperature: None,
             max_tokens: None,
             extra_headers: Vec::new(),
+            env_file: None,
         }
     }
 
@@ -222,6 +225,7 @@ impl fmt::Debug for OpenAICompatibleConfig {
             .field("temperature", &self.temperature)
             .field("max_tokens", &self.max_tokens)
             .field("extra_headers", &header_names)
+            .field("env_file", &self.env_file)
             .finish()
     }
 }
