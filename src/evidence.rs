@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::tools::workspace::{PathError, Workspace};
 
 /// The stable names of [`EvidenceCheck::reason`].
-pub const EVIDENCE_REASONS: [&str; 12] = [
+pub const EVIDENCE_REASONS: [&str; 13] = [
     "format",
     "invalid_range",
     "absolute",
@@ -30,6 +30,7 @@ pub const EVIDENCE_REASONS: [&str; 12] = [
     "line_out_of_range",
     "timeout",
     "too_large",
+    "unobserved",
 ];
 
 /// The verdict on one evidence item.
@@ -51,7 +52,8 @@ pub struct EvidenceCheck {
     /// Why not, as a stable name: `format`, `invalid_range`, `absolute`, `outside`,
     /// `invalid_path`, `not_found`, `directory`, `not_regular`, `io`, `line_out_of_range`, or,
     /// for an item that could not be checked, `timeout` (the deadline passed) or `too_large`
-    /// (the byte budget ran out).
+    /// (the byte budget ran out); `unobserved` when the lines exist but the child never saw
+    /// them in its run (no Read window or Grep match showed them).
     pub reason: Option<&'static str>,
     /// A sentence for the model or the user.
     pub message: String,
@@ -203,6 +205,31 @@ struct Cited {
 enum Parsed {
     Cited(Cited),
     Done(EvidenceCheck),
+}
+
+/// Marks each grounded check whose lines the child did not see (`saw(path, start, end)` is
+/// false) as not grounded, with reason `unobserved`.
+pub fn require_observed(checks: &mut [EvidenceCheck], saw: impl Fn(&str, u64, u64) -> bool) {
+    for check in checks.iter_mut().filter(|c| c.grounded) {
+        let (Some(path), Some(start), Some(end)) = (&check.path, check.start_line, check.end_line)
+        else {
+            continue;
+        };
+        if saw(path, start, end) {
+            continue;
+        }
+        let lines = if start == end {
+            format!("line {start}")
+        } else {
+            format!("lines {start} and {end}")
+        };
+        check.grounded = false;
+        check.reason = Some("unobserved");
+        check.message = format!(
+            "Evidence {:?} exists, but you did not see {lines} of '{path}' in this run (no Read window or Grep match showed it): Read or Grep it first, or cite only lines you saw.",
+            check.evidence
+        );
+    }
 }
 
 /// Parse an item.

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::pyjson::Json;
 
 /// The fields of a profile, in the constructor's order.
-pub const PROFILE_FIELDS: [&str; 14] = [
+pub const PROFILE_FIELDS: [&str; 17] = [
     "name",
     "system_prompt",
     "tool_allowlist",
@@ -29,6 +29,9 @@ pub const PROFILE_FIELDS: [&str; 14] = [
     "gate_retries",
     "on_budget_exhausted",
     "timeout_seconds",
+    "min_tool_calls",
+    "repo_map_hint",
+    "tool_result_format",
 ];
 
 /// How many of [`PROFILE_FIELDS`] the constructor takes by position (the rest by name only).
@@ -147,6 +150,20 @@ wire_enum! {
     }
 }
 
+wire_enum! {
+    /// How tool results are rendered for the model.
+    ToolResultFormat, "tool_result_format" {
+        /// The reference's JSON envelope `{status, data, text, stats, context[, error]}`.
+        Json = "json",
+        /// Plain text: `path:line:text` lines for Grep, numbered lines for Read, one path per
+        /// line for Glob, `error CODE: message` for an error (fewer tokens per call).
+        Compact = "compact",
+    }
+}
+
+/// The most successful tool calls a profile may require before a final answer.
+pub const MAX_MIN_TOOL_CALLS: i64 = 20;
+
 /// A sub-agent profile. Validated by [`RuntimeProfile::validate`]; immutable once built.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RuntimeProfile {
@@ -182,6 +199,21 @@ pub struct RuntimeProfile {
     /// Wall-clock limit for one child, in seconds: model calls and their retries, tools and the
     /// completion gate all stop at it.
     pub timeout_seconds: f64,
+    /// Successful tool calls the child must make before its final answer is accepted (explore:
+    /// 1); an earlier answer is refused with feedback that says so.
+    #[serde(default)]
+    pub min_tool_calls: i64,
+    /// Give the child, in its first message, a short list of likely places for the task (a
+    /// keyword search's ranking, marked as unverified hints). Explore: on.
+    #[serde(default)]
+    pub repo_map_hint: bool,
+    /// How tool results are shown to the model: `json` (the envelope, default) or `compact`.
+    #[serde(default = "default_format")]
+    pub tool_result_format: ToolResultFormat,
+}
+
+fn default_format() -> ToolResultFormat {
+    ToolResultFormat::Json
 }
 
 /// The longest wall-clock limit a profile may set: a year, far past any real run, and short
@@ -286,6 +318,12 @@ impl RuntimeProfile {
             )));
         }
         check_timeout(self.timeout_seconds)?;
+        if !(0..=MAX_MIN_TOOL_CALLS).contains(&self.min_tool_calls) {
+            return Err(ProfileError(format!(
+                "runtime profile min_tool_calls must be between 0 and {MAX_MIN_TOOL_CALLS}, got {}",
+                self.min_tool_calls
+            )));
+        }
         Ok(())
     }
 
@@ -369,6 +407,24 @@ impl RuntimeProfile {
                     }
                 }
                 "gate_retries" => self.gate_retries = int()?,
+                "min_tool_calls" => self.min_tool_calls = int()?,
+                "repo_map_hint" => {
+                    self.repo_map_hint = match value {
+                        Json::Bool(b) => *b,
+                        other => {
+                            return Err(crate::Error::wrong_type(&field, "bool", other.type_name()))
+                        }
+                    }
+                }
+                "tool_result_format" => {
+                    let raw = text()?;
+                    self.tool_result_format = raw.parse().map_err(|_| {
+                        crate::Error::config(
+                            &field,
+                            format!("'{raw}' is not a format; expected 'json' or 'compact'"),
+                        )
+                    })?;
+                }
                 "on_budget_exhausted" => on_budget_exhausted = text()?,
                 "timeout_seconds" => {
                     self.timeout_seconds = match value {
@@ -436,6 +492,12 @@ impl std::hash::Hash for RuntimeProfile {
             .hash(h);
         (self.model_choice, self.result_contract, self.gate_retries).hash(h);
         (self.on_budget_exhausted, self.timeout_seconds.to_bits()).hash(h);
+        (
+            self.min_tool_calls,
+            self.repo_map_hint,
+            self.tool_result_format,
+        )
+            .hash(h);
     }
 }
 
@@ -446,11 +508,12 @@ impl std::fmt::Display for RuntimeProfile {
         let tools: Vec<String> = self.tool_allowlist.iter().map(|t| q(t)).collect();
         write!(
             f,
-            "RuntimeProfile(name={}, tool_allowlist={{{}}}, max_steps={}, context_token_budget={}, total_token_budget={}, model_choice={}, result_contract={}, gate_retries={}, on_budget_exhausted={}, timeout_seconds={})",
+            "RuntimeProfile(name={}, tool_allowlist={{{}}}, max_steps={}, context_token_budget={}, total_token_budget={}, model_choice={}, result_contract={}, gate_retries={}, on_budget_exhausted={}, timeout_seconds={}, min_tool_calls={}, repo_map_hint={}, tool_result_format={})",
             q(&self.name), tools.join(", "), self.max_steps, self.context_token_budget,
             self.total_token_budget, q(self.model_choice.as_str()),
             q(self.result_contract.map_or("", |c| c.as_str())),
-            self.gate_retries, q(self.on_budget_exhausted.as_str()), Json::Float(self.timeout_seconds).py_repr()
+            self.gate_retries, q(self.on_budget_exhausted.as_str()), Json::Float(self.timeout_seconds).py_repr(),
+            self.min_tool_calls, if self.repo_map_hint { "True" } else { "False" }, q(self.tool_result_format.as_str())
         )
     }
 }
@@ -498,6 +561,9 @@ pub fn explore_profile() -> RuntimeProfile {
         gate_retries: 1,
         on_budget_exhausted: BudgetPolicy::Partial,
         timeout_seconds: 300.0,
+        min_tool_calls: 1,
+        repo_map_hint: true,
+        tool_result_format: ToolResultFormat::Json,
     }
 }
 
@@ -512,6 +578,7 @@ pub fn verification_profile() -> RuntimeProfile {
         model_choice: ModelChoice::Main,
         context_source_policy: "completion_candidate_requirements_evidence".into(),
         result_contract: Some(ResultContract::Verification),
+        repo_map_hint: false,
         ..explore_profile()
     }
 }
@@ -707,7 +774,7 @@ mod tests {
         );
         assert_eq!(
             format!("{}", explore_profile()),
-            "RuntimeProfile(name='explore', tool_allowlist={'Glob', 'Grep', 'Read'}, max_steps=12, context_token_budget=16000, total_token_budget=32000, model_choice='light', result_contract='ExploreResult', gate_retries=1, on_budget_exhausted='partial', timeout_seconds=300.0)"
+            "RuntimeProfile(name='explore', tool_allowlist={'Glob', 'Grep', 'Read'}, max_steps=12, context_token_budget=16000, total_token_budget=32000, model_choice='light', result_contract='ExploreResult', gate_retries=1, on_budget_exhausted='partial', timeout_seconds=300.0, min_tool_calls=1, repo_map_hint=True, tool_result_format='json')"
         );
     }
 }

@@ -71,6 +71,9 @@ class RuntimeProfile:
         gate_retries: int | None = None,
         on_budget_exhausted: str | None = None,
         timeout_seconds: float | None = None,
+        min_tool_calls: int | None = None,
+        repo_map_hint: bool | None = None,
+        tool_result_format: Literal["json", "compact"] | None = None,
     ) -> RuntimeProfile: ...
     @property
     def name(self) -> str: ...
@@ -107,7 +110,20 @@ class RuntimeProfile:
         """``"partial"``: one last tool-less call asks for the result; ``"fail"``: stop."""
     @property
     def timeout_seconds(self) -> float:
-        """Wall-clock limit for one child."""
+        """Wall-clock limit for one child; a share of it is kept for the wrap-up answer, so a
+        run that reaches it still answers ``partial``."""
+    @property
+    def min_tool_calls(self) -> int:
+        """Successful tool calls required before a final answer is accepted (0..20; explore
+        and verification: 1)."""
+    @property
+    def repo_map_hint(self) -> bool:
+        """Whether the child's first message lists likely places for the task (a keyword
+        search's ranking, marked as unverified hints). Explore: True."""
+    @property
+    def tool_result_format(self) -> Literal["json", "compact"]:
+        """``"json"``: the envelope (default); ``"compact"``: ``path:line:text`` lines for Grep,
+        numbered lines for Read, paths for Glob (fewer tokens)."""
     def replace(self, **changes: Any) -> RuntimeProfile:
         """A copy with some fields changed, validated again."""
     def to_dict(self) -> dict[str, Any]:

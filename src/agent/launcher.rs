@@ -736,9 +736,10 @@ fn assemble(
         Some(ParsedResult::Text(t)) => *t = redact_str(t),
         None => {}
     }
+    // A run that ran out of steps, tokens or time still answers (the wrap-up): partial.
     let budget_ran_out = matches!(
         reason,
-        TerminalReason::MaxSteps | TerminalReason::TokenBudget
+        TerminalReason::MaxSteps | TerminalReason::TokenBudget | TerminalReason::Timeout
     );
     let status = match (&result, reason.is_success() || budget_ran_out) {
         (Some(ParsedResult::Explore(r)), true) => r.status,
@@ -754,7 +755,8 @@ fn assemble(
         SubagentStatus::Completed if budget_ran_out => SubagentStatus::Partial,
         // An answer whose evidence could not be grounded is never reported as a success.
         SubagentStatus::Completed | SubagentStatus::Partial
-            if reason == TerminalReason::CompletedUnverified =>
+            if reason == TerminalReason::CompletedUnverified
+                || !outcome.ungrounded_evidence.is_empty() =>
         {
             SubagentStatus::Unverified
         }

@@ -9,8 +9,10 @@ use crate::contract::{
 };
 use std::time::Instant;
 
-use crate::evidence::{check_evidence_until, EvidenceCheck};
+use crate::contract::{SubagentStatus, VerificationVerdict};
+use crate::evidence::{check_evidence_until, require_observed, EvidenceCheck};
 use crate::profile::{ResultContract, RuntimeProfile};
+use crate::runner::observed::Observed;
 use crate::runner::outcome::ParsedResult;
 use crate::tools::workspace::Workspace;
 
@@ -43,13 +45,24 @@ pub(crate) fn parse_answer(
     }
 }
 
-/// The completion gate: the contract (with repair), then the evidence check, which gives up at
-/// `deadline` (what it could not check is not grounded).
+/// What the child did before its final answer, as the gate weighs it.
+pub(crate) struct Exploration<'a> {
+    /// The lines it was shown.
+    pub(crate) observed: &'a Observed,
+    /// Its tool calls that did not fail.
+    pub(crate) successful_tools: u64,
+}
+
+/// The completion gate: the contract (with repair); enough exploration (`min_tool_calls`);
+/// evidence that exists (a check that gives up at `deadline`: what it could not check is not
+/// grounded) and that the child saw in this run; and, for a `completed` explore answer, at least
+/// one such evidence item.
 pub(crate) async fn check(
     profile: &RuntimeProfile,
     workspace: &Workspace,
     text: &str,
     deadline: Instant,
+    seen: &Exploration<'_>,
 ) -> Gate {
     let contract = profile.result_contract.map_or("", |c| c.as_str());
     let (result, repair) = match parse_answer(profile, text) {
@@ -70,32 +83,90 @@ pub(crate) async fn check(
             };
         }
     };
-    let evidence = result.evidence().to_vec();
+    let ungrounded = grounding(workspace, result.evidence(), deadline, seen.observed).await;
+    let min = profile.min_tool_calls.max(0) as u64;
+    if result.is_structured() && seen.successful_tools < min {
+        let made = match seen.successful_tools {
+            0 => "no successful tool call".to_string(),
+            n => format!("only {n} successful tool call(s)"),
+        };
+        return Gate::Reject {
+            feedback: format!(
+                "You answered after {made}, but this task needs at least {min}: search before answering. Call Glob, Grep or Read now (as a tool call), then reply with the {contract} JSON object citing the lines you saw."
+            ),
+            parsed: Some((result, repair, ungrounded)),
+        };
+    }
+    if !ungrounded.is_empty() {
+        let listed: Vec<String> = ungrounded.iter().map(|c| c.message.clone()).collect();
+        return Gate::Reject {
+            feedback: format!(
+                "Return only a valid {contract} JSON object: some evidence is not grounded in what you saw. {} Cite only files and lines you have read or matched in this run, as relative/path:line or relative/path:start-end.",
+                listed.join(" ")
+            ),
+            parsed: Some((result, repair, ungrounded)),
+        };
+    }
+    if let ParsedResult::Explore(r) = &result {
+        if r.status == SubagentStatus::Completed && r.evidence.is_empty() {
+            return Gate::Reject {
+                feedback: format!(
+                    "A \"completed\" answer must cite at least one line you saw (relative/path:line from a Read or Grep result). Add that evidence, or, if you could not find it, reply with status \"partial\" and say what remains open in the {contract} JSON object."
+                ),
+                parsed: Some((result, repair, Vec::new())),
+            };
+        }
+    }
+    Gate::Accept(result, repair)
+}
+
+/// The evidence items that are not grounded: missing, out of range, not checked before
+/// `deadline`, or never shown to the child (`unobserved`).
+pub(crate) async fn grounding(
+    workspace: &Workspace,
+    evidence: &[String],
+    deadline: Instant,
+    observed: &Observed,
+) -> Vec<EvidenceCheck> {
     if evidence.is_empty() {
-        return Gate::Accept(result, repair);
+        return Vec::new();
     }
     let ws = workspace.clone();
-    let items = evidence.clone();
+    let items = evidence.to_vec();
     let checking =
         tokio::task::spawn_blocking(move || check_evidence_until(&ws, &items, Some(deadline)));
     // The check stops itself at the deadline; this bounds a read that blocks in the kernel.
     let checking = crate::exec::spin_first(checking);
-    let checks = match tokio::time::timeout_at(deadline.into(), checking).await {
+    let mut checks = match tokio::time::timeout_at(deadline.into(), checking).await {
         Ok(Ok(checks)) => checks,
-        _ => check_evidence_until(workspace, &evidence, Some(deadline)),
+        _ => check_evidence_until(workspace, evidence, Some(deadline)),
     };
-    let ungrounded: Vec<EvidenceCheck> = checks.into_iter().filter(|c| !c.grounded).collect();
-    if ungrounded.is_empty() {
-        return Gate::Accept(result, repair);
-    }
-    let listed: Vec<String> = ungrounded.iter().map(|c| c.message.clone()).collect();
-    Gate::Reject {
-            feedback: format!(
-                "Return only a valid {contract} JSON object: some evidence is not grounded in the repository. {} Cite only files and lines you have read or matched, as relative/path:line or relative/path:start-end.",
-                listed.join(" ")
-            ),
-            parsed: Some((result, repair, ungrounded)),
+    require_observed(&mut checks, |path, start, end| {
+        observed.saw_range(path, start, end)
+    });
+    checks.into_iter().filter(|c| !c.grounded).collect()
+}
+
+/// What an answer the gate kept refusing becomes once the retries are spent, when its contract
+/// held: with ungrounded evidence, it is kept and the run is `completed_unverified`; otherwise
+/// (too little exploration, or `completed` with no evidence) it stands as `partial` (a
+/// verification verdict as `UNVERIFIED`), saying why in its open questions or reasons.
+pub(crate) fn downgraded(mut result: ParsedResult, why: &str) -> ParsedResult {
+    let note = format!("outrider: {why}");
+    match &mut result {
+        ParsedResult::Explore(r) => {
+            r.status = SubagentStatus::Partial;
+            r.unresolved_questions.push(note);
         }
+        ParsedResult::Verification(v) => {
+            if v.verdict == VerificationVerdict::Pass {
+                v.verdict = VerificationVerdict::Unverified;
+            }
+            v.reasons.push(note);
+        }
+        ParsedResult::Text(_) => {}
+    }
+    result
 }
 
 impl fmt::Display for Repair {

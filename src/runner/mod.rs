@@ -18,8 +18,11 @@
 pub mod cancel;
 pub mod context;
 mod gate;
+pub mod observed;
 pub mod outcome;
+mod render;
 mod state;
+mod text_calls;
 mod turn;
 
 use std::collections::BTreeMap;
@@ -50,6 +53,16 @@ use crate::trace::{event, Trace};
 /// The hint added (not stored) when the model answered with nothing.
 pub const EMPTY_RESPONSE_HINT: &str =
     "Your last reply had no content and no tool calls. Reply with the final answer in content, or call a tool.";
+
+/// The share of `timeout_seconds` kept for the wrap-up answer (policy `partial`), at most
+/// [`WRAP_UP_TIME_CAP`]: exploring stops that much before the limit.
+pub const WRAP_UP_TIME_SHARE: f64 = 0.2;
+/// The most time kept for the wrap-up answer.
+pub const WRAP_UP_TIME_CAP: Duration = Duration::from_secs(60);
+/// Lines of likely places given with `repo_map_hint`.
+pub const REPO_MAP_LINES: usize = 8;
+/// The most places a partial answer built without the model cites.
+const SEEN_CITES: usize = 5;
 
 /// Characters kept for the wrap-up's instruction when reserving its tokens.
 const WRAP_UP_NOTE_CHARS: usize = 600;
@@ -84,16 +97,29 @@ impl RuntimeRunner {
     pub async fn run(&self, task: &str) -> RunOutcome {
         let started = Instant::now();
         let deadline = started + Duration::from_secs_f64(self.profile.timeout_seconds);
+        // Exploring stops early enough for the wrap-up to answer, so that a run that reaches
+        // its time limit still returns what it found (partial) instead of nothing.
+        let explore_deadline = if self.profile.on_budget_exhausted == BudgetPolicy::Partial {
+            let keep = Duration::from_secs_f64(self.profile.timeout_seconds * WRAP_UP_TIME_SHARE)
+                .min(WRAP_UP_TIME_CAP);
+            deadline.checked_sub(keep).unwrap_or(deadline)
+        } else {
+            deadline
+        };
         let mut system = self.profile.rendered_system_prompt();
         if let Some(extra) = &self.extra_system {
             system.push_str("\n\n");
             system.push_str(extra);
         }
+        let first = match self.repo_map_hint(task, explore_deadline).await {
+            Some(hint) => format!("{task}\n\n{hint}"),
+            None => task.to_string(),
+        };
         let mut st = State {
             messages: vec![
                 Message::System { content: system },
                 Message::User {
-                    content: task.to_string(),
+                    content: first.clone(),
                 },
             ],
             tokens: 0,
@@ -103,6 +129,9 @@ impl RuntimeRunner {
             calls: 0,
             tool_usage: BTreeMap::new(),
             read_memory: crate::tools::context::ReadMemory::new(),
+            observed: observed::Observed::default(),
+            successful_tools: 0,
+            last_failure: None,
         };
         let tools = self.tool_schemas.clone();
         let schema_chars: usize = tools.iter().map(|t| t.to_string().len()).sum();
@@ -126,9 +155,11 @@ impl RuntimeRunner {
                 model: &self.model.describe(),
             },
         );
-        self.trace.emit(0, &event::UserInput { content: task });
+        self.trace.emit(0, &event::UserInput { content: &first });
         let max_steps = self.profile.max_steps.max(1) as u64;
+        let min_tools = self.profile.min_tool_calls.max(0) as u64;
         let mut empty_retry_used = false;
+        let mut required_refused = false;
         let mut gate_blocks = 0i64;
         let mut step = 0u64;
         let stop = loop {
@@ -137,6 +168,13 @@ impl RuntimeRunner {
             let step_span = tracing::info_span!(target: crate::trace::SPAN_TARGET, "step", session_id = %self.trace.session_id(), step);
             let mut hint = None;
             let resp = loop {
+                // Ask for a tool call while the child still owes one; a provider that refuses
+                // `required` is asked with `auto` from then on.
+                let tool_choice = if st.successful_tools < min_tools && !required_refused {
+                    "required"
+                } else {
+                    "auto"
+                };
                 match self
                     .call(
                         step,
@@ -147,12 +185,19 @@ impl RuntimeRunner {
                             hint,
                             reserve: wrap_reserve,
                             wrap_up: false,
+                            tool_choice,
                         },
-                        deadline,
+                        explore_deadline,
                     )
                     .instrument(step_span.clone())
                     .await
                 {
+                    Err(Stop::Refused(_)) if tool_choice == "required" => {
+                        required_refused = true;
+                    }
+                    Err(Stop::Refused(e)) => {
+                        break Err(Stop::Terminal(TerminalReason::ModelError, e))
+                    }
                     Err(stop) => break Err(stop),
                     Ok(r) if r.tool_calls.is_empty() && r.content.trim().is_empty() => {
                         if empty_retry_used {
@@ -188,7 +233,7 @@ impl RuntimeRunner {
                     tool_calls: resp.tool_calls.clone(),
                 });
                 if let Err(stop) = self
-                    .run_tools(step, &mut st, &resp.tool_calls, deadline)
+                    .run_tools(step, &mut st, &resp.tool_calls, explore_deadline)
                     .instrument(step_span.clone())
                     .await
                 {
@@ -212,7 +257,11 @@ impl RuntimeRunner {
                 duration_ms = Empty
             );
             let gate_started = Instant::now();
-            let verdict = gate::check(&self.profile, &self.workspace, &text, deadline)
+            let seen = gate::Exploration {
+                observed: &st.observed,
+                successful_tools: st.successful_tools,
+            };
+            let verdict = gate::check(&self.profile, &self.workspace, &text, deadline, &seen)
                 .instrument(gate_span.clone())
                 .await;
             gate_span.record("duration_ms", gate_started.elapsed().as_millis() as u64);
@@ -273,9 +322,24 @@ impl RuntimeRunner {
                         content: text.clone(),
                         tool_calls: vec![],
                     });
-                    let out_of_time = Instant::now() >= deadline;
+                    let out_of_time = Instant::now() >= explore_deadline;
                     if gate_blocks > self.profile.gate_retries || out_of_time {
                         if let Some((result, repair, ungrounded)) = parsed {
+                            if ungrounded.is_empty() {
+                                // Nothing it cites is false; it explored too little or cited
+                                // nothing: it stands as partial, saying why.
+                                let why = gate_refusal_summary(&feedback);
+                                return self.finish(
+                                    st,
+                                    step,
+                                    TerminalReason::Completed,
+                                    Some(text),
+                                    Some(gate::downgraded(result, &why)),
+                                    repair,
+                                    None,
+                                    vec![],
+                                );
+                            }
                             return self.finish(
                                 st,
                                 step,
@@ -288,7 +352,7 @@ impl RuntimeRunner {
                             );
                         }
                         if out_of_time {
-                            break Stop::Terminal(TerminalReason::Timeout, self.timeout_message());
+                            break self.out_of_time();
                         }
                         break Stop::Terminal(TerminalReason::CompletionGateBlocked, feedback);
                     }
@@ -306,11 +370,65 @@ impl RuntimeRunner {
             Stop::Terminal(reason, error) => {
                 self.finish(st, step, reason, None, None, None, Some(error), vec![])
             }
+            Stop::Refused(error) => self.finish(
+                st,
+                step,
+                TerminalReason::ModelError,
+                None,
+                None,
+                None,
+                Some(error),
+                vec![],
+            ),
             Stop::Exhausted(reason, error) => self.wrap_up(st, step, reason, error, deadline).await,
         }
     }
 
-    /// After a budget ran out: one tool-less call for the JSON result (policy `partial`).
+    /// The stop for a run that reached the end of its exploring time: a wrap-up when the
+    /// profile allows one, else the end.
+    pub(crate) fn out_of_time(&self) -> Stop {
+        if self.profile.on_budget_exhausted == BudgetPolicy::Partial {
+            Stop::Exhausted(TerminalReason::Timeout, self.timeout_message())
+        } else {
+            Stop::Terminal(TerminalReason::Timeout, self.timeout_message())
+        }
+    }
+
+    /// The first message's list of likely places (`repo_map_hint`): the scout's ranking of a
+    /// few keyword searches, run as confined tool calls before the first model call. None when
+    /// the profile does not ask for it, the model is the scout itself, Grep is not allowed, or
+    /// nothing was found.
+    async fn repo_map_hint(&self, task: &str, deadline: Instant) -> Option<String> {
+        if !self.profile.repo_map_hint
+            || self.model.route_label() == Some("offline")
+            || !self.registry.names().contains(&"Grep")
+        {
+            return None;
+        }
+        let (registry, perms) = (self.registry.clone(), self.permissions.clone());
+        let ctx = crate::tools::context::ToolContext::new(self.workspace.clone())
+            .with_deadline(deadline)
+            .with_cancel(self.cancel.flag());
+        let task = task.to_string();
+        let lines = tokio::task::spawn_blocking(crate::exec::inherit_caller_sync(move || {
+            crate::llm::scout::repo_map(&task, REPO_MAP_LINES, &|name, args| {
+                registry.execute(name, args, &ctx, &perms).to_json()
+            })
+        }));
+        let lines =
+            match tokio::time::timeout_at(deadline.into(), crate::exec::spin_first(lines)).await {
+                Ok(Ok(lines)) if !lines.is_empty() => lines,
+                _ => return None,
+            };
+        Some(format!(
+            "Likely places (unverified hints from a keyword search, not evidence: check them with Read or Grep before you cite them):\n{}",
+            lines.join("\n")
+        ))
+    }
+
+    /// After a budget ran out: one tool-less call for the JSON result (policy `partial`). When
+    /// that call cannot be made or gives no valid answer, an explore child's partial answer is
+    /// built from the places it saw.
     async fn wrap_up(
         &self,
         mut st: State,
@@ -350,6 +468,7 @@ impl RuntimeRunner {
                     hint: None,
                     reserve: 0,
                     wrap_up: true,
+                    tool_choice: "auto",
                 },
                 deadline,
             )
@@ -358,28 +477,12 @@ impl RuntimeRunner {
         let text = match resp {
             Ok(r) if !r.content.trim().is_empty() => r.content.trim().to_string(),
             Ok(_) => {
-                return self.finish(
-                    st,
-                    step,
-                    reason,
-                    None,
-                    None,
-                    None,
-                    Some(format!("{error}; the wrap-up answer was empty")),
-                    vec![],
-                )
+                let why = format!("{error}; the wrap-up answer was empty");
+                return self.partial_from_seen(st, step, reason, why);
             }
-            Err(Stop::Terminal(_, e) | Stop::Exhausted(_, e)) => {
-                return self.finish(
-                    st,
-                    step,
-                    reason,
-                    None,
-                    None,
-                    None,
-                    Some(format!("{error}; the wrap-up call failed: {e}")),
-                    vec![],
-                )
+            Err(Stop::Terminal(_, e) | Stop::Exhausted(_, e) | Stop::Refused(e)) => {
+                let why = format!("{error}; the wrap-up call failed: {e}");
+                return self.partial_from_seen(st, step, reason, why);
             }
         };
         st.messages.push(Message::Assistant {
@@ -391,6 +494,10 @@ impl RuntimeRunner {
                 if let ParsedResult::Explore(r) = &mut result {
                     r.status = SubagentStatus::Partial;
                 }
+                // A partial answer is held to the same evidence rule as a final one.
+                let ungrounded =
+                    gate::grounding(&self.workspace, result.evidence(), deadline, &st.observed)
+                        .await;
                 self.finish(
                     st,
                     step,
@@ -399,22 +506,73 @@ impl RuntimeRunner {
                     Some(result),
                     repair,
                     Some(error),
-                    vec![],
+                    ungrounded,
                 )
             }
-            Err(e) => self.finish(
-                st,
-                step,
-                reason,
-                None,
-                None,
-                None,
-                Some(format!(
-                    "{error}; the wrap-up answer was not a valid {contract}: {e}"
-                )),
-                vec![],
-            ),
+            Err(e) => {
+                let why = format!("{error}; the wrap-up answer was not a valid {contract}: {e}");
+                self.partial_from_seen(st, step, reason, why)
+            }
         }
+    }
+
+    /// The end of a run whose wrap-up gave no answer: for an explore child that saw something,
+    /// a partial answer listing the places it saw (each one a line it was shown), else none.
+    fn partial_from_seen(
+        &self,
+        st: State,
+        step: u64,
+        reason: TerminalReason,
+        error: String,
+    ) -> RunOutcome {
+        if self.profile.result_contract != Some(ResultContract::Explore) || st.observed.is_empty() {
+            return self.finish(st, step, reason, None, None, None, Some(error), vec![]);
+        }
+        let mut evidence: Vec<String> = Vec::new();
+        let mut findings: Vec<String> = Vec::new();
+        for (path, line, text) in st.observed.hits() {
+            if evidence.len() >= SEEN_CITES {
+                break;
+            }
+            let cite = format!("{path}:{line}");
+            if !evidence.contains(&cite) {
+                findings.push(format!("{cite}: {}", text.trim()));
+                evidence.push(cite);
+            }
+        }
+        for (path, line) in st.observed.files() {
+            if evidence.len() >= SEEN_CITES {
+                break;
+            }
+            if !evidence.iter().any(|e| e.starts_with(&format!("{path}:"))) {
+                findings.push(format!("{path}:{line}: read"));
+                evidence.push(format!("{path}:{line}"));
+            }
+        }
+        let result = crate::contract::ExploreResult {
+            status: SubagentStatus::Partial,
+            summary: format!(
+                "The child stopped ({}) before it could give an answer; these are the places it searched and read, as leads, not an answer.",
+                reason.as_str()
+            ),
+            findings,
+            evidence,
+            unresolved_questions: vec![format!(
+                "outrider: the task is not answered: {error}"
+            )],
+            tool_usage: crate::contract::ToolUsage::new(),
+            terminal_reason: reason.as_str().into(),
+        };
+        self.finish(
+            st,
+            step,
+            reason,
+            None,
+            Some(ParsedResult::Explore(result)),
+            None,
+            Some(error),
+            vec![],
+        )
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -465,6 +623,15 @@ impl RuntimeRunner {
             ungrounded_evidence: ungrounded,
             messages: st.messages,
         }
+    }
+}
+
+/// The gist of the gate's last refusal, for the answer that stands as partial.
+fn gate_refusal_summary(feedback: &str) -> String {
+    if feedback.starts_with("You answered after") {
+        "the child answered before searching enough, so this answer is partial".into()
+    } else {
+        "the answer cited no line the child saw, so it is partial, not completed".into()
     }
 }
 

@@ -120,6 +120,11 @@ pub enum ParsedResult {
 }
 
 impl ParsedResult {
+    /// Whether the answer follows a contract (not free text).
+    pub fn is_structured(&self) -> bool {
+        !matches!(self, ParsedResult::Text(_))
+    }
+
     /// The evidence the answer cites (none for free text).
     pub fn evidence(&self) -> &[String] {
         match self {

@@ -14,6 +14,9 @@ pub(crate) enum Stop {
     Terminal(TerminalReason, String),
     /// A budget ran out: ask for a partial answer first.
     Exhausted(TerminalReason, String),
+    /// The provider refused the request as invalid (so a call with `tool_choice: "required"`
+    /// can be made again with `auto`).
+    Refused(String),
 }
 
 /// What a run accumulates from step to step.
@@ -34,6 +37,12 @@ pub(crate) struct State {
     pub(crate) tool_usage: BTreeMap<String, u64>,
     /// What this run's Reads have seen, so a file changed between two of them is reported.
     pub(crate) read_memory: crate::tools::context::ReadMemory,
+    /// The lines the child was shown (Read windows, Grep matches and context).
+    pub(crate) observed: crate::runner::observed::Observed,
+    /// Tool calls that did not fail.
+    pub(crate) successful_tools: u64,
+    /// The last call that failed: (tool, arguments as canonical JSON, step, error message).
+    pub(crate) last_failure: Option<(String, String, u64, String)>,
 }
 
 /// `ExploreResult` is a few hundred tokens, a tool-call turn fewer.
@@ -51,6 +60,9 @@ pub(crate) struct CallSpec<'a> {
     pub(crate) reserve: u64,
     /// The wrap-up: its request is compacted into whatever the total budget has left.
     pub(crate) wrap_up: bool,
+    /// `tool_choice` for a call with tools: `auto`, or `required` while the child must still
+    /// make tool calls.
+    pub(crate) tool_choice: &'a str,
 }
 
 /// The largest model answer (content plus tool-call names and arguments) a run accepts. A real

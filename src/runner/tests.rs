@@ -99,6 +99,11 @@ fn with_usage(step: Step, total: u64) -> Step {
     }
 }
 
+/// The Read an honest child makes before citing `src/app.py:1`.
+fn read_app() -> Step {
+    calls(&[("Read", json!({"path": "src/app.py"}))])
+}
+
 const FINAL: &str = r#"{"status": "completed", "summary": "main is in src/app.py", "findings": ["f"], "evidence": ["src/app.py:1"]}"#;
 
 fn tree() -> tempfile::TempDir {
@@ -167,7 +172,9 @@ async fn happy_path_runs_tools_concurrently_and_returns_in_order() {
     assert_eq!(r.summary, "main is in src/app.py");
     let reqs = model.requests();
     assert_eq!(reqs.len(), 2);
-    assert_eq!(reqs[0].tool_choice.as_deref(), Some("auto"));
+    // A tool call is required until the child has made one.
+    assert_eq!(reqs[0].tool_choice.as_deref(), Some("required"));
+    assert_eq!(reqs[1].tool_choice.as_deref(), Some("auto"));
     assert_eq!(reqs[0].tools.len(), 3);
     let ids: Vec<&str> = reqs[1]
         .messages
@@ -184,21 +191,26 @@ async fn happy_path_runs_tools_concurrently_and_returns_in_order() {
 #[tokio::test]
 async fn gate_retry_then_block_with_the_reference_feedback() {
     let dir = tree();
-    let (out, model) = run(&dir, vec![say("not json"), say(FINAL)], explore_profile()).await;
+    let (out, model) = run(
+        &dir,
+        vec![read_app(), say("not json"), say(FINAL)],
+        explore_profile(),
+    )
+    .await;
     assert_eq!(out.terminal_reason, TerminalReason::Completed);
-    let feedback = model.requests()[1].messages.last().cloned().unwrap();
+    let feedback = model.requests()[2].messages.last().cloned().unwrap();
     assert_eq!(
         feedback,
         Message::User { content: "Return only a valid ExploreResult JSON object: Expecting value: line 1 column 1 (char 0)".into() }
     );
     let (out, model) = run(
         &dir,
-        vec![say("nope"), say("still nope")],
+        vec![read_app(), say("nope"), say("still nope")],
         explore_profile(),
     )
     .await;
     assert_eq!(out.terminal_reason, TerminalReason::CompletionGateBlocked);
-    assert_eq!(model.requests().len(), 2);
+    assert_eq!(model.requests().len(), 3);
     assert!(out.result.is_none());
 }
 
@@ -207,7 +219,7 @@ async fn repaired_answers_are_accepted_and_recorded() {
     let dir = tree();
     let (out, _) = run(
         &dir,
-        vec![say(&format!("Here:\n```json\n{FINAL}\n```"))],
+        vec![read_app(), say(&format!("Here:\n```json\n{FINAL}\n```"))],
         explore_profile(),
     )
     .await;
@@ -221,16 +233,26 @@ async fn repaired_answers_are_accepted_and_recorded() {
 async fn ungrounded_evidence_goes_back_then_is_unverified() {
     let dir = tree();
     let bad = FINAL.replace("src/app.py:1", "src/app.py:99");
-    let (out, model) = run(&dir, vec![say(&bad), say(FINAL)], explore_profile()).await;
+    let (out, model) = run(
+        &dir,
+        vec![read_app(), say(&bad), say(FINAL)],
+        explore_profile(),
+    )
+    .await;
     assert_eq!(out.terminal_reason, TerminalReason::Completed);
-    let Message::User { content } = model.requests()[1].messages.last().cloned().unwrap() else {
+    let Message::User { content } = model.requests()[2].messages.last().cloned().unwrap() else {
         panic!()
     };
     assert!(
         content.contains("cites line 99, but 'src/app.py' has 2 lines"),
         "{content}"
     );
-    let (out, _) = run(&dir, vec![say(&bad), say(&bad)], explore_profile()).await;
+    let (out, _) = run(
+        &dir,
+        vec![read_app(), say(&bad), say(&bad)],
+        explore_profile(),
+    )
+    .await;
     assert_eq!(out.terminal_reason, TerminalReason::CompletedUnverified);
     assert_eq!(out.ungrounded_evidence.len(), 1);
 }
@@ -529,7 +551,13 @@ async fn every_phase_ends_within_the_wall_clock_limit() {
     let out = r.run("task").await;
     within(started);
     assert_eq!(out.terminal_reason, TerminalReason::Timeout);
-    let Some(Message::Tool { content, .. }) = out.messages.last() else {
+    // The tool's result, then the wrap-up's request (the model gave no answer: nothing seen).
+    let Some(Message::Tool { content, .. }) = out
+        .messages
+        .iter()
+        .rev()
+        .find(|m| matches!(m, Message::Tool { .. }))
+    else {
         panic!("{:?}", out.messages)
     };
     let error: Value = serde_json::from_str::<Value>(content).unwrap()["error"].clone();
@@ -538,8 +566,9 @@ async fn every_phase_ends_within_the_wall_clock_limit() {
         json!({"code": "TIMEOUT", "message": "Tool 'Read' did not finish before the run's wall-clock limit of 0.5s"})
     );
 
-    // A final answer citing a 2 GiB sparse file forty times, given just before the deadline:
-    // what the gate could not check in time is not grounded, and the run ends unverified.
+    // A final answer citing a 2 GiB sparse file forty times, given just before exploring must
+    // stop (a fifth of the limit is kept for a wrap-up): what the gate could not check in time
+    // is not grounded, and the run ends unverified.
     std::fs::File::create(dir.path().join("huge.bin"))
         .unwrap()
         .set_len(2 << 30)
@@ -551,7 +580,7 @@ async fn every_phase_ends_within_the_wall_clock_limit() {
     let (out, model) = run(
         &dir,
         vec![Step::Slow(
-            Duration::from_millis(450),
+            Duration::from_millis(350),
             ChatResponse {
                 content: answer.to_string(),
                 ..Default::default()
@@ -611,6 +640,7 @@ async fn forbidden_and_unknown_tools_are_refused_fed_back_and_counted() {
                 ("Task", json!({})),
                 ("Nope", json!({})),
             ]),
+            read_app(),
             say(FINAL),
         ],
         explore_profile(),
@@ -619,7 +649,12 @@ async fn forbidden_and_unknown_tools_are_refused_fed_back_and_counted() {
     assert_eq!(out.terminal_reason, TerminalReason::Completed);
     assert_eq!(
         out.tool_usage,
-        BTreeMap::from([("Bash".into(), 1), ("Nope".into(), 1), ("Task".into(), 1)])
+        BTreeMap::from([
+            ("Bash".into(), 1),
+            ("Nope".into(), 1),
+            ("Read".into(), 1),
+            ("Task".into(), 1)
+        ])
     );
     let fed: Vec<String> = model.requests()[1]
         .messages
@@ -696,10 +731,15 @@ async fn model_errors_empty_answers_timeouts_and_cancellation() {
         (TerminalReason::ModelError, Some("server error: boom"))
     );
 
-    let (out, model) = run(&dir, vec![say(""), say(FINAL)], explore_profile()).await;
+    let (out, model) = run(
+        &dir,
+        vec![read_app(), say(""), say(FINAL)],
+        explore_profile(),
+    )
+    .await;
     assert_eq!(out.terminal_reason, TerminalReason::Completed);
     assert_eq!(
-        model.requests()[1].messages.last(),
+        model.requests()[2].messages.last(),
         Some(&Message::User {
             content: EMPTY_RESPONSE_HINT.into()
         })
@@ -740,7 +780,7 @@ async fn model_errors_empty_answers_timeouts_and_cancellation() {
 #[tokio::test]
 async fn trace_records_the_reference_events() {
     let dir = tree();
-    let model = Scripted::new(vec![calls(&[("Glob", json!({}))]), say(FINAL)]);
+    let model = Scripted::new(vec![read_app(), say(FINAL)]);
     let r = runner(&dir, model, explore_profile());
     let out = r.run("task").await;
     assert_eq!(out.terminal_reason, TerminalReason::Completed);
@@ -825,7 +865,7 @@ async fn a_run_reports_step_model_tool_and_gate_spans() {
     let dir = tree();
     let model = Scripted::new(vec![
         with_usage(
-            calls(&[("Glob", json!({"pattern": "*.py"})), ("Nope", json!({}))]),
+            calls(&[("Read", json!({"path": "src/app.py"})), ("Nope", json!({}))]),
             30,
         ),
         with_usage(say(FINAL), 40),
@@ -883,7 +923,7 @@ async fn a_run_reports_step_model_tool_and_gate_spans() {
                 Some("step".into()),
                 f(&[
                     ("status", "success"),
-                    ("tool", "Glob"),
+                    ("tool", "Read"),
                     ("tool_call_id", "call_0")
                 ])
             ),
@@ -925,4 +965,322 @@ fn records_prompt_estimate<'a>(records: &'a [recorder::Recorded], total: &str) -
         .and_then(|r| r.fields.get("prompt_estimate"))
         .map(String::as_str)
         .unwrap_or("missing")
+}
+
+/// The user message the model saw last before request `n`.
+fn last_user(model: &Scripted, n: usize) -> String {
+    model.requests()[n]
+        .messages
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            Message::User { content } => Some(content.clone()),
+            _ => None,
+        })
+        .unwrap()
+}
+
+#[tokio::test]
+async fn tool_calls_written_as_text_are_taken_as_calls() {
+    let dir = tree();
+    let text = "```json\n{\"name\": \"Read\", \"arguments\": {\"path\": \"src/app.py\"}}\n```";
+    let r = runner(
+        &dir,
+        Scripted::new(vec![say(text), say(FINAL)]),
+        explore_profile(),
+    );
+    let out = r.run("task").await;
+    assert_eq!(out.terminal_reason, TerminalReason::Completed);
+    assert_eq!(out.tool_usage, BTreeMap::from([("Read".into(), 1)]));
+    let first = r
+        .trace
+        .events()
+        .into_iter()
+        .find(|e| e.event == EventKind::ModelOutput)
+        .unwrap();
+    assert_eq!(first.payload["meta"]["tool_call_format"], json!("text"));
+    assert_eq!(first.payload["raw"], json!(text));
+    assert_eq!(first.payload["tool_calls"][0]["name"], json!("Read"));
+    // The history carries it as a call, so the next request pairs it with its result.
+    let Message::Assistant {
+        content,
+        tool_calls,
+    } = &out.messages[2]
+    else {
+        panic!("{:?}", out.messages)
+    };
+    assert_eq!((content.as_str(), tool_calls.len()), ("", 1));
+}
+
+#[tokio::test]
+async fn an_answer_before_any_tool_call_is_refused_then_partial() {
+    let dir = tree();
+    let (out, model) = run(
+        &dir,
+        vec![say(FINAL), read_app(), say(FINAL)],
+        explore_profile(),
+    )
+    .await;
+    assert_eq!(out.terminal_reason, TerminalReason::Completed);
+    assert!(
+        last_user(&model, 1).starts_with("You answered after no successful tool call, but this task needs at least 1: search before answering."),
+        "{}",
+        last_user(&model, 1)
+    );
+    // Answering from its head twice: no evidence stands as partial, saying why.
+    let bare = r#"{"status": "completed", "summary": "main is somewhere", "findings": [], "evidence": []}"#;
+    let (out, _) = run(&dir, vec![say(bare), say(bare)], explore_profile()).await;
+    let Some(ParsedResult::Explore(r)) = &out.result else {
+        panic!("{out:?}")
+    };
+    assert_eq!(
+        (
+            out.terminal_reason,
+            r.status,
+            r.unresolved_questions.clone()
+        ),
+        (
+            TerminalReason::Completed,
+            SubagentStatus::Partial,
+            vec![
+                "outrider: the child answered before searching enough, so this answer is partial"
+                    .to_string()
+            ]
+        )
+    );
+    // Citing lines it never saw: unverified.
+    let (out, _) = run(&dir, vec![say(FINAL), say(FINAL)], explore_profile()).await;
+    assert_eq!(out.terminal_reason, TerminalReason::CompletedUnverified);
+    assert_eq!(out.ungrounded_evidence[0].reason, Some("unobserved"));
+    // With min_tool_calls 0 the first answer is weighed on its evidence alone.
+    let free = RuntimeProfile {
+        min_tool_calls: 0,
+        ..explore_profile()
+    };
+    let (_, model) = run(&dir, vec![say(FINAL)], free).await;
+    assert_eq!(model.requests()[0].tool_choice.as_deref(), Some("auto"));
+}
+
+#[tokio::test]
+async fn evidence_that_exists_but_was_never_seen_is_unobserved() {
+    let dir = tree();
+    // The child read lines 1-10 of big.txt and a failed Grep; it cites line 500.
+    let answer = r#"{"status": "completed", "summary": "s", "findings": [], "evidence": ["big.txt:500", "big.txt:3-5"]}"#;
+    let (out, model) = run(
+        &dir,
+        vec![
+            calls(&[
+                ("Read", json!({"path": "big.txt", "limit": 10})),
+                ("Grep", json!({"pattern": "("})),
+            ]),
+            say(answer),
+            say(answer),
+        ],
+        explore_profile(),
+    )
+    .await;
+    assert_eq!(out.terminal_reason, TerminalReason::CompletedUnverified);
+    assert_eq!(
+        out.ungrounded_evidence
+            .iter()
+            .map(|c| (c.evidence.as_str(), c.reason))
+            .collect::<Vec<_>>(),
+        [("big.txt:500", Some("unobserved"))]
+    );
+    let feedback = last_user(&model, 2);
+    assert!(
+        feedback.contains("Evidence \"big.txt:500\" exists, but you did not see line 500 of 'big.txt' in this run"),
+        "{feedback}"
+    );
+    // A Grep match and its context lines are seen.
+    let cite = r#"{"status": "completed", "summary": "s", "findings": [], "evidence": ["src/app.py:1-2"]}"#;
+    let (out, _) = run(
+        &dir,
+        vec![
+            calls(&[("Grep", json!({"pattern": "def main", "context": 1}))]),
+            say(cite),
+        ],
+        explore_profile(),
+    )
+    .await;
+    assert_eq!(
+        out.terminal_reason,
+        TerminalReason::Completed,
+        "{:?}",
+        out.ungrounded_evidence
+    );
+}
+
+#[tokio::test]
+async fn a_completed_answer_without_evidence_gets_feedback_then_stands_as_partial() {
+    let dir = tree();
+    let bare = r#"{"status": "completed", "summary": "File 'src/main.rs' does not exist.", "findings": [], "evidence": []}"#;
+    let (out, model) = run(
+        &dir,
+        vec![read_app(), say(bare), say(bare)],
+        explore_profile(),
+    )
+    .await;
+    assert!(last_user(&model, 2)
+        .starts_with("A \"completed\" answer must cite at least one line you saw"));
+    let Some(ParsedResult::Explore(r)) = &out.result else {
+        panic!("{out:?}")
+    };
+    assert_eq!(
+        (out.terminal_reason, r.status),
+        (TerminalReason::Completed, SubagentStatus::Partial)
+    );
+    // A partial answer without evidence is fine as it is.
+    let partial = bare.replace("completed", "partial");
+    let (out, model) = run(&dir, vec![read_app(), say(&partial)], explore_profile()).await;
+    assert_eq!(
+        (out.terminal_reason, model.requests().len()),
+        (TerminalReason::Completed, 2)
+    );
+}
+
+#[tokio::test]
+async fn the_same_failing_call_twice_is_named_not_run_again() {
+    let dir = tree();
+    let missing = || calls(&[("Read", json!({"path": "nope.py"}))]);
+    let (_, model) = run(
+        &dir,
+        vec![missing(), missing(), read_app(), say(FINAL)],
+        explore_profile(),
+    )
+    .await;
+    let Some(Message::Tool { content, .. }) = model.requests()[2].messages.last().cloned() else {
+        panic!()
+    };
+    let v: Value = serde_json::from_str(&content).unwrap();
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("Same call as step 1, which failed with: "),
+        "{message}"
+    );
+    assert!(
+        message.ends_with("Change the arguments or use another tool."),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn a_timeout_keeps_time_for_a_partial_answer() {
+    let dir = tree();
+    let quick = RuntimeProfile {
+        timeout_seconds: 1.0,
+        ..explore_profile()
+    };
+    let partial = FINAL.replace("completed", "partial");
+    let slow = Step::Slow(Duration::from_secs(5), ChatResponse::default());
+    let started = Instant::now();
+    let (out, model) = run(&dir, vec![read_app(), slow, say(&partial)], quick.clone()).await;
+    assert!(started.elapsed() < Duration::from_millis(1500));
+    let Some(ParsedResult::Explore(r)) = &out.result else {
+        panic!("{out:?}")
+    };
+    assert_eq!(
+        (out.terminal_reason, r.status),
+        (TerminalReason::Timeout, SubagentStatus::Partial)
+    );
+    assert!(last_user(&model, 2)
+        .starts_with("Budget exhausted (the run exceeded its wall-clock limit of 1s)"));
+    // No wrap-up answer: the places it saw become the partial answer.
+    let slow = Step::Slow(Duration::from_secs(5), ChatResponse::default());
+    let (out, _) = run(&dir, vec![read_app(), slow], quick).await;
+    let Some(ParsedResult::Explore(r)) = &out.result else {
+        panic!("{out:?}")
+    };
+    assert_eq!(
+        (out.terminal_reason, r.status, r.evidence.clone()),
+        (
+            TerminalReason::Timeout,
+            SubagentStatus::Partial,
+            vec!["src/app.py:1".to_string()]
+        )
+    );
+    assert!(r.unresolved_questions[0].starts_with("outrider: the task is not answered: "));
+}
+
+#[tokio::test]
+async fn the_first_message_lists_likely_places_unless_turned_off() {
+    let dir = tree();
+    let model = Scripted::new(vec![read_app(), say(FINAL)]);
+    let r = runner(&dir, model.clone(), explore_profile());
+    r.run("Where is the `main` function defined?").await;
+    let first = last_user(&model, 0);
+    assert_eq!(
+        first,
+        "Where is the `main` function defined?\n\nLikely places (unverified hints from a keyword search, not evidence: check them with Read or Grep before you cite them):\nsrc/app.py:1  def main():"
+    );
+    let off = RuntimeProfile {
+        repo_map_hint: false,
+        ..explore_profile()
+    };
+    let model = Scripted::new(vec![read_app(), say(FINAL)]);
+    runner(&dir, model.clone(), off)
+        .run("Where is the `main` function defined?")
+        .await;
+    assert_eq!(
+        last_user(&model, 0),
+        "Where is the `main` function defined?"
+    );
+}
+
+#[tokio::test]
+async fn a_provider_that_refuses_required_is_asked_with_auto() {
+    let dir = tree();
+    let refused = Step::Fail(ModelError {
+        status: Some(400),
+        ..ModelError::new(
+            ModelErrorKind::InvalidRequest,
+            "tool_choice required is not supported",
+        )
+    });
+    let (out, model) = run(
+        &dir,
+        vec![refused, read_app(), say(FINAL)],
+        explore_profile(),
+    )
+    .await;
+    assert_eq!(out.terminal_reason, TerminalReason::Completed);
+    let choices: Vec<Option<String>> = model
+        .requests()
+        .iter()
+        .map(|r| r.tool_choice.clone())
+        .collect();
+    assert_eq!(
+        choices,
+        [
+            Some("required".into()),
+            Some("auto".into()),
+            Some("auto".into())
+        ]
+    );
+}
+
+#[tokio::test]
+async fn compact_results_reach_the_model_as_plain_lines() {
+    let dir = tree();
+    let compact = RuntimeProfile {
+        tool_result_format: crate::profile::ToolResultFormat::Compact,
+        ..explore_profile()
+    };
+    let (out, model) = run(
+        &dir,
+        vec![
+            calls(&[("Grep", json!({"pattern": "def main"}))]),
+            say(FINAL),
+        ],
+        compact,
+    )
+    .await;
+    assert_eq!(out.terminal_reason, TerminalReason::Completed);
+    let Some(Message::Tool { content, .. }) = model.requests()[1].messages.last().cloned() else {
+        panic!()
+    };
+    assert_eq!(
+        content,
+        "Found 1 matching line(s) in '.'.\nsrc/app.py:1:def main():"
+    );
 }

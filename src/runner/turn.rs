@@ -39,6 +39,30 @@ fn oversized(resp: &ChatResponse) -> Option<ModelError> {
     })
 }
 
+/// Tool arguments as one canonical spelling (keys sorted, no spaces), to tell a repeated call.
+fn canonical_args(arguments: &str) -> String {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(v) => sorted(&v).to_string(),
+        Err(_) => arguments.trim().to_string(),
+    }
+}
+
+fn sorted(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), sorted(&m[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
+}
+
 impl RuntimeRunner {
     /// The error of a run that hit its wall-clock limit.
     pub(crate) fn timeout_message(&self) -> String {
@@ -64,6 +88,7 @@ impl RuntimeRunner {
             hint,
             reserve,
             wrap_up,
+            tool_choice,
         } = spec;
         if self.cancel.is_cancelled() {
             return Err(Stop::Terminal(
@@ -145,7 +170,7 @@ impl RuntimeRunner {
             tool_choice: if tools.is_empty() {
                 None
             } else {
-                Some("auto".into())
+                Some(tool_choice.into())
             },
             deadline: Some(deadline),
             settings: self.model.settings(),
@@ -185,11 +210,26 @@ impl RuntimeRunner {
             },
         );
         let resp = match outcome {
-            Err(_) => {
+            Err(_) if wrap_up => {
                 return Err(Stop::Terminal(
                     TerminalReason::Timeout,
                     self.timeout_message(),
                 ))
+            }
+            Err(_) => return Err(self.out_of_time()),
+            // Only a 400/422 can be a provider that does not take `required`.
+            Ok(Err(e))
+                if e.kind == ModelErrorKind::InvalidRequest
+                    && matches!(e.status, Some(400 | 422))
+                    && tool_choice == "required" =>
+            {
+                tracing::info!(
+                    session_id = %self.trace.session_id(),
+                    step,
+                    error = %crate::redact::redact_cow(&e.message),
+                    "the provider refused tool_choice \"required\"; asking with \"auto\""
+                );
+                return Err(Stop::Refused(e.to_string()));
             }
             Ok(Err(e)) if e.kind == ModelErrorKind::Cancelled => {
                 return Err(Stop::Terminal(TerminalReason::Cancelled, e.to_string()))
@@ -221,6 +261,24 @@ impl RuntimeRunner {
             }
             Ok(Ok(r)) => r,
         };
+        let mut resp = resp;
+        let mut tool_call_format = None;
+        if resp.tool_calls.is_empty() && !tools.is_empty() {
+            let offered: Vec<&str> = tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str())
+                .collect();
+            if let Some(calls) = crate::runner::text_calls::parse(&resp.content, &offered, step) {
+                tracing::debug!(
+                    session_id = %self.trace.session_id(),
+                    step,
+                    calls = calls.len(),
+                    "the model wrote its tool calls as text; taking them as calls"
+                );
+                resp.tool_calls = calls;
+                tool_call_format = Some("text");
+            }
+        }
         let usage = match resp.usage {
             Some(u) => u,
             None => {
@@ -267,10 +325,15 @@ impl RuntimeRunner {
                     content_len: resp.content.chars().count(),
                     tool_calls_count: resp.tool_calls.len(),
                     prompt_estimate: estimated_prompt,
+                    tool_call_format,
                 },
                 tool_calls: &resp.tool_calls,
             },
         );
+        if tool_call_format.is_some() {
+            // The text was the calls: the history carries them as calls, not as an answer.
+            resp.content = String::new();
+        }
         // A provider may report more than was estimated: the count stays what it reported, and
         // the check before the next call (the wrap-up included) refuses to spend any more.
         Ok(resp)
@@ -291,6 +354,13 @@ impl RuntimeRunner {
         let mut handles = Vec::with_capacity(calls.len());
         for call in calls {
             *st.tool_usage.entry(call.name.clone()).or_insert(0) += 1;
+            let repeated = st
+                .last_failure
+                .as_ref()
+                .and_then(|(name, args, at, error)| {
+                    (*name == call.name && *args == canonical_args(&call.arguments))
+                        .then(|| (*at, error.clone()))
+                });
             let args = serde_json::from_str::<Value>(&call.arguments)
                 .unwrap_or_else(|_| Value::String(call.arguments.clone()));
             self.trace.emit(
@@ -319,7 +389,19 @@ impl RuntimeRunner {
                 crate::exec::inherit_caller_sync(move || {
                     let _entered = span.enter();
                     let started = Instant::now();
-                    let result = registry.execute(&call.name, &call.arguments, &ctx, &perms);
+                    let result = match repeated {
+                        // The same call fails the same way: say so instead of running it again.
+                        Some((at, error)) => ToolResult::error(
+                            &serde_json::from_str(&call.arguments)
+                                .unwrap_or_else(|_| Value::String(call.arguments.clone())),
+                            ErrorCode::InvalidParam,
+                            format!(
+                                "Same call as step {at}, which failed with: {error} Change the arguments or use another tool."
+                            ),
+                            0,
+                        ),
+                        None => registry.execute(&call.name, &call.arguments, &ctx, &perms),
+                    };
                     span.record("duration_ms", started.elapsed().as_millis() as u64);
                     span.record("status", result.status.as_str());
                     if let Some(code) = result.error_code() {
@@ -399,10 +481,29 @@ impl RuntimeRunner {
                     result: result.to_value(),
                 },
             );
+            let shown = result.to_value();
+            if result.error_code().is_some() {
+                let message = shown["error"]["message"].as_str().unwrap_or_default();
+                st.last_failure = Some((
+                    call.name.clone(),
+                    canonical_args(&call.arguments),
+                    step,
+                    message.chars().take(300).collect(),
+                ));
+            } else {
+                st.successful_tools += 1;
+                st.observed.record(&call.name, &shown);
+                st.last_failure = None;
+            }
             st.messages.push(Message::Tool {
                 tool_call_id: call.id.clone(),
                 name: call.name.clone(),
-                content: result.to_json(),
+                content: crate::runner::render::tool_result(
+                    self.profile.tool_result_format,
+                    &call.name,
+                    result,
+                    &shown,
+                ),
             });
         }
         if self.cancel.is_cancelled() {
@@ -412,10 +513,7 @@ impl RuntimeRunner {
             ));
         }
         if Instant::now() >= deadline {
-            return Err(Stop::Terminal(
-                TerminalReason::Timeout,
-                self.timeout_message(),
-            ));
+            return Err(self.out_of_time());
         }
         Ok(())
     }

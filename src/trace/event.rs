@@ -226,6 +226,9 @@ pub struct ModelOutputMeta<'a> {
     pub tool_calls_count: usize,
     /// The estimated prompt tokens of the request.
     pub prompt_estimate: u64,
+    /// `"text"` when the tool calls were written as text in the content and taken from it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_format: Option<&'a str>,
 }
 
 /// `empty_response_retry`: the model answered with nothing.

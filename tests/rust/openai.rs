@@ -1497,6 +1497,15 @@ async fn every_http_fault_ends_a_launch_within_its_limit_with_a_clear_reason() {
             ),
         )
     };
+    // An honest child reads before it answers: the first success is a Read of a.py.
+    let read_a = || {
+        json_reply(
+            200,
+            json!({"choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "Read", "arguments": "{\"path\": \"a.py\"}"}}
+            ]}, "finish_reason": "tool_calls"}]}),
+        )
+    };
     let throttled = |after: &str| {
         Step::Reply(
             429,
@@ -1512,7 +1521,7 @@ async fn every_http_fault_ends_a_launch_within_its_limit_with_a_clear_reason() {
     let cases = vec![
         fault(
             "429, Retry-After 1",
-            vec![throttled("1"), answer()],
+            vec![throttled("1"), read_a(), answer()],
             ROOMY,
             None,
             None,
@@ -1536,6 +1545,7 @@ async fn every_http_fault_ends_a_launch_within_its_limit_with_a_clear_reason() {
             vec![
                 json_reply(500, json!({})),
                 Step::Reply(502, vec![("Retry-After", "0".into())], "bad gateway".into()),
+                read_a(),
                 answer(),
             ],
             ROOMY,
@@ -1579,7 +1589,7 @@ async fn every_http_fault_ends_a_launch_within_its_limit_with_a_clear_reason() {
         ),
         fault(
             "reset then success",
-            vec![Step::Reset(truncated_completion()), answer()],
+            vec![Step::Reset(truncated_completion()), read_a(), answer()],
             ROOMY,
             None,
             None,

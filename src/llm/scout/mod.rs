@@ -222,6 +222,42 @@ fn next_step(request: &ChatRequest) -> ChatResponse {
     calls_response(calls, text)
 }
 
+/// Likely places for `task`: the scout's first searches, run through `execute` (a tool call's
+/// name and JSON arguments in, its result envelope as JSON text out, so that every file access
+/// stays a confined tool call), ranked, at most `n` lines of `path:line  text` (definitions
+/// first). Empty when the task names nothing to search for.
+pub fn repo_map(task: &str, n: usize, execute: &dyn Fn(&str, &str) -> String) -> Vec<String> {
+    let q = query::parse(task);
+    let calls = search::first_calls(&q);
+    if calls.is_empty() {
+        return Vec::new();
+    }
+    let mut messages = vec![Message::Assistant {
+        content: String::new(),
+        tool_calls: calls.clone(),
+    }];
+    for call in &calls {
+        messages.push(Message::Tool {
+            tool_call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: execute(&call.name, &call.arguments),
+        });
+    }
+    let results = search::results(&messages);
+    let ranked = rank::rank(&results, &q);
+    rank::picks(&ranked, n, n)
+        .into_iter()
+        .map(|c| {
+            let text: String = c.text.trim().chars().take(100).collect();
+            if text.is_empty() {
+                format!("{}:{}", c.file, c.line)
+            } else {
+                format!("{}:{}  {}", c.file, c.line, text)
+            }
+        })
+        .collect()
+}
+
 impl ChatModel for OfflineScout {
     fn complete<'a>(
         &'a self,

@@ -1,0 +1,168 @@
+//! What a child saw in this run: the lines of each file that a Read window showed or a Grep
+//! returned (a match or a context line). Evidence counts as grounded only for lines seen here:
+//! a line that exists but was never shown to the child is `unobserved`.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+/// The most places kept for a partial answer built without the model.
+const MAX_HITS: usize = 64;
+
+/// Lines seen per file (merged inclusive ranges), and the Grep matches in the order seen.
+#[derive(Debug, Clone, Default)]
+pub struct Observed {
+    lines: BTreeMap<String, Vec<(u64, u64)>>,
+    hits: Vec<(String, u64, String)>,
+}
+
+/// A path as the child may write it, reduced to one spelling: no `./`, no empty or `.`
+/// components, `/` separators.
+pub fn normalize(path: &str) -> String {
+    path.split(['/', '\\'])
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+impl Observed {
+    /// Record what one tool result showed (as it went to the model, after output budgets).
+    pub fn record(&mut self, tool: &str, result: &Value) {
+        if result["status"].as_str() == Some("error") {
+            return;
+        }
+        let data = &result["data"];
+        match tool {
+            "Read" => {
+                let Some(path) = result["context"]["path_resolved"].as_str() else {
+                    return;
+                };
+                let Some(content) = data["content"].as_str() else {
+                    return;
+                };
+                let path = normalize(path);
+                for line in content.lines() {
+                    if let Some(n) = line
+                        .split_once(" | ")
+                        .and_then(|(n, _)| n.trim().parse::<u64>().ok())
+                    {
+                        self.add(&path, n, n);
+                    }
+                }
+            }
+            "Grep" => {
+                for m in data["matches"].as_array().into_iter().flatten() {
+                    let (Some(file), Some(line)) = (m["file"].as_str(), m["line"].as_u64()) else {
+                        continue;
+                    };
+                    let path = normalize(file);
+                    let before = m["before"].as_array().map_or(0, Vec::len) as u64;
+                    let after = m["after"].as_array().map_or(0, Vec::len) as u64;
+                    self.add(&path, line.saturating_sub(before).max(1), line + after);
+                    if self.hits.len() < MAX_HITS {
+                        let text = m["text"].as_str().unwrap_or_default();
+                        self.hits
+                            .push((path, line, text.chars().take(200).collect()));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn add(&mut self, path: &str, start: u64, end: u64) {
+        let ranges = self.lines.entry(path.to_string()).or_default();
+        ranges.push((start, end));
+        ranges.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
+        for &(s, e) in ranges.iter() {
+            match merged.last_mut() {
+                Some(last) if s <= last.1.saturating_add(1) => last.1 = last.1.max(e),
+                _ => merged.push((s, e)),
+            }
+        }
+        *ranges = merged;
+    }
+
+    /// Whether the child saw line `line` of `path`.
+    pub fn saw(&self, path: &str, line: u64) -> bool {
+        self.lines
+            .get(&normalize(path))
+            .is_some_and(|r| r.iter().any(|&(s, e)| s <= line && line <= e))
+    }
+
+    /// Whether the child saw both ends of the cited range `start..=end` of `path`.
+    pub fn saw_range(&self, path: &str, start: u64, end: u64) -> bool {
+        self.saw(path, start) && self.saw(path, end)
+    }
+
+    /// Whether the child saw anything at all.
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    /// The Grep matches seen, in order (path, line, text), at most a few dozen.
+    pub fn hits(&self) -> &[(String, u64, String)] {
+        &self.hits
+    }
+
+    /// The files seen, each with its first seen line, in path order.
+    pub fn files(&self) -> Vec<(String, u64)> {
+        self.lines
+            .iter()
+            .filter_map(|(p, r)| r.first().map(|&(s, _)| (p.clone(), s)))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn read_windows_and_grep_matches_with_context_are_seen() {
+        let mut o = Observed::default();
+        o.record(
+            "Read",
+            &json!({"status": "success", "data": {"content": "  10 | a\n  11 | b\n  12 | c\n"},
+                    "context": {"path_resolved": "./src/lib.rs"}}),
+        );
+        o.record(
+            "Grep",
+            &json!({"status": "success", "data": {"matches": [
+                {"file": "src/main.rs", "line": 40, "text": "fn main() {", "before": ["x", "y"], "after": ["z"]}]}}),
+        );
+        o.record(
+            "Read",
+            &json!({"status": "error", "data": {"content": "   1 | secret\n"},
+                    "context": {"path_resolved": "src/err.rs"}}),
+        );
+        assert!(o.saw("src/lib.rs", 11) && o.saw("./src//lib.rs", 12));
+        assert!(!o.saw("src/lib.rs", 9) && !o.saw("src/lib.rs", 13));
+        assert!(o.saw_range("src/main.rs", 38, 41));
+        assert!(!o.saw_range("src/main.rs", 38, 42));
+        assert!(!o.saw("src/err.rs", 1), "an error result shows nothing");
+        assert_eq!(
+            o.hits(),
+            [("src/main.rs".to_string(), 40, "fn main() {".to_string())]
+        );
+        assert_eq!(
+            o.files(),
+            [
+                ("src/lib.rs".to_string(), 10),
+                ("src/main.rs".to_string(), 38)
+            ]
+        );
+    }
+
+    #[test]
+    fn adjacent_windows_merge() {
+        let mut o = Observed::default();
+        o.add("a", 1, 5);
+        o.add("a", 6, 9);
+        o.add("a", 20, 30);
+        o.add("a", 3, 4);
+        assert_eq!(o.lines["a"], [(1, 9), (20, 30)]);
+    }
+}

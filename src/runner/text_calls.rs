@@ -1,0 +1,193 @@
+//! Tool calls a model wrote as text. Small and local models (llama.cpp, Ollama, vLLM without a
+//! tool parser) often put a call in `content` instead of `tool_calls`: a bare or fenced JSON
+//! object `{"name": "Grep", "arguments": {...}}`, a list of them, or one or more
+//! `<tool_call>...</tool_call>` blocks. Such content is taken as the call(s) when, and only
+//! when, the whole of it is calls that each name an offered tool with an object of arguments; a
+//! final answer never names a tool, so no answer is mistaken for a call.
+
+use serde_json::{Map, Value};
+
+use crate::llm::ToolCall;
+
+/// The most calls taken from one text answer (a model that writes more is not calling tools).
+const MAX_TEXT_CALLS: usize = 16;
+
+/// The calls `content` consists of, when it is nothing but calls to tools in `offered`; `step`
+/// makes the ids unique within a run.
+pub(crate) fn parse(content: &str, offered: &[&str], step: u64) -> Option<Vec<ToolCall>> {
+    let text = content.trim();
+    if text.is_empty() || offered.is_empty() {
+        return None;
+    }
+    let values = if text.starts_with("<tool_call>") {
+        tagged(text)?
+    } else {
+        let body = unfenced(text).unwrap_or(text);
+        match serde_json::from_str::<Value>(body).ok()? {
+            Value::Array(items) => items,
+            one @ Value::Object(_) => vec![one],
+            _ => return None,
+        }
+    };
+    if values.is_empty() || values.len() > MAX_TEXT_CALLS {
+        return None;
+    }
+    values
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| call(v, offered, format!("text_call_{step}_{i}")))
+        .collect()
+}
+
+/// The JSON inside one ```` ``` ```` or ```` ```json ```` fence that is the whole text.
+fn unfenced(text: &str) -> Option<&str> {
+    let inner = text.strip_prefix("```")?.strip_suffix("```")?;
+    let (lang, body) = inner.split_once('\n')?;
+    let lang = lang.trim();
+    (lang.is_empty() || lang.eq_ignore_ascii_case("json")).then_some(body.trim())
+}
+
+/// The JSON values of `<tool_call>...</tool_call>` blocks that make up the whole text.
+fn tagged(text: &str) -> Option<Vec<Value>> {
+    let mut rest = text;
+    let mut values = Vec::new();
+    while !rest.is_empty() {
+        let after = rest.strip_prefix("<tool_call>")?;
+        let (body, tail) = after.split_once("</tool_call>")?;
+        let body = body.trim();
+        let body = unfenced(body).unwrap_or(body);
+        match serde_json::from_str::<Value>(body).ok()? {
+            Value::Array(items) => values.extend(items),
+            one => values.push(one),
+        }
+        rest = tail.trim_start();
+        if values.len() > MAX_TEXT_CALLS {
+            return None;
+        }
+    }
+    Some(values)
+}
+
+/// One call: `{"name", "arguments"|"parameters"}` or `{"type": "function", "function": {...}}`,
+/// naming an offered tool, with arguments as an object or a JSON string of one.
+fn call(value: Value, offered: &[&str], id: String) -> Option<ToolCall> {
+    let Value::Object(mut obj) = value else {
+        return None;
+    };
+    if let Some(Value::Object(function)) = obj.remove("function") {
+        obj = function;
+    }
+    let name = obj.get("name")?.as_str()?.trim().to_string();
+    if !offered.contains(&name.as_str()) {
+        return None;
+    }
+    let known = ["name", "arguments", "parameters", "type", "id"];
+    if obj.keys().any(|k| !known.contains(&k.as_str())) {
+        return None;
+    }
+    let args = match obj.get("arguments").or_else(|| obj.get("parameters")) {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(m)) => m.clone(),
+        Some(Value::String(s)) => match serde_json::from_str::<Value>(s).ok()? {
+            Value::Object(m) => m,
+            _ => return None,
+        },
+        Some(_) => return None,
+    };
+    Some(ToolCall {
+        id,
+        name,
+        arguments: Value::Object(args).to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TOOLS: [&str; 3] = ["Glob", "Grep", "Read"];
+
+    fn names(content: &str) -> Option<Vec<(String, Value)>> {
+        parse(content, &TOOLS, 3).map(|calls| {
+            calls
+                .into_iter()
+                .map(|c| (c.name, serde_json::from_str(&c.arguments).unwrap()))
+                .collect()
+        })
+    }
+
+    #[test]
+    fn every_accepted_shape_is_taken() {
+        let grep = || {
+            Some(vec![(
+                "Grep".to_string(),
+                serde_json::json!({"pattern": "fn main"}),
+            )])
+        };
+        for text in [
+            r#"{"name": "Grep", "arguments": {"pattern": "fn main"}}"#,
+            "```json\n{\"name\": \"Grep\", \"arguments\": {\"pattern\": \"fn main\"}}\n```",
+            "```\n{\"name\": \"Grep\", \"arguments\": {\"pattern\": \"fn main\"}}\n```\n\n\n",
+            r#"<tool_call>{"name": "Grep", "arguments": {"pattern": "fn main"}}</tool_call>"#,
+            "<tool_call>\n{\"name\": \"Grep\", \"arguments\": \"{\\\"pattern\\\": \\\"fn main\\\"}\"}\n</tool_call>",
+            r#"{"type": "function", "function": {"name": "Grep", "arguments": {"pattern": "fn main"}}}"#,
+            r#"{"name": "Grep", "parameters": {"pattern": "fn main"}}"#,
+            r#"[{"name": "Grep", "arguments": {"pattern": "fn main"}}]"#,
+        ] {
+            assert_eq!(names(text), grep(), "{text}");
+        }
+        let two = names(
+            "<tool_call>{\"name\": \"Glob\", \"arguments\": {\"pattern\": \"*.rs\"}}</tool_call>\n<tool_call>{\"name\": \"Read\", \"arguments\": {\"path\": \"a.rs\"}}</tool_call>",
+        )
+        .unwrap();
+        assert_eq!(
+            two.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+            ["Glob", "Read"]
+        );
+        let ids: Vec<String> = parse(
+            r#"[{"name": "Glob", "arguments": {}}, {"name": "Glob"}]"#,
+            &TOOLS,
+            7,
+        )
+        .unwrap()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+        assert_eq!(ids, ["text_call_7_0", "text_call_7_1"]);
+    }
+
+    #[test]
+    fn shapes_that_are_not_wholly_calls_to_offered_tools_are_answers() {
+        for text in [
+            // A final answer: no tool named.
+            r#"{"status": "completed", "summary": "x", "findings": [], "evidence": ["a.rs:1"], "unresolved_questions": []}"#,
+            // A tool that is not offered.
+            r#"{"name": "Bash", "arguments": {"command": "ls"}}"#,
+            // Text around the call.
+            "I will search. {\"name\": \"Grep\", \"arguments\": {\"pattern\": \"x\"}}",
+            "<tool_call>{\"name\": \"Grep\", \"arguments\": {\"pattern\": \"x\"}}</tool_call> then I answer",
+            // One good call and one bad one.
+            r#"[{"name": "Grep", "arguments": {"pattern": "x"}}, {"name": "Edit", "arguments": {}}]"#,
+            // Arguments that are not an object.
+            r#"{"name": "Grep", "arguments": ["x"]}"#,
+            r#"{"name": "Grep", "arguments": "pattern=x"}"#,
+            // Extra keys: an answer that happens to have a name.
+            r#"{"name": "Grep", "summary": "Grep is the search tool", "arguments": {}}"#,
+            // Not JSON, empty, an unclosed tag, a python fence.
+            "Grep(pattern='x')",
+            "",
+            "[]",
+            "<tool_call>{\"name\": \"Grep\", \"arguments\": {}}",
+            "```python\n{\"name\": \"Grep\", \"arguments\": {}}\n```",
+        ] {
+            assert_eq!(names(text), None, "{text}");
+        }
+        assert_eq!(
+            parse(r#"{"name": "Grep", "arguments": {}}"#, &[], 1),
+            None,
+            "no tool offered (the wrap-up)"
+        );
+        let many = format!("[{}]", vec![r#"{"name": "Glob"}"#; 17].join(","));
+        assert_eq!(names(&many), None);
+    }
+}
