@@ -439,6 +439,11 @@ class SubagentLaunchResult:
     def input_tokens(self) -> int:
         """Of :attr:`token_usage`, the prompt (input) tokens, summed over the model calls."""
     @property
+    def cached_input_tokens(self) -> int:
+        """Of ``input_tokens``, those the provider read from its prompt cache (billed at a
+        discount; ``prompt_tokens_details.cached_tokens`` or Anthropic's
+        ``cache_read_input_tokens``); 0 when the provider does not say."""
+    @property
     def output_tokens(self) -> int:
         """Of :attr:`token_usage`, the completion (output) tokens."""
     @property

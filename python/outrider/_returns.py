@@ -172,6 +172,10 @@ def _usage(u: Any) -> dict[str, Any] | None:
     out = {"prompt_tokens": prompt, "completion_tokens": completion}
     if u.get("total_tokens") is not None:
         out["total_tokens"] = u["total_tokens"]
+    details = u.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, Mapping) else None
+    if cached:
+        out["prompt_tokens_details"] = {"cached_tokens": cached}
     return out
 
 
@@ -183,11 +187,15 @@ def _anthropic_usage(u: Mapping[str, Any]) -> dict[str, Any]:
         for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
     )
     completion = int(u.get("output_tokens") or 0)
-    return {
+    out: dict[str, Any] = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
     }
+    cached = int(u.get("cache_read_input_tokens") or 0)
+    if cached:
+        out["prompt_tokens_details"] = {"cached_tokens": cached}
+    return out
 
 
 def _from_anthropic(d: Mapping[str, Any]) -> dict[str, Any]:

@@ -789,6 +789,7 @@ fn assemble(
         token_usage: outcome.token_usage,
         input_tokens: outcome.input_tokens,
         output_tokens: outcome.output_tokens,
+        cached_input_tokens: outcome.cached_input_tokens,
         usage_estimated: outcome.usage_estimated,
         repair: outcome.repair,
         model_calls: outcome.model_calls,

@@ -62,6 +62,10 @@ pub struct SubagentLaunchResult {
     pub input_tokens: u64,
     /// Of those, completion (output) tokens, summed over the model calls.
     pub output_tokens: u64,
+    /// Of the input tokens, those the provider read from its prompt cache (billed at a
+    /// discount), summed over the model calls; 0 when the provider does not say.
+    #[serde(default)]
+    pub cached_input_tokens: u64,
     /// Whether some usage was estimated.
     pub usage_estimated: bool,
     /// The repair the gate made to the final answer, if any.

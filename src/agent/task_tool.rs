@@ -279,6 +279,12 @@ pub fn launch_envelope(
         .insert("input_tokens".into(), json!(launched.input_tokens));
     out.stats
         .insert("output_tokens".into(), json!(launched.output_tokens));
+    if launched.cached_input_tokens > 0 {
+        out.stats.insert(
+            "cached_input_tokens".into(),
+            json!(launched.cached_input_tokens),
+        );
+    }
     out.stats
         .insert("model".into(), json!(launched.model_used.as_str()));
     out

@@ -870,6 +870,7 @@ fn with_usage(mut r: ChatResponse) -> ChatResponse {
         prompt_tokens: 10,
         completion_tokens: 3,
         total_tokens: 13,
+        cached_tokens: 0,
     });
     r
 }

@@ -78,4 +78,13 @@ pub struct Usage {
     pub completion_tokens: u64,
     /// Their sum (as reported, or computed).
     pub total_tokens: u64,
+    /// Of the prompt tokens, those the provider read from its prompt cache
+    /// (`prompt_tokens_details.cached_tokens`, Anthropic's `cache_read_input_tokens`); they
+    /// are in `prompt_tokens` too, as the budget counts them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

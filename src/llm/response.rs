@@ -81,7 +81,22 @@ fn parse_usage(v: Option<&Value>) -> Result<Option<Usage>, BadResponse> {
             ))),
         }
     };
-    let prompt = num("prompt_tokens")?.or(num("input_tokens")?).unwrap_or(0);
+    // Anthropic's input_tokens leave out the cache's reads and writes; prompt_tokens (OpenAI,
+    // llama.cpp, vLLM) count them, with the reads in prompt_tokens_details.cached_tokens.
+    let cache_read = num("cache_read_input_tokens")?.unwrap_or(0);
+    let prompt = match num("prompt_tokens")? {
+        Some(p) => p,
+        None => {
+            num("input_tokens")?.unwrap_or(0)
+                + num("cache_creation_input_tokens")?.unwrap_or(0)
+                + cache_read
+        }
+    };
+    let details = map
+        .get("prompt_tokens_details")
+        .and_then(|d| d.get("cached_tokens"))
+        .and_then(Value::as_u64);
+    let cached = details.unwrap_or(cache_read).min(prompt);
     let completion = num("completion_tokens")?
         .or(num("output_tokens")?)
         .unwrap_or(0);
@@ -90,6 +105,7 @@ fn parse_usage(v: Option<&Value>) -> Result<Option<Usage>, BadResponse> {
         prompt_tokens: prompt,
         completion_tokens: completion,
         total_tokens: total,
+        cached_tokens: cached,
     }))
 }
 
@@ -229,6 +245,42 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn cached_prompt_tokens_are_counted_apart_as_providers_report_them() {
+        let usage = |u: Value| parse_usage(Some(&u)).unwrap().unwrap();
+        // OpenAI, llama.cpp, vLLM: prompt_tokens include the cached ones.
+        let openai = usage(json!({"prompt_tokens": 2000, "completion_tokens": 50,
+            "prompt_tokens_details": {"cached_tokens": 1792}}));
+        assert_eq!(
+            (
+                openai.prompt_tokens,
+                openai.cached_tokens,
+                openai.total_tokens
+            ),
+            (2000, 1792, 2050)
+        );
+        // Anthropic: input_tokens leave out the cache's reads and writes.
+        let claude = usage(
+            json!({"input_tokens": 20, "cache_creation_input_tokens": 100,
+            "cache_read_input_tokens": 1800, "output_tokens": 40}),
+        );
+        assert_eq!(
+            (
+                claude.prompt_tokens,
+                claude.cached_tokens,
+                claude.total_tokens
+            ),
+            (1920, 1800, 1960)
+        );
+        let plain = usage(json!({"prompt_tokens": 5, "completion_tokens": 1}));
+        assert_eq!(plain.cached_tokens, 0);
+        // The trace's usage keeps its old shape when nothing was cached.
+        assert_eq!(
+            serde_json::to_value(plain).unwrap(),
+            json!({"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6})
+        );
+    }
+
+    #[test]
     fn three_shapes_normalise_alike() {
         let full = json!({"choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [
             {"id": "c1", "type": "function", "function": {"name": "Read", "arguments": "{\"path\": \"a\"}"}}]},
@@ -254,7 +306,8 @@ mod tests {
             Some(Usage {
                 prompt_tokens: 3,
                 completion_tokens: 2,
-                total_tokens: 5
+                total_tokens: 5,
+                cached_tokens: 0,
             })
         );
         let req = ChatRequest {

@@ -65,6 +65,7 @@ frozen_class! {
         tool_usage: crate::api::ToolUsage = |r| r.tool_usage.clone(),
         token_usage: u64 = |r| r.token_usage,
         input_tokens: u64 = |r| r.input_tokens,
+        cached_input_tokens: u64 = |r| r.cached_input_tokens,
         output_tokens: u64 = |r| r.output_tokens,
         usage_estimated: bool = |r| r.usage_estimated,
         repair: Option<&'static str> = |r| r.repair.map(|x| x.as_str()),

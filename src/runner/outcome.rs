@@ -160,6 +160,8 @@ pub struct RunOutcome {
     pub input_tokens: u64,
     /// Of those, completion (output) tokens.
     pub output_tokens: u64,
+    /// Of the input tokens, those the provider read from its prompt cache.
+    pub cached_input_tokens: u64,
     /// Whether any call's usage had to be estimated.
     pub usage_estimated: bool,
     /// Evidence items the gate could not ground (kept on a `completed_unverified` result).

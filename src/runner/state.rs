@@ -29,6 +29,8 @@ pub(crate) struct State {
     pub(crate) input_tokens: u64,
     /// Of those, completion tokens.
     pub(crate) output_tokens: u64,
+    /// Of the prompt tokens, those read from the provider's prompt cache.
+    pub(crate) cached_tokens: u64,
     /// Whether any call's usage was estimated.
     pub(crate) estimated: bool,
     /// Model calls made.

@@ -92,6 +92,7 @@ fn with_usage(step: Step, total: u64) -> Step {
                 prompt_tokens: total,
                 completion_tokens: 0,
                 total_tokens: total,
+                cached_tokens: 0,
             });
             Step::Reply(r)
         }
@@ -435,6 +436,7 @@ impl ChatModel for Explorer {
                 prompt_tokens: prompt,
                 completion_tokens: completion,
                 total_tokens: prompt + completion,
+                cached_tokens: 0,
             });
         }
         Box::pin(async move { Ok(response) })
@@ -1283,4 +1285,46 @@ async fn compact_results_reach_the_model_as_plain_lines() {
         content,
         "Found 1 matching line(s) in '.'.\nsrc/app.py:1:def main():"
     );
+}
+
+#[tokio::test]
+async fn the_request_prefix_stays_byte_stable_and_cached_tokens_are_summed() {
+    let dir = tree();
+    let cached = |step: Step, n: u64| match step {
+        Step::Reply(mut r) => {
+            r.usage = Some(Usage {
+                prompt_tokens: 1000,
+                completion_tokens: 10,
+                total_tokens: 1010,
+                cached_tokens: n,
+            });
+            Step::Reply(r)
+        }
+        other => other,
+    };
+    let (out, model) = run(
+        &dir,
+        vec![
+            cached(calls(&[("Grep", json!({"pattern": "def main"}))]), 0),
+            cached(read_app(), 800),
+            cached(say(FINAL), 900),
+        ],
+        explore_profile(),
+    )
+    .await;
+    assert_eq!(out.terminal_reason, TerminalReason::Completed);
+    assert_eq!((out.cached_input_tokens, out.input_tokens), (1700, 3000));
+    // Each request starts with every byte of the one before (a provider's prompt cache hits).
+    let reqs = model.requests();
+    for pair in reqs.windows(2) {
+        let (a, b) = (
+            serde_json::to_string(&pair[0].messages).unwrap(),
+            serde_json::to_string(&pair[1].messages).unwrap(),
+        );
+        assert!(
+            b.starts_with(&a[..a.len() - 1]),
+            "the history was rewritten"
+        );
+        assert_eq!(pair[0].tools, pair[1].tools);
+    }
 }

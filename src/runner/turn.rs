@@ -295,12 +295,14 @@ impl RuntimeRunner {
                     prompt_tokens: estimated_prompt,
                     completion_tokens: completion,
                     total_tokens: estimated_prompt + completion,
+                    cached_tokens: 0,
                 }
             }
         };
         st.tokens += usage.total_tokens;
         st.input_tokens += usage.prompt_tokens;
         st.output_tokens += usage.completion_tokens;
+        st.cached_tokens += usage.cached_tokens;
         span.record("prompt_tokens", usage.prompt_tokens);
         span.record("completion_tokens", usage.completion_tokens);
         span.record("total_tokens", usage.total_tokens);

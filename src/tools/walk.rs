@@ -672,17 +672,63 @@ pub(crate) fn search_root(
 pub const COMMON_TYPES: &str =
     "py, rust, js, ts, go, java, c, cpp, cs, rb, php, sh, md, json, yaml, toml, html, css";
 
-/// Build a type filter selecting `name`, or the INVALID_PARAM message.
+/// Names models often give for a ripgrep type: language names and extensions.
+const TYPE_ALIASES: [(&str, &str); 16] = [
+    ("rs", "rust"),
+    ("python", "py"),
+    ("javascript", "js"),
+    ("typescript", "ts"),
+    ("golang", "go"),
+    ("c++", "cpp"),
+    ("csharp", "cs"),
+    ("c#", "cs"),
+    ("ruby", "rb"),
+    ("shell", "sh"),
+    ("bash", "sh"),
+    ("markdown", "md"),
+    ("yml", "yaml"),
+    ("kt", "kotlin"),
+    ("tsx", "ts"),
+    ("jsx", "js"),
+];
+
+/// The ripgrep type `name` means: a type name, a common alias (`rs`, `python`), or a file
+/// extension (`.rs`, `*.py`) that exactly one type's globs name.
+pub(crate) fn type_name(name: &str, defs: &[ignore::types::FileTypeDef]) -> Option<String> {
+    let lower = name.trim().to_ascii_lowercase();
+    if defs.iter().any(|d| d.name() == lower) {
+        return Some(lower);
+    }
+    if let Some((_, to)) = TYPE_ALIASES.iter().find(|(from, _)| *from == lower) {
+        return Some((*to).to_string());
+    }
+    let ext = lower.trim_start_matches('*').trim_start_matches('.');
+    if ext.is_empty() {
+        return None;
+    }
+    let glob = format!("*.{ext}");
+    let owners: Vec<&str> = defs
+        .iter()
+        .filter(|d| d.globs().iter().any(|g| *g == glob))
+        .map(|d| d.name())
+        .collect();
+    match owners.as_slice() {
+        [one] => Some((*one).to_string()),
+        _ => None,
+    }
+}
+
+/// Build a type filter selecting `name` (see [`type_name`] for what it may be), or the
+/// INVALID_PARAM message.
 pub(crate) fn select_type(name: &str) -> Result<Types, String> {
     let mut b = ignore::types::TypesBuilder::new();
     b.add_defaults();
-    let known = b.definitions().iter().any(|d| d.name() == name);
-    if !known {
+    let Some(known) = type_name(name, &b.definitions()) else {
         return Err(format!(
             "Unknown file type '{name}' for type; use a ripgrep type name such as {COMMON_TYPES}, or use glob instead."
         ));
-    }
-    b.select(name);
+    };
+    b.select(&known);
     b.build()
         .map_err(|e| format!("Invalid file type '{name}': {e}"))
 }

@@ -228,6 +228,7 @@ fn final_answer(content: &str) -> ChatResponse {
             prompt_tokens: 10,
             completion_tokens: 2,
             total_tokens: 12,
+            cached_tokens: 0,
         }),
     }
 }
@@ -303,7 +304,8 @@ async fn success_with_tool_calls_sends_bearer_and_full_body() {
             usage: Some(Usage {
                 prompt_tokens: 50,
                 completion_tokens: 7,
-                total_tokens: 57
+                total_tokens: 57,
+                cached_tokens: 0,
             }),
         }
     );

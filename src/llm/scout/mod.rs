@@ -270,6 +270,7 @@ impl ChatModel for OfflineScout {
             prompt_tokens: prompt,
             completion_tokens: 0,
             total_tokens: prompt,
+            cached_tokens: 0,
         });
         Box::pin(async move { Ok(resp) })
     }

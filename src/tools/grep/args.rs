@@ -80,6 +80,17 @@ impl FileGlob {
     }
 }
 
+/// A path that is a glob, split into the directory before its first wildcard component and the
+/// rest (`src/**/*.rs` -> `src`, `**/*.rs`); None for a plain path.
+fn split_glob_path(path: &str) -> Option<(String, String)> {
+    let wild = |c: &str| c.contains(['*', '?', '[', '{']);
+    let parts: Vec<&str> = path.split('/').collect();
+    let first = parts.iter().position(|c| wild(c))?;
+    let dir = parts[..first].join("/");
+    let dir = if dir.is_empty() { ".".to_string() } else { dir };
+    Some((dir, parts[first..].join("/")))
+}
+
 /// Read and check Grep's arguments; the error is the message the model gets.
 pub(crate) fn parse(params: &Value) -> Result<Request, String> {
     let args = params
@@ -87,12 +98,28 @@ pub(crate) fn parse(params: &Value) -> Result<Request, String> {
         .ok_or("Grep arguments must be a JSON object.")?;
     let pattern = match params::get(args, "pattern") {
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        Some(Value::String(_)) => return Err(
+            "pattern is empty: give a word or regular expression to search for, e.g. 'def main'."
+                .into(),
+        ),
         _ => return Err("pattern must be a non-empty string.".into()),
     };
     let (Ok(path), Ok(glob)) = (params::str_opt(args, "path"), params::str_opt(args, "glob"))
     else {
         return Err("path and glob must be strings.".into());
     };
+    // A glob given as the path ('src/**/*.rs', '*.py'): search its directory with it as glob.
+    let (path, glob) = match path.map(split_glob_path) {
+        Some(Some((dir, pattern))) if glob.is_none() => (Some(dir), Some(pattern)),
+        Some(Some(_)) => {
+            return Err(format!(
+                "path {:?} is a glob, and glob is given too: path is a directory; put the file pattern in glob only.",
+                path.unwrap_or_default()
+            ))
+        }
+        _ => (path.map(str::to_string), glob.map(str::to_string)),
+    };
+    let (path, glob) = (path.as_deref(), glob.as_deref());
     if glob == Some("") {
         return Err("glob must not be empty when supplied.".into());
     }

@@ -221,6 +221,56 @@ mod tests {
     }
 
     #[test]
+    fn common_argument_slips_are_taken_or_named() {
+        let (_d, ctx) = setup(&[
+            ("src/a.rs", "fn hit() {}\n"),
+            ("src/b.py", "hit = 1\n"),
+            ("docs/c.md", "hit\n"),
+        ]);
+        let files = |args: Value| {
+            let r = GrepTool.run(&ctx, &args);
+            assert_eq!(r.status.as_str(), "success", "{args}: {}", r.to_json());
+            matches(&r).into_iter().map(|(f, _)| f).collect::<Vec<_>>()
+        };
+        // A language name, an alias or an extension as `type`.
+        for t in ["rust", "rs", ".rs", "*.rs", "RS"] {
+            assert_eq!(
+                files(json!({"pattern": "hit", "type": t})),
+                ["src/a.rs"],
+                "{t}"
+            );
+        }
+        assert_eq!(
+            files(json!({"pattern": "hit", "type": "python"})),
+            ["src/b.py"]
+        );
+        // A glob given as the path.
+        assert_eq!(
+            files(json!({"pattern": "hit", "path": "src/*.py"})),
+            ["src/b.py"]
+        );
+        assert_eq!(
+            files(json!({"pattern": "hit", "path": "**/*.md"})),
+            ["docs/c.md"]
+        );
+        let both = GrepTool.run(
+            &ctx,
+            &json!({"pattern": "hit", "path": "*.py", "glob": "*.rs"}),
+        );
+        assert_eq!(
+            both.to_value()["error"]["message"],
+            json!("path \"*.py\" is a glob, and glob is given too: path is a directory; put the file pattern in glob only.")
+        );
+        let empty = GrepTool.run(&ctx, &json!({"pattern": ""}));
+        assert_eq!(
+            empty.to_value()["error"]["message"],
+            json!("pattern is empty: give a word or regular expression to search for, e.g. 'def main'.")
+        );
+        let unknown = GrepTool.run(&ctx, &json!({"pattern": "x", "type": "klingon"}));
+        assert_eq!(unknown.status.as_str(), "error");
+    }
+
+    #[test]
     fn sorted_and_limited_across_many_files() {
         let files: Vec<(String, String)> = (0..60)
             .map(|i| {

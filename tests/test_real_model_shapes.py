@@ -1,0 +1,118 @@
+"""What a small local model behind an OpenAI-compatible server does, end to end through the
+built-in HTTP client (issue #18): tool calls written as text, cached prompt tokens reported in
+``prompt_tokens_details``, answers from its head and evidence it never saw. The server is a
+loopback script started here."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from typing import Any
+
+import pytest
+from loopback import _serve, completion, scripted
+
+import outrider
+
+ANSWER = {
+    "status": "completed",
+    "summary": "main is defined in app.py",
+    "findings": ["app.py defines main"],
+    "evidence": ["app.py:1"],
+    "unresolved_questions": [],
+}
+
+
+def _with_usage(body: dict[str, Any], prompt: int, cached: int) -> dict[str, Any]:
+    body["usage"] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": 20,
+        "total_tokens": prompt + 20,
+        "prompt_tokens_details": {"cached_tokens": cached},
+    }
+    return body
+
+
+@pytest.mark.parametrize(
+    "text_call",
+    [
+        '```json\n{"name": "Read", "arguments": {"path": "app.py"}}\n```\n\n\n',
+        '{"name": "Read", "arguments": {"path": "app.py"}}',
+        '<tool_call>\n{"name": "Read", "arguments": {"path": "app.py"}}\n</tool_call>',
+        '[{"name": "Read", "arguments": {"path": "app.py"}}]',
+    ],
+)
+def test_a_text_tool_call_is_taken_and_its_cached_tokens_counted(
+    repo: pathlib.Path, tmp_path: pathlib.Path, text_call: str
+) -> None:
+    script = [
+        _with_usage(completion(text_call), 2000, 0),
+        _with_usage(completion(json.dumps(ANSWER)), 2300, 1900),
+    ]
+    with scripted(script) as server:
+        llm = outrider.OpenAICompatible("small", f"{server.base}/v1")
+        launcher = outrider.SubagentLauncher(repo, llm, trace_dir=tmp_path / "traces")
+        result = launcher.launch(outrider.SubagentRequest(task="Where is `main` defined?"))
+    assert (result.status, result.tool_usage, result.model_calls) == (
+        "completed",
+        {"Read": 1},
+        2,
+    )
+    assert (result.input_tokens, result.cached_input_tokens) == (4300, 1900)
+    assert result.to_dict()["cached_input_tokens"] == 1900
+    trace = outrider.Trace.load(result.trace_path)
+    outputs = [e for e in trace.events if e["event"] == "model_output"]
+    assert outputs[0]["payload"]["meta"]["tool_call_format"] == "text"
+    assert "tool_call_format" not in outputs[1]["payload"]["meta"]
+    # The first request asked for a tool call; the second carried the Read's result.
+    first, second = server.bodies
+    assert (first["tool_choice"], second["tool_choice"]) == ("required", "auto")
+    assert second["messages"][-1]["role"] == "tool"
+
+
+def test_an_answer_from_its_head_citing_unseen_lines_is_never_completed(
+    repo: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """The two dishonest answers the issue reports: lines cited with no tool call, twice."""
+    with scripted([completion(json.dumps(ANSWER))] * 2) as server:
+        llm = outrider.OpenAICompatible("small", f"{server.base}/v1")
+        launcher = outrider.SubagentLauncher(repo, llm, trace_dir=tmp_path / "traces")
+        result = launcher.launch(outrider.SubagentRequest(task="Where is `main` defined?"))
+    assert result.status == "unverified"
+    assert [(c["evidence"], c["reason"]) for c in result.to_dict()["ungrounded_evidence"]] == [
+        ("app.py:1", "unobserved")
+    ]
+    feedback = server.bodies[1]["messages"][-1]["content"]
+    assert feedback.startswith("You answered after no successful tool call")
+
+
+def test_a_provider_that_refuses_tool_choice_required_is_asked_again_with_auto(
+    repo: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    refused = {"error": {"message": "tool_choice 'required' is not supported"}}
+    calls = completion("")
+    calls["choices"][0]["message"] = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "Read", "arguments": '{"path": "app.py"}'},
+            }
+        ],
+    }
+    bodies: list[dict[str, Any]] = []
+    replies = [(400, refused), (200, calls), (200, completion(json.dumps(ANSWER)))]
+
+    def answer(path: str, headers: dict[str, str], raw: bytes) -> tuple[int, bytes]:
+        bodies.append(json.loads(raw))
+        status, body = replies.pop(0)
+        return status, json.dumps(body).encode()
+
+    with _serve(answer) as root:
+        llm = outrider.OpenAICompatible("small", f"{root}/v1", max_retries=0)
+        launcher = outrider.SubagentLauncher(repo, llm, trace_dir=tmp_path / "traces")
+        result = launcher.launch(outrider.SubagentRequest(task="Where is `main` defined?"))
+    assert result.status == "completed", result.error
+    assert [b["tool_choice"] for b in bodies] == ["required", "auto", "auto"]
