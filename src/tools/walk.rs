@@ -709,7 +709,7 @@ pub(crate) fn type_name(name: &str, defs: &[ignore::types::FileTypeDef]) -> Opti
     let glob = format!("*.{ext}");
     let owners: Vec<&str> = defs
         .iter()
-        .filter(|d| d.globs().iter().any(|g| *g == glob))
+        .filter(|d| d.globs().contains(&glob))
         .map(|d| d.name())
         .collect();
     match owners.as_slice() {
