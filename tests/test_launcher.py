@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -26,6 +27,9 @@ FINAL = final(
     findings=["login()"],
     evidence=["src/auth.py:1"],
 )
+# The honest child's first turn: it Reads the line FINAL cites (evidence must be observed, and an
+# answer before any successful tool call is refused).
+READ = [call("Read", path="src/auth.py")]
 TASK_ARGS = {
     "description": "Explore auth",
     "prompt": "Find the login code.",
@@ -142,9 +146,11 @@ def test_task_success_envelope_key_by_key(repo: pathlib.Path, traces: pathlib.Pa
         and env["stats"]["model"] == "main"
     )
     assert env["context"] == {"cwd": ".", "params_input": args}
-    assert (
-        llm.requests[0]["messages"][1]["content"]
-        == "Explore auth\n\nFind the login code.\n\nStructured context:\n{}"
+    # The built-in explore profile gives the child the keyword search's likely places.
+    assert llm.requests[0]["messages"][1]["content"] == (
+        "Explore auth\n\nFind the login code.\n\nStructured context:\n{}\n\n"
+        "Likely places (unverified hints from a keyword search, not evidence: check them with "
+        "Read or Grep before you cite them):\nsrc/auth.py:1  def login(user):"
     )
     assert light.calls == 0
     assert "history" not in env["data"] and "session_memory" not in env["data"]
@@ -188,7 +194,8 @@ def test_task_failure_envelope(repo: pathlib.Path, traces: pathlib.Path) -> None
 
 def test_task_partial_result_is_success(repo: pathlib.Path, traces: pathlib.Path) -> None:
     partial = final(status="partial", summary="Only found part", evidence=[])
-    env = TaskTool(SubagentLauncher(repo, ScriptedLLM([partial]), trace_dir=traces)).run(TASK_ARGS)
+    launcher = SubagentLauncher(repo, ScriptedLLM([READ, partial]), trace_dir=traces)
+    env = TaskTool(launcher).run(TASK_ARGS)
     assert (env["status"], env["data"]["status"]) == ("success", "partial")
 
 
@@ -256,7 +263,7 @@ def test_task_with_custom_profiles_and_a_factory(repo: pathlib.Path, traces: pat
     def factory() -> SubagentLauncher:
         built.append(1)
         return SubagentLauncher(
-            repo, ScriptedLLM([FINAL, FINAL]), trace_dir=traces, profiles=[deep]
+            repo, ScriptedLLM([READ, FINAL, READ, FINAL]), trace_dir=traces, profiles=[deep]
         )
 
     tool = TaskTool(factory, subagent_types=["explore", "Deep"])
@@ -280,7 +287,8 @@ def test_task_with_custom_profiles_and_a_factory(repo: pathlib.Path, traces: pat
 
 
 def test_task_run_async(repo: pathlib.Path, traces: pathlib.Path) -> None:
-    tool = TaskTool(SubagentLauncher(repo, ScriptedLLM([FINAL], is_async=True), trace_dir=traces))
+    llm = ScriptedLLM([READ, FINAL], is_async=True)
+    tool = TaskTool(SubagentLauncher(repo, llm, trace_dir=traces))
 
     async def main() -> outrider.types.TaskEnvelope:
         return await tool.run_async(TASK_ARGS)
@@ -294,13 +302,13 @@ def test_task_run_async(repo: pathlib.Path, traces: pathlib.Path) -> None:
 def test_model_routing(
     repo: pathlib.Path, traces: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    main, light = ScriptedLLM([FINAL, FINAL]), ScriptedLLM([FINAL])
+    main, light = ScriptedLLM([READ, FINAL, READ, FINAL]), ScriptedLLM([READ, FINAL])
     launcher = SubagentLauncher(repo, main, light, trace_dir=traces)
     assert (
         launcher.launch(SubagentRequest(task="t")).model_used == "light"
     )  # explore defaults to light
     assert launcher.launch(SubagentRequest(task="t", model_choice="main")).model_used == "main"
-    assert (main.calls, light.calls) == (1, 1)
+    assert (main.calls, light.calls) == (2, 2)
     no_light = SubagentLauncher(repo, main, trace_dir=traces)
     assert not no_light.has_light_model
     assert no_light.launch(SubagentRequest(task="t", model_choice="light")).model_used == "main"
@@ -374,12 +382,15 @@ def test_parent_events_and_failures_keep_their_metrics(
 def test_launch_many_keeps_order_and_isolates_failures(
     repo: pathlib.Path, traces: pathlib.Path
 ) -> None:
-    def model(request: dict[str, Any]) -> str:
+    def model(request: dict[str, Any]) -> Any:
         task = request["messages"][1]["content"]
         if task.startswith("boom"):
             raise RuntimeError("child model down")
         time.sleep(0.05 if task.startswith("slow") else 0)
-        return final(status="completed", summary=task.split("\n")[0])
+        if not any(m["role"] == "tool" for m in request["messages"]):
+            return {"tool_calls": [{"name": "Read", "arguments": {"path": "src/auth.py"}}]}
+        summary = task.split("\n")[0]
+        return final(status="completed", summary=summary, evidence=["src/auth.py:1"])
 
     launcher = SubagentLauncher(repo, model, trace_dir=traces)
     tasks = ["slow one", "fast two", "boom three", "fast four"]
@@ -399,7 +410,8 @@ def test_launch_many_keeps_order_and_isolates_failures(
 def test_sixteen_children_wait_together(
     repo: pathlib.Path, traces: pathlib.Path, is_async: bool
 ) -> None:
-    llm = ScriptedLLM([delay(0.3, FINAL) for _ in range(16)], is_async=is_async)
+    # One script per child (each Reads, then answers after 0.3 s), whatever order they call in.
+    llm = ScriptedLLM({re.compile(r"^t\d+\n"): [READ, delay(0.3, FINAL)]}, is_async=is_async)
     launcher = SubagentLauncher(repo, llm, trace_dir=traces, max_concurrency=16)
     started = time.monotonic()
     results = launcher.launch_many([SubagentRequest(task=f"t{i}") for i in range(16)])
@@ -410,7 +422,7 @@ def test_sixteen_children_wait_together(
 def test_launch_async_and_sync_launch_inside_a_running_loop(
     repo: pathlib.Path, traces: pathlib.Path
 ) -> None:
-    async_llm = ScriptedLLM([delay(0.2, FINAL) for _ in range(8)], is_async=True)
+    async_llm = ScriptedLLM({re.compile(r"^t\d+\n"): [READ, delay(0.2, FINAL)]}, is_async=True)
     launcher = SubagentLauncher(repo, async_llm, trace_dir=traces, max_concurrency=8)
 
     async def gathered() -> list[outrider.SubagentLaunchResult]:
@@ -424,7 +436,7 @@ def test_launch_async_and_sync_launch_inside_a_running_loop(
     assert [r.status for r in asyncio.run(gathered())] == ["completed"] * 8
     assert time.monotonic() - started < 1.0
 
-    for llm in (ScriptedLLM([FINAL]), ScriptedLLM([FINAL], is_async=True)):
+    for llm in (ScriptedLLM([READ, FINAL]), ScriptedLLM([READ, FINAL], is_async=True)):
         inner = SubagentLauncher(repo, llm, trace_dir=traces)
 
         async def in_loop(inner: SubagentLauncher = inner) -> str:
@@ -437,7 +449,10 @@ def test_verify(repo: pathlib.Path, traces: pathlib.Path) -> None:
     passing = SubagentLauncher(
         repo,
         ScriptedLLM(
-            ['{"verdict": "PASS", "reasons": ["login exists"], "evidence": ["src/auth.py:1"]}']
+            [
+                READ,
+                '{"verdict": "PASS", "reasons": ["login exists"], "evidence": ["src/auth.py:1"]}',
+            ]
         ),
         trace_dir=traces,
     )
@@ -446,7 +461,9 @@ def test_verify(repo: pathlib.Path, traces: pathlib.Path) -> None:
     assert v.launch is not None
     assert v.launch.profile_name == "verification" and v.launch.model_used == "main"
     failing = SubagentLauncher(
-        repo, ScriptedLLM(['{"verdict": "partial", "reasons": ["no tests"]}']), trace_dir=traces
+        repo,
+        ScriptedLLM([READ, '{"verdict": "partial", "reasons": ["no tests"]}']),
+        trace_dir=traces,
     )
     v = failing.verify("Added login()")
     assert v.to_dict() == {
@@ -457,7 +474,7 @@ def test_verify(repo: pathlib.Path, traces: pathlib.Path) -> None:
     broken = SubagentLauncher(repo, ScriptedLLM(["?", "?"]), trace_dir=traces)
     v = broken.verify("Added login()")
     assert v.verdict == "UNVERIFIED" and v.reasons[0] == "verification_agent_error"
-    llm = ScriptedLLM(['{"verdict": "UNVERIFIED"}'])
+    llm = ScriptedLLM([READ, '{"verdict": "UNVERIFIED"}'])
     assert SubagentLauncher(repo, llm, trace_dir=traces).verify("x").reasons == [
         "verification_agent_unverified"
     ]
@@ -631,7 +648,8 @@ UNGROUNDED = final(
 def test_ungrounded_evidence_is_unverified_through_launch_and_task(
     repo: pathlib.Path, traces: pathlib.Path
 ) -> None:
-    launcher = SubagentLauncher(repo, ScriptedLLM([UNGROUNDED, UNGROUNDED]), trace_dir=traces)
+    # The child Read src/auth.py, so only the missing file is ungrounded.
+    launcher = SubagentLauncher(repo, ScriptedLLM([READ, UNGROUNDED, UNGROUNDED]), trace_dir=traces)
     r = launcher.launch(SubagentRequest(task="Where is login?"))
     assert (r.status, r.terminal_reason, r.failure_reason) == (
         "unverified",
@@ -642,7 +660,9 @@ def test_ungrounded_evidence_is_unverified_through_launch_and_task(
         ("src/login.py:3", "not_found")
     ]
     assert r.to_dict()["ungrounded_evidence"] == r.ungrounded_evidence
-    tool = TaskTool(SubagentLauncher(repo, ScriptedLLM([UNGROUNDED] * 2), trace_dir=traces))
+    tool = TaskTool(
+        SubagentLauncher(repo, ScriptedLLM([READ, *[UNGROUNDED] * 2]), trace_dir=traces)
+    )
     envelope = tool.run(TASK_ARGS)
     assert envelope["status"] == "unverified"
     assert envelope["data"]["status"] == "unverified"

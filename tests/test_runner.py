@@ -18,6 +18,15 @@ from outrider.testing import ScriptedLLM, call, delay, final, with_usage
 FINAL = final(
     status="completed", summary="main is in src/app.py", findings=["f"], evidence=["src/app.py:1"]
 )
+# The honest child's first turn: it Reads the line FINAL cites (evidence must be observed, and an
+# answer before any successful tool call is refused).
+READ = [call("Read", path="src/app.py")]
+READ_RESPONSE = {"tool_calls": [{"name": "Read", "arguments": {"path": "src/app.py"}}]}
+
+
+def explored(request: dict[str, Any]) -> bool:
+    """Whether a plain callable's child has a tool result in its history yet."""
+    return any(m["role"] == "tool" for m in request["messages"])
 
 
 @pytest.fixture
@@ -76,7 +85,8 @@ def test_happy_path_with_scripted_llm(repo: pathlib.Path, traces: pathlib.Path) 
     first = llm.requests[0]
     assert [m["role"] for m in first["messages"]] == ["system", "user"]
     assert first["messages"][1]["content"] == "Find main\n\nStructured context:\n{}"
-    assert first["tool_choice"] == "auto"
+    # The first request asks for a tool call (the child owes min_tool_calls=1), the next one not.
+    assert [r["tool_choice"] for r in llm.requests] == ["required", "auto"]
     assert sorted(t["function"]["name"] for t in first["tools"]) == ["Glob", "Grep", "Read"]
     second = llm.requests[1]["messages"]
     assert [m["role"] for m in second] == ["system", "user", "assistant", "tool", "tool", "tool"]
@@ -143,9 +153,9 @@ def test_plain_callable_and_sdk_objects(repo: pathlib.Path, traces: pathlib.Path
 
 
 def test_gate_retry_then_block(repo: pathlib.Path, traces: pathlib.Path) -> None:
-    llm = ScriptedLLM(["Sure! main is in app.py", FINAL])
+    llm = ScriptedLLM([READ, "Sure! main is in app.py", FINAL])
     assert launch(repo, traces, llm).status == "completed"
-    assert llm.requests[1]["messages"][-2:] == [
+    assert llm.requests[2]["messages"][-2:] == [
         {"role": "assistant", "content": "Sure! main is in app.py"},
         {
             "role": "user",
@@ -163,31 +173,32 @@ def test_gate_retry_then_block(repo: pathlib.Path, traces: pathlib.Path) -> None
     assert r.error is not None and r.error.startswith(
         "child terminal reason: completion_gate_blocked"
     )
-    llm = ScriptedLLM(["a", "b", "c", FINAL])
+    llm = ScriptedLLM([READ, "a", "b", "c", FINAL])
     assert launch(repo, traces, llm, gate_retries=3).status == "completed"
 
 
 def test_repaired_answers_are_recorded(repo: pathlib.Path, traces: pathlib.Path) -> None:
-    r = launch(repo, traces, ScriptedLLM([f"Here you go:\n```json\n{FINAL}\n```"]))
+    r = launch(repo, traces, ScriptedLLM([READ, f"Here you go:\n```json\n{FINAL}\n```"]))
     assert (r.status, r.repair) == ("completed", "fence")
 
 
 def test_ungrounded_evidence_is_sent_back(repo: pathlib.Path, traces: pathlib.Path) -> None:
     bad = FINAL.replace("src/app.py:1", "src/app.py:40")
-    llm = ScriptedLLM([bad, FINAL])
+    llm = ScriptedLLM([READ, bad, FINAL])
     assert launch(repo, traces, llm).terminal_reason == "completed"
     assert (
-        "cites line 40, but 'src/app.py' has 2 lines" in llm.requests[1]["messages"][-1]["content"]
+        "cites line 40, but 'src/app.py' has 2 lines" in llm.requests[2]["messages"][-1]["content"]
     )
 
 
 def test_max_steps_fail_and_wrap_up(repo: pathlib.Path, traces: pathlib.Path) -> None:
-    turns = [[call("Glob")] for _ in range(3)]
+    # Each turn Greps the line the wrap-up's FINAL cites, so its evidence was seen.
+    turns = [[call("Grep", pattern="def main")] for _ in range(3)]
     r = launch(repo, traces, ScriptedLLM(turns), max_steps=3, on_budget_exhausted="fail")
     assert (r.status, r.failure_reason, r.tool_usage, r.model_calls) == (
         "failed",
         "max_steps",
-        {"Glob": 3},
+        {"Grep": 3},
         3,
     )
     llm = ScriptedLLM([*turns, FINAL])
@@ -203,9 +214,7 @@ def test_max_steps_fail_and_wrap_up(repo: pathlib.Path, traces: pathlib.Path) ->
 def test_token_budget_with_and_without_reported_usage(
     repo: pathlib.Path, traces: pathlib.Path
 ) -> None:
-    llm = ScriptedLLM(
-        [with_usage([call("Glob")], 20_000), with_usage([call("Glob")], 5_000), FINAL, FINAL]
-    )
+    llm = ScriptedLLM([with_usage(READ, 20_000), with_usage([call("Glob")], 5_000), FINAL, FINAL])
     r = launch(repo, traces, llm)
     # 25 000 reported tokens leave too little for another step plus the wrap-up's reserve: the
     # tool-less wrap-up call (estimated) salvages a partial answer within the budget.
@@ -235,6 +244,8 @@ def test_token_budget_with_and_without_reported_usage(
 def test_context_budget_holds_for_every_request(repo: pathlib.Path, traces: pathlib.Path) -> None:
     budget = 5_000
     turns = [[call("Read", path="big.txt", start_line=1 + i * 300, limit=300)] for i in range(6)]
+    # The first turn also Reads the line the wrap-up's FINAL cites.
+    turns[0] = [*READ, *turns[0]]
     llm = ScriptedLLM([*turns, FINAL])
     r = launch(repo, traces, llm, context_token_budget=budget, max_steps=6)
     assert r.status == "partial"
@@ -250,11 +261,19 @@ def test_context_budget_holds_for_every_request(repo: pathlib.Path, traces: path
 
 
 def test_forbidden_tools_are_refused_and_counted(repo: pathlib.Path, traces: pathlib.Path) -> None:
+    # A refused call is not a successful one: the child Reads before it answers.
     llm = ScriptedLLM(
-        [[call("Bash", command="rm -rf /"), call("Edit", path="src/app.py"), call("Task")], FINAL]
+        [
+            [call("Bash", command="rm -rf /"), call("Edit", path="src/app.py"), call("Task")],
+            READ,
+            FINAL,
+        ]
     )
     r = launch(repo, traces, llm)
-    assert (r.status, r.tool_usage) == ("completed", {"Bash": 1, "Edit": 1, "Task": 1})
+    assert (r.status, r.tool_usage) == (
+        "completed",
+        {"Bash": 1, "Edit": 1, "Task": 1, "Read": 1},
+    )
     fed = [
         json.loads(m["content"])["error"]["code"]
         for m in llm.requests[1]["messages"]
@@ -295,7 +314,7 @@ def test_async_models(repo: pathlib.Path, traces: pathlib.Path) -> None:
 
     async def model(request: dict[str, Any]) -> dict[str, Any]:
         await asyncio.sleep(0.01)
-        return {"content": FINAL}
+        return {"content": FINAL} if explored(request) else READ_RESPONSE
 
     assert launch(repo, traces, model).status == "completed"
 
@@ -312,10 +331,10 @@ def test_a_hung_sync_callable_cannot_outlive_the_timeout(
 ) -> None:
     release = threading.Event()
 
-    def model(request: dict[str, Any]) -> str:
+    def model(request: dict[str, Any]) -> Any:
         if request["messages"][1]["content"].startswith("hang"):
             release.wait(10)
-        return FINAL
+        return FINAL if explored(request) else READ_RESPONSE
 
     profile = [EXPLORE_PROFILE.replace(name="quick", timeout_seconds=0.3)]
     launcher = SubagentLauncher(repo, model, trace_dir=traces, profiles=profile)
@@ -345,9 +364,9 @@ def test_cancellation_from_async_code(repo: pathlib.Path, traces: pathlib.Path) 
 
 
 def test_empty_answers_retry_once(repo: pathlib.Path, traces: pathlib.Path) -> None:
-    llm = ScriptedLLM(["", FINAL])
+    llm = ScriptedLLM([READ, "", FINAL])
     assert launch(repo, traces, llm).status == "completed"
-    assert llm.requests[1]["messages"][-1]["content"].startswith("Your last reply had no content")
+    assert llm.requests[2]["messages"][-1]["content"].startswith("Your last reply had no content")
     r = launch(repo, traces, ScriptedLLM(["", " "]))
     assert (r.status, r.terminal_reason, r.failure_reason) == (
         "failed",
@@ -388,7 +407,7 @@ def test_many_sync_callables_wait_at_once(repo: pathlib.Path, traces: pathlib.Pa
     inflight, peak = 0, 0
     lock = threading.Lock()
 
-    def slow(request: dict[str, Any]) -> str:
+    def slow(request: dict[str, Any]) -> Any:
         nonlocal inflight, peak
         with lock:
             inflight += 1
@@ -396,7 +415,7 @@ def test_many_sync_callables_wait_at_once(repo: pathlib.Path, traces: pathlib.Pa
         time.sleep(0.3)
         with lock:
             inflight -= 1
-        return FINAL
+        return FINAL if explored(request) else READ_RESPONSE
 
     launcher = SubagentLauncher(repo, slow, trace_dir=traces, max_concurrency=16)
     started = time.monotonic()
