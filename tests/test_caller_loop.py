@@ -17,6 +17,18 @@ import outrider
 from outrider.testing import ScriptedLLM, call, final
 
 ANSWER = final(status="completed", summary="login is defined in auth.py", evidence=["auth.py:1"])
+# An honest child Reads the line ANSWER cites before it answers (an answer before any successful
+# tool call is refused, and evidence counts only for lines the child saw).
+READ = [call("Read", path="auth.py")]
+READ_RESPONSE = {"tool_calls": [{"name": "Read", "arguments": {"path": "auth.py"}}]}
+
+
+def answer_after_reading(request: dict[str, Any]) -> Any:
+    """A plain model callable's honest child: Read first, then ANSWER."""
+    explored = any(m["role"] == "tool" for m in request["messages"])
+    return ANSWER if explored else READ_RESPONSE
+
+
 request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="unset")
 
 
@@ -45,13 +57,14 @@ def test_async_entry_points_are_coroutine_functions(repo: pathlib.Path) -> None:
     ):
         assert inspect.iscoroutinefunction(fn), fn
     # asyncio.run takes the coroutine as it is (it used to say "no running event loop").
-    r = asyncio.run(launcher(repo, ScriptedLLM([ANSWER])).launch_async(req()))
+    r = asyncio.run(launcher(repo, ScriptedLLM([READ, ANSWER])).launch_async(req()))
     assert r.status == "completed"
 
 
 def test_create_task_and_task_group_take_launch_async(repo: pathlib.Path) -> None:
     async def main() -> list[str]:
-        ln = launcher(repo, ScriptedLLM([ANSWER, ANSWER, ANSWER]))
+        # One script per child, whatever order the three children call in.
+        ln = launcher(repo, ScriptedLLM({"where is login": [READ, ANSWER]}))
         task = asyncio.create_task(ln.launch_async(req()))
         if sys.version_info >= (3, 11):
             async with asyncio.TaskGroup() as group:
@@ -70,17 +83,17 @@ def test_async_callable_runs_on_the_callers_loop_with_its_context(repo: pathlib.
         lock = asyncio.Lock()  # bound to this loop: it would hang or fail on any other
         caller_loop = asyncio.get_running_loop()
 
-        async def llm(request: dict[str, Any]) -> str:
+        async def llm(request: dict[str, Any]) -> Any:
             async with lock:
                 seen.append((asyncio.get_running_loop(), request_id.get()))
-            return ANSWER
+            return answer_after_reading(request)
 
         request_id.set("r-42")
         ln = launcher(repo, llm)
         one = await ln.launch_async(req())
         many = await ln.launch_many_async([req(), req()])
         assert [one.status] + [r.status for r in many] == ["completed"] * 3
-        assert seen == [(caller_loop, "r-42")] * 3
+        assert seen == [(caller_loop, "r-42")] * 6  # three children, two calls each
 
     asyncio.run(main())
 
@@ -88,9 +101,9 @@ def test_async_callable_runs_on_the_callers_loop_with_its_context(repo: pathlib.
 def test_sync_callable_gets_the_callers_context(repo: pathlib.Path) -> None:
     seen: list[str] = []
 
-    def llm(request: dict[str, Any]) -> str:
+    def llm(request: dict[str, Any]) -> Any:
         seen.append(request_id.get())
-        return ANSWER
+        return answer_after_reading(request)
 
     token = request_id.set("sync-7")
     try:
@@ -103,16 +116,16 @@ def test_sync_callable_gets_the_callers_context(repo: pathlib.Path) -> None:
         assert (await launcher(repo, llm).launch_async(req())).status == "completed"
 
     asyncio.run(main())
-    assert seen == ["sync-7", "async-8"]
+    assert seen == ["sync-7", "sync-7", "async-8", "async-8"]  # two calls per child
 
 
 def test_sync_launch_inside_a_running_loop_runs_async_callables_elsewhere(
     repo: pathlib.Path,
 ) -> None:
     # Jupyter: the caller's loop is running but blocked by the sync call.
-    async def llm(request: dict[str, Any]) -> str:
+    async def llm(request: dict[str, Any]) -> Any:
         await asyncio.sleep(0)
-        return ANSWER
+        return answer_after_reading(request)
 
     async def main() -> str:
         return launcher(repo, llm).launch(req()).status
@@ -224,10 +237,16 @@ def test_one_async_openai_client_shared_by_a_main_agent_and_its_children(
         "type": "function",
         "function": {"name": "Task", "arguments": json.dumps(args)},
     }
-    # In order: the main agent's Task call, the child's answer, the main agent's answer, the
-    # user's own call.
+    read_call = {
+        "id": "r1",
+        "type": "function",
+        "function": {"name": "Read", "arguments": json.dumps({"path": "auth.py"})},
+    }
+    # In order: the main agent's Task call, the child's Read and its answer, the main agent's
+    # answer, the user's own call.
     script = [
         completion({"role": "assistant", "content": None, "tool_calls": [task_call]}),
+        completion({"role": "assistant", "content": None, "tool_calls": [read_call]}),
         completion({"role": "assistant", "content": ANSWER}),
         completion({"role": "assistant", "content": "login lives in auth.py:1"}),
         completion({"role": "assistant", "content": ANSWER}),
@@ -238,8 +257,8 @@ def test_one_async_openai_client_shared_by_a_main_agent_and_its_children(
         seen = server.bodies
     assert out["final_text"] == "login lives in auth.py:1", out
     models = [b["model"] for b in seen]
-    assert models == ["big-model", "small-model", "big-model", "own"], models
-    assert all(b.get("temperature") == 0 and b.get("user_tag") == "t" for b in seen[:3])
+    assert models == ["big-model", "small-model", "small-model", "big-model", "own"], models
+    assert all(b.get("temperature") == 0 and b.get("user_tag") == "t" for b in seen[:4])
     assert [t["function"]["name"] for t in seen[1]["tools"]] == ["Glob", "Grep", "Read"]
 
 
