@@ -142,7 +142,8 @@ def test_a_launch_shows_status_usage_and_its_step_timeline(
 ) -> None:
     llm = ScriptedLLM(
         [
-            [call("Grep", pattern="<script>")],
+            # The Read shows the line the answer cites (evidence must be observed).
+            [call("Grep", pattern="<script>"), call("Read", path="app.py")],
             final(status="completed", summary=EVIL, evidence=["app.py:1"]),
         ]
     )
@@ -159,7 +160,7 @@ def test_a_launch_shows_status_usage_and_its_step_timeline(
         "completed",
         EVIL,
         "app.py:1",
-        "Grep x1",
+        "Grep x1, Read x1",
         f"{result.token_usage:,}".replace(",", "\u202f") + " (estimated)",
         f"{result.elapsed_ms} ms",
         "terminal reason",
@@ -197,7 +198,9 @@ def test_failed_unverified_and_traceless_launches(repo: pathlib.Path) -> None:
 
 def test_verdicts_render_with_their_verification_child(repo: pathlib.Path) -> None:
     answer = json.dumps({"verdict": "FAIL", "reasons": [EVIL], "findings": [], "evidence": []})
-    verdict = outrider.SubagentLauncher(repo, ScriptedLLM([answer]), trace_dir=False).verify("x")
+    # The verification child Reads before its verdict (min_tool_calls=1).
+    llm = ScriptedLLM([[call("Read", path="app.py")], answer])
+    verdict = outrider.SubagentLauncher(repo, llm, trace_dir=False).verify("x")
     markup = verdict._repr_html_()
     text = text_of(markup)
     assert verdict.verdict == "FAIL" and "<script" not in markup
@@ -218,13 +221,20 @@ def test_traces_render_with_children_and_a_truncation_notice(
     main = ScriptedLLM(
         [[call("Task", description="d", prompt=EVIL, subagent_type="explore")], EVIL]
     )
-    light = ScriptedLLM([final(status="completed", summary="s", evidence=["app.py:1"])])
+    # The child Reads what it cites, so it completes (min_tool_calls, observed evidence).
+    light = ScriptedLLM(
+        [
+            [call("Read", path="app.py")],
+            final(status="completed", summary="s", evidence=["app.py:1"]),
+        ]
+    )
     run = outrider.MainAgent(repo, main, light, trace_dir=tmp_path / "t").run(EVIL)
     parent = outrider.Trace.load(run["trace_path"])
     markup = parent._repr_html_()
     assert "<script" not in markup and "<img" not in markup
     text = text_of(markup)
     child = parent.child_refs[0]
+    assert child.outcome == "completed"
     assert "Children (1)" in text and child.session_id in text and "completed" in text
     assert "Timeline (2 steps" in text and EVIL in text
     assert "<script" not in parent._repr_markdown_()
