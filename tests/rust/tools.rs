@@ -338,7 +338,7 @@ fn grep_validation_messages() {
     let range = "limit must be an integer between 1 and 200.";
     let cases: Vec<(Value, &str, &str)> = vec![
         (json!({}), "INVALID_PARAM", "pattern must be a non-empty string."),
-        (json!({"pattern": ""}), "INVALID_PARAM", "pattern must be a non-empty string."),
+        (json!({"pattern": ""}), "INVALID_PARAM", "pattern is empty: give a word or regular expression to search for, e.g. 'def main'."),
         (json!({"pattern": 5}), "INVALID_PARAM", "pattern must be a non-empty string."),
         (json!({"pattern": "x", "path": 5}), "INVALID_PARAM", "path and glob must be strings."),
         (json!({"pattern": "x", "glob": ["*"]}), "INVALID_PARAM", "path and glob must be strings."),
@@ -542,6 +542,37 @@ fn grep_binary_non_utf8_and_long_lines() {
 }
 
 #[test]
+fn a_cut_grep_shows_definitions_then_a_few_per_file_then_the_rest() {
+    // a.py mentions `load` eight times before c.py defines it; b.py mentions it once.
+    let mentions: String = (0..8).map(|i| format!("x = load({i})\n")).collect();
+    let t = tree(&[
+        ("a.py", mentions.as_bytes()),
+        ("b.py", b"load()\n"),
+        ("c.py", b"import os\n\ndef load(path):\n    pass\n"),
+    ]);
+    let r = run(&t, "Grep", json!({"pattern": "load", "limit": 5}));
+    assert_eq!(
+        hits(&r)
+            .into_iter()
+            .map(|(f, l, _)| (f, l))
+            .collect::<Vec<_>>(),
+        [
+            ("a.py".to_string(), 1),
+            ("a.py".to_string(), 2),
+            ("a.py".to_string(), 3),
+            ("b.py".to_string(), 1),
+            ("c.py".to_string(), 3)
+        ]
+    );
+    assert_eq!(r.data["omitted"], json!(5));
+    assert!(
+        r.text.contains(" 5 more not shown: definitions first"),
+        "{}",
+        r.text
+    );
+}
+
+#[test]
 fn grep_limit_truncation_envelope() {
     let t = tree(&[("a.txt", b"x1\nx2\n"), ("b.txt", b"x3\n")]);
     let args = json!({"pattern": "x", "limit": 2});
@@ -550,8 +581,8 @@ fn grep_limit_truncation_envelope() {
         json!({
             "status": "partial",
             "data": {"matches": [{"file": "a.txt", "line": 1, "text": "x1"}, {"file": "a.txt", "line": 2, "text": "x2"}],
-                     "truncated": true, "truncation_reasons": ["match_limit"]},
-            "text": "Found 2 matching line(s) in '.'. Results were truncated; narrow the path, glob, pattern, or matching lines.",
+                     "omitted": 1, "truncated": true, "truncation_reasons": ["match_limit"]},
+            "text": "Found 2 matching line(s) in '.'. 1 more not shown: definitions first, then at most 3 per file, then the rest in path order. Results were truncated; narrow the path, glob, pattern, or matching lines.",
             "stats": {"time_ms": 0, "matched_lines": 2, "searched_files": 2},
             "context": {"cwd": ".", "params_input": args, "path_resolved": "."}
         })

@@ -91,6 +91,20 @@ fn split_glob_path(path: &str) -> Option<(String, String)> {
     Some((dir, parts[first..].join("/")))
 }
 
+/// How many times `limit` content matches are collected to choose the shown ones from.
+pub(crate) const RANK_POOL: usize = 4;
+
+impl Request {
+    /// The matches collected before choosing the `limit` shown (content mode), else `limit`.
+    pub(crate) fn pool(&self) -> usize {
+        if self.mode == OutputMode::Content {
+            self.limit.saturating_mul(RANK_POOL)
+        } else {
+            self.limit
+        }
+    }
+}
+
 /// Read and check Grep's arguments; the error is the message the model gets.
 pub(crate) fn parse(params: &Value) -> Result<Request, String> {
     let args = params

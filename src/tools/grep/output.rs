@@ -1,5 +1,6 @@
 //! Grep's result: the envelope the model reads, cut to the limits.
 
+use std::collections::HashSet;
 use std::time::Instant;
 
 use serde_json::{json, Map, Value};
@@ -26,6 +27,56 @@ fn cut_line(text: String, reasons: &mut Vec<&'static str>) -> String {
     out
 }
 
+/// Matches per file shown before any file gets more (when not all can be shown).
+pub const PER_FILE: usize = 3;
+
+/// Whether a matched line looks like a definition (of what the pattern named).
+fn is_definition(text: &str) -> bool {
+    static DEF: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    DEF.get_or_init(|| {
+        regex::Regex::new(
+            r"^\s*(?:(?:export|pub(?:\([^)]*\))?|public|private|protected|internal|static|async|abstract|final|default|declare|unsafe|extern|override|open|data|sealed|inline)\s+)*(?:def|class|fn|func|function|struct|enum|trait|interface|type|impl|module|mod|object|protocol|record|const|let|var|val|macro_rules!)\b",
+        )
+        .expect("definition regex")
+    })
+    .is_match(text)
+}
+
+/// Which matches (file index, hit index) are shown when at most `limit` can be: all when they
+/// fit; else definitions first, then up to [`PER_FILE`] per file, then the rest, each pass in
+/// path order.
+fn chosen(files: &[FileHits], limit: usize) -> HashSet<(usize, usize)> {
+    let all = files
+        .iter()
+        .enumerate()
+        .flat_map(|(fi, f)| (0..f.hits.len()).map(move |hi| (fi, hi)));
+    let mut shown: HashSet<(usize, usize)> = HashSet::new();
+    if files.iter().map(|f| f.hits.len()).sum::<usize>() <= limit {
+        shown.extend(all);
+        return shown;
+    }
+    let mut per_file = vec![0usize; files.len()];
+    let take = |fi: usize, hi: usize, shown: &mut HashSet<(usize, usize)>, per: &mut [usize]| {
+        if shown.len() < limit && shown.insert((fi, hi)) {
+            per[fi] += 1;
+        }
+    };
+    for (fi, hi) in all.clone() {
+        if is_definition(&files[fi].hits[hi].text) {
+            take(fi, hi, &mut shown, &mut per_file);
+        }
+    }
+    for (fi, hi) in all.clone() {
+        if per_file[fi] < PER_FILE {
+            take(fi, hi, &mut shown, &mut per_file);
+        }
+    }
+    for (fi, hi) in all {
+        take(fi, hi, &mut shown, &mut per_file);
+    }
+    shown
+}
+
 /// The result envelope: matches, files or counts cut to the limit, with truncation reasons.
 pub(crate) fn finish(
     params: &Value,
@@ -47,12 +98,14 @@ pub(crate) fn finish(
     let (returned, matched_lines, summary) = match req.mode {
         OutputMode::Content => {
             let total: usize = files.iter().map(|f| f.hits.len()).sum();
-            let more = total > req.limit || files.iter().any(|f| f.more);
+            let pool_cut = total >= req.pool() || files.iter().any(|f| f.more);
+            let more = total > req.limit || pool_cut;
+            let shown = chosen(&files, req.limit);
             let mut matches = Vec::new();
-            for f in &files {
-                for h in &f.hits {
-                    if matches.len() == req.limit {
-                        break;
+            for (fi, f) in files.iter().enumerate() {
+                for (hi, h) in f.hits.iter().enumerate() {
+                    if !shown.contains(&(fi, hi)) {
+                        continue;
                     }
                     let mut m = Map::new();
                     m.insert("file".into(), Value::from(f.rel.clone()));
@@ -85,11 +138,16 @@ pub(crate) fn finish(
             }
             let n = matches.len();
             data.insert("matches".into(), Value::Array(matches));
-            (
-                n,
-                n as u64,
-                format!("Found {n} matching line(s) in '{rel_root}'."),
-            )
+            let mut summary = format!("Found {n} matching line(s) in '{rel_root}'.");
+            if more {
+                let left = total.saturating_sub(n);
+                let plus = if pool_cut { " or more" } else { "" };
+                data.insert("omitted".into(), Value::from(left));
+                summary.push_str(&format!(
+                    " {left}{plus} more not shown: definitions first, then at most {PER_FILE} per file, then the rest in path order."
+                ));
+            }
+            (n, n as u64, summary)
         }
         OutputMode::FilesWithMatches => {
             let names: Vec<Value> = files

@@ -53,8 +53,11 @@ pub(crate) fn search(
 ) -> Result<Found, Stopped> {
     let search_dir: &Path = &start.path;
     let ws = &ctx.workspace;
+    // Content results are chosen from a pool a few times the limit (definitions and a few
+    // matches per file first), so the walk may stop only once the pool is full.
+    let pool = req.pool();
     let shared = Shared {
-        limit: req.limit,
+        limit: pool,
         best: Mutex::new(BinaryHeap::new()),
         cutoff: Mutex::new(None),
         files: Mutex::new(Vec::new()),
@@ -126,7 +129,7 @@ pub(crate) fn search(
                 }
             };
             shared.searched.fetch_add(1, Ordering::Relaxed);
-            let mut sink = FileSink::new(req.mode, req.limit, req.after);
+            let mut sink = FileSink::new(req.mode, pool, req.after);
             let reader = Guarded { inner: file, ctx };
             let outcome = match engine {
                 Engine::Plain(m) => searcher.search_reader(m, reader, &mut sink),
