@@ -23,7 +23,7 @@ from outrider import (
     ProfileError,
     TraceDirError,
 )
-from outrider.testing import ScriptedLLM
+from outrider.testing import ScriptedLLM, call, final
 
 FINAL = '{"status": "completed", "summary": "s", "evidence": []}'
 # A value of the wrong type or an unknown name, typed as Any so each case needs no ignore comment.
@@ -204,7 +204,10 @@ def test_a_model_error_carries_its_kind_and_pickles() -> None:
 def test_reprs_are_python_style(repo: pathlib.Path) -> None:
     r = outrider.SubagentRequest(task="t")
     assert repr(r) == "SubagentRequest(profile_name='explore', task='t', model_choice=None)"
-    launcher = outrider.SubagentLauncher(repo, ScriptedLLM([FINAL]), trace_dir=False)
+    # An honest child: it Reads the line it cites before a completed answer.
+    read = [call("Read", path="a.py")]
+    answer = final(status="completed", summary="s", evidence=["a.py:1"])
+    launcher = outrider.SubagentLauncher(repo, ScriptedLLM([read, answer]), trace_dir=False)
     result = launcher.launch(r)
     text = repr(result)
     assert text.startswith("SubagentLaunchResult(status='completed', profile_name='explore',")

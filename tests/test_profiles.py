@@ -28,6 +28,11 @@ def test_builtin_numbers_match_the_reference() -> None:
         "gate_retries": 1,
         "on_budget_exhausted": "partial",
         "timeout_seconds": 300.0,
+        # Issue #18: an answer needs a successful tool call first, and the child's first
+        # message carries the keyword search's likely places.
+        "min_tool_calls": 1,
+        "repo_map_hint": True,
+        "tool_result_format": "json",
     }
     assert VERIFICATION_PROFILE.to_dict() | {"system_prompt": None} == {
         "name": "verification",
@@ -44,6 +49,9 @@ def test_builtin_numbers_match_the_reference() -> None:
         "gate_retries": 1,
         "on_budget_exhausted": "partial",
         "timeout_seconds": 300.0,
+        "min_tool_calls": 1,
+        "repo_map_hint": False,
+        "tool_result_format": "json",
     }
     assert outrider.READONLY_TOOLS == frozenset({"Glob", "Grep", "Read"})
 
