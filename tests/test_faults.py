@@ -62,6 +62,24 @@ def completion(content: str) -> dict[str, Any]:
     return {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
 
 
+READ_CALL = {
+    "id": "r1",
+    "type": "function",
+    "function": {"name": "Read", "arguments": '{"path": "a.py"}'},
+}
+READING = {
+    "choices": [
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": None, "tool_calls": [READ_CALL]},
+            "finish_reason": "tool_calls",
+        }
+    ]
+}
+"""The honest child's first answer: it Reads the line FINAL cites (an answer before a successful
+tool call is refused, and evidence counts only for lines the child saw)."""
+
+
 def hang(conn: socket.socket) -> None:
     with contextlib.suppress(OSError):
         while conn.recv(4096):
@@ -205,7 +223,11 @@ ROOMY = 10.0
 HTTP_FAULTS: dict[str, tuple[list[Handler], float, str | None, str]] = {
     # name: (script, timeout_seconds, failure_reason, a fragment of the error)
     "429 Retry-After 1 then success": (
-        [answer({"error": "slow down"}, 429, "Retry-After: 1"), answer(completion(FINAL))],
+        [
+            answer({"error": "slow down"}, 429, "Retry-After: 1"),
+            answer(READING),
+            answer(completion(FINAL)),
+        ],
         ROOMY,
         None,
         "",
@@ -226,6 +248,7 @@ HTTP_FAULTS: dict[str, tuple[list[Handler], float, str | None, str]] = {
         [
             answer({"error": "boom"}, 500, "Retry-After: 0"),
             answer(b"bad gateway", 502, "Retry-After: 0"),
+            answer(READING),
             answer(completion(FINAL)),
         ],
         ROOMY,
@@ -241,7 +264,7 @@ HTTP_FAULTS: dict[str, tuple[list[Handler], float, str | None, str]] = {
     "403": ([answer({"error": "forbidden"}, 403)], ROOMY, "model_error", "HTTP 403: forbidden"),
     "404": ([answer({"error": "no model"}, 404)], ROOMY, "model_error", "HTTP 404: no model"),
     "hang": ([hang], 1.0, "timeout", "wall-clock limit of 1s"),
-    "reset then success": ([reset, answer(completion(FINAL))], ROOMY, None, ""),
+    "reset then success": ([reset, answer(READING), answer(completion(FINAL))], ROOMY, None, ""),
     "truncated past the retries": ([truncated], ROOMY, "model_error", "connection error"),
     "non-JSON body": ([answer(b"<html>login</html>")], ROOMY, "model_error", "not JSON"),
     "choices: []": ([answer({"choices": []})], ROOMY, "model_error", "no choices"),
@@ -331,16 +354,22 @@ FORK_SCRIPT = textwrap.dedent(
 
     BODY = json.dumps({"choices": [{"index": 0, "finish_reason": "stop", "message":
         {"role": "assistant", "content": sys.argv[2]}}]}).encode()
+    # A child (offered tools) Reads the line it cites before it answers.
+    READ = json.dumps({"choices": [{"index": 0, "finish_reason": "tool_calls", "message":
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "r1", "type": "function",
+         "function": {"name": "Read", "arguments": '{"path": "a.py"}'}}]}}]}).encode()
 
     class Keepalive(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"   # connections stay open and pooled
         def do_POST(self):
-            self.rfile.read(int(self.headers["Content-Length"]))
+            sent = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            roles = [m["role"] for m in sent["messages"]]
+            body = READ if sent.get("tools") and "tool" not in roles else BODY
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(BODY)))
+            self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(BODY)
+            self.wfile.write(body)
         def log_message(self, *args):
             pass
 
@@ -415,12 +444,15 @@ async def slow_async(request: dict[str, Any]) -> str:
 
 
 def tool_calls(*calls: dict[str, Any]) -> Callable[[dict[str, Any]], Any]:
-    """A model that asks for `calls` first, then answers."""
+    """A model that asks for `calls` first, then Reads the line it cites, then answers."""
 
     def model(request: dict[str, Any]) -> Any:
-        if request["messages"][-1]["role"] == "tool":
-            return FINAL
-        return {"content": "", "tool_calls": list(calls)}
+        turns = sum(m["role"] == "assistant" for m in request["messages"])
+        if turns == 0:
+            return {"content": "", "tool_calls": list(calls)}
+        if turns == 1:
+            return {"content": "", "tool_calls": [{"name": "Read", "arguments": {"path": "a.py"}}]}
+        return FINAL
 
     return model
 
@@ -497,7 +529,8 @@ def test_tool_calls_with_bad_arguments_or_unknown_tools_are_fed_back_then_answer
 
     result, _ = launch(root, recording, 5.0)
     assert (result.status, result.terminal_reason) == ("completed", "completed")
-    fed_back = [m for m in seen[-1]["messages"] if m["role"] == "tool"]
+    # The four failed calls are fed back together, before the child's Read (no call succeeded).
+    fed_back = [m for m in seen[1]["messages"] if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in fed_back] == ["c1", "c2", "c3", "c4"]
     errors = [
         (json.loads(m["content"])["status"], json.loads(m["content"])["text"]) for m in fed_back
@@ -508,19 +541,22 @@ def test_tool_calls_with_bad_arguments_or_unknown_tools_are_fed_back_then_answer
         ("error", "Tool 'NoSuchTool' denied by permission core."),
         ("error", "Path must be a non-empty relative string."),
     ]
-    assert result.tool_usage == {"Bash": 1, "Grep": 1, "NoSuchTool": 1, "Read": 1}
+    assert result.tool_usage == {"Bash": 1, "Grep": 1, "NoSuchTool": 1, "Read": 2}
 
 
 # --- Load --------------------------------------------------------------------------------------
 
 
 def echo_model(request: dict[str, Any]) -> Any:
-    """Answers with the task's number in its summary; a task number divisible by 7 fails."""
+    """Reads a.py, then answers with the task's number in its summary, citing the line it saw;
+    a task number divisible by 7 fails."""
     task = request["messages"][1]["content"].split("\n", 1)[0]
     number = int(task.rsplit(" ", 1)[1])
     if number % 7 == 0:
         raise RuntimeError(f"scripted failure {number}")
-    return json.dumps({"status": "completed", "summary": task, "evidence": []})
+    if not any(m["role"] == "tool" for m in request["messages"]):
+        return {"tool_calls": [{"name": "Read", "arguments": {"path": "a.py"}}]}
+    return json.dumps({"status": "completed", "summary": task, "evidence": ["a.py:1"]})
 
 
 def expected(number: int) -> tuple[str, str | None]:
