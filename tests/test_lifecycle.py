@@ -79,16 +79,18 @@ def test_exploring_the_home_directory_keeps_traces_out_of_it(tmp_path: pathlib.P
 FORK_SCRIPT = textwrap.dedent(
     """
     import multiprocessing, os, sys, outrider
-    from outrider.testing import ScriptedLLM
+    from outrider.testing import ScriptedLLM, call
     FINAL = '{"status": "completed", "summary": "s", "evidence": ["a.py:1"]}'
+    READ = [call("Read", path="a.py")]  # an honest child sees the line it cites
     root = sys.argv[1]
 
     def explore(_):
-        launcher = outrider.SubagentLauncher(root, ScriptedLLM([FINAL]), trace_dir=False)
+        launcher = outrider.SubagentLauncher(root, ScriptedLLM([READ, FINAL]), trace_dir=False)
         return launcher.launch(outrider.SubagentRequest(task="t")).status
 
     if __name__ == "__main__":
-        launcher = outrider.SubagentLauncher(root, ScriptedLLM([FINAL, FINAL]), trace_dir=False)
+        llm = ScriptedLLM([READ, FINAL, READ, FINAL])
+        launcher = outrider.SubagentLauncher(root, llm, trace_dir=False)
         assert launcher.launch(outrider.SubagentRequest(task="t")).status == "completed"
         pid = os.fork()
         if pid == 0:

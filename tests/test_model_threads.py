@@ -21,10 +21,16 @@ ANSWER = json.dumps(
         "status": "completed",
         "summary": "s",
         "findings": [],
-        "evidence": [],
+        "evidence": ["a.py:1"],
         "unresolved_questions": [],
     }
 )
+READ = {"tool_calls": [{"name": "Read", "arguments": {"path": "a.py"}}]}
+
+
+def honest(request: dict[str, Any]) -> Any:
+    """Read a.py first (min_tool_calls), then ANSWER, which cites the line the Read showed."""
+    return ANSWER if any(m["role"] == "tool" for m in request["messages"]) else READ
 
 
 def test_children_calling_at_once_run_on_as_many_threads(tmp_path: pathlib.Path) -> None:
@@ -33,9 +39,9 @@ def test_children_calling_at_once_run_on_as_many_threads(tmp_path: pathlib.Path)
     (tmp_path / "a.py").write_text("x = 1\n")
     barrier = threading.Barrier(6, timeout=10)
 
-    def model(request: dict[str, Any]) -> str:
-        barrier.wait()
-        return ANSWER
+    def model(request: dict[str, Any]) -> Any:
+        barrier.wait()  # both of each child's calls: all six children are in flight each time
+        return honest(request)
 
     launcher = outrider.SubagentLauncher(tmp_path, model, trace_dir=False)
     requests = [outrider.SubagentRequest(task=f"question {i}") for i in range(6)]
@@ -58,7 +64,10 @@ EXIT_WHILE_WAITING = textwrap.dedent(
     """
     import sys, outrider
     ANSWER = sys.argv[2]
-    launcher = outrider.SubagentLauncher(sys.argv[1], lambda request: ANSWER, trace_dir=False)
+    READ = {"tool_calls": [{"name": "Read", "arguments": {"path": "a.py"}}]}
+    def honest(request):
+        return ANSWER if any(m["role"] == "tool" for m in request["messages"]) else READ
+    launcher = outrider.SubagentLauncher(sys.argv[1], honest, trace_dir=False)
     print(launcher.launch(outrider.SubagentRequest(task="where is x")).status)
     # The model thread is still spinning, or asleep, in the inbox as the interpreter exits.
     """
