@@ -205,7 +205,13 @@ def test_launch_async_and_stream_deliver_events(repo: pathlib.Path) -> None:
 
 
 def test_stream_works_under_asyncio_run(repo: pathlib.Path) -> None:
-    launcher = SubagentLauncher(repo, lambda req: FINAL, trace_dir=False)
+    def honest(req: dict[str, Any]) -> Any:
+        """Reads the line FINAL cites first (min_tool_calls, observed evidence)."""
+        if any(m["role"] == "tool" for m in req["messages"]):
+            return FINAL
+        return {"tool_calls": [{"name": "Read", "arguments": {"path": "src/auth.py"}}]}
+
+    launcher = SubagentLauncher(repo, honest, trace_dir=False)
 
     async def collect() -> list[Any]:
         return [item async for item in launcher.stream(request())]
@@ -255,14 +261,16 @@ def test_input_and_output_tokens_are_reported_beside_the_total(repo: pathlib.Pat
     assert (result.token_usage, result.input_tokens, result.output_tokens) == (297, 250, 47)
     d = result.to_dict()
     assert (d["token_usage"], d["input_tokens"], d["output_tokens"]) == (297, 250, 47)
-    llm = ScriptedLLM([with_usage(FINAL, 150, 40)])
+    llm = ScriptedLLM(
+        [with_usage([call("Read", path="src/auth.py")], 100, 7), with_usage(FINAL, 150, 40)]
+    )
     envelope = outrider.TaskTool(SubagentLauncher(repo, llm, trace_dir=False)).run(
         {"description": "Explore auth", "prompt": "Find login.", "subagent_type": "explore"}
     )
     assert {k: v for k, v in envelope["stats"].items() if "token" in k} == {
-        "token_usage": 190,
-        "input_tokens": 150,
-        "output_tokens": 40,
+        "token_usage": 297,
+        "input_tokens": 250,
+        "output_tokens": 47,
     }
 
 

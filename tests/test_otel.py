@@ -110,6 +110,7 @@ def test_uninstrument_stops_recording(repo: pathlib.Path) -> None:
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     otel.instrument(tracer_provider=provider)
     otel.uninstrument()
-    launcher = outrider.SubagentLauncher(repo, ScriptedLLM([ANSWER]), trace_dir=False)
+    llm = ScriptedLLM([[call("Read", path="auth.py")], ANSWER])  # Reads what it cites
+    launcher = outrider.SubagentLauncher(repo, llm, trace_dir=False)
     assert launcher.launch(outrider.SubagentRequest("x")).status == "completed"
     assert exporter.get_finished_spans() == ()
