@@ -18,9 +18,10 @@ CHILD_TESTS = """
 import os, pathlib
 import pytest
 import outrider
-from outrider.testing import ScriptedLLM, final
+from outrider.testing import ScriptedLLM, call, final
 
-SCRIPTED = final(status="completed", summary="scripted", evidence=[])
+SCRIPTED = final(status="completed", summary="scripted", evidence=["a.py:1"])
+READ = [call("Read", path="a.py")]  # an honest child sees the line it cites
 
 
 def launch(root, llm=None, route=None):
@@ -29,9 +30,9 @@ def launch(root, llm=None, route=None):
 
 
 def test_light_env_is_ignored(tmp_repo, outrider_env):
-    llm = ScriptedLLM([SCRIPTED])
+    llm = ScriptedLLM([READ, SCRIPTED])
     r = launch(tmp_repo({"a.py": "x = 1\\n"}), llm)
-    assert (r.model_used, r.explore.summary, llm.calls) == ("main", "scripted", 1)
+    assert (r.model_used, r.explore.summary, llm.calls) == ("main", "scripted", 2)
     assert pathlib.Path(r.trace_path).parent == outrider_env.trace_dir
     assert "LIGHT_LLM_MODEL_ID" in outrider_env.removed and not os.path.exists(".env")
 
