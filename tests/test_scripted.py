@@ -30,6 +30,11 @@ def answer(summary: str, evidence: str) -> str:
     return final(status="completed", summary=summary, evidence=[evidence])
 
 
+# An honest child's turn: it Reads src/auth.py, the line the answers below cite (an answer before
+# any successful tool call is refused, and evidence counts only for lines the child saw).
+READ_AUTH = [call("Read", path="src/auth.py")]
+
+
 def summaries(results: list[outrider.SubagentLaunchResult]) -> list[tuple[str, str | None]]:
     return [(r.status, r.explore.summary if r.result is not None else r.error) for r in results]
 
@@ -76,6 +81,7 @@ def test_a_step_can_be_computed_from_the_request(repo: pathlib.Path) -> None:
     llm = ScriptedLLM(
         [
             lambda request: [call("Read", path=f"src/{len(request['messages'])}.py")],
+            READ_AUTH,
             echo_task,
         ]
     )
@@ -130,7 +136,7 @@ def test_a_compacted_history_still_finds_its_step() -> None:
 
 
 def test_async_routes(repo: pathlib.Path) -> None:
-    llm = ScriptedLLM({"login": [answer("async login", "src/auth.py:1")]}, is_async=True)
+    llm = ScriptedLLM({"login": [READ_AUTH, answer("async login", "src/auth.py:1")]}, is_async=True)
     r = asyncio.run(_launch(SubagentLauncher(repo, llm, trace_dir=False), "Find login"))
     assert (r.status, r.explore.summary) == ("completed", "async login")
 
@@ -250,7 +256,7 @@ def test_the_async_client_and_the_client_without_openai(
 
 def test_explore_and_verification_accessors_narrow_or_say_why(repo: pathlib.Path) -> None:
     launcher = SubagentLauncher(
-        repo, ScriptedLLM([answer("ok", "src/auth.py:1"), "not json", "still not"])
+        repo, ScriptedLLM([READ_AUTH, answer("ok", "src/auth.py:1"), "not json", "still not"])
     )
     done = launcher.launch(SubagentRequest(task="Find login"))
     assert done.explore == done.result and isinstance(done.explore, outrider.ExploreResult)
