@@ -132,8 +132,12 @@ def test_a_main_agent_trace_lists_and_loads_its_children(
             "main is in app.py",
         ]
     )
+    # The child Reads the line it cites (min_tool_calls, observed evidence).
     light = ScriptedLLM(
-        [final(status="completed", summary="main is in app.py", evidence=["app.py:1"])]
+        [
+            [call("Read", path="app.py")],
+            final(status="completed", summary="main is in app.py", evidence=["app.py:1"]),
+        ]
     )
     run = outrider.MainAgent(repo, main, light, trace_dir=tmp_path / "traces").run("How?")
     parent = outrider.Trace.load(run["trace_path"])
@@ -170,7 +174,9 @@ def test_children_are_found_beside_a_moved_parent(
     main = ScriptedLLM(
         [[call("Task", description="d", prompt="p", subagent_type="explore")], "done"]
     )
-    light = ScriptedLLM([final(status="partial", summary="not sure")])
+    light = ScriptedLLM(
+        [[call("Glob", pattern="*.py")], final(status="partial", summary="not sure")]
+    )
     run = outrider.MainAgent(repo, main, light, trace_dir=tmp_path / "traces").run("How?")
     moved = tmp_path / "moved"
     (tmp_path / "traces").rename(moved)
