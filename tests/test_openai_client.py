@@ -25,6 +25,9 @@ import outrider
 
 KEY = "sk-loopback-5f1e2d3c4b5a69788796a5b4"
 MODEL = "loopback-model"
+# The max_tokens outrider sends a server on this machine when none is configured
+# (LOCAL_MAX_TOKENS in src/llm/openai/client.rs).
+LOCAL_MAX_TOKENS = 1024
 TOOLS: list[dict[str, Any]] = [
     {
         "type": "function",
@@ -274,7 +277,8 @@ def test_tool_call_answer_is_normalised_and_the_request_is_sent_as_given(
     assert (seen.method, seen.path) == ("POST", "/v1/chat/completions")
     assert seen.headers["authorization"] == f"Bearer {KEY}"
     assert seen.headers["content-type"] == "application/json"
-    assert seen.body == REQUEST
+    # A server on this machine also gets outrider's default answer cap.
+    assert seen.body == {**REQUEST, "max_tokens": LOCAL_MAX_TOKENS}
 
 
 def test_configured_model_options_and_headers_are_sent_and_tools_left_out_when_none(
@@ -326,7 +330,14 @@ def test_429_waits_for_retry_after_then_succeeds(server: LoopbackLLM) -> None:
     assert client(server, max_retries=2)(REQUEST) == OK_ANSWER
     elapsed = time.monotonic() - started
     assert len(server.requests) == 2
-    assert server.requests[0].body == server.requests[1].body == REQUEST
+    assert (
+        server.requests[0].body
+        == server.requests[1].body
+        == {
+            **REQUEST,
+            "max_tokens": LOCAL_MAX_TOKENS,
+        }
+    )
     assert 1.0 <= elapsed < 3.0
 
 
@@ -532,7 +543,11 @@ def test_from_env_reads_the_llm_variables(
     assert llm({"messages": [{"role": "user", "content": "hi"}]}) == OK_ANSWER
     [seen] = server.requests
     assert seen.headers["authorization"] == "Bearer sk-env-main"
-    assert seen.body == {"model": "env-model", "messages": [{"role": "user", "content": "hi"}]}
+    assert seen.body == {
+        "model": "env-model",
+        "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": LOCAL_MAX_TOKENS,
+    }
 
 
 def test_light_llm_falls_back_to_the_llm_key_and_base_url(
@@ -554,6 +569,7 @@ def test_light_llm_falls_back_to_the_llm_key_and_base_url(
         "model": "light-model",
         "messages": [{"role": "user", "content": "hi"}],
         "temperature": 0.5,
+        "max_tokens": LOCAL_MAX_TOKENS,
     }
 
 

@@ -345,9 +345,38 @@ async fn no_tools_means_no_tool_choice_and_no_key_means_no_auth_header() {
     );
     let sent = &server.requests()[0];
     assert_eq!(sent.header("authorization"), None);
+    // A server on this machine gets an answer cap (local servers default to none).
     assert_eq!(
         serde_json::from_str::<Value>(&sent.body).unwrap(),
-        json!({"model": "other-model", "messages": [{"role": "user", "content": "hi"}]})
+        json!({"model": "other-model", "messages": [{"role": "user", "content": "hi"}],
+               "max_tokens": outrider::llm::openai::LOCAL_MAX_TOKENS})
+    );
+}
+
+#[test]
+fn only_a_local_server_gets_a_default_answer_cap() {
+    let body = |base: &str, max: Option<u64>| {
+        let mut config = OpenAICompatibleConfig::new("m", base);
+        config.max_tokens = max;
+        OpenAICompatible::new(config)
+            .unwrap()
+            .request_body(&simple_request())
+    };
+    assert_eq!(
+        body("http://127.0.0.1:8080/v1", None)["max_tokens"],
+        json!(1024)
+    );
+    assert_eq!(
+        body("http://localhost:11434/v1", None)["max_tokens"],
+        json!(1024)
+    );
+    assert_eq!(
+        body("http://127.0.0.1:8080/v1", Some(50))["max_tokens"],
+        json!(50)
+    );
+    assert_eq!(
+        body("https://api.openai.com/v1", None).get("max_tokens"),
+        None
     );
 }
 

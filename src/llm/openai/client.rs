@@ -54,7 +54,17 @@ pub struct OpenAICompatible {
     /// driven by tasks of a runtime whose threads the child does not have, so a request sent on
     /// one would wait for its timeout.
     forked: Mutex<Option<(u32, reqwest::Client)>>,
+    /// `max_tokens` sent when a request's settings give none: the configured one, else
+    /// [`LOCAL_MAX_TOKENS`] for a server on this machine.
+    max_tokens: Option<u64>,
 }
+
+/// The answer cap sent to a server on a loopback address when none is configured: local
+/// servers (llama.cpp, Ollama) generate until their context is full by default, and a small
+/// model that keeps writing newlines after its answer would hold a step for minutes. An explore
+/// answer is a few hundred tokens. Remote APIs get none (several reject `max_tokens` for some
+/// models), unless configured.
+pub const LOCAL_MAX_TOKENS: u64 = 1024;
 
 impl fmt::Debug for OpenAICompatible {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -118,7 +128,11 @@ impl OpenAICompatible {
             }
         }
         crate::redact::register_secrets(&secrets);
+        let max_tokens = config
+            .max_tokens
+            .or(is_loopback(&base).then_some(LOCAL_MAX_TOKENS));
         Ok(OpenAICompatible {
+            max_tokens,
             shown_endpoint: display_url(&endpoint),
             shown_base: display_url(&base).trim_end_matches('/').to_owned(),
             endpoint,
@@ -198,7 +212,7 @@ impl OpenAICompatible {
         WireOptions {
             default_model: Some(&self.config.model),
             temperature: self.config.temperature,
-            max_tokens: self.config.max_tokens,
+            max_tokens: self.max_tokens,
             omit_tool_choice_without_tools: true,
             flatten_extra_body: true,
         }
