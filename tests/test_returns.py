@@ -136,7 +136,13 @@ def test_openai_completion_keeps_choice_and_usage_only() -> None:
                 "message": {"role": "assistant", "content": None, "tool_calls": [READ_CALL]},
             }
         ],
-        "usage": {"prompt_tokens": 11, "completion_tokens": 4, "total_tokens": 15},
+        # The cached part of the prompt is kept, reported apart (#18.8).
+        "usage": {
+            "prompt_tokens": 11,
+            "completion_tokens": 4,
+            "total_tokens": 15,
+            "prompt_tokens_details": {"cached_tokens": 2},
+        },
     }
 
 
@@ -179,8 +185,14 @@ def test_anthropic_message_becomes_a_chat_completion() -> None:
                 },
             }
         ],
-        # input_tokens leave cached tokens out; a budget counts the whole prompt.
-        "usage": {"prompt_tokens": 125, "completion_tokens": 7, "total_tokens": 132},
+        # input_tokens leave cached tokens out; a budget counts the whole prompt, and the cache
+        # reads are reported apart (#18.8).
+        "usage": {
+            "prompt_tokens": 125,
+            "completion_tokens": 7,
+            "total_tokens": 132,
+            "prompt_tokens_details": {"cached_tokens": 100},
+        },
     }
     assert to_chat_response(msg) == expected
     assert to_chat_response(msg.model_dump()) == expected
