@@ -23,7 +23,8 @@ from outrider import (
     ProfileError,
     TraceDirError,
 )
-from outrider.testing import ScriptedLLM, call, final
+from outrider.testing import ScriptedLLM, final
+from outrider.testing import call as tool_call
 
 FINAL = '{"status": "completed", "summary": "s", "evidence": []}'
 # A value of the wrong type or an unknown name, typed as Any so each case needs no ignore comment.
@@ -205,7 +206,7 @@ def test_reprs_are_python_style(repo: pathlib.Path) -> None:
     r = outrider.SubagentRequest(task="t")
     assert repr(r) == "SubagentRequest(profile_name='explore', task='t', model_choice=None)"
     # An honest child: it Reads the line it cites before a completed answer.
-    read = [call("Read", path="a.py")]
+    read = [tool_call("Read", path="a.py")]
     answer = final(status="completed", summary="s", evidence=["a.py:1"])
     launcher = outrider.SubagentLauncher(repo, ScriptedLLM([read, answer]), trace_dir=False)
     result = launcher.launch(r)

@@ -60,6 +60,7 @@ def test_a_text_tool_call_is_taken_and_its_cached_tokens_counted(
     )
     assert (result.input_tokens, result.cached_input_tokens) == (4300, 1900)
     assert result.to_dict()["cached_input_tokens"] == 1900
+    assert result.trace_path is not None
     trace = outrider.Trace.load(result.trace_path)
     outputs = [e for e in trace.events if e["event"] == "model_output"]
     assert outputs[0]["payload"]["meta"]["tool_call_format"] == "text"
