@@ -25,9 +25,10 @@ import outrider
 
 KEY = "sk-loopback-5f1e2d3c4b5a69788796a5b4"
 MODEL = "loopback-model"
-# The max_tokens outrider sends a server on this machine when none is configured
-# (LOCAL_MAX_TOKENS in src/llm/openai/client.rs).
+# What outrider adds for a server on this machine when nothing is configured (LOCAL_MAX_TOKENS
+# and LOCAL_STOP in src/llm/openai/client.rs).
 LOCAL_MAX_TOKENS = 1024
+LOCAL = {"max_tokens": LOCAL_MAX_TOKENS, "stop": ["\n\n\n\n"]}
 TOOLS: list[dict[str, Any]] = [
     {
         "type": "function",
@@ -278,7 +279,7 @@ def test_tool_call_answer_is_normalised_and_the_request_is_sent_as_given(
     assert seen.headers["authorization"] == f"Bearer {KEY}"
     assert seen.headers["content-type"] == "application/json"
     # A server on this machine also gets outrider's default answer cap.
-    assert seen.body == {**REQUEST, "max_tokens": LOCAL_MAX_TOKENS}
+    assert seen.body == {**REQUEST, **LOCAL}
 
 
 def test_configured_model_options_and_headers_are_sent_and_tools_left_out_when_none(
@@ -309,6 +310,7 @@ def test_configured_model_options_and_headers_are_sent_and_tools_left_out_when_n
         "messages": messages,
         "temperature": 0.25,
         "max_tokens": 64,
+        "stop": LOCAL["stop"],
     }
 
 
@@ -330,14 +332,7 @@ def test_429_waits_for_retry_after_then_succeeds(server: LoopbackLLM) -> None:
     assert client(server, max_retries=2)(REQUEST) == OK_ANSWER
     elapsed = time.monotonic() - started
     assert len(server.requests) == 2
-    assert (
-        server.requests[0].body
-        == server.requests[1].body
-        == {
-            **REQUEST,
-            "max_tokens": LOCAL_MAX_TOKENS,
-        }
-    )
+    assert server.requests[0].body == server.requests[1].body == {**REQUEST, **LOCAL}
     assert 1.0 <= elapsed < 3.0
 
 
@@ -546,7 +541,7 @@ def test_from_env_reads_the_llm_variables(
     assert seen.body == {
         "model": "env-model",
         "messages": [{"role": "user", "content": "hi"}],
-        "max_tokens": LOCAL_MAX_TOKENS,
+        **LOCAL,
     }
 
 
@@ -569,7 +564,7 @@ def test_light_llm_falls_back_to_the_llm_key_and_base_url(
         "model": "light-model",
         "messages": [{"role": "user", "content": "hi"}],
         "temperature": 0.5,
-        "max_tokens": LOCAL_MAX_TOKENS,
+        **LOCAL,
     }
 
 

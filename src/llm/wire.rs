@@ -21,6 +21,8 @@ pub struct WireOptions<'a> {
     pub temperature: Option<f64>,
     /// Sent as `max_tokens` when set.
     pub max_tokens: Option<u64>,
+    /// Sent as `stop` when set (and `extra_body` gives none).
+    pub stop: Option<&'a [&'a str]>,
     /// Leave `tool_choice` out when there are no tools (several providers reject it then).
     pub omit_tool_choice_without_tools: bool,
     /// Merge the settings' `extra_body` into the body (an HTTP client) instead of sending it as
@@ -69,6 +71,9 @@ impl ChatRequest {
             top_p: settings.and_then(|s| s.top_p),
             max_tokens: settings.and_then(|s| s.max_tokens).or(options.max_tokens),
             seed: settings.and_then(|s| s.seed),
+            stop: options
+                .stop
+                .filter(|_| extra.is_none_or(|e| !e.contains_key("stop"))),
             extra_body: extra.filter(|_| !options.flatten_extra_body),
             flat: extra
                 .filter(|_| options.flatten_extra_body)
@@ -239,6 +244,8 @@ struct WireRequest<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     seed: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    stop: Option<&'a [&'a str]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     extra_body: Option<&'a serde_json::Map<String, Value>>,
     #[serde(flatten)]
     flat: &'a serde_json::Map<String, Value>,
@@ -320,6 +327,7 @@ mod tests {
             default_model: Some("m"),
             temperature: Some(0.5),
             max_tokens: Some(9),
+            stop: None,
             omit_tool_choice_without_tools: true,
             flatten_extra_body: false,
         };

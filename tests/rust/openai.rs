@@ -327,6 +327,7 @@ async fn success_with_tool_calls_sends_bearer_and_full_body() {
             "tool_choice": "auto",
             "temperature": 0.5,
             "max_tokens": 256,
+            "stop": ["\n\n\n\n"],
         })
     );
 }
@@ -349,7 +350,7 @@ async fn no_tools_means_no_tool_choice_and_no_key_means_no_auth_header() {
     assert_eq!(
         serde_json::from_str::<Value>(&sent.body).unwrap(),
         json!({"model": "other-model", "messages": [{"role": "user", "content": "hi"}],
-               "max_tokens": outrider::llm::openai::LOCAL_MAX_TOKENS})
+               "max_tokens": outrider::llm::openai::LOCAL_MAX_TOKENS, "stop": ["\n\n\n\n"]})
     );
 }
 

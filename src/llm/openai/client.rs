@@ -57,6 +57,8 @@ pub struct OpenAICompatible {
     /// `max_tokens` sent when a request's settings give none: the configured one, else
     /// [`LOCAL_MAX_TOKENS`] for a server on this machine.
     max_tokens: Option<u64>,
+    /// Whether the server is on this machine (it gets [`LOCAL_STOP`]).
+    local: bool,
 }
 
 /// The answer cap sent to a server on a loopback address when none is configured: local
@@ -65,6 +67,11 @@ pub struct OpenAICompatible {
 /// answer is a few hundred tokens. Remote APIs get none (several reject `max_tokens` for some
 /// models), unless configured.
 pub const LOCAL_MAX_TOKENS: u64 = 1024;
+
+/// The stop sequence sent to a server on a loopback address: a small model served by llama.cpp
+/// often writes an answer, then newline after newline until its token cap. Three blank lines
+/// end it; neither a JSON answer nor a tool call holds them.
+pub const LOCAL_STOP: &[&str] = &["\n\n\n\n"];
 
 impl fmt::Debug for OpenAICompatible {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -133,6 +140,7 @@ impl OpenAICompatible {
             .or(is_loopback(&base).then_some(LOCAL_MAX_TOKENS));
         Ok(OpenAICompatible {
             max_tokens,
+            local: is_loopback(&base),
             shown_endpoint: display_url(&endpoint),
             shown_base: display_url(&base).trim_end_matches('/').to_owned(),
             endpoint,
@@ -213,6 +221,7 @@ impl OpenAICompatible {
             default_model: Some(&self.config.model),
             temperature: self.config.temperature,
             max_tokens: self.max_tokens,
+            stop: self.local.then_some(LOCAL_STOP),
             omit_tool_choice_without_tools: true,
             flatten_extra_body: true,
         }
