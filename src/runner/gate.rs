@@ -45,6 +45,18 @@ pub(crate) fn parse_answer(
     }
 }
 
+/// Whether `text` is one of the answer template's placeholders (a weak model copies them).
+fn is_template_text(text: &str) -> bool {
+    let t = text.trim();
+    (t.starts_with('<') && t.ends_with('>') && !t.contains('\n'))
+        || [
+            "one paragraph that answers the task",
+            "one fact per item",
+            "what you could not settle",
+        ]
+        .contains(&t)
+}
+
 /// What the child did before its final answer, as the gate weighs it.
 pub(crate) struct Exploration<'a> {
     /// The lines it was shown.
@@ -83,6 +95,20 @@ pub(crate) async fn check(
             };
         }
     };
+    if let ParsedResult::Explore(r) = &result {
+        let copied = std::iter::once(&r.summary)
+            .chain(&r.findings)
+            .chain(&r.unresolved_questions)
+            .find(|t| is_template_text(t));
+        if let Some(text) = copied {
+            return Gate::Reject {
+                feedback: format!(
+                    "Your answer repeats the example from the instructions ({text:?}) instead of what you found. Replace every <...> with your own words about the lines you saw, and return the {contract} JSON object."
+                ),
+                parsed: None,
+            };
+        }
+    }
     let ungrounded = grounding(workspace, result.evidence(), deadline, seen.observed).await;
     let min = profile.min_tool_calls.max(0) as u64;
     if result.is_structured() && seen.successful_tools < min {

@@ -416,14 +416,23 @@ impl RuntimeRunner {
                 registry.execute(name, args, &ctx, &perms).to_json()
             })
         }));
-        let lines =
+        let places =
             match tokio::time::timeout_at(deadline.into(), crate::exec::spin_first(lines)).await {
-                Ok(Ok(lines)) if !lines.is_empty() => lines,
+                Ok(Ok(places)) if !places.is_empty() => places,
                 _ => return None,
             };
+        let listed: Vec<String> = places
+            .iter()
+            .map(|(path, line, text)| match text.as_str() {
+                "" => format!("- {path}:{line}"),
+                text => format!("- {path}:{line}  {text}"),
+            })
+            .collect();
+        let (path, line, _) = &places[0];
+        let example = serde_json::json!({"path": path, "start_line": line.saturating_sub(5).max(1), "limit": 40});
         Some(format!(
-            "Likely places (unverified hints from a keyword search, not evidence: check them with Read or Grep before you cite them):\n{}",
-            lines.join("\n")
+            "Likely places to start (unverified hints from a keyword search: they are not evidence and may be wrong; Read them before you cite anything):\n{}\nFor example, call Read with {example}.",
+            listed.join("\n")
         ))
     }
 

@@ -1213,7 +1213,7 @@ async fn the_first_message_lists_likely_places_unless_turned_off() {
     let first = last_user(&model, 0);
     assert_eq!(
         first,
-        "Where is the `main` function defined?\n\nLikely places (unverified hints from a keyword search, not evidence: check them with Read or Grep before you cite them):\nsrc/app.py:1  def main():"
+        "Where is the `main` function defined?\n\nLikely places to start (unverified hints from a keyword search: they are not evidence and may be wrong; Read them before you cite anything):\n- src/app.py:1  def main():\nFor example, call Read with {\"path\":\"src/app.py\",\"start_line\":1,\"limit\":40}."
     );
     let off = RuntimeProfile {
         repo_map_hint: false,
@@ -1327,4 +1327,24 @@ async fn the_request_prefix_stays_byte_stable_and_cached_tokens_are_summed() {
         );
         assert_eq!(pair[0].tools, pair[1].tools);
     }
+}
+
+#[tokio::test]
+async fn an_answer_that_copies_the_template_is_sent_back() {
+    let dir = tree();
+    let copied = r#"{"status": "completed", "summary": "<the answer, one paragraph>", "findings": [], "evidence": ["src/app.py:1"]}"#;
+    let (out, model) = run(
+        &dir,
+        vec![read_app(), say(copied), say(FINAL)],
+        explore_profile(),
+    )
+    .await;
+    assert_eq!(out.terminal_reason, TerminalReason::Completed);
+    assert!(
+        last_user(&model, 2).starts_with(
+            "Your answer repeats the example from the instructions (\"<the answer, one paragraph>\")"
+        ),
+        "{}",
+        last_user(&model, 2)
+    );
 }

@@ -224,9 +224,13 @@ fn next_step(request: &ChatRequest) -> ChatResponse {
 
 /// Likely places for `task`: the scout's first searches, run through `execute` (a tool call's
 /// name and JSON arguments in, its result envelope as JSON text out, so that every file access
-/// stays a confined tool call), ranked, at most `n` lines of `path:line  text` (definitions
+/// stays a confined tool call), ranked, at most `n` of `(path, line, text)` (definitions
 /// first). Empty when the task names nothing to search for.
-pub fn repo_map(task: &str, n: usize, execute: &dyn Fn(&str, &str) -> String) -> Vec<String> {
+pub fn repo_map(
+    task: &str,
+    n: usize,
+    execute: &dyn Fn(&str, &str) -> String,
+) -> Vec<(String, u64, String)> {
     let q = query::parse(task);
     let calls = search::first_calls(&q);
     if calls.is_empty() {
@@ -249,11 +253,7 @@ pub fn repo_map(task: &str, n: usize, execute: &dyn Fn(&str, &str) -> String) ->
         .into_iter()
         .map(|c| {
             let text: String = c.text.trim().chars().take(100).collect();
-            if text.is_empty() {
-                format!("{}:{}", c.file, c.line)
-            } else {
-                format!("{}:{}  {}", c.file, c.line, text)
-            }
+            (c.file, c.line, text)
         })
         .collect()
 }

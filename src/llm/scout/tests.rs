@@ -331,5 +331,8 @@ fn repo_map_ranks_definitions_through_the_given_executor() {
         registry.execute(name, args, &ctx, &perms).to_json()
     });
     assert!(!calls.borrow().is_empty());
-    assert_eq!(lines, ["src/app.py:1  def main():"]);
+    assert_eq!(
+        lines,
+        [("src/app.py".to_string(), 1, "def main():".to_string())]
+    );
 }
