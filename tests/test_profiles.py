@@ -56,6 +56,18 @@ def test_builtin_numbers_match_the_reference() -> None:
     assert outrider.READONLY_TOOLS == frozenset({"Glob", "Grep", "Read"})
 
 
+# How each prompt shows the evidence format and asks for JSON alone. The explore prompt shows the
+# answer's shape with <...> placeholders (a weak model copied the concrete example, #18).
+EVIDENCE_FORMAT = {
+    "explore": '"evidence": ["<path>:<line>", "<path>:<first>-<last>"]',
+    "verification": '"evidence": ["relative/path.py:42", "relative/path.py:10-20"]',
+}
+JSON_ONLY = {
+    "explore": "exactly one JSON object, no fences, no other text",
+    "verification": "exactly one JSON object and nothing else",
+}
+
+
 @pytest.mark.parametrize("profile", [EXPLORE_PROFILE, VERIFICATION_PROFILE])
 def test_system_prompts_tell_the_child_what_it_needs(profile: RuntimeProfile) -> None:
     text = profile.rendered_system_prompt
@@ -63,8 +75,8 @@ def test_system_prompts_tell_the_child_what_it_needs(profile: RuntimeProfile) ->
     assert f"{profile.total_token_budget} tokens" in text
     assert f"{profile.context_token_budget} tokens" in text
     assert "start_line" in text  # paging through Read
-    assert "relative/path.py:42" in text  # evidence format
-    assert "exactly one JSON object and nothing else" in text
+    assert EVIDENCE_FORMAT[profile.name] in text
+    assert JSON_ONLY[profile.name] in text
     assert "{max_steps}" not in text
     assert "{max_steps}" in profile.system_prompt
     assert profile.replace(max_steps=20).rendered_system_prompt.count("20 model turns") == 1
