@@ -13,14 +13,22 @@ use crate::llm::ToolCall;
 const MAX_TEXT_CALLS: usize = 16;
 
 /// The calls `content` consists of, when it is nothing but calls to tools in `offered`; `step`
-/// makes the ids unique within a run.
-pub(crate) fn parse(content: &str, offered: &[&str], step: u64) -> Option<Vec<ToolCall>> {
+/// makes the ids unique within a run. `cut` says the answer stopped at its token cap: a last
+/// block that was begun but not closed is then dropped instead of spoiling the rest.
+pub(crate) fn parse(
+    content: &str,
+    offered: &[&str],
+    step: u64,
+    cut: bool,
+) -> Option<Vec<ToolCall>> {
     let text = content.trim();
     if text.is_empty() || offered.is_empty() {
         return None;
     }
     let values = if text.starts_with("<tool_call>") {
-        tagged(text)?
+        blocks(text, "<tool_call>", "</tool_call>", cut)?
+    } else if text.starts_with("```") && text.matches("```").count() > 2 {
+        blocks(text, "```", "```", cut)?
     } else {
         let body = unfenced(text).unwrap_or(text);
         match serde_json::from_str::<Value>(body).ok()? {
@@ -47,14 +55,31 @@ fn unfenced(text: &str) -> Option<&str> {
     (lang.is_empty() || lang.eq_ignore_ascii_case("json")).then_some(body.trim())
 }
 
-/// The JSON values of `<tool_call>...</tool_call>` blocks that make up the whole text.
-fn tagged(text: &str) -> Option<Vec<Value>> {
+/// The JSON values of `open ... close` blocks (`<tool_call>` tags, or ```` ```json ```` fences)
+/// that make up the whole text, separated by whitespace only. With `cut`, a last block that was
+/// opened but never closed is left out.
+fn blocks(text: &str, open: &str, close: &str, cut: bool) -> Option<Vec<Value>> {
     let mut rest = text;
     let mut values = Vec::new();
     while !rest.is_empty() {
-        let after = rest.strip_prefix("<tool_call>")?;
-        let (body, tail) = after.split_once("</tool_call>")?;
-        let body = body.trim();
+        let after = rest.strip_prefix(open)?;
+        let Some((body, tail)) = after.split_once(close) else {
+            return (cut && !values.is_empty()).then_some(values);
+        };
+        let mut body = body.trim();
+        if open == "```" {
+            // A fence's first line names its language: json, or none.
+            let (lang, json) = body.split_once('\n').unwrap_or(("", body));
+            if !(lang.trim().is_empty() || lang.trim().eq_ignore_ascii_case("json")) {
+                if lang.trim_start().starts_with(['{', '[']) {
+                    body = body.trim();
+                } else {
+                    return None;
+                }
+            } else {
+                body = json.trim();
+            }
+        }
         let body = unfenced(body).unwrap_or(body);
         match serde_json::from_str::<Value>(body).ok()? {
             Value::Array(items) => values.extend(items),
@@ -68,24 +93,43 @@ fn tagged(text: &str) -> Option<Vec<Value>> {
     Some(values)
 }
 
-/// One call: `{"name", "arguments"|"parameters"}` or `{"type": "function", "function": {...}}`,
-/// naming an offered tool, with arguments as an object or a JSON string of one.
+/// One call: `{"name", "arguments"}` (also `parameters`, `args` or `input` for the arguments,
+/// and `function`, `tool` or `tool_name` for the name) or `{"type": "function", "function":
+/// {...}}`, naming an offered tool, with arguments as an object or a JSON string of one.
 fn call(value: Value, offered: &[&str], id: String) -> Option<ToolCall> {
     let Value::Object(mut obj) = value else {
         return None;
     };
-    if let Some(Value::Object(function)) = obj.remove("function") {
+    if let Some(Value::Object(function)) = obj.get("function").cloned() {
         obj = function;
     }
-    let name = obj.get("name")?.as_str()?.trim().to_string();
+    let name = ["name", "function", "tool", "tool_name"]
+        .iter()
+        .find_map(|k| obj.get(*k).and_then(Value::as_str))?
+        .trim()
+        .to_string();
     if !offered.contains(&name.as_str()) {
         return None;
     }
-    let known = ["name", "arguments", "parameters", "type", "id"];
+    let known = [
+        "name",
+        "function",
+        "tool",
+        "tool_name",
+        "arguments",
+        "parameters",
+        "args",
+        "input",
+        "type",
+        "id",
+    ];
     if obj.keys().any(|k| !known.contains(&k.as_str())) {
         return None;
     }
-    let args = match obj.get("arguments").or_else(|| obj.get("parameters")) {
+    let given = ["arguments", "parameters", "args", "input"]
+        .iter()
+        .find_map(|k| obj.get(*k));
+    let args = match given {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(m)) => m.clone(),
         Some(Value::String(s)) => match serde_json::from_str::<Value>(s).ok()? {
@@ -108,7 +152,7 @@ mod tests {
     const TOOLS: [&str; 3] = ["Glob", "Grep", "Read"];
 
     fn names(content: &str) -> Option<Vec<(String, Value)>> {
-        parse(content, &TOOLS, 3).map(|calls| {
+        parse(content, &TOOLS, 3, false).map(|calls| {
             calls
                 .into_iter()
                 .map(|c| (c.name, serde_json::from_str(&c.arguments).unwrap()))
@@ -132,6 +176,8 @@ mod tests {
             "<tool_call>\n{\"name\": \"Grep\", \"arguments\": \"{\\\"pattern\\\": \\\"fn main\\\"}\"}\n</tool_call>",
             r#"{"type": "function", "function": {"name": "Grep", "arguments": {"pattern": "fn main"}}}"#,
             r#"{"name": "Grep", "parameters": {"pattern": "fn main"}}"#,
+            r#"{"function": "Grep", "arguments": {"pattern": "fn main"}}"#,
+            r#"{"tool": "Grep", "args": {"pattern": "fn main"}}"#,
             r#"[{"name": "Grep", "arguments": {"pattern": "fn main"}}]"#,
         ] {
             assert_eq!(names(text), grep(), "{text}");
@@ -148,12 +194,37 @@ mod tests {
             r#"[{"name": "Glob", "arguments": {}}, {"name": "Glob"}]"#,
             &TOOLS,
             7,
+            false,
         )
         .unwrap()
         .into_iter()
         .map(|c| c.id)
         .collect();
         assert_eq!(ids, ["text_call_7_0", "text_call_7_1"]);
+    }
+
+    #[test]
+    fn fenced_blocks_one_after_another_are_calls_and_a_cut_last_one_is_dropped() {
+        let block = |p: &str| {
+            format!(
+                "```json\n{{\"function\": \"Glob\", \"arguments\": {{\"pattern\": \"{p}\"}}}}\n```"
+            )
+        };
+        let two = format!("{}\n\n\n{}", block("a.py"), block("b.py"));
+        let calls = parse(&two, &TOOLS, 1, false).unwrap();
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[1].arguments, r#"{"pattern":"b.py"}"#);
+        // Cut by the token cap in the middle of a third block.
+        let cut = format!("{two}\n\n```json\n{{\"function\": \"Glob\", \"argu");
+        assert_eq!(parse(&cut, &TOOLS, 1, true).unwrap().len(), 2);
+        assert_eq!(parse(&cut, &TOOLS, 1, false), None);
+        // An answer after a call is not a call.
+        let mixed = format!(
+            "{}\n{}",
+            block("a.py"),
+            "```json\n{\"status\": \"completed\"}\n```"
+        );
+        assert_eq!(parse(&mixed, &TOOLS, 1, false), None);
     }
 
     #[test]
@@ -183,7 +254,7 @@ mod tests {
             assert_eq!(names(text), None, "{text}");
         }
         assert_eq!(
-            parse(r#"{"name": "Grep", "arguments": {}}"#, &[], 1),
+            parse(r#"{"name": "Grep", "arguments": {}}"#, &[], 1, false),
             None,
             "no tool offered (the wrap-up)"
         );

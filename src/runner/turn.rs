@@ -268,7 +268,10 @@ impl RuntimeRunner {
                 .iter()
                 .filter_map(|t| t["function"]["name"].as_str())
                 .collect();
-            if let Some(calls) = crate::runner::text_calls::parse(&resp.content, &offered, step) {
+            let cut = resp.finish_reason.as_deref() == Some("length");
+            if let Some(calls) =
+                crate::runner::text_calls::parse(&resp.content, &offered, step, cut)
+            {
                 tracing::debug!(
                     session_id = %self.trace.session_id(),
                     step,
