@@ -10,25 +10,37 @@
 Every line of a trace is one event, ``{"ts", "session_id", "step", "event", "payload"}``. A last
 line cut short (the writer was stopped mid-write) is skipped and reported in :attr:`Trace.truncated`;
 any other line that is not an event is an error naming the file and line.
+
+A trace is read as untrusted input: only a regular file is opened (a FIFO, a device or a directory
+is refused without being read or waited on), at most :data:`MAX_TRACE_BYTES` of it, and a line may
+nest at most :data:`MAX_DEPTH` levels. Every failure is a :class:`outrider.TraceError` naming the
+file (and the line). A path read from data (a parent trace's record of a child, a result rebuilt
+with ``from_dict``) is only followed to a file named as outrider names traces
+(``trace-child-<32 hex digits>.jsonl``) that holds the session it should.
 """
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import os
 import pathlib
+import re
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from outrider.exceptions import TraceError
+from outrider.exceptions import ArgumentTypeError, ConfigError, TraceError
 
 if TYPE_CHECKING:
     import pandas as _pandas  # private, so stubtest does not look for it at runtime
 
 __all__ = [
+    "MAX_DEPTH",
+    "MAX_TRACE_BYTES",
     "RECORD_COLUMNS",
     "Trace",
     "TraceChild",
@@ -83,6 +95,25 @@ class TraceRecord(TypedDict):
 
 RECORD_COLUMNS: tuple[str, ...] = tuple(TraceRecord.__annotations__)
 """The columns of :meth:`Trace.to_pandas`, in order."""
+
+MAX_TRACE_BYTES = 256 * 1024 * 1024
+"""The largest trace file :meth:`Trace.load` reads unless given ``max_bytes`` (256 MiB)."""
+MAX_DEPTH = 256
+"""How many levels a trace line may nest (objects and arrays). outrider writes events a few
+levels deep around the model's tool arguments, which are themselves bounded; a deeper line is
+refused before anything recurses into it."""
+_MAX_INT = 2**63
+"""Counts and steps beyond this are not counts (they are shown as unknown, or refused)."""
+_TRACE_NAME = re.compile(r"trace-(?:child|main)-[0-9a-f]{32}\.jsonl")
+_FILE_KINDS = (
+    (stat.S_ISDIR, os.strerror(errno.EISDIR)),
+    (stat.S_ISFIFO, "Is a FIFO (named pipe)"),
+    (stat.S_ISCHR, "Is a character device"),
+    (stat.S_ISBLK, "Is a block device"),
+    (stat.S_ISSOCK, "Is a socket"),
+)
+_NON_SPACE = re.compile(rb"[^ \t\n\r\x0b\x0c]")
+_EXPECTED = "expected one JSON object per line with ts, session_id, step, event and payload"
 
 _SUBAGENT_EVENTS = (
     "subagent_requested",
@@ -185,13 +216,36 @@ class TraceChild:
     tool_usage: dict[str, int] = field(default_factory=dict)
 
 
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and -_MAX_INT < value < _MAX_INT
+
+
 def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    return value if _is_count(value) else 0
+
+
+def _brief(value: Any, width: int = 80) -> str:
+    """``repr(value)``, cut to ``width`` characters: what an error message may echo of a file."""
+    if isinstance(value, (dict, list)) and len(value) > width:
+        return f"a {type(value).__name__} of {len(value)} items"
+    if isinstance(value, str) and len(value) > width * 4:
+        value = value[: width * 4]
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _quote(path: Any) -> str:
+    """A path for a message: quoted with its control characters escaped, and bounded."""
+    return _brief(str(path), 300)
 
 
 def _parse_ts(value: Any) -> datetime:
     if not isinstance(value, str):
-        raise ValueError(f"ts must be an ISO 8601 string, got {value!r}")
+        raise ValueError(f"ts must be an ISO 8601 string, got {_brief(value)}")
+    if len(value) > 64:
+        raise ValueError(
+            f"ts must be an ISO 8601 timestamp, got a string of {len(value)} characters"
+        )
     # Python 3.10's fromisoformat does not take the "Z" the writer uses.
     text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
     ts = datetime.fromisoformat(text)
@@ -206,7 +260,9 @@ def _event(obj: Any) -> TraceEvent:
         raise ValueError(f"missing {', '.join(missing)}")
     step, event, payload, session = obj["step"], obj["event"], obj["payload"], obj["session_id"]
     if not isinstance(step, int) or isinstance(step, bool):
-        raise ValueError(f"step must be an integer, got {step!r}")
+        raise ValueError(f"step must be an integer, got {_brief(step)}")
+    if not 0 <= step < _MAX_INT:
+        raise ValueError(f"step must be a whole number from 0 to 2**63 - 1, got {_brief(step)}")
     if not isinstance(event, str) or not isinstance(session, str):
         raise ValueError("event and session_id must be strings")
     if payload is None:
@@ -219,61 +275,192 @@ def _event(obj: Any) -> TraceEvent:
 
 
 def _short(value: Any, width: int) -> str:
+    """One line of at most ``width`` characters (whitespace runs collapsed) of any JSON value."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    # Collapse only what can be shown: a 60 MB answer is not split into millions of words.
+    cut = len(text) > width * 8
+    text = " ".join(text[: width * 8].split())
+    return text if len(text) <= width and not cut else text[: width - 1] + "…"
+
+
+def _get(payload: dict[str, Any], key: str, width: int = 60, missing: str = "None") -> str:
+    """A payload field as short text, whatever its JSON type (``missing`` when absent or null)."""
+    value = payload.get(key)
+    return missing if value is None else _short(value, width)
+
+
+def _mapping(payload: dict[str, Any], key: str) -> dict[str, Any]:
+    value = payload.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _items(payload: dict[str, Any], key: str) -> list[Any]:
+    value = payload.get(key)
+    return value if isinstance(value, list) else []
+
+
+class _CutLine(ValueError):
+    """A line that is not UTF-8 JSON: a cut-short last line, or a line that is not an event."""
+
+
+def _read_regular(p: pathlib.Path, max_bytes: int) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes``, without blocking on what is not
+    one (checked before opening, and again on the open descriptor)."""
+    name = str(p)
+
+    def refuse(why: str) -> TraceError:
+        return TraceError(f"cannot read trace {_quote(name)}: {why}", path=name)
+
+    def check(st: os.stat_result) -> None:
+        for test, kind in _FILE_KINDS:
+            if test(st.st_mode):
+                raise refuse(f"{kind}; a trace is a regular file (trace-*.jsonl)")
+        if not stat.S_ISREG(st.st_mode):
+            raise refuse("not a regular file; a trace is a regular file (trace-*.jsonl)")
+        if st.st_size > max_bytes:
+            raise refuse(_too_big(st.st_size, max_bytes))
+
+    flags = os.O_RDONLY
+    for flag in ("O_NONBLOCK", "O_NOCTTY", "O_CLOEXEC", "O_BINARY"):
+        flags |= getattr(os, flag, 0)
+    try:
+        before = os.stat(p)
+    except (OSError, ValueError) as err:  # ValueError: an embedded NUL
+        raise refuse(getattr(err, "strerror", None) or str(err)) from err
+    check(before)
+    try:
+        fd = os.open(p, flags)
+    except OSError as err:
+        raise refuse(err.strerror or str(err)) from err
+    try:
+        check(os.fstat(fd))
+        chunks: list[bytes] = []
+        size = 0
+        while size <= max_bytes:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > max_bytes:  # it grew while being read
+            raise refuse(_too_big(size, max_bytes))
+        return b"".join(chunks)
+    except OSError as err:
+        raise refuse(err.strerror or str(err)) from err
+    finally:
+        os.close(fd)
+
+
+def _too_big(size: int, max_bytes: int) -> str:
+    return (
+        f"it is {size:,} bytes, more than the {max_bytes:,} a trace may be here "
+        "(Trace.load(path, max_bytes=...) reads a larger one)"
+    )
+
+
+def _parse_line(raw: bytes) -> Any:
+    """One line as JSON, refused when it nests deeper than :data:`MAX_DEPTH`."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise _CutLine(f"not UTF-8 text ({err})") from err
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise _CutLine(f"not JSON ({err})") from err
+    except RecursionError as err:
+        raise ValueError(f"it nests deeper than the {MAX_DEPTH} levels a trace line may") from err
+    except ValueError as err:  # a number of more digits than Python converts
+        raise ValueError(f"not JSON that Python reads ({err})") from err
+    # Only a line with that many brackets can be that deep: most lines are not walked.
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and _deeper_than(obj, MAX_DEPTH):
+        raise ValueError(f"it nests deeper than the {MAX_DEPTH} levels a trace line may")
+    return obj
+
+
+def _deeper_than(obj: Any, limit: int) -> bool:
+    """Whether ``obj`` nests more than ``limit`` objects and arrays deep (no recursion)."""
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if not isinstance(value, (dict, list)):
+            continue
+        if depth > limit:
+            return True
+        inner = value.values() if isinstance(value, dict) else value
+        stack.extend((v, depth + 1) for v in inner if isinstance(v, (dict, list)))
+    return False
+
+
+def _line_error(p: pathlib.Path, number: int, why: str) -> TraceError:
+    return TraceError(
+        f"{_quote(p)} line {number} is not a trace event: {why}; {_EXPECTED}",
+        path=str(p),
+        line=number,
+    )
 
 
 def describe(event: TraceEvent) -> str:
-    """A one-line description of an event (plain text, not escaped)."""
+    """A one-line description of an event (plain text, not escaped), at most a few hundred
+    characters whatever the payload holds; a field of an unexpected type is shown, not an
+    error."""
     name, p = event["event"], event["payload"]
     if name == "run_start":
-        return f"{p.get('profile')} on {p.get('model')}, {p.get('max_steps')} steps, tools {', '.join(map(str, p.get('tools') or []))}"
+        tools = _items(p, "tools")
+        shown = ", ".join(_short(t, 30) for t in tools[:20]) + (", …" if len(tools) > 20 else "")
+        return f"{_get(p, 'profile')} on {_get(p, 'model')}, {_get(p, 'max_steps')} steps, tools {shown}"
     if name == "user_input":
         return _short(p.get("content", ""), 120)
     if name == "model_output":
-        calls = p.get("tool_calls") or []
-        usage = p.get("usage") or {}
-        tokens = f"  [{usage.get('total_tokens', '?')} tokens]"
+        calls = _items(p, "tool_calls")
+        tokens = f"  [{_get(_mapping(p, 'usage'), 'total_tokens', 20, '?')} tokens]"
         if calls:
+            more = f", … {len(calls) - 8} more" if len(calls) > 8 else ""
             return (
                 "calls "
                 + ", ".join(
-                    f"{c.get('name')}({_short(c.get('arguments', ''), 60)})"
-                    for c in calls
+                    f"{_get(c, 'name', 40)}({_short(c.get('arguments', ''), 60)})"
                     if isinstance(c, dict)
+                    else _short(c, 40)
+                    for c in calls[:8]
                 )
+                + more
                 + tokens
             )
         return f"answer {_short(p.get('raw', ''), 100)}{tokens}"
     if name == "tool_call":
-        return f"{p.get('tool')} {_short(p.get('args', {}), 100)}"
+        return f"{_get(p, 'tool')} {_short(p.get('args', {}), 100)}"
     if name == "tool_result":
         code = p.get("error_code")
-        result = p.get("result")
-        text = result.get("text") if isinstance(result, dict) else None
+        text = _mapping(p, "result").get("text")
         return (
-            f"{p.get('tool')} → {p.get('status')}"
-            + (f" {code}" if code else "")
+            f"{_get(p, 'tool')} → {_get(p, 'status')}"
+            + (f" {_short(code, 40)}" if code else "")
             + (f": {_short(text, 90)}" if isinstance(text, str) and text else "")
         )
     if name == "completion_gate_verdict":
-        extra = p.get("feedback") or (f"repair {p['repair']}" if p.get("repair") else "")
-        return f"{p.get('verdict')}" + (f": {_short(extra, 100)}" if extra else "")
+        feedback, repair = p.get("feedback"), p.get("repair")
+        extra = (
+            _short(feedback, 100)
+            if feedback
+            else (f"repair {_short(repair, 90)}" if repair else "")
+        )
+        return _get(p, "verdict") + (f": {_short(extra, 100)}" if extra else "")
     if name in ("terminal", "wrap_up"):
-        details = p.get("details") or {}
-        err = details.get("error") if isinstance(details, dict) else None
-        return f"{p.get('reason')}" + (f": {_short(err, 100)}" if err else "")
+        err = _mapping(p, "details").get("error")
+        return _get(p, "reason") + (f": {_short(err, 100)}" if err else "")
     if name == "model_error":
-        return f"{p.get('kind')}: {_short(p.get('message', ''), 100)}"
+        return f"{_get(p, 'kind')}: {_short(p.get('message', ''), 100)}"
     if name in _SUBAGENT_EVENTS:
         outcome = p.get("verdict") or p.get("failure_reason") or ""
-        return f"{p.get('child_session_id')} ({p.get('profile')}) {outcome}".rstrip()
+        return (
+            f"{_get(p, 'child_session_id')} ({_get(p, 'profile')}) {_short(outcome, 60)}".rstrip()
+        )
     if name == "session_summary":
-        usage = p.get("total_usage") or {}
-        return f"{p.get('steps')} steps, {p.get('tools_used')} tool calls, {usage.get('total_tokens', '?')} tokens"
+        usage = _mapping(p, "total_usage")
+        return f"{_get(p, 'steps')} steps, {_get(p, 'tools_used')} tool calls, {_get(usage, 'total_tokens', 20, '?')} tokens"
     if name == "run_end":
-        return f"{p.get('model_calls')} model calls"
+        return f"{_get(p, 'model_calls')} model calls"
     return _short(p, 120)
 
 
@@ -317,52 +504,51 @@ class Trace(_Span):
         """The 1-based number of the skipped line, when :attr:`truncated`."""
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> Trace:
+    def load(cls, path: str | os.PathLike[str], *, max_bytes: int = MAX_TRACE_BYTES) -> Trace:
         """Read a ``trace-*.jsonl`` file.
 
-        Raises :class:`outrider.TraceError` when the file cannot be read, holds no event, or a
-        line other than a cut-short last one is not a trace event.
+        Only a regular file is read (a FIFO, device, socket or directory is refused without
+        being opened for reading or waited on), and only when it is at most ``max_bytes`` long
+        (default :data:`MAX_TRACE_BYTES`). Raises :class:`outrider.TraceError`, naming the file
+        and the line, when the file cannot be read, holds no event, or a line other than a
+        cut-short last one is not a trace event (not UTF-8 JSON, nested deeper than
+        :data:`MAX_DEPTH`, a number beyond what Python reads, a field of the wrong type).
         """
         if not isinstance(path, (str, os.PathLike)):
-            raise TypeError(f"path: expected a str or os.PathLike, got {type(path).__name__}")
+            raise ArgumentTypeError(
+                f"path: expected a str or os.PathLike, got {type(path).__name__}"
+            )
+        if not isinstance(max_bytes, int) or isinstance(max_bytes, bool):
+            raise ArgumentTypeError(f"max_bytes: expected an int, got {type(max_bytes).__name__}")
+        if max_bytes < 0:
+            raise ConfigError(f"max_bytes: must be at least 0, got {max_bytes}")
         p = pathlib.Path(path)
-        try:
-            data = p.read_bytes()
-        except OSError as err:
-            raise TraceError(
-                f"cannot read trace '{p}': {err.strerror or err}", path=str(p)
-            ) from err
-        lines = data.split(b"\n")
-        last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+        data = _read_regular(p, max_bytes)
         events: list[TraceEvent] = []
         truncated, skipped = False, None
-        for i, raw in enumerate(lines):
-            if not raw.strip():
+        number, pos = 0, 0
+        while pos < len(data):
+            end = data.find(b"\n", pos)
+            end = len(data) if end < 0 else end
+            raw, pos, number = data[pos:end], end + 1, number + 1
+            if not raw or raw.isspace():
                 continue
             try:
-                obj = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as err:
-                if i == last and events:
-                    truncated, skipped = True, i + 1
+                obj = _parse_line(raw)
+            except _CutLine as err:
+                # Only the last line can be one the writer was stopped in the middle of.
+                if events and _NON_SPACE.search(data, pos) is None:
+                    truncated, skipped = True, number
                     break
-                what = "UTF-8 text" if isinstance(err, UnicodeDecodeError) else "JSON"
-                raise TraceError(
-                    f"'{p}' line {i + 1} is not a trace event: not {what} ({err}); "
-                    "expected one JSON object per line with ts, session_id, step, event and payload",
-                    path=str(p),
-                    line=i + 1,
-                ) from err
+                raise _line_error(p, number, str(err)) from err.__cause__
+            except ValueError as err:
+                raise _line_error(p, number, str(err)) from err
             try:
                 events.append(_event(obj))
             except ValueError as err:
-                raise TraceError(
-                    f"'{p}' line {i + 1} is not a trace event: {err}; "
-                    "expected one JSON object per line with ts, session_id, step, event and payload",
-                    path=str(p),
-                    line=i + 1,
-                ) from err
+                raise _line_error(p, number, str(err)) from err
         if not events:
-            raise TraceError(f"'{p}' holds no trace events (the file is empty)", path=str(p))
+            raise TraceError(f"{_quote(p)} holds no trace events (the file is empty)", path=str(p))
         return cls(events, path=p, truncated=truncated, skipped_line=skipped)
 
     # --- what the run was -------------------------------------------------------------------
@@ -551,38 +737,34 @@ class Trace(_Span):
                     else None,
                     outcome=outcomes.get(child),
                     terminal_reason=reason if isinstance(reason, str) else None,
-                    elapsed_ms=p.get("elapsed_ms")
-                    if isinstance(p.get("elapsed_ms"), int)
-                    else None,
-                    token_usage=p.get("token_usage")
-                    if isinstance(p.get("token_usage"), int)
-                    else None,
-                    tool_usage=dict(usage) if isinstance(usage, dict) else {},
+                    elapsed_ms=_opt_int(p, "elapsed_ms"),
+                    token_usage=_opt_int(p, "token_usage"),
+                    tool_usage={k: v for k, v in usage.items() if _is_count(v)}
+                    if isinstance(usage, dict)
+                    else {},
                 )
             )
         return refs
 
-    def _child_file(self, ref: TraceChild) -> pathlib.Path:
+    def _child(self, ref: TraceChild) -> Trace:
         if ref.trace_path is None:
             raise TraceError(
-                f"child {ref.session_id} has no trace file (its trace was kept in memory)"
+                f"child {_brief(ref.session_id)} has no trace file (its trace was kept in memory)"
             )
-        recorded = pathlib.Path(ref.trace_path)
-        if not recorded.is_absolute() and self.path is not None:
-            recorded = self.path.parent / recorded
-        # Traces copied or moved together keep working: fall back to a file of the same name
-        # beside the parent.
-        beside = self.path.parent / recorded.name if self.path is not None else None
-        if not recorded.exists() and beside is not None and beside.exists():
-            return beside
-        return recorded
+        return _load_recorded(
+            ref.trace_path,
+            ref.session_id,
+            beside=self.path.parent if self.path is not None else None,
+            what=f"child {_brief(ref.session_id)}",
+        )
 
     @functools.cached_property
     def children(self) -> list[Trace]:
         """The children's traces, loaded on first use (from the recorded path, or a file of the
-        same name beside this trace). Raises :class:`outrider.TraceError` for a child whose
-        trace cannot be read."""
-        return [Trace.load(self._child_file(ref)) for ref in self.child_refs]
+        same name beside this trace). A recorded path is only followed to a file named
+        ``trace-<child session id>.jsonl`` that holds that child's events. Raises
+        :class:`outrider.TraceError` for a child whose trace cannot be read."""
+        return [self._child(ref) for ref in self.child_refs]
 
     # --- export ------------------------------------------------------------------------------
 
@@ -663,11 +845,44 @@ class Trace(_Span):
     def __repr__(self) -> str:
         cut = f", truncated at line {self.skipped_line}" if self.truncated else ""
         return (
-            f"Trace({self.session_id!r}, events={len(self.events)}, steps={max((s.number for s in self.steps), default=0)}, "
-            f"terminal_reason={self.terminal_reason!r}, tool_usage={self.tool_usage}{cut})"
+            f"Trace({_brief(self.session_id)}, events={len(self.events)}, steps={max((s.number for s in self.steps), default=0)}, "
+            f"terminal_reason={_brief(self.terminal_reason)}, tool_usage={_brief(self.tool_usage, 200)}{cut})"
         )
+
+
+def _load_recorded(
+    recorded: str, session_id: str | None, *, beside: pathlib.Path | None, what: str
+) -> Trace:
+    """The trace at a path read from data (a parent trace, a result's ``to_dict()``), which is
+    not trusted as a path to open: only a file named as outrider names the trace of
+    ``session_id`` (``trace-child-<32 hex digits>.jsonl``) is read, and it must hold that
+    session. A relative path is taken from ``beside``; when the file is not where it was
+    recorded, a file of the same name in ``beside`` is used (traces moved together)."""
+    name = pathlib.PurePath(recorded).name
+    expected = f"trace-{session_id}.jsonl" if session_id is not None else None
+    if not _TRACE_NAME.fullmatch(name) or (expected is not None and name != expected):
+        like = _brief(expected) if expected else "trace-child-<32 hex digits>.jsonl"
+        raise TraceError(
+            f"{what}: the recorded trace path {_quote(recorded)} was not opened: a trace path "
+            f"read from data must name a file {like} (Trace.load(path) reads any file you name)",
+            path=recorded,
+        )
+    file = pathlib.Path(recorded)
+    if beside is not None:
+        file = file if file.is_absolute() else beside / file
+        # Traces copied or moved together keep working.
+        if not os.path.exists(file) and os.path.exists(beside / name):
+            file = beside / name
+    trace = Trace.load(file)
+    if session_id is not None and trace.session_id != session_id:
+        raise TraceError(
+            f"{_quote(file)} holds session {_brief(trace.session_id)}, not {what}'s "
+            f"{_brief(session_id)}",
+            path=str(file),
+        )
+    return trace
 
 
 def _opt_int(usage: dict[str, Any] | None, key: str) -> int | None:
     value = usage.get(key) if usage else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if _is_count(value) else None
