@@ -1,10 +1,11 @@
 """Rich display in Jupyter: ``_repr_html_`` and ``_repr_markdown_`` for results, verdicts, launch
 results and traces.
 
-Everything that comes from a model, a file or a trace is escaped. Colours are inherited from the
-notebook's theme except a status badge in mid-tone colours that read on light and dark
-backgrounds; borders and shading are translucent grey. Long parts (long summaries, long lists,
-the step timeline) are folded into ``<details>``.
+Everything that comes from a model, a file or a trace is escaped, and bounded: one text is
+embedded up to :data:`MAX_TEXT` characters, a list up to :data:`MAX_ITEMS` items (the objects
+themselves hold the whole). Colours are inherited from the notebook's theme except a status badge
+in mid-tone colours that read on light and dark backgrounds; borders and shading are translucent
+grey. Long parts (long summaries, long lists, the step timeline) are folded into ``<details>``.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from typing import Any
 
 from outrider import _core
 from outrider.exceptions import TraceError
-from outrider.trace import Trace, describe
+from outrider.trace import Trace, _load_recorded, describe
 
-__all__ = ["STATUS_COLOURS", "install", "launch_html", "trace_html"]
+__all__ = ["MAX_ITEMS", "MAX_TEXT", "STATUS_COLOURS", "install", "launch_html", "trace_html"]
 
 STATUS_COLOURS: dict[str, str] = {
     "completed": "#2da44e",
@@ -39,6 +40,13 @@ LONG_LIST = 8
 """Items of a list shown open; longer lists start folded."""
 MAX_TIMELINE = 300
 """Events shown in a timeline; the rest are counted (``Trace.to_pandas()`` has all)."""
+MAX_TEXT = 20_000
+"""Characters of any one text (an answer, a task, an error, a list item) embedded in a display,
+folded part included; the rest is left out with a note of how much."""
+MAX_ITEMS = 200
+"""Items of a list, or rows of a children table, embedded in a display; the rest are counted."""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 _BOX = (
     "border:1px solid rgba(127,127,127,.35);border-radius:6px;padding:.5em .8em;margin:.3em 0;"
@@ -49,8 +57,17 @@ _CELL = "text-align:left;vertical-align:top;padding:.15em .6em;border-top:1px so
 _CODE = "background:rgba(127,127,127,.12);color:inherit;padding:0 .25em;border-radius:3px"
 
 
+def _clip(value: Any, limit: int = MAX_TEXT) -> str:
+    """``value`` as text of at most ``limit`` characters (and a note of what was left out), lone
+    surrogates (which cannot be sent as UTF-8) replaced."""
+    text = value if isinstance(value, str) else str(value)
+    if len(text) > limit:
+        text = f"{text[:limit]}… ({len(text) - limit:,} more characters not shown)"
+    return _SURROGATE.sub("\ufffd", text)
+
+
 def _e(value: Any) -> str:
-    return html.escape(value if isinstance(value, str) else str(value), quote=True)
+    return html.escape(_clip(value), quote=True)
 
 
 def _badge(status: str | None) -> str:
@@ -79,13 +96,19 @@ def _text_block(text: str, *, label: str = "more") -> str:
     )
 
 
+def _more(items: Sequence[Any], what: str = "more") -> str:
+    return f"… {len(items) - MAX_ITEMS:,} {what} not shown"
+
+
 def _list(title: str, items: Sequence[str], *, code: bool = False) -> str:
     if not items:
         return ""
     cells = "".join(
         f'<li><code style="{_CODE}">{_e(i)}</code></li>' if code else f"<li>{_e(i)}</li>"
-        for i in items
+        for i in items[:MAX_ITEMS]
     )
+    if len(items) > MAX_ITEMS:
+        cells += f'<li style="{_MUTED}">{_more(items)}</li>'
     opened = " open" if len(items) <= LONG_LIST else ""
     return (
         f"<details{opened}><summary><strong>{_e(title)}</strong> ({len(items)})</summary>"
@@ -169,11 +192,14 @@ def _result_body(result: Any) -> str:
 
 
 def _launch_trace(r: Any) -> Trace | str:
-    """The launch's trace, or why there is none to show."""
+    """The launch's trace, or why there is none to show. A result may have been rebuilt from a
+    dict (``from_dict``, pickle), so its ``trace_path`` is data: only the trace file of its child
+    is read (named ``trace-<child_session_id>.jsonl``, a regular file holding that session), never
+    a FIFO, a device or any other file it names."""
     if r.trace_path is None:
         return "" if r.trace_error else "no trace file (kept in memory)"
     try:
-        return Trace.load(r.trace_path)
+        return _load_recorded(r.trace_path, r.child_session_id, beside=None, what="this child")
     except TraceError as err:
         return str(err)
 
@@ -324,8 +350,13 @@ def trace_html(t: Trace) -> str:
                 )
             )
             + "</tr>"
-            for c in t.child_refs
+            for c in t.child_refs[:MAX_ITEMS]
         )
+        if len(t.child_refs) > MAX_ITEMS:
+            rows += (
+                f'<tr><td colspan="6" style="{_CELL};{_MUTED}">{_more(t.child_refs, "more children")}'
+                "</td></tr>"
+            )
         parts.append(
             f"<details open><summary><strong>Children</strong> ({len(t.child_refs)})</summary>"
             f'<table style="border-collapse:collapse;font-size:.88em;color:inherit;'
@@ -347,22 +378,34 @@ _MD_LEADING = re.compile(r"^(\d+)([.)])|^([#+>-])")
 def _md(value: Any) -> str:
     """Inline Markdown text: HTML escaped, Markdown punctuation backslash-escaped, one line
     (so model output cannot open a heading, a list, a link, a table cell or raw HTML)."""
-    text = " ".join((value if isinstance(value, str) else str(value)).split())
+    text = " ".join(_clip(value).split())
     text = _MD_SPECIAL.sub(r"\\\1", html.escape(text, quote=False))
     return _MD_LEADING.sub(lambda m: f"{m[1]}\\{m[2]}" if m[1] else f"\\{m[3]}", text)
 
 
 def _md_code(value: str) -> str:
-    text = " ".join(value.split())
+    text = " ".join(_clip(value).split())
     fence = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+def _md_cell_code(value: str) -> str:
+    """A code span inside a table cell. A table splits its cells at every ``|`` not escaped by
+    a backslash, code spans included (GFM), and then reads ``\\|`` as ``|``: so a ``|`` is
+    escaped. A ``\\`` just before a ``|`` would make that escape a literal backslash, and code
+    spans have no escape for it, so such a value is written as escaped text instead."""
+    if "\\|" in value:
+        return _md(value)
+    return _md_code(value).replace("|", "\\|")
+
+
 def _md_list(title: str, items: Sequence[str], *, code: bool = False) -> list[str]:
     if not items:
         return []
-    lines = [f"- {_md_code(i) if code else _md(i)}" for i in items]
+    lines = [f"- {_md_code(i) if code else _md(i)}" for i in items[:MAX_ITEMS]]
+    if len(items) > MAX_ITEMS:
+        lines.append(f"- {_more(items)}")
     if len(items) > LONG_LIST:
         return [
             "",
@@ -398,7 +441,7 @@ def _md_facts(pairs: Iterable[tuple[str, Any]]) -> list[str]:
 def _md_timeline(trace: Trace) -> list[str]:
     start = trace.started
     rows = [
-        f"| {e['step']} | {(e['ts'] - start).total_seconds() * 1000:.1f} | {_md_code(e['event'])} "
+        f"| {e['step']} | {(e['ts'] - start).total_seconds() * 1000:.1f} | {_md_cell_code(e['event'])} "
         f"| {_md(describe(e))} |"
         for e in trace.events[:MAX_TIMELINE]
     ]
@@ -519,10 +562,12 @@ def trace_md(t: Trace) -> str:
     if t.child_refs:
         lines += ["", "| child | profile | outcome | tokens |", "|---|---|---|---:|"]
         lines += [
-            f"| {_md_code(c.session_id)} | {_md(c.profile or '')} | {_md(c.outcome or 'running')} "
-            f"| {c.token_usage if c.token_usage is not None else ''} |"
-            for c in t.child_refs
+            f"| {_md_cell_code(c.session_id)} | {_md(c.profile or '')} | "
+            f"{_md(c.outcome or 'running')} | {c.token_usage if c.token_usage is not None else ''} |"
+            for c in t.child_refs[:MAX_ITEMS]
         ]
+        if len(t.child_refs) > MAX_ITEMS:
+            lines.append(f"| {_more(t.child_refs, 'more children')} | | | |")
     lines += _md_timeline(t)
     return "\n".join(lines) + "\n"
 
