@@ -3,21 +3,78 @@
 outrider explore "Where is the config loaded?" --root path/to/repo
 outrider explore TASK --model offline --json
 outrider trace ~/.local/state/outrider/traces/trace-child-....jsonl
+
+What a file name, a model or a trace put in the output reaches a terminal: control characters
+(ESC, BEL, CR, ...), C1 controls (``\\x9b``, a one-byte CSI) and bidirectional overrides are
+printed escaped (``\\x1b``), in ``--json`` too (as JSON ``\\u`` escapes). Every error is one
+line on stderr, ``outrider: ...``, and exit status 2, never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import pathlib
+import re
 import sys
 import textwrap
 from collections.abc import Sequence
-from datetime import datetime
-from typing import Any
+from typing import Any, NoReturn
 
 import outrider
+from outrider.trace import describe
+
+# C0 controls but tab (newline too, unless kept), DEL, C1 controls, bidirectional marks,
+# embeddings, overrides and isolates, and lone surrogates (not printable as UTF-8).
+_CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+_UNSAFE = re.compile(f"[\n{_CONTROLS}]")
+_UNSAFE_KEEPING_LINES = re.compile(f"[{_CONTROLS}]")
+# What json.dumps(..., ensure_ascii=False) leaves raw that a terminal acts on.
+_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _term(value: Any, *, lines: bool = False) -> str:
+    """``value`` as text safe to print on a terminal: control characters escaped as ``\\x1b``
+    (newlines too, unless ``lines``), so a file name or a model's answer cannot move the cursor,
+    set the window title, or forge a line of output."""
+    text = value if isinstance(value, str) else str(value)
+    return (_UNSAFE_KEEPING_LINES if lines else _UNSAFE).sub(_escape_char, text)
+
+
+def _json_text(value: Any) -> str:
+    """``value`` as indented JSON, non-ASCII kept but nothing a terminal acts on left raw (JSON
+    itself escapes C0 controls; C1 controls, bidi overrides and lone surrogates are escaped here
+    as ``\\u`` escapes, which read back as the same string)."""
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    return _UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _say(text: Any) -> None:
+    """Print one line (control characters and newlines escaped)."""
+    print(_term(text))
+
+
+def _fail(message: Any) -> None:
+    """Say on stderr, in one escaped line, why the command stops."""
+    print(f"outrider: {_term(message)}", file=sys.stderr)
+
+
+class _TerminalLog(logging.Handler):
+    """The library's warnings on stderr while a command runs (what logging's last-resort
+    handler would print), each record escaped: they quote file names and model output."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            print(_term(self.format(record), lines=True), file=sys.stderr)
+        except Exception:
+            self.handleError(record)
 
 
 def _model(choice: str, root: pathlib.Path, env_file: str | None) -> tuple[Any, Any, str]:
@@ -51,19 +108,20 @@ def _print_result(result: outrider.SubagentLaunchResult, note: str) -> None:
     reason = data["terminal_reason"]
     if data.get("failure_reason"):
         reason = f"{reason}: {data['failure_reason']}"
-    print(f"status: {data['status']}  (run ended: {reason}; model: {data['model_used']} - {note})")
+    _say(f"status: {data['status']}  (run ended: {reason}; model: {data['model_used']} - {note})")
     if data["error"]:
-        print(f"error: {data['error']}")
+        _say(f"error: {data['error']}")
     if data["status"] == "unverified":
         print(
             "\nUNVERIFIED: this evidence could not be found in the files; treat the answer as a lead:"
         )
         for item in data.get("ungrounded_evidence") or []:
-            print(f"  - {item['message']}")
+            _say(f"  - {item['message']}")
     if isinstance(body, dict):
         if body.get("summary"):
             print()
-            print(textwrap.fill(body["summary"], width=100))
+            # fill() turns newlines and other whitespace into spaces and adds its own newlines.
+            print(_term(textwrap.fill(body["summary"], width=100), lines=True))
         for title, key in (
             ("Findings", "findings"),
             ("Evidence", "evidence"),
@@ -73,14 +131,15 @@ def _print_result(result: outrider.SubagentLaunchResult, note: str) -> None:
             if items:
                 print(f"\n{title}:")
                 for item in items:
-                    print(f"  - {item}")
+                    _say(f"  - {item}")
     tools = ", ".join(f"{k} x{v}" for k, v in sorted(data["tool_usage"].items())) or "none"
     est = " (estimated)" if data["usage_estimated"] else ""
-    print(
-        f"\n{data['model_calls']} model call(s), tools: {tools}, {data['token_usage']} tokens{est}, {data['elapsed_ms']} ms"
+    print()
+    _say(
+        f"{data['model_calls']} model call(s), tools: {tools}, {data['token_usage']} tokens{est}, {data['elapsed_ms']} ms"
     )
     if data["trace_path"]:
-        print(f"trace: {data['trace_path']}   (outrider trace FILE shows it step by step)")
+        _say(f"trace: {data['trace_path']}   (outrider trace FILE shows it step by step)")
 
 
 def _prepared(
@@ -90,13 +149,15 @@ def _prepared(
     the default), or None after saying on stderr why not."""
     root = pathlib.Path(args.root)
     if not root.is_dir():
-        print(f"outrider: --root {args.root!r} is not a directory", file=sys.stderr)
+        _fail(f"--root {args.root!r} is not a directory")
         return None
     try:
         main, light, note = _model(args.model, root, args.env_file)
         launcher = outrider.SubagentLauncher(root, main, light, trace_dir=args.trace_dir or None)
     except outrider.OutriderError as err:
-        print(f"outrider: {err}", file=sys.stderr)
+        # A bad LLM_TIMEOUT / LLM_BASE_URL / LLM_MAX_RETRIES (environment or .env) is a usage
+        # error: its message names the variable, the value and what is expected.
+        _fail(err)
         return None
     return root, launcher, note
 
@@ -110,10 +171,10 @@ def _explore(args: argparse.Namespace) -> int:
     try:
         result = launcher.launch(outrider.SubagentRequest(task=args.task, model_choice=route))
     except outrider.OutriderError as err:
-        print(f"outrider: {err}", file=sys.stderr)
+        _fail(err)
         return 2
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+        print(_json_text(result.to_dict()))
     else:
         _print_result(result, note)
     return EXIT_CODES.get(result.status, 1)
@@ -144,77 +205,39 @@ EXIT_CODES = {"completed": 0, "partial": 0, "failed": 1, "unverified": 3}
 when the answer's evidence could not be found in the files."""
 
 
-def _short(value: Any, width: int = 110) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _describe(event: str, p: dict[str, Any]) -> str:
-    if event == "model_output":
-        calls = p.get("tool_calls") or []
-        if calls:
-            return "calls " + ", ".join(
-                f"{c.get('name')}({_short(c.get('arguments', ''), 60)})" for c in calls
-            )
-        usage = p.get("usage") or {}
-        return f"answer {_short(p.get('raw', ''), 80)}  [{usage.get('total_tokens', '?')} tokens]"
-    if event == "tool_call":
-        return f"{p.get('tool')} {_short(p.get('args', {}), 90)}"
-    if event == "tool_result":
-        code = p.get("error_code")
-        return f"{p.get('tool')} -> {p.get('status')}" + (f" {code}" if code else "")
-    if event == "completion_gate_verdict":
-        return f"{p.get('verdict')}" + (
-            f": {_short(p.get('feedback', ''), 90)}" if p.get("feedback") else ""
-        )
-    if event == "terminal":
-        details = p.get("details") or {}
-        return f"{p.get('reason')}" + (
-            f": {_short(details.get('error'), 90)}" if details.get("error") else ""
-        )
-    if event in ("subagent_requested", "subagent_started", "subagent_completed", "subagent_failed"):
-        return f"{p.get('child_session_id')} {p.get('profile')} ({p.get('terminal_reason', '')}) trace={p.get('trace_path')}"
-    if event == "session_summary":
-        return f"steps={p.get('steps')} tools={p.get('tools_used')} usage={p.get('total_usage')}"
-    return _short(p, 100)
-
-
 def _trace(args: argparse.Namespace) -> int:
-    path = pathlib.Path(args.file)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as err:
-        print(f"outrider: cannot read trace {args.file!r}: {err.strerror or err}", file=sys.stderr)
+        trace = outrider.Trace.load(args.file)
+    except outrider.TraceError as err:
+        _fail(err)
         return 2
-    except UnicodeDecodeError:
-        print(f"outrider: {args.file!r} is not a trace: it is not UTF-8 text", file=sys.stderr)
-        return 2
-    start: datetime | None = None
-    shown = 0
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            ev = json.loads(line)
-            ts = datetime.fromisoformat(ev["ts"].replace("Z", "+00:00"))
-            event, step, payload = ev["event"], ev["step"], ev.get("payload") or {}
-            if not (isinstance(event, str) and isinstance(step, int) and isinstance(payload, dict)):
-                raise TypeError("event must be a str, step an int and payload an object")
-            start = start or ts
-            ms = (ts - start).total_seconds() * 1000
-            text = f"{step:>4}  {ms:>8.1f} ms  {event:<24} {_describe(event, payload)}"
-        except (ValueError, KeyError, TypeError, AttributeError) as err:
-            print(f"outrider: {args.file}:{n} is not a trace event ({err})", file=sys.stderr)
-            return 2
-        if shown == 0:
-            print(f"session {ev.get('session_id')}")
-        shown += 1
-        print(text)
-    if shown == 0:
-        print(f"outrider: {args.file!r} holds no events", file=sys.stderr)
-        return 2
+    _say(f"session {_clip(trace.session_id, 200)}")
+    start = trace.started
+    for e in trace.events:
+        ms = (e["ts"] - start).total_seconds() * 1000
+        detail = describe(e)
+        if e["event"] in _SUBAGENT_EVENTS and e["payload"].get("trace_path") is not None:
+            detail += f" trace={_clip(e['payload']['trace_path'], 300)}"
+        _say(f"{e['step']:>4}  {ms:>8.1f} ms  {_clip(e['event'], 60):<24} {detail}")
+    if trace.truncated:
+        _fail(
+            f"note: line {trace.skipped_line} of {args.file} was cut short (the writer stopped "
+            "mid-line) and is not shown"
+        )
     return 0
+
+
+_SUBAGENT_EVENTS = (
+    "subagent_requested",
+    "subagent_started",
+    "subagent_completed",
+    "subagent_failed",
+)
+
+
+def _clip(value: Any, width: int) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 ENV_FILE_HELP = (
@@ -223,10 +246,15 @@ ENV_FILE_HELP = (
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, its error messages (which quote what was typed) escaped for the terminal."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(_term(message))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="outrider", description="Sandboxed, read-only explore sub-agents."
-    )
+    parser = _Parser(prog="outrider", description="Sandboxed, read-only explore sub-agents.")
     parser.add_argument("--version", action="version", version=f"outrider {outrider.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     ex = sub.add_parser(
@@ -273,10 +301,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):
+        # A character the terminal's encoding lacks is printed escaped, not a traceback.
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
+    log = logging.getLogger("outrider")
+    handler = _TerminalLog(logging.WARNING)
+    log.addHandler(handler)
     try:
         code: int = args.func(args)
         sys.stdout.flush()
+    except outrider.OutriderError as err:
+        _fail(err)
+        return 2
     except KeyboardInterrupt:
         print("outrider: interrupted", file=sys.stderr)
         return 130
@@ -285,6 +323,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    finally:
+        log.removeHandler(handler)
     return code
 
 
