@@ -58,8 +58,9 @@ def _reduce(self: Any) -> tuple[Any, ...]:
 
 
 def _pydantic_schema(cls: type[Any], source: Any, handler: Any) -> Any:
-    """Validate an instance as is, or a dict through ``from_dict``; serialise with
-    ``to_dict()``."""
+    """Validate an instance as is, or a dict (any mapping) through ``from_dict``; serialise
+    with ``to_dict()``. Every refusal is a ``ValueError``, which pydantic reports as a
+    ``ValidationError`` (a ``TypeError`` would escape it)."""
     from pydantic_core import core_schema
 
     name = cls.__name__
@@ -68,13 +69,24 @@ def _pydantic_schema(cls: type[Any], source: Any, handler: Any) -> Any:
         if isinstance(value, cls):
             return value
         if isinstance(value, Mapping):
-            from_dict: Callable[[Mapping[str, Any]], Any] | None = getattr(cls, "from_dict", None)
+            from_dict: Callable[[dict[str, Any]], Any] | None = getattr(cls, "from_dict", None)
             if from_dict is None:
                 raise ValueError(
                     f"a {name} cannot be built from a dict (only {name} instances are "
                     "accepted): the core has no from_dict for it"
                 )
-            return from_dict(value)
+            try:
+                # from_dict takes a dict: a MappingProxyType or other Mapping is copied into one.
+                data = value if type(value) is dict else dict(value)
+            except Exception as err:
+                raise ValueError(
+                    f"expected a {name} or a dict of its to_dict() fields, got a "
+                    f"{type(value).__name__} that could not be read as a dict: {err}"
+                ) from err
+            try:
+                return from_dict(data)
+            except TypeError as err:  # ArgumentTypeError: a key or field of the wrong type
+                raise ValueError(str(err)) from err
         raise ValueError(
             f"expected a {name} or a dict of its to_dict() fields, got {type(value).__name__}"
         )
