@@ -22,6 +22,8 @@ pub(crate) enum Gate {
     Accept(ParsedResult, Option<Repair>),
     /// Refused: the feedback for the model, and the parsed answer when only evidence failed.
     Reject {
+        /// Refused for exploring too little (`min_tool_calls`), which has retries of its own.
+        exploring: bool,
         /// What the model is told.
         feedback: String,
         /// The answer, its repair and the ungrounded evidence, when the contract held.
@@ -63,6 +65,8 @@ pub(crate) struct Exploration<'a> {
     pub(crate) observed: &'a Observed,
     /// Its tool calls that did not fail.
     pub(crate) successful_tools: u64,
+    /// A first tool call to suggest (`Read with {...}`), from the repo-map hint.
+    pub(crate) example: Option<&'a str>,
 }
 
 /// The completion gate: the contract (with repair); enough exploration (`min_tool_calls`);
@@ -87,6 +91,7 @@ pub(crate) async fn check(
                 }
             }
             return Gate::Reject {
+                exploring: false,
                 feedback: format!(
                     "Return only a valid {contract} JSON object: {}",
                     reasons.join("; ")
@@ -102,6 +107,7 @@ pub(crate) async fn check(
             .find(|t| is_template_text(t));
         if let Some(text) = copied {
             return Gate::Reject {
+                exploring: false,
                 feedback: format!(
                     "Your answer repeats the example from the instructions ({text:?}) instead of what you found. Replace every <...> with your own words about the lines you saw, and return the {contract} JSON object."
                 ),
@@ -116,9 +122,13 @@ pub(crate) async fn check(
             0 => "no successful tool call".to_string(),
             n => format!("only {n} successful tool call(s)"),
         };
+        let example = seen
+            .example
+            .unwrap_or("Grep with {\"pattern\": \"<a name or phrase from the task>\"}");
         return Gate::Reject {
+            exploring: true,
             feedback: format!(
-                "You answered after {made}, but this task needs at least {min}: search before answering. Call Glob, Grep or Read now (as a tool call), then reply with the {contract} JSON object citing the lines you saw."
+                "You answered after {made}, but this task needs at least {min}: search before answering. Call Glob, Grep or Read now (as a tool call; for example, call {example}), then reply with the {contract} JSON object citing the lines you saw."
             ),
             parsed: Some((result, repair, ungrounded)),
         };
@@ -126,6 +136,7 @@ pub(crate) async fn check(
     if !ungrounded.is_empty() {
         let listed: Vec<String> = ungrounded.iter().map(|c| c.message.clone()).collect();
         return Gate::Reject {
+            exploring: false,
             feedback: format!(
                 "Return only a valid {contract} JSON object: some evidence is not grounded in what you saw. {} Cite only files and lines you have read or matched in this run, as relative/path:line or relative/path:start-end.",
                 listed.join(" ")
@@ -136,6 +147,7 @@ pub(crate) async fn check(
     if let ParsedResult::Explore(r) = &result {
         if r.status == SubagentStatus::Completed && r.evidence.is_empty() {
             return Gate::Reject {
+                exploring: false,
                 feedback: format!(
                     "A \"completed\" answer must cite at least one line you saw (relative/path:line from a Read or Grep result). Add that evidence, or, if you could not find it, reply with status \"partial\" and say what remains open in the {contract} JSON object."
                 ),

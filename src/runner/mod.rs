@@ -111,9 +111,9 @@ impl RuntimeRunner {
             system.push_str("\n\n");
             system.push_str(extra);
         }
-        let first = match self.repo_map_hint(task, explore_deadline).await {
-            Some(hint) => format!("{task}\n\n{hint}"),
-            None => task.to_string(),
+        let (first, example) = match self.repo_map_hint(task, explore_deadline).await {
+            Some((hint, example)) => (format!("{task}\n\n{hint}"), Some(example)),
+            None => (task.to_string(), None),
         };
         let mut st = State {
             messages: vec![
@@ -162,6 +162,7 @@ impl RuntimeRunner {
         let mut empty_retry_used = false;
         let mut required_refused = false;
         let mut gate_blocks = 0i64;
+        let mut explore_blocks = 0i64;
         let mut step = 0u64;
         let stop = loop {
             step += 1;
@@ -261,6 +262,7 @@ impl RuntimeRunner {
             let seen = gate::Exploration {
                 observed: &st.observed,
                 successful_tools: st.successful_tools,
+                example: example.as_deref(),
             };
             let verdict = gate::check(&self.profile, &self.workspace, &text, deadline, &seen)
                 .instrument(gate_span.clone())
@@ -303,12 +305,25 @@ impl RuntimeRunner {
                         vec![],
                     );
                 }
-                Gate::Reject { feedback, parsed } => {
-                    gate_blocks += 1;
+                Gate::Reject {
+                    feedback,
+                    parsed,
+                    exploring,
+                } => {
+                    // Too little exploration gets one more chance than other refusals: a
+                    // small model often needs to be told twice to call a tool.
+                    let spent = if exploring {
+                        explore_blocks += 1;
+                        explore_blocks > self.profile.gate_retries + 1
+                    } else {
+                        gate_blocks += 1;
+                        gate_blocks > self.profile.gate_retries
+                    };
+                    let blocks = gate_blocks + explore_blocks;
                     tracing::warn!(
                         session_id = %self.trace.session_id(),
                         step,
-                        blocks = gate_blocks,
+                        blocks,
                         feedback = %feedback,
                         "the completion gate refused the final answer"
                     );
@@ -316,7 +331,7 @@ impl RuntimeRunner {
                         step,
                         &event::GateVerdict::Fail {
                             feedback: &feedback,
-                            blocks: gate_blocks,
+                            blocks,
                         },
                     );
                     st.messages.push(Message::Assistant {
@@ -324,7 +339,7 @@ impl RuntimeRunner {
                         tool_calls: vec![],
                     });
                     let out_of_time = Instant::now() >= explore_deadline;
-                    if gate_blocks > self.profile.gate_retries || out_of_time {
+                    if spent || out_of_time {
                         if let Some((result, repair, ungrounded)) = parsed {
                             if ungrounded.is_empty() {
                                 // Nothing it cites is false; it explored too little or cited
@@ -399,7 +414,7 @@ impl RuntimeRunner {
     /// few keyword searches, run as confined tool calls before the first model call. None when
     /// the profile does not ask for it, the model is the scout itself, Grep is not allowed, or
     /// nothing was found.
-    async fn repo_map_hint(&self, task: &str, deadline: Instant) -> Option<String> {
+    async fn repo_map_hint(&self, task: &str, deadline: Instant) -> Option<(String, String)> {
         if !self.profile.repo_map_hint
             || self.model.route_label() == Some("offline")
             || !self.registry.names().contains(&"Grep")
@@ -429,10 +444,14 @@ impl RuntimeRunner {
             })
             .collect();
         let (path, line, _) = &places[0];
-        let example = serde_json::json!({"path": path, "start_line": line.saturating_sub(5).max(1), "limit": 40});
-        Some(format!(
-            "Likely places to start (unverified hints from a keyword search: they are not evidence and may be wrong; Read them before you cite anything):\n{}\nFor example, call Read with {example}.",
-            listed.join("\n")
+        let args = serde_json::json!({"path": path, "start_line": line.saturating_sub(5).max(1), "limit": 40});
+        let example = format!("Read with {args}");
+        Some((
+            format!(
+                "Likely places to start (unverified hints from a keyword search: they are not evidence and may be wrong; Read them before you cite anything):\n{}\nFor example, call {example}.",
+                listed.join("\n")
+            ),
+            example,
         ))
     }
 

@@ -1029,9 +1029,21 @@ async fn an_answer_before_any_tool_call_is_refused_then_partial() {
         "{}",
         last_user(&model, 1)
     );
-    // Answering from its head twice: no evidence stands as partial, saying why.
+    // Answering from its head three times (refusals for too little exploration get one more
+    // retry than others): no evidence stands as partial, saying why.
     let bare = r#"{"status": "completed", "summary": "main is somewhere", "findings": [], "evidence": []}"#;
-    let (out, _) = run(&dir, vec![say(bare), say(bare)], explore_profile()).await;
+    let (out, model) = run(
+        &dir,
+        vec![say(bare), say(bare), say(bare)],
+        explore_profile(),
+    )
+    .await;
+    assert_eq!(model.requests().len(), 3);
+    assert!(
+        last_user(&model, 1).ends_with("Call Glob, Grep or Read now (as a tool call; for example, call Grep with {\"pattern\": \"<a name or phrase from the task>\"}), then reply with the ExploreResult JSON object citing the lines you saw."),
+        "{}",
+        last_user(&model, 1)
+    );
     let Some(ParsedResult::Explore(r)) = &out.result else {
         panic!("{out:?}")
     };
@@ -1051,7 +1063,12 @@ async fn an_answer_before_any_tool_call_is_refused_then_partial() {
         )
     );
     // Citing lines it never saw: unverified.
-    let (out, _) = run(&dir, vec![say(FINAL), say(FINAL)], explore_profile()).await;
+    let (out, _) = run(
+        &dir,
+        vec![say(FINAL), say(FINAL), say(FINAL)],
+        explore_profile(),
+    )
+    .await;
     assert_eq!(out.terminal_reason, TerminalReason::CompletedUnverified);
     assert_eq!(out.ungrounded_evidence[0].reason, Some("unobserved"));
     // With min_tool_calls 0 the first answer is weighed on its evidence alone.

@@ -69,6 +69,14 @@ pub(crate) struct FileGlob {
 }
 
 impl FileGlob {
+    /// The one file `name` (a path relative to the search directory), wildcards in it literal.
+    pub(crate) fn exact(name: &str) -> Result<Self, String> {
+        Ok(FileGlob {
+            matcher: build_glob(&globset::escape(name))?,
+            on_name: false,
+        })
+    }
+
     pub(crate) fn is_match(&self, rel_to_search: &Path) -> bool {
         if self.on_name {
             rel_to_search

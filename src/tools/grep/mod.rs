@@ -149,10 +149,25 @@ fn grep(ctx: &ToolContext, params: &Value) -> ToolResult {
         return *e;
     }
     let invalid = |msg: String| ToolResult::error(params, ErrorCode::InvalidParam, msg, 0);
-    let req = match parse(params) {
+    let mut req = match parse(params) {
         Ok(r) => r,
         Err(msg) => return invalid(msg),
     };
+    // A file given as the path (models do it often): search that file alone.
+    if req.glob.is_none() {
+        if let Ok(r) = ctx.workspace.resolve(&req.path) {
+            if r.kind == crate::tools::workspace::EntryKind::File {
+                let (dir, name) = r.relative.rsplit_once('/').unwrap_or((".", &r.relative));
+                match args::FileGlob::exact(name) {
+                    Ok(only) => {
+                        req.glob = Some(only);
+                        req.path = dir.to_string();
+                    }
+                    Err(msg) => return invalid(msg),
+                }
+            }
+        }
+    }
     let engine = match engine::build(&req.pattern, req.case_sensitive) {
         Ok(m) => m,
         Err(msg) => return invalid(msg),
@@ -243,6 +258,15 @@ mod tests {
         assert_eq!(
             files(json!({"pattern": "hit", "type": "python"})),
             ["src/b.py"]
+        );
+        // A file given as the path: that file alone.
+        assert_eq!(
+            files(json!({"pattern": "hit", "path": "src/b.py"})),
+            ["src/b.py"]
+        );
+        assert_eq!(
+            files(json!({"pattern": "hit", "path": "./docs/c.md"})),
+            ["docs/c.md"]
         );
         // A glob given as the path.
         assert_eq!(
