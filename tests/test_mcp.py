@@ -94,6 +94,9 @@ def test_an_mcp_client_lists_the_tools_and_calls_grep_read_and_task(
         task.parameters,
     )
     assert tools["Task"].annotations.read_only_hint is True
+    for name, tool in tools.items():
+        # The client checked each successful result above against its tool's schema.
+        assert tool.output_schema == mcp_server.envelope_schema(name)
     for schema in outrider.tool_schemas():
         fn = schema["function"]
         assert (tools[fn["name"]].description, tools[fn["name"]].input_schema) == (
