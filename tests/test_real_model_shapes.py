@@ -75,7 +75,8 @@ def test_an_answer_from_its_head_citing_unseen_lines_is_never_completed(
     repo: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:
     """The two dishonest answers the issue reports: lines cited with no tool call, twice."""
-    with scripted([completion(json.dumps(ANSWER))] * 2) as server:
+    # Refusals for too little exploration get one more retry than others: three answers.
+    with scripted([completion(json.dumps(ANSWER))] * 3) as server:
         llm = outrider.OpenAICompatible("small", f"{server.base}/v1")
         launcher = outrider.SubagentLauncher(repo, llm, trace_dir=tmp_path / "traces")
         result = launcher.launch(outrider.SubagentRequest(task="Where is `main` defined?"))

@@ -49,14 +49,14 @@ pub(crate) fn parse_answer(
 
 /// Whether `text` is one of the answer template's placeholders (a weak model copies them).
 fn is_template_text(text: &str) -> bool {
-    let t = text.trim();
-    (t.starts_with('<') && t.ends_with('>') && !t.contains('\n'))
-        || [
-            "one paragraph that answers the task",
-            "one fact per item",
-            "what you could not settle",
-        ]
-        .contains(&t)
+    [
+        "<the answer, one paragraph>",
+        "<one fact each>",
+        "one paragraph that answers the task",
+        "one fact per item",
+        "what you could not settle",
+    ]
+    .contains(&text.trim())
 }
 
 /// What the child did before its final answer, as the gate weighs it.

@@ -310,11 +310,13 @@ impl RuntimeRunner {
                     parsed,
                     exploring,
                 } => {
-                    // Too little exploration gets one more chance than other refusals: a
-                    // small model often needs to be told twice to call a tool.
+                    // Too little exploration gets one more chance than other refusals (a
+                    // small model often needs telling twice to call a tool), unless the
+                    // profile allows no retries at all.
+                    let retries = self.profile.gate_retries;
                     let spent = if exploring {
                         explore_blocks += 1;
-                        explore_blocks > self.profile.gate_retries + 1
+                        explore_blocks > if retries == 0 { 0 } else { retries + 1 }
                     } else {
                         gate_blocks += 1;
                         gate_blocks > self.profile.gate_retries
