@@ -135,10 +135,14 @@ pub(crate) async fn check(
     }
     if !ungrounded.is_empty() {
         let listed: Vec<String> = ungrounded.iter().map(|c| c.message.clone()).collect();
+        let seen_so_far = match seen.observed.ranges(6) {
+            r if r.is_empty() => "You have not seen any lines yet: Read or Grep first.".to_string(),
+            r => format!("Lines you have seen so far: {}.", r.join(", ")),
+        };
         return Gate::Reject {
             exploring: false,
             feedback: format!(
-                "Return only a valid {contract} JSON object: some evidence is not grounded in what you saw. {} Cite only files and lines you have read or matched in this run, as relative/path:line or relative/path:start-end.",
+                "Return only a valid {contract} JSON object: some evidence is not grounded in what you saw. {} Cite only files and lines you have read or matched in this run, as relative/path:line or relative/path:start-end. {seen_so_far}",
                 listed.join(" ")
             ),
             parsed: Some((result, repair, ungrounded)),

@@ -106,6 +106,27 @@ impl Observed {
         &self.hits
     }
 
+    /// What was seen, as `path:start-end` ranges (`path:line` for one line), at most `n`, the
+    /// largest first.
+    pub fn ranges(&self, n: usize) -> Vec<String> {
+        let mut all: Vec<(&String, u64, u64)> = self
+            .lines
+            .iter()
+            .flat_map(|(p, r)| r.iter().map(move |&(s, e)| (p, s, e)))
+            .collect();
+        all.sort_by_key(|&(p, s, e)| (std::cmp::Reverse(e - s), p.clone(), s));
+        all.into_iter()
+            .take(n)
+            .map(|(p, s, e)| {
+                if s == e {
+                    format!("{p}:{s}")
+                } else {
+                    format!("{p}:{s}-{e}")
+                }
+            })
+            .collect()
+    }
+
     /// The files seen, each with its first seen line, in path order.
     pub fn files(&self) -> Vec<(String, u64)> {
         self.lines
@@ -147,6 +168,7 @@ mod tests {
             o.hits(),
             [("src/main.rs".to_string(), 40, "fn main() {".to_string())]
         );
+        assert_eq!(o.ranges(2), ["src/main.rs:38-41", "src/lib.rs:10-12"]);
         assert_eq!(
             o.files(),
             [
