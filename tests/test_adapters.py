@@ -156,8 +156,19 @@ def check_anthropic_requests(server: Scripted, model: str) -> None:
     assert "test" in (headers.get("x-api-key"), headers.get("authorization", "")[len("Bearer ") :])
     assert [(b["model"], b["max_tokens"]) for b in bodies] == [(model, 1024)] * 3
     first = bodies[0]
-    # The system prompt leaves the messages for the top-level field.
-    assert isinstance(first["system"], str) and "explore" in first["system"].lower()
+    # The system prompt leaves the messages for the top-level field, as one text block that
+    # ends a prompt-cache prefix (the tools come before it).
+    [system] = first["system"]
+    assert system["cache_control"] == {"type": "ephemeral"}
+    assert "explore" in system["text"].lower()
+    # And each request's last block marks the history so far for the next call to re-read.
+    for body in bodies:
+        last = body["messages"][-1]["content"][-1]
+        assert last["cache_control"] == {"type": "ephemeral"}
+        others = [b for m in body["messages"] for b in m["content"][:-1]] + [
+            m["content"][-1] for m in body["messages"][:-1]
+        ]
+        assert all("cache_control" not in b for b in others)
     assert [m["role"] for m in first["messages"]] == ["user"]
     assert TASK in first["messages"][0]["content"][0]["text"]
     assert sorted(t["name"] for t in first["tools"]) == ["Glob", "Grep", "Read"]
@@ -298,7 +309,15 @@ def test_anthropic_request_settings_win_and_unknown_ones_reach_the_body() -> Non
             "model": "claude-a",
             "max_tokens": 10,
             "temperature": 0.5,
-            "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+            # The last block is a prompt-cache breakpoint (cache=True by default).
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}
+                    ],
+                }
+            ],
         }
     ]
 

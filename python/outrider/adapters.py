@@ -174,6 +174,7 @@ def anthropic(
     model: str,
     *,
     max_tokens: int = _ANTHROPIC_DEFAULT_MAX_TOKENS,
+    cache: bool = True,
     **settings: Any,
 ) -> SyncModel | AsyncModel:
     """A model callable over ``client.messages.create`` (``anthropic.Anthropic`` or
@@ -184,8 +185,16 @@ def anthropic(
     ``system``, assistant tool calls into ``tool_use`` blocks, tool results into ``tool_result``
     blocks of one user turn, tools into Anthropic schemas) and the ``Message`` back.
     ``max_tokens`` is required by the API; ``settings`` (``temperature``, ``thinking``,
-    ``extra_body``, ...) are passed to every call.
+    ``extra_body``, ...) are passed to every call. With ``cache`` (default), each request marks
+    two prompt-cache breakpoints (``cache_control: {"type": "ephemeral"}``): the system prompt
+    (with the tools before it) and the last message, so every call re-reads the previous
+    call's prefix from the cache; ``cache_read_input_tokens`` then shows up as the result's
+    ``cached_input_tokens``.
     """
+    if not isinstance(cache, bool):
+        raise TypeError(
+            f"outrider.adapters.anthropic(): cache must be True or False, got {cache!r}"
+        )
     sdk = _require("anthropic", "anthropic")
     _check(model, settings, "anthropic")
     if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
@@ -207,7 +216,7 @@ def anthropic(
 
         async def call_async(request: Request) -> Response:
             acreate = client.messages.create
-            kwargs = _split(to_anthropic_request(_merge(defaults, request)), acreate)
+            kwargs = _split(to_anthropic_request(_merge(defaults, request), cache=cache), acreate)
             return to_chat_response(await acreate(**kwargs))
 
         call_async.__qualname__ = f"adapters.anthropic({model!r})"
@@ -216,7 +225,7 @@ def anthropic(
 
         def call(request: Request) -> Response:
             create = client.messages.create
-            kwargs = _split(to_anthropic_request(_merge(defaults, request)), create)
+            kwargs = _split(to_anthropic_request(_merge(defaults, request), cache=cache), create)
             return to_chat_response(create(**kwargs))
 
         call.__qualname__ = f"adapters.anthropic({model!r})"
@@ -310,8 +319,13 @@ def _anthropic_tool_choice(choice: Any) -> dict[str, Any] | None:
     raise ValueError(f"request['tool_choice'] must be a str or a dict, got {choice!r}")
 
 
-def to_anthropic_request(request: Mapping[str, Any]) -> dict[str, Any]:
-    """The keyword arguments of ``messages.create`` for a chat-completions ``request``."""
+_EPHEMERAL = {"type": "ephemeral"}
+
+
+def to_anthropic_request(request: Mapping[str, Any], *, cache: bool = False) -> dict[str, Any]:
+    """The keyword arguments of ``messages.create`` for a chat-completions ``request``; with
+    ``cache``, the system prompt and the last message's last block carry prompt-cache
+    breakpoints."""
     out = {k: v for k, v in request.items() if k not in _TRANSLATED}
     if request.get("max_completion_tokens") is not None:
         out["max_tokens"] = request["max_completion_tokens"]
@@ -380,7 +394,13 @@ def to_anthropic_request(request: Mapping[str, Any]) -> dict[str, Any]:
                 f"or tool, got {role!r}"
             )
     if system:
-        out["system"] = "\n\n".join(system)
+        text = "\n\n".join(system)
+        out["system"] = (
+            [{"type": "text", "text": text, "cache_control": _EPHEMERAL}] if cache else text
+        )
+    if cache and messages and messages[-1]["content"]:
+        # The history so far is the next call's prefix: mark its end so that call reads it.
+        messages[-1]["content"][-1] = {**messages[-1]["content"][-1], "cache_control": _EPHEMERAL}
     out["messages"] = messages
 
     tools = [_anthropic_tool(t) for t in request.get("tools") or []]
