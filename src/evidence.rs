@@ -221,7 +221,7 @@ pub fn require_observed(checks: &mut [EvidenceCheck], saw: impl Fn(&str, u64, u6
         let lines = if start == end {
             format!("line {start}")
         } else {
-            format!("lines {start} and {end}")
+            format!("all of lines {start}-{end}")
         };
         check.grounded = false;
         check.reason = Some("unobserved");

@@ -324,6 +324,12 @@ impl RuntimeProfile {
                 self.min_tool_calls
             )));
         }
+        if self.min_tool_calls > 0 && self.tool_allowlist.is_empty() {
+            return Err(ProfileError(format!(
+                "runtime profile min_tool_calls is {} but tool_allowlist is empty; give it tools or set min_tool_calls=0",
+                self.min_tool_calls
+            )));
+        }
         Ok(())
     }
 
@@ -610,6 +616,20 @@ mod tests {
                 .to_string(),
             "RuntimeProfile.from_dict data: must be a dict, got int"
         );
+    }
+
+    #[test]
+    fn min_tool_calls_needs_tools_and_a_bound() {
+        assert_eq!(
+            with(serde_json::json!({"tool_allowlist": [], "min_tool_calls": 1})).unwrap_err(),
+            "runtime profile min_tool_calls is 1 but tool_allowlist is empty; give it tools or set min_tool_calls=0"
+        );
+        assert_eq!(
+            with(serde_json::json!({"min_tool_calls": 21})).unwrap_err(),
+            "runtime profile min_tool_calls must be between 0 and 20, got 21"
+        );
+        let p = with(serde_json::json!({"tool_allowlist": [], "min_tool_calls": 0})).unwrap();
+        assert!(p.tool_allowlist.is_empty());
     }
 
     #[test]

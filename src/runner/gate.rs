@@ -122,13 +122,26 @@ pub(crate) async fn check(
             0 => "no successful tool call".to_string(),
             n => format!("only {n} successful tool call(s)"),
         };
-        let example = seen
-            .example
-            .unwrap_or("Grep with {\"pattern\": \"<a name or phrase from the task>\"}");
+        let offered: Vec<&str> = profile.tool_allowlist.iter().map(String::as_str).collect();
+        let example = match seen.example {
+            Some(e) => e.to_string(),
+            None if offered.contains(&"Grep") => {
+                "Grep with {\"pattern\": \"<a name or phrase from the task>\"}".into()
+            }
+            None if offered.contains(&"Glob") => {
+                "Glob with {\"pattern\": \"**/*<a word from the task>*\"}".into()
+            }
+            None => "Read with {\"path\": \"<a file the task names>\"}".into(),
+        };
+        let tools = match offered.as_slice() {
+            [one] => one.to_string(),
+            [init @ .., last] => format!("{} or {last}", init.join(", ")),
+            [] => "a tool".into(),
+        };
         return Gate::Reject {
             exploring: true,
             feedback: format!(
-                "You answered after {made}, but this task needs at least {min}: search before answering. Call Glob, Grep or Read now (as a tool call; for example, call {example}), then reply with the {contract} JSON object citing the lines you saw."
+                "You answered after {made}, but this task needs at least {min}: search before answering. Call {tools} now (as a tool call; for example, call {example}), then reply with the {contract} JSON object citing the lines you saw."
             ),
             parsed: Some((result, repair, ungrounded)),
         };
@@ -193,18 +206,24 @@ pub(crate) async fn grounding(
 /// held: with ungrounded evidence, it is kept and the run is `completed_unverified`; otherwise
 /// (too little exploration, or `completed` with no evidence) it stands as `partial` (a
 /// verification verdict as `UNVERIFIED`), saying why in its open questions or reasons.
-pub(crate) fn downgraded(mut result: ParsedResult, why: &str) -> ParsedResult {
-    let note = format!("outrider: {why}");
+pub(crate) fn downgraded(mut result: ParsedResult, exploring: bool) -> ParsedResult {
     match &mut result {
         ParsedResult::Explore(r) => {
             r.status = SubagentStatus::Partial;
-            r.unresolved_questions.push(note);
+            r.unresolved_questions.push(if exploring {
+                "outrider: the child answered before searching enough, so this answer is partial"
+                    .into()
+            } else {
+                "outrider: the answer cited no line the child saw, so it is partial, not completed"
+                    .into()
+            });
         }
         ParsedResult::Verification(v) => {
-            if v.verdict == VerificationVerdict::Pass {
-                v.verdict = VerificationVerdict::Unverified;
-            }
-            v.reasons.push(note);
+            // A verdict, PASS or FAIL, given without looking is no verdict.
+            v.verdict = VerificationVerdict::Unverified;
+            v.reasons.push(
+                "outrider: the verifier answered before reading the repository enough, so its verdict is UNVERIFIED".into(),
+            );
         }
         ParsedResult::Text(_) => {}
     }

@@ -346,13 +346,12 @@ impl RuntimeRunner {
                             if ungrounded.is_empty() {
                                 // Nothing it cites is false; it explored too little or cited
                                 // nothing: it stands as partial, saying why.
-                                let why = gate_refusal_summary(&feedback);
                                 return self.finish(
                                     st,
                                     step,
                                     TerminalReason::Completed,
                                     Some(text),
-                                    Some(gate::downgraded(result, &why)),
+                                    Some(gate::downgraded(result, exploring)),
                                     repair,
                                     None,
                                     vec![],
@@ -655,15 +654,6 @@ impl RuntimeRunner {
             ungrounded_evidence: ungrounded,
             messages: st.messages,
         }
-    }
-}
-
-/// The gist of the gate's last refusal, for the answer that stands as partial.
-fn gate_refusal_summary(feedback: &str) -> String {
-    if feedback.starts_with("You answered after") {
-        "the child answered before searching enough, so this answer is partial".into()
-    } else {
-        "the answer cited no line the child saw, so it is partial, not completed".into()
     }
 }
 

@@ -1365,3 +1365,35 @@ async fn an_answer_that_copies_the_template_is_sent_back() {
         last_user(&model, 2)
     );
 }
+
+#[tokio::test]
+async fn exploration_feedback_names_only_the_tools_offered_and_a_verdict_without_looking_is_unverified(
+) {
+    let dir = tree();
+    let read_only = RuntimeProfile {
+        tool_allowlist: ["Read".to_string()].into(),
+        repo_map_hint: false,
+        ..explore_profile()
+    };
+    let (_, model) = run(&dir, vec![say(FINAL), read_app(), say(FINAL)], read_only).await;
+    assert!(
+        last_user(&model, 1).contains("Call Read now (as a tool call; for example, call Read with {\"path\": \"<a file the task names>\"})"),
+        "{}",
+        last_user(&model, 1)
+    );
+    let fail = r#"{"verdict": "FAIL", "reasons": ["it is broken"], "evidence": []}"#;
+    let (out, _) = run(
+        &dir,
+        vec![say(fail), say(fail), say(fail)],
+        crate::profile::verification_profile(),
+    )
+    .await;
+    let Some(ParsedResult::Verification(v)) = &out.result else {
+        panic!("{out:?}")
+    };
+    assert_eq!(v.verdict, crate::contract::VerificationVerdict::Unverified);
+    assert_eq!(
+        v.reasons.last().map(String::as_str),
+        Some("outrider: the verifier answered before reading the repository enough, so its verdict is UNVERIFIED")
+    );
+}
