@@ -191,7 +191,12 @@ def test_allowlist_accepts_any_iterable() -> None:
     ):
         profile = make(tool_allowlist=names)
         assert isinstance(profile.tool_allowlist, frozenset)
-    assert make(tool_allowlist=[]).tool_allowlist == frozenset()
+    # No tools at all only with no tool calls required (explore requires one).
+    assert make(tool_allowlist=[], min_tool_calls=0).tool_allowlist == frozenset()
+    with pytest.raises(
+        outrider.ProfileError, match="min_tool_calls is 1 but tool_allowlist is empty"
+    ):
+        make(tool_allowlist=[])
 
 
 def test_profiles_are_frozen_values() -> None:
