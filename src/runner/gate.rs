@@ -59,6 +59,27 @@ fn is_template_text(text: &str) -> bool {
     .contains(&text.trim())
 }
 
+/// The refusal of an answer that does not meet the contract, naming each violation once.
+fn contract_refusal(profile: &RuntimeProfile, text: &str) -> Gate {
+    let contract = profile.result_contract.map_or("", |c| c.as_str());
+    let mut reasons: Vec<String> = Vec::new();
+    if let Err(e) = parse_answer(profile, text) {
+        for v in &e.violations {
+            if !reasons.contains(&v.msg) {
+                reasons.push(v.msg.clone());
+            }
+        }
+    }
+    Gate::Reject {
+        exploring: false,
+        feedback: format!(
+            "Return only a valid {contract} JSON object: {}",
+            reasons.join("; ")
+        ),
+        parsed: None,
+    }
+}
+
 /// What the child did before its final answer, as the gate weighs it.
 pub(crate) struct Exploration<'a> {
     /// The lines it was shown.
@@ -83,22 +104,20 @@ pub(crate) async fn check(
     let contract = profile.result_contract.map_or("", |c| c.as_str());
     let (result, repair) = match parse_answer(profile, text) {
         Ok(ok) => ok,
-        Err(e) => {
-            let mut reasons: Vec<String> = Vec::new();
-            for v in &e.violations {
-                if !reasons.contains(&v.msg) {
-                    reasons.push(v.msg.clone());
-                }
+        Err(_) if seen.successful_tools < profile.min_tool_calls.max(0) as u64 => {
+            let offered: Vec<&str> = profile.tool_allowlist.iter().map(String::as_str).collect();
+            if let Some(call) = crate::runner::text_calls::embedded(text, &offered) {
+                return Gate::Reject {
+                    exploring: true,
+                    feedback: format!(
+                        "Your reply wrote a tool call inside other text, so no tool ran. To call a tool, reply with nothing but the call, for example:\n{call}"
+                    ),
+                    parsed: None,
+                };
             }
-            return Gate::Reject {
-                exploring: false,
-                feedback: format!(
-                    "Return only a valid {contract} JSON object: {}",
-                    reasons.join("; ")
-                ),
-                parsed: None,
-            };
+            return contract_refusal(profile, text);
         }
+        Err(_) => return contract_refusal(profile, text),
     };
     if let ParsedResult::Explore(r) = &result {
         let copied = std::iter::once(&r.summary)

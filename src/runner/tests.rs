@@ -1397,3 +1397,20 @@ async fn exploration_feedback_names_only_the_tools_offered_and_a_verdict_without
         Some("outrider: the verifier answered before reading the repository enough, so its verdict is UNVERIFIED")
     );
 }
+
+#[tokio::test]
+async fn a_tool_call_written_inside_prose_is_quoted_back_as_the_reply_to_make() {
+    let dir = tree();
+    let prose = "First I search.\n```json\n{\"name\": \"Read\", \"arguments\": {\"path\": \"src/app.py\"}}\n```\nThen I answer.";
+    let (out, model) = run(
+        &dir,
+        vec![say(prose), read_app(), say(FINAL)],
+        explore_profile(),
+    )
+    .await;
+    assert_eq!(out.terminal_reason, TerminalReason::Completed);
+    assert_eq!(
+        last_user(&model, 1),
+        "Your reply wrote a tool call inside other text, so no tool ran. To call a tool, reply with nothing but the call, for example:\n{\"name\":\"Read\",\"arguments\":{\"path\":\"src/app.py\"}}"
+    );
+}

@@ -47,6 +47,34 @@ pub(crate) fn parse(
         .collect()
 }
 
+/// The first tool call written inside other text (a fenced or tagged JSON block naming an
+/// offered tool, amid prose), as the JSON a model should have replied with alone.
+pub(crate) fn embedded(content: &str, offered: &[&str]) -> Option<String> {
+    for (open, close) in [
+        ("<tool_call>", "</tool_call>"),
+        ("```json", "```"),
+        ("```", "```"),
+    ] {
+        let mut rest = content;
+        while let Some(at) = rest.find(open) {
+            let after = &rest[at + open.len()..];
+            let Some((body, tail)) = after.split_once(close) else {
+                break;
+            };
+            if let Ok(v) = serde_json::from_str::<Value>(body.trim()) {
+                if let Some(c) = call(v, offered, String::new()) {
+                    let args: Value = serde_json::from_str(&c.arguments).unwrap_or_default();
+                    return Some(
+                        serde_json::json!({"name": c.name, "arguments": args}).to_string(),
+                    );
+                }
+            }
+            rest = tail;
+        }
+    }
+    None
+}
+
 /// The JSON inside one ```` ``` ```` or ```` ```json ```` fence that is the whole text.
 fn unfenced(text: &str) -> Option<&str> {
     let inner = text.strip_prefix("```")?.strip_suffix("```")?;
@@ -225,6 +253,18 @@ mod tests {
             "```json\n{\"status\": \"completed\"}\n```"
         );
         assert_eq!(parse(&mixed, &TOOLS, 1, false), None);
+    }
+
+    #[test]
+    fn a_call_inside_prose_is_found_to_quote_back() {
+        let prose = "To find it:\n\n1. Search.\n```json\n{\"name\": \"Grep\", \"arguments\": {\"pattern\": \"Config\"}}\n```\nThen read.";
+        assert_eq!(parse(prose, &TOOLS, 1, false), None);
+        assert_eq!(
+            embedded(prose, &TOOLS).as_deref(),
+            Some(r#"{"name":"Grep","arguments":{"pattern":"Config"}}"#)
+        );
+        assert_eq!(embedded("no call here", &TOOLS), None);
+        assert_eq!(embedded("```json\n{\"name\": \"Bash\"}\n```", &TOOLS), None);
     }
 
     #[test]
