@@ -653,3 +653,9 @@ class _ModelInbox:
 
     def put(self, job: Callable[[], None]) -> None: ...
     def get(self, timeout: float) -> Callable[[], None] | None: ...
+
+def _redact(text: str) -> str:
+    """``text`` with every secret the core knows of removed."""
+
+def _register_secret(value: object) -> None:
+    """Remove ``value`` (a str of 8 or more characters) from everything the core reports."""
