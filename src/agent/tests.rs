@@ -477,6 +477,41 @@ fn the_launchers_own_limit_bounds_every_launch_through_it() {
     assert_eq!(model.peak.load(Ordering::SeqCst), 1);
 }
 
+#[test]
+fn a_launch_many_calls_own_limit_governs_over_the_launchers_default() {
+    let dir = tree();
+    let requests = |n: usize| -> Vec<SubagentRequest> {
+        (0..n)
+            .map(|i| SubagentRequest::explore(format!("t{i}")))
+            .collect()
+    };
+    // Built without max_concurrency: 16 asked for run 16 at once (they ran 8: the default).
+    let model = explorer(Duration::from_millis(200));
+    let l = Arc::new(launcher(&dir, model.clone()));
+    rt().block_on(l.launch_many(requests(16), Some(16), CancelToken::new()))
+        .unwrap();
+    assert_eq!(model.peak.load(Ordering::SeqCst), 16);
+    // Without a limit of its own, the call keeps to the launcher's default.
+    let model = explorer(Duration::from_millis(50));
+    let l = Arc::new(launcher(&dir, model.clone()));
+    rt().block_on(l.launch_many(requests(12), None, CancelToken::new()))
+        .unwrap();
+    assert_eq!(
+        model.peak.load(Ordering::SeqCst),
+        crate::agent::launcher::DEFAULT_MAX_CONCURRENCY
+    );
+    // A limit the launcher was given bounds every launch through it, whatever the call asks.
+    let model = explorer(Duration::from_millis(50));
+    let options = LauncherOptions {
+        max_concurrency: Some(3),
+        ..LauncherOptions::default()
+    };
+    let l = Arc::new(launcher_with(&dir, model.clone(), options));
+    rt().block_on(l.launch_many(requests(8), Some(8), CancelToken::new()))
+        .unwrap();
+    assert_eq!(model.peak.load(Ordering::SeqCst), 3);
+}
+
 fn task_tool(dir: &tempfile::TempDir, model: Arc<dyn ChatModel>) -> TaskTool {
     TaskTool::new(Arc::new(launcher(dir, model)), None).unwrap()
 }
