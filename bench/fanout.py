@@ -6,8 +6,10 @@ Three kinds of model, each answering one final ExploreResult after `--latency` s
 Python callable (time.sleep), an async one (asyncio.sleep), and `outrider.OpenAICompatible`
 against a loopback OpenAI-compatible server started here (127.0.0.1, stopped at the end) that
 waits `--latency` before answering. For each it prints one child's time, 16 and 64 children
-through `launch_many`, the serial time (N x one child) and the ratio to one child.
-Target: 16 children within 1.3x of one child's time.
+through `launch_many(requests, max_concurrency=N)` on a launcher built without a limit (the
+call's own value governs), the serial time (N x one child), the ratio to one child, and how many
+model calls were really in flight at once (counted in the model and in the server).
+Target: 16 children within 1.3x of one child's time, and N in flight for N children.
 """
 
 from __future__ import annotations
@@ -42,11 +44,34 @@ def completion() -> dict[str, Any]:
     }
 
 
-def serve(latency: float) -> ThreadingHTTPServer:
+class InFlight:
+    """Model calls in flight now, and the most at once since the last reset."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.now = 0
+        self.peak = 0
+
+    def __enter__(self) -> None:
+        with self.lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+
+    def __exit__(self, *exc: object) -> None:
+        with self.lock:
+            self.now -= 1
+
+    def reset(self) -> None:
+        with self.lock:
+            self.peak = 0
+
+
+def serve(latency: float, flight: InFlight) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            time.sleep(latency)
+            with flight:
+                time.sleep(latency)
             body = json.dumps(completion()).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -72,15 +97,19 @@ def main() -> int:
     opts = ap.parse_args()
     latency = opts.latency
 
+    flight = InFlight()
+
     def sync_model(request: dict[str, Any]) -> str:
-        time.sleep(latency)
+        with flight:
+            time.sleep(latency)
         return ANSWER
 
     async def async_model(request: dict[str, Any]) -> str:
-        await asyncio.sleep(latency)
+        with flight:
+            await asyncio.sleep(latency)
         return ANSWER
 
-    server = serve(latency)
+    server = serve(latency, flight)
     http = outrider.OpenAICompatible(
         "bench-model",
         f"http://127.0.0.1:{server.server_address[1]}/v1",
@@ -96,7 +125,8 @@ def main() -> int:
         f"outrider {outrider.__version__}: children answering after {latency:.2f}s (one model call each)"
     )
     print(
-        f"{'model':<18}{'1 child':>9}{'16 children':>13}{'ratio':>7}{'serial 16':>11}{'64 children':>13}{'serial 64':>11}"
+        f"{'model':<18}{'1 child':>9}{'16 children':>13}{'ratio':>7}{'serial 16':>11}"
+        f"{'in flight':>11}{'64 children':>13}{'serial 64':>11}{'in flight':>11}"
     )
     worst = 0.0
     with tempfile.TemporaryDirectory() as tmp:
@@ -104,25 +134,28 @@ def main() -> int:
         root.mkdir()
         (root / "a.py").write_text("x = 1\n")
         for name, model in models:
-            launcher = outrider.SubagentLauncher(root, model, trace_dir=False, max_concurrency=64)
+            # No launcher-wide limit: each launch_many call's max_concurrency governs.
+            launcher = outrider.SubagentLauncher(root, model, trace_dir=False)
             one_req = outrider.SubagentRequest(task="t")
             launcher.launch(one_req)  # warm up
             t0 = time.perf_counter()
             r = launcher.launch(one_req)
             one = time.perf_counter() - t0
             assert r.status == "completed", r
-            times = {}
+            times, peaks = {}, {}
             for n in (16, 64):
+                flight.reset()
                 t0 = time.perf_counter()
                 results = launcher.launch_many(
-                    [outrider.SubagentRequest(task=f"t{i}") for i in range(n)]
+                    [outrider.SubagentRequest(task=f"t{i}") for i in range(n)], max_concurrency=n
                 )
                 times[n] = time.perf_counter() - t0
+                peaks[n] = flight.peak
                 assert all(x.status == "completed" for x in results), [x.error for x in results]
             worst = max(worst, times[16] / one)
             print(
                 f"{name:<18}{one:>8.2f}s{times[16]:>12.2f}s{times[16] / one:>6.2f}x{16 * one:>10.2f}s"
-                f"{times[64]:>12.2f}s{64 * one:>10.2f}s"
+                f"{peaks[16]:>11}{times[64]:>12.2f}s{64 * one:>10.2f}s{peaks[64]:>11}"
             )
     server.shutdown()
     print(f"worst 16-children ratio: {worst:.2f}x (target: <= 1.3x)")

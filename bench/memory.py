@@ -6,7 +6,9 @@ Runs the 4-call scripted explore of `loop.py` (Glob, Grep, Read, the final JSON;
 callable; traces written outside the root) `--launches` times in a row, then the same number
 again (RSS that keeps growing from one round to the next would be a leak), then `--children`
 children at once through `launch_many`, twice (their first model call sleeps 50 ms so that all
-of them are in flight together), and reads RSS once more after 11 s idle. RSS is sampled every
+of them are in flight together; the launcher has no limit of its own, the call passes
+`max_concurrency=--children`, and the most first calls in flight at once is printed), and reads
+RSS once more after 11 s idle. RSS is sampled every
 2 ms by a thread reading /proc/self/statm. The peer figures come from the same run: a bare
 interpreter, and one that only imports outrider.
 Linux only (/proc).
@@ -61,10 +63,21 @@ def sampled() -> Iterator[dict[str, float]]:
         figures["peak"] = max(figures["peak"], figures["after"])
 
 
-def slow_first_turn(model: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], Any]:
+def slow_first_turn(
+    model: Callable[[dict[str, Any]], Any], peak: list[int]
+) -> Callable[[dict[str, Any]], Any]:
+    """`model` with a 50 ms first turn; `peak[0]` is the most first turns in flight at once."""
+    lock = threading.Lock()
+    now = [0]
+
     def wrapped(request: dict[str, Any]) -> Any:
         if not any(m["role"] == "assistant" for m in request["messages"]):
+            with lock:
+                now[0] += 1
+                peak[0] = max(peak[0], now[0])
             time.sleep(0.05)
+            with lock:
+                now[0] -= 1
         return model(request)
 
     return wrapped
@@ -96,14 +109,16 @@ def main() -> int:
                 for _ in range(opts.launches):
                     statuses.add(launcher.launch(request).status)
             rows.append((label, figures))
-        many = outrider.SubagentLauncher(root, slow_first_turn(scripted()), trace_dir=traces)
+        peak = [0]
+        many = outrider.SubagentLauncher(root, slow_first_turn(scripted(), peak), trace_dir=traces)
         for label in ("concurrent children (launch_many,", "more (leak check,"):
+            peak[0] = 0
             with sampled() as figures:
                 started = time.perf_counter()
                 results = many.launch_many([request] * opts.children, max_concurrency=opts.children)
                 elapsed = time.perf_counter() - started
             statuses.update(r.status for r in results)
-            rows.append((f"{opts.children} {label} {elapsed:.2f} s)", figures))
+            rows.append((f"{opts.children} {label} {peak[0]} at once, {elapsed:.2f} s)", figures))
         written = sum(1 for _ in traces.rglob("*.jsonl"))
         # The runtime's idle blocking threads (one per concurrent sync model call) exit after
         # 10 s; what is left then is what the process keeps.
@@ -113,12 +128,12 @@ def main() -> int:
         f"outrider {outrider.__version__}: RSS in MiB, 4-call scripted explore on 20 files, "
         f"{written} traces written; statuses {sorted(statuses)}"
     )
-    print(f"{'':48} {'before':>8} {'peak':>8} {'after':>8}")
+    print(f"{'':62} {'before':>8} {'peak':>8} {'after':>8}")
     for label, f in rows:
-        print(f"{label:48} {f['before']:8.1f} {f['peak']:8.1f} {f['after']:8.1f}")
-    print(f"{'after 11 s idle':48} {settled:8.1f}")
+        print(f"{label:62} {f['before']:8.1f} {f['peak']:8.1f} {f['after']:8.1f}")
+    print(f"{'after 11 s idle':62} {settled:8.1f}")
     for code in ("pass", "import outrider"):
-        print(f"{f'peer: python -c {code!r}':48} {peer(code):8.1f}")
+        print(f"{f'peer: python -c {code!r}':62} {peer(code):8.1f}")
     return 0
 
 

@@ -44,6 +44,22 @@ pub const MIN_REGISTERED_LEN: usize = 8;
 /// Registered secrets kept at most (a process configures a handful of clients).
 const MAX_REGISTERED: usize = 256;
 
+/// The words that make a name a secret's (matched case-insensitively at the END of a name, so
+/// `DB_PASSWORD`, `githubToken` and `MY_SECRET_TOKEN` are secrets and `prompt_tokens` is not).
+macro_rules! secret_names {
+    () => {
+        r"secret[_-]?access[_-]?key|secret[_-]?key|api[_-]?key|access[_-]?token|refresh[_-]?token|auth[_-]?token|client[_-]?secret|private[_-]?key|password|passwd|passphrase|secret|token"
+    };
+}
+
+/// A secret's name, then its separator and opening quote, then the value (see [`assignment`]).
+/// Separators stay on one line: `if not password:` then a newline assigns nothing.
+const ASSIGNMENT: &str = concat!(
+    r#"(?i)\b((?P<name>[A-Za-z0-9_\-]*?(?:"#,
+    secret_names!(),
+    r#")|pwd)["']?[ \t]*(?P<sep>=>|:=|=|:)[ \t]*(?P<q>["']?))(?P<value>[^\s"'&,;}=][^\s"'&,;}]*)"#
+);
+
 /// How one pattern's match is replaced.
 enum Replace {
     /// A fixed replacement (may use `${1}`).
@@ -53,6 +69,8 @@ enum Replace {
     /// `Basic <base64>` only when it decodes to `user:password` (so `Basic authentication`
     /// stays).
     Basic,
+    /// A secret's assignment: the value masked unless it is code (see [`assignment`]).
+    Assignment,
 }
 
 /// The credential shapes, each with why its near misses are safe.
@@ -61,6 +79,19 @@ const PATTERNS: &[(&str, Replace)] = &[
     (
         r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----(?:[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY-----|[\s\S]*)",
         Replace::With("-----BEGIN ${1}PRIVATE KEY-----***-----END ${1}PRIVATE KEY-----"),
+    ),
+    // A PEM private key's body whose BEGIN line was cut off (a Read window that starts inside
+    // it): base64 lines, bare or with Read's `  12 | ` numbers, up to the END line.
+    (
+        r"(?m)(?:^[ \t]*(?:\d+ \| )?[A-Za-z0-9+/=]{16,}[ \t]*\r?\n)+([ \t]*(?:\d+ \| )?)-----END ([A-Z0-9 ]*)PRIVATE KEY-----",
+        Replace::With("***\n${1}-----END ${2}PRIVATE KEY-----"),
+    ),
+    // An AWS secret key (40 base64 characters) written next to its access key id, as in the
+    // console's credentials.csv or `AKIA... wJalr...`; before the key-id pattern, which would
+    // hide the pair.
+    (
+        r#"\b(AKIA|ASIA)[A-Z0-9]{16}([\s,;:|='"]{1,8}(?:[A-Za-z_]{1,40}["']?[ \t]*[=:][ \t]*["']?)?)[A-Za-z0-9/+]{40}([^A-Za-z0-9/+]|$)"#,
+        Replace::With("${1}***${2}***${3}"),
     ),
     // OpenAI (`sk-`, `sk-proj-`) and Anthropic (`sk-ant-`); `\b` keeps `task-...` intact.
     (r"\bsk-[A-Za-z0-9_\-]{20,}", Replace::With("sk-***")),
@@ -88,11 +119,19 @@ const PATTERNS: &[(&str, Replace)] = &[
         r"\b([A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)[^\s/@]+@",
         Replace::With("${1}***@"),
     ),
-    // Assignments of secrets (`password=`, `secret: `, `"api_key": "..."`, AWS secret keys); the
-    // `\b` keeps `max_token=` and `prompt_tokens:` intact.
+    // Assignments of secrets, in any language's spelling: `DB_PASSWORD=`, `export GITHUB_TOKEN=`,
+    // `secret: 's3cr3t'`, `"api_key": "..."`, `'password' => 'x'`, `password := "x"`. The name
+    // ends at the keyword, so `prompt_tokens:` and `token_budget=` stay; [`assignment`] keeps
+    // what is code rather than a value (`password: str`, `token=self.token`, `max_token=9`).
+    (ASSIGNMENT, Replace::Assignment),
+    // The same in XML: `<password>x</password>`, `<db_password>x</db_password>`.
     (
-        r#"(?i)\b((?:aws_)?(?:secret_access_key|secret_key|api[_-]?key|apikey|access[_-]?token|refresh[_-]?token|auth[_-]?token|client[_-]?secret|password|passwd|pwd|secret|token)["']?\s*[=:]\s*["']?)([^\s"'&,;}]+)"#,
-        Replace::With("${1}***"),
+        concat!(
+            r"(?i)<([A-Za-z0-9_\-]*?(?:",
+            secret_names!(),
+            r"))>([^<\s][^<]*)</"
+        ),
+        Replace::With("<${1}>***</"),
     ),
     // Key/token URL parameters.
     (
@@ -159,6 +198,55 @@ fn basic_credential(caps: &Captures<'_>) -> String {
     }
 }
 
+/// A secret's assignment with its value masked, or kept whole when the "value" is code: a type
+/// (`password: str`, `token: &str`), a reference or call (`password=self.password`,
+/// `token := os.Getenv("T")`, `password=password`), a literal such as `None`, or a count
+/// (`max_token=9`). A quoted value is always a value.
+fn assignment(caps: &Captures<'_>) -> String {
+    let (name, value) = (&caps["name"], &caps["value"]);
+    let lower = name.to_ascii_lowercase();
+    let count = lower.ends_with("token") && value.bytes().all(|b| b.is_ascii_digit());
+    let code = caps["q"].is_empty() && is_code(&lower, &caps["sep"], value);
+    if count || code {
+        caps[0].to_string()
+    } else {
+        format!("{}{MASK}", &caps[1])
+    }
+}
+
+/// Whether an unquoted assignment's value is code rather than a secret (see [`assignment`]).
+fn is_code(name: &str, sep: &str, value: &str) -> bool {
+    static CODE: OnceLock<(Regex, Regex)> = OnceLock::new();
+    let (reference, type_name) = CODE.get_or_init(|| {
+        (
+            // `self.password`, `config.db.token`, `$DB_PASSWORD`, `${TOKEN}`, or a call or index.
+            Regex::new(r"^(?:[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+|\$\{?[A-Z_][A-Z0-9_]*\}?|[A-Za-z_][A-Za-z0-9_.:]*[(\[<].*)$")
+                .expect("valid code pattern"),
+            // A type annotation after `:` (`str`, `Optional[str]`, `&`, `String)`, `typing.Any,`).
+            Regex::new(r"^(?:[&*]+(?:mut)?|(?:[A-Za-z_][A-Za-z0-9_]*\.)*(?:str|String|string|bytes|bytearray|int|bool|float|Any|None|Optional|Option|Union|SecretStr|SecretBytes|SecretString|Secret|char|number|object|unknown|any|Vec|Box|Arc|Rc|Cow|List|list|Dict|dict|Mapping|Sequence|Path|PathLike|impl|dyn|u8|i32|i64|u32|u64|usize|Token|Credentials))(?:[\[<(|].*)?[),\]]*$")
+                .expect("valid type pattern"),
+        )
+    });
+    let word = value.to_ascii_lowercase();
+    matches!(
+        word.as_str(),
+        "none" | "null" | "nil" | "true" | "false" | "undefined"
+    ) || word == name
+        || reference.is_match(value)
+        || (sep == ":" && type_name.is_match(value))
+}
+
+/// Whether a payload key names a secret whose string value is masked: one of [`SECRET_KEYS`],
+/// or a name that ends in a secret's word (`DB_PASSWORD`, `githubToken`).
+fn is_secret_key(key: &str) -> bool {
+    static NAME: OnceLock<Regex> = OnceLock::new();
+    let name = NAME.get_or_init(|| {
+        Regex::new(concat!(r"(?i)^[A-Za-z0-9_\-]*?(?:", secret_names!(), r")$"))
+            .expect("valid secret name pattern")
+    });
+    name.is_match(key)
+}
+
 /// Redact secrets in one string (see the module docs for what counts as one).
 pub fn redact_str(text: &str) -> String {
     redact_cow(text).into_owned()
@@ -187,6 +275,7 @@ pub fn redact_cow(text: &str) -> Cow<'_, str> {
             }),
             Replace::With(r) => re.replace_all(&out, *r),
             Replace::Basic => re.replace_all(&out, basic_credential),
+            Replace::Assignment => re.replace_all(&out, assignment),
         };
         if let Cow::Owned(s) = replaced {
             out = Cow::Owned(s);
@@ -206,7 +295,8 @@ pub fn redact_in_place(value: &mut Value) {
         Value::Array(items) => items.iter_mut().for_each(redact_in_place),
         Value::Object(map) => {
             for (k, v) in map.iter_mut() {
-                if !v.is_null() && SECRET_KEYS.iter().any(|s| k.eq_ignore_ascii_case(s)) {
+                let named = SECRET_KEYS.iter().any(|s| k.eq_ignore_ascii_case(s));
+                if (named && !v.is_null()) || (v.is_string() && is_secret_key(k)) {
                     *v = Value::String(MASK.into());
                 } else {
                     redact_in_place(v);
@@ -291,6 +381,43 @@ mod tests {
             "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC (truncated",
             "-----BEGIN PRIVATE KEY-----***-----END PRIVATE KEY-----",
         ),
+        // Names that end in a secret's word, in each language's assignment.
+        ("DB_PASSWORD=hunter2hunter2", "DB_PASSWORD=***"),
+        ("LLM_API_KEY=plain-key-0001", "LLM_API_KEY=***"),
+        ("MY_SECRET_TOKEN=abcdef", "MY_SECRET_TOKEN=***"),
+        ("export GITHUB_TOKEN=abc123def", "export GITHUB_TOKEN=***"),
+        ("$db = ['password' => 'x', 'user' => 'u'];", "$db = ['password' => '***', 'user' => 'u'];"),
+        (r#"password := "x""#, r#"password := "***""#),
+        (r#"DB_PASSWORD = "x""#, r#"DB_PASSWORD = "***""#),
+        (r#"const dbPassword = "x";"#, r#"const dbPassword = "***";"#),
+        ("<password>x</password>", "<password>***</password>"),
+        ("<db_password>hunter2</db_password>", "<db_password>***</db_password>"),
+        ("password: hunter2", "password: ***"),
+        (r#"{"DB_PASSWORD": "x"}"#, r#"{"DB_PASSWORD": "***"}"#),
+        (r#"password: "str""#, r#"password: "***""#),
+        ("password=None1", "password=***"),
+        // A PEM body read without its BEGIN line, bare and in Read's numbered lines.
+        (
+            "MIIEowIBAAKCAQEA7secretsecret\nAAAABBBBCCCCDDDDEEEE\n-----END RSA PRIVATE KEY-----\n",
+            "***\n-----END RSA PRIVATE KEY-----\n",
+        ),
+        (
+            "  12 | MIIEowIBAAKCAQEA7secretsecret\n  13 | AAAABBBBCCCCDDDDEEEE\n  14 | -----END PRIVATE KEY-----",
+            "***\n  14 | -----END PRIVATE KEY-----",
+        ),
+        // An AWS secret key next to its access key id.
+        (
+            "bob,,AKIAIOSFODNN7EXAMPLE,wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY,https://x",
+            "bob,,AKIA***,***,https://x",
+        ),
+        (
+            "AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "AKIA*** ***",
+        ),
+        (
+            r#""AccessKeyId": "ASIAY34FZKBOKMUTVV7A", "SecretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY""#,
+            r#""AccessKeyId": "ASIA***", "SecretAccessKey": "***""#,
+        ),
     ];
 
     /// Near misses: ids, hashes and ordinary words that must pass unchanged.
@@ -317,6 +444,21 @@ mod tests {
         "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----",
         "-----BEGIN CERTIFICATE-----\nMIIB",
         "passwords are checked elsewhere",
+        // Ordinary source that names a secret without holding one.
+        "def f(password: str) -> None:",
+        "def f(password: str, token: Optional[str] = None):",
+        "fn login(password: &str, token: String) {}",
+        "interface Login { password: string; apiKey: string }",
+        "self.password = password",
+        "password = getpass.getpass()",
+        "token := os.Getenv(\"TOKEN\")",
+        "if not password:\n    raise ValueError(\"no password\")",
+        "token = self._token",
+        "password=None",
+        "DB_PASSWORD=${DB_PASSWORD}",
+        "if password == \"\":",
+        "<maxTokens>5</maxTokens> total_token_budget=3 max_token=9",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY alone",
     ];
 
     #[test]
@@ -357,7 +499,8 @@ mod tests {
             "api_key": "abc", "Authorization": "Bearer abcdefghijklmnop",
             "tool_call_id": "call_1", "session_id": "child-1",
             "note": "use sk-abcdefghijklmnopqrstuvwx and bearer xyz.abc-def_123 at https://h/x?api_key=zzz&q=1",
-            "list": ["sk-AAAAAAAAAAAAAAAAAAAAAAAA"], "n": 3
+            "list": ["sk-AAAAAAAAAAAAAAAAAAAAAAAA"], "n": 3,
+            "DB_PASSWORD": "x", "githubToken": "abc", "max_token": 9, "prompt_tokens": "7"
         });
         assert_eq!(
             redact(&v),
@@ -365,7 +508,8 @@ mod tests {
                 "api_key": "***", "Authorization": "***",
                 "tool_call_id": "call_1", "session_id": "child-1",
                 "note": "use sk-*** and Bearer *** at https://h/x?api_key=***&q=1",
-                "list": ["sk-***"], "n": 3
+                "list": ["sk-***"], "n": 3,
+                "DB_PASSWORD": "***", "githubToken": "***", "max_token": 9, "prompt_tokens": "7"
             })
         );
     }

@@ -409,6 +409,46 @@ def test_launch_many_keeps_order_and_isolates_failures(
 
 
 @pytest.mark.parametrize("is_async", [False, True])
+def test_a_launch_many_calls_max_concurrency_governs(repo: pathlib.Path, is_async: bool) -> None:
+    # Built without max_concurrency (default 8), the call's 16 must run 16 at once: counted as
+    # model calls in flight together, not as time.
+    import threading
+
+    lock = threading.Lock()
+    now, peak = [0], [0]
+
+    def enter() -> None:
+        with lock:
+            now[0] += 1
+            peak[0] = max(peak[0], now[0])
+
+    def leave() -> None:
+        with lock:
+            now[0] -= 1
+
+    def model(request: dict[str, Any]) -> str:
+        enter()
+        time.sleep(0.3)
+        leave()
+        return FINAL
+
+    async def amodel(request: dict[str, Any]) -> str:
+        enter()
+        await asyncio.sleep(0.3)
+        leave()
+        return FINAL
+
+    launcher = SubagentLauncher(repo, amodel if is_async else model, trace_dir=False)
+    requests = [SubagentRequest(task=f"t{i}") for i in range(16)]
+    results = launcher.launch_many(requests, max_concurrency=16)
+    assert [r.status for r in results] == ["completed"] * 16
+    assert peak[0] == 16
+    peak[0] = 0
+    launcher.launch_many(requests[:12])
+    assert peak[0] == 8
+
+
+@pytest.mark.parametrize("is_async", [False, True])
 def test_sixteen_children_wait_together(
     repo: pathlib.Path, traces: pathlib.Path, is_async: bool
 ) -> None:

@@ -13,6 +13,8 @@ hard step and token budgets, and a strict JSON result contract::
 
 from __future__ import annotations
 
+import logging as _logging
+
 import outrider._accessors  # noqa: F401  (attaches SubagentLaunchResult.explore / .verification)
 from outrider import _aio, _core, _display, _interop
 from outrider import frameworks as _frameworks
@@ -61,6 +63,9 @@ _display.install()
 _interop.install()
 # The framework-tool methods of TaskTool (as_openai_agents_tool, ...) live in Python.
 _frameworks.install(TaskTool)
+# A library's warnings go where the application's logging sends them, not to stderr through
+# logging's last-resort handler when the application configured none.
+_logging.getLogger("outrider").addHandler(_logging.NullHandler())
 
 __all__ = [
     "EXPLORE_PROFILE",

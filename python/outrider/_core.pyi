@@ -501,7 +501,8 @@ class SubagentLauncher:
         env_file: str | PathLike[str] | Literal[False] | None = None,
     ) -> SubagentLauncher:
         """``max_concurrency`` bounds the children running at once through this launcher
-        (default 8). ``main_model``/``light_model`` name the model each route's requests carry
+        (default 8; a ``launch_many`` call's own ``max_concurrency`` overrides the default, not
+        a value given here). ``main_model``/``light_model`` name the model each route's requests carry
         (the ``"model"`` of the request dict a callable receives; a ``light_model`` without a
         ``light_llm`` sends light requests to ``main_llm`` under that name), and
         ``model_settings`` (``temperature``, ``top_p``, ``max_tokens``, ``seed``, ``extra_body``)
@@ -691,3 +692,9 @@ class _ModelInbox:
 
     def put(self, job: Callable[[], None]) -> None: ...
     def get(self, timeout: float) -> Callable[[], None] | None: ...
+
+def _redact(text: str) -> str:
+    """``text`` with every secret the core knows of removed."""
+
+def _register_secret(value: object) -> None:
+    """Remove ``value`` (a str of 8 or more characters) from everything the core reports."""

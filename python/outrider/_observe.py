@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import traceback
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
+from outrider._core import _redact
 from outrider.exceptions import ConfigError
 
 if TYPE_CHECKING:
@@ -28,23 +30,26 @@ def deliver(
     that a broken callback does not stop a child. Returns whether the callback raised."""
     try:
         callback(event)
-    except Exception:
+    except Exception as e:
+        # The traceback is formatted here and redacted like every message of the core: the
+        # exception text may hold a key (the record keeps no exc_info a handler could print).
+        detail = _redact("".join(traceback.format_exception(e)).rstrip())
         if first:
             logger.warning(
-                "on_event callback %r raised on event %r of session %s; the run goes on "
-                "(further exceptions of this callback in this launch are logged at DEBUG)",
-                callback,
+                "on_event callback %s raised on event %r of session %s; the run goes on "
+                "(further exceptions of this callback in this launch are logged at DEBUG)\n%s",
+                _redact(repr(callback)),
                 event.get("event"),
                 event.get("session_id"),
-                exc_info=True,
+                detail,
             )
         else:
             logger.debug(
-                "on_event callback %r raised again on event %r of session %s",
-                callback,
+                "on_event callback %s raised again on event %r of session %s\n%s",
+                _redact(repr(callback)),
                 event.get("event"),
                 event.get("session_id"),
-                exc_info=True,
+                detail,
             )
         return True
     return False

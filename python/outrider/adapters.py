@@ -24,10 +24,12 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import os
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeAlias
 
+from outrider._core import _register_secret
 from outrider._returns import to_chat_response
 
 __all__ = ["anthropic", "litellm", "openai", "to_anthropic_request"]
@@ -86,6 +88,18 @@ def _split(kwargs: dict[str, Any], create: Callable[..., Any]) -> dict[str, Any]
     return kwargs
 
 
+def _register_keys(*values: object) -> None:
+    """Register the credentials an adapter's calls use, so an SDK error that echoes one (a 401
+    with the key in its message) is redacted in results, envelopes, traces and logs."""
+    for value in values:
+        _register_secret(value)
+
+
+def _client_keys(client: Any) -> list[object]:
+    """The credentials an SDK client holds (``api_key``, Anthropic's ``auth_token``)."""
+    return [getattr(client, name, None) for name in ("api_key", "auth_token")]
+
+
 def _merge(settings: Mapping[str, Any], request: Mapping[str, Any]) -> dict[str, Any]:
     """The adapter's settings overridden by the request's non-None values."""
     out = dict(settings)
@@ -112,6 +126,7 @@ def openai(client: Any, model: str, **settings: Any) -> SyncModel | AsyncModel:
     sdk = _require("openai", "openai")
     _check(model, settings, "openai")
     defaults = {"model": model, **settings}
+    _register_keys(*_client_keys(client))
     # create() is looked up on every call, so instrumentation patched in later is used.
     if isinstance(client, sdk.AsyncOpenAI):
 
@@ -147,6 +162,10 @@ def litellm(model: str, *, is_async: bool = False, **kwargs: Any) -> SyncModel |
     _require("litellm", "litellm")
     _check(model, kwargs, "litellm")
     defaults = {"model": model, **kwargs}
+    # litellm takes the key from api_key, or from the provider's variable in the environment.
+    _register_keys(
+        kwargs.get("api_key"), *(v for k, v in os.environ.items() if k.upper().endswith("API_KEY"))
+    )
     if is_async:
 
         async def call_async(request: Request) -> Response:
@@ -202,6 +221,7 @@ def anthropic(
             f"outrider.adapters.anthropic(): max_tokens must be a positive int, got {max_tokens!r}"
         )
     defaults = {"model": model, "max_tokens": max_tokens, **settings}
+    _register_keys(*_client_keys(client))
     sync_types = tuple(
         getattr(sdk, n)
         for n in ("Anthropic", "AnthropicBedrock", "AnthropicVertex")

@@ -266,6 +266,9 @@ pub struct SubagentLauncher {
     tools: BTreeMap<String, (Arc<ToolRegistry>, Arc<Vec<Value>>)>,
     trace_dir: Option<TraceDir>,
     max_concurrency: usize,
+    /// Whether `max_concurrency` was given (not the default): only then does it also bound a
+    /// `launch_many` call that gives its own limit.
+    limit_given: bool,
     semaphore: Arc<Semaphore>,
 }
 
@@ -374,6 +377,7 @@ impl SubagentLauncher {
             tools,
             trace_dir,
             max_concurrency,
+            limit_given: options.max_concurrency.is_some(),
             semaphore: Arc::new(Semaphore::new(max_concurrency)),
         })
     }
@@ -468,6 +472,18 @@ impl SubagentLauncher {
         cancel: CancelToken,
         observer: &LaunchObserver,
     ) -> Result<SubagentLaunchResult, Error> {
+        self.launch_gated(request, cancel, observer, true).await
+    }
+
+    /// [`SubagentLauncher::launch_observed`]; `gated` says whether the child also waits for the
+    /// launcher's own limit (a `launch_many` call with its own limit bounds its children itself).
+    async fn launch_gated(
+        &self,
+        request: SubagentRequest,
+        cancel: CancelToken,
+        observer: &LaunchObserver,
+        gated: bool,
+    ) -> Result<SubagentLaunchResult, Error> {
         let started = Instant::now();
         let (profile, requested) = self.check(&request)?;
         let profile = profile.clone();
@@ -525,7 +541,10 @@ impl SubagentLauncher {
                 "trace_path": trace.path().map(|p| p.display().to_string()),
             });
             self.parent_event(EventKind::SubagentRequested, common.clone());
-            let _permit = self.semaphore.acquire().await.ok();
+            let _permit = match gated {
+                true => self.semaphore.acquire().await.ok(),
+                false => None,
+            };
             self.parent_event(EventKind::SubagentStarted, common.clone());
 
             let (registry, tool_schemas) = self.tools[&profile.name].clone();
@@ -589,9 +608,10 @@ impl SubagentLauncher {
         Ok(run.instrument(span).await)
     }
 
-    /// Launch many children at once, at most `max_concurrency` of them at a time (and never more
-    /// than the launcher's own limit); results come back in input order. Every request is checked
-    /// before any child starts, so a bad one launches nothing.
+    /// Launch many children at once, at most `max_concurrency` of them at a time; results come
+    /// back in input order. The call's limit governs: the launcher's own limit bounds these
+    /// children too only when the launcher was built with one (or the call gives none). Every
+    /// request is checked before any child starts, so a bad one launches nothing.
     pub async fn launch_many(
         self: &Arc<Self>,
         requests: Vec<SubagentRequest>,
@@ -615,10 +635,16 @@ impl SubagentLauncher {
             self.check(r)
                 .map_err(|e| Error::from(e).within(&format!("requests[{i}]")))?;
         }
+        // Without a limit of its own, the call waits for the launcher's limit here, before a
+        // child exists: children waiting inside the launch already held their trace file and
+        // its 64 KiB buffer (5000 children peaked at 479 MiB, 5000 open files).
         let limit = match max_concurrency {
-            None => requests.len().max(1),
+            None => self.max_concurrency,
             Some(n) => concurrency_limit("max_concurrency", n)?,
         };
+        // A call's own limit is not capped by the launcher's default (16 children asked for
+        // ran 8 at a time); a limit the launcher was given still holds across all its launches.
+        let gated = max_concurrency.is_none() || self.limit_given;
         let sem = Arc::new(Semaphore::new(limit));
         let handles: Vec<_> = requests
             .into_iter()
@@ -628,7 +654,7 @@ impl SubagentLauncher {
                 tokio::spawn(
                     crate::exec::inherit_caller(async move {
                         let _permit = sem.acquire_owned().await.ok();
-                        launcher.launch_observed(req, c, &observer).await
+                        launcher.launch_gated(req, c, &observer, gated).await
                     })
                     .in_current_span(),
                 )

@@ -477,6 +477,76 @@ fn the_launchers_own_limit_bounds_every_launch_through_it() {
     assert_eq!(model.peak.load(Ordering::SeqCst), 1);
 }
 
+#[test]
+fn a_launch_many_calls_own_limit_governs_over_the_launchers_default() {
+    let dir = tree();
+    let requests = |n: usize| -> Vec<SubagentRequest> {
+        (0..n)
+            .map(|i| SubagentRequest::explore(format!("t{i}")))
+            .collect()
+    };
+    // Built without max_concurrency: 16 asked for run 16 at once (they ran 8: the default).
+    let model = explorer(Duration::from_millis(200));
+    let l = Arc::new(launcher(&dir, model.clone()));
+    rt().block_on(l.launch_many(requests(16), Some(16), CancelToken::new()))
+        .unwrap();
+    assert_eq!(model.peak.load(Ordering::SeqCst), 16);
+    // Without a limit of its own, the call keeps to the launcher's default.
+    let model = explorer(Duration::from_millis(50));
+    let l = Arc::new(launcher(&dir, model.clone()));
+    rt().block_on(l.launch_many(requests(12), None, CancelToken::new()))
+        .unwrap();
+    assert_eq!(
+        model.peak.load(Ordering::SeqCst),
+        crate::agent::launcher::DEFAULT_MAX_CONCURRENCY
+    );
+    // A limit the launcher was given bounds every launch through it, whatever the call asks.
+    let model = explorer(Duration::from_millis(50));
+    let options = LauncherOptions {
+        max_concurrency: Some(3),
+        ..LauncherOptions::default()
+    };
+    let l = Arc::new(launcher_with(&dir, model.clone(), options));
+    rt().block_on(l.launch_many(requests(8), Some(8), CancelToken::new()))
+        .unwrap();
+    assert_eq!(model.peak.load(Ordering::SeqCst), 3);
+}
+
+#[test]
+fn children_waiting_their_turn_hold_no_trace_yet() {
+    // launch_many without a limit on a default launcher: the children beyond the 8 running
+    // must not exist yet (each held an open trace file and its buffer: 5000 peaked at 479 MiB).
+    let dir = tree();
+    let out = tempfile::tempdir().unwrap();
+    let traces = out.path().join("traces");
+    // The trace files that exist when the first model call is made (before any child ends).
+    let seen_files = Arc::new(Mutex::new(None));
+    let (watch, counted) = (traces.clone(), seen_files.clone());
+    let model = FnModel::new(Duration::from_millis(20), move |_| {
+        let files = std::fs::read_dir(&watch).map_or(0, |d| d.count());
+        counted.lock().unwrap().get_or_insert(files);
+        Ok(say(r#"{"status": "partial", "summary": "s"}"#))
+    });
+    let options = LauncherOptions {
+        main_model: Some(model),
+        trace_dir: TraceDirSetting::Dir(traces.clone()),
+        trace_retention: Some(crate::trace::TraceRetention::KEEP_ALL),
+        ..LauncherOptions::default()
+    };
+    let l = Arc::new(SubagentLauncher::new(dir.path(), options).unwrap());
+    let requests = (0..40)
+        .map(|i| SubagentRequest::explore(format!("t{i}")))
+        .collect();
+    rt().block_on(l.launch_many(requests, None, CancelToken::new()))
+        .unwrap();
+    assert_eq!(std::fs::read_dir(&traces).unwrap().count(), 40);
+    let first = seen_files.lock().unwrap().unwrap();
+    assert!(
+        first <= 8,
+        "{first} trace files existed when the first 8 children ran"
+    );
+}
+
 fn task_tool(dir: &tempfile::TempDir, model: Arc<dyn ChatModel>) -> TaskTool {
     TaskTool::new(Arc::new(launcher(dir, model)), None).unwrap()
 }

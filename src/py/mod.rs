@@ -145,6 +145,13 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     names.sort();
     m.add("__all__", names)?;
     observe::install(m.py())?;
+    // Private helpers for outrider's Python modules: set as attributes, since `add` would list
+    // them in `__all__`.
+    m.setattr("_redact", wrap_pyfunction!(observe::_redact, m)?)?;
+    m.setattr(
+        "_register_secret",
+        wrap_pyfunction!(observe::_register_secret, m)?,
+    )?;
     // Threads the core started must be out of Python before the interpreter finalizes.
     let at_exit = wrap_pyfunction!(enter::_at_exit, m)?;
     m.py()

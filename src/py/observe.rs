@@ -45,6 +45,22 @@ pub fn refresh_level(py: Python<'_>) {
     }
 }
 
+/// `_core._redact(text)`: `text` with every secret the core knows of removed (what the core's own
+/// messages go through), for Python-side text such as a callback's traceback.
+#[pyfunction]
+pub fn _redact(text: &str) -> String {
+    crate::api::redact_str(text)
+}
+
+/// `_core._register_secret(value)`: remove `value` from everything the core reports from now on
+/// (an adapter's API key). Anything but a str is ignored, as is a str the core deems too short.
+#[pyfunction]
+pub fn _register_secret(value: &Bound<'_, PyAny>) {
+    if let Ok(secret) = value.extract::<&str>() {
+        crate::api::register_secret(secret);
+    }
+}
+
 /// An `on_event` argument: None, or a callable that receives each trace event as a dict (on a
 /// runtime thread; an exception it raises is logged as a warning and the run goes on).
 pub fn event_sink(on_event: Option<&Bound<'_, PyAny>>) -> PyResult<Option<EventSink>> {

@@ -133,10 +133,69 @@ pub fn elapsed_ms(started: Instant) -> u64 {
     (started.elapsed().as_millis() as u64).max(1)
 }
 
+/// Characters of one string kept in `params_input`; longer strings end in a marker that says how
+/// many were left out.
+pub const MAX_ECHOED_CHARS: usize = 1000;
+/// Items of one list or object kept in `params_input`.
+pub const MAX_ECHOED_ITEMS: usize = 100;
+/// Levels of nesting kept in `params_input`.
+pub const MAX_ECHOED_DEPTH: usize = 16;
+
+/// The arguments as echoed back in `context.params_input`: whole when small, else cut (long
+/// strings, long lists, deep nesting), so a 30 MB argument is not sent back whole.
+pub fn echoed_input(value: &Value) -> Value {
+    fn cut(value: &Value, depth: usize) -> Value {
+        match value {
+            Value::String(s) => match s.char_indices().nth(MAX_ECHOED_CHARS) {
+                Some((at, _)) => {
+                    let left = s[at..].chars().count();
+                    Value::String(format!("{}… [{left} more characters]", &s[..at]))
+                }
+                None => value.clone(),
+            },
+            Value::Array(_) | Value::Object(_) if depth >= MAX_ECHOED_DEPTH => {
+                Value::String("… [nested deeper]".into())
+            }
+            Value::Array(items) => {
+                let mut out: Vec<Value> = items
+                    .iter()
+                    .take(MAX_ECHOED_ITEMS)
+                    .map(|v| cut(v, depth + 1))
+                    .collect();
+                if items.len() > MAX_ECHOED_ITEMS {
+                    let left = items.len() - MAX_ECHOED_ITEMS;
+                    out.push(Value::String(format!("… [{left} more items]")));
+                }
+                Value::Array(out)
+            }
+            Value::Object(map) => {
+                let mut out: Map<String, Value> = map
+                    .iter()
+                    .take(MAX_ECHOED_ITEMS)
+                    .map(|(k, v)| (cut_key(k), cut(v, depth + 1)))
+                    .collect();
+                if map.len() > MAX_ECHOED_ITEMS {
+                    let left = map.len() - MAX_ECHOED_ITEMS;
+                    out.insert("…".into(), Value::String(format!("[{left} more keys]")));
+                }
+                Value::Object(out)
+            }
+            _ => value.clone(),
+        }
+    }
+    fn cut_key(key: &str) -> String {
+        match key.char_indices().nth(MAX_ECHOED_CHARS) {
+            Some((at, _)) => format!("{}…", &key[..at]),
+            None => key.to_string(),
+        }
+    }
+    cut(value, 0)
+}
+
 fn base_context(params_input: &Value) -> Map<String, Value> {
     let mut context = Map::new();
     context.insert("cwd".into(), Value::from("."));
-    context.insert("params_input".into(), params_input.clone());
+    context.insert("params_input".into(), echoed_input(params_input));
     context
 }
 
@@ -401,5 +460,37 @@ mod tests {
                 "CONFLICT"
             ]
         );
+    }
+
+    #[test]
+    fn a_huge_argument_is_not_echoed_back_whole() {
+        let huge = "a".repeat(30 << 20);
+        let params = json!({"pattern": huge, "list": vec![1; 500], "path": "src"});
+        let r = ToolResult::error(&params, ErrorCode::InvalidParam, "bad", 1);
+        let echoed = &r.context["params_input"];
+        let pattern = echoed["pattern"].as_str().unwrap();
+        assert_eq!(
+            pattern,
+            format!(
+                "{}… [{} more characters]",
+                "a".repeat(1000),
+                (30 << 20) - 1000
+            )
+        );
+        let list = echoed["list"].as_array().unwrap();
+        assert_eq!(list.len(), MAX_ECHOED_ITEMS + 1);
+        assert_eq!(list[MAX_ECHOED_ITEMS], json!("… [400 more items]"));
+        assert_eq!(echoed["path"], json!("src"));
+        assert!(serde_json::to_string(&r.to_value()).unwrap().len() < 10_000);
+        // Deep nesting is cut too; small arguments are echoed as they are.
+        let mut deep = json!(1);
+        for _ in 0..50 {
+            deep = json!([deep]);
+        }
+        let r = ToolResult::error(&json!({"x": deep}), ErrorCode::InvalidParam, "bad", 1);
+        assert!(r.to_value().to_string().contains("… [nested deeper]"));
+        let small = json!({"path": "é", "n": [1, 2]});
+        let r = ToolResult::success(&small, Map::new(), "ok", 1);
+        assert_eq!(r.context["params_input"], small);
     }
 }

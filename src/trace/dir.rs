@@ -83,6 +83,15 @@ fn open_at(
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// `flock(file, operation)`: the lock lives as long as the open file.
+fn lock(file: &File, operation: libc::c_int) -> std::io::Result<()> {
+    // SAFETY: the descriptor is open for the duration of the call.
+    match unsafe { libc::flock(file.as_raw_fd(), operation) } {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
+}
+
 /// The identity of `rel` (`.`, `..`, `../..`, ...) resolved from the directory behind `fd`.
 fn identity_at(fd: &OwnedFd, rel: &str) -> std::io::Result<Identity> {
     let c_rel = CString::new(rel).map_err(|_| std::io::Error::other("a NUL byte in a path"))?;
@@ -224,14 +233,35 @@ impl TraceDir {
     }
 
     /// Create the new file `name` (`0600`, never an existing file or a symlink) in the held
-    /// directory, after checking the directory is still outside the root.
+    /// directory, after checking the directory is still outside the root. The file holds a
+    /// shared lock while it is open (see [`TraceDir::prune`]): it is created under a hidden name,
+    /// locked, and only then linked under `name`, so no pruner ever sees it unlocked.
     pub fn create_new(&self, name: &str) -> std::io::Result<File> {
-        self.open(name, libc::O_CREAT | libc::O_EXCL)
+        let hidden = format!(".{name}.{}.new", std::process::id());
+        let file = self.open(&hidden, libc::O_CREAT | libc::O_EXCL)?;
+        let c_hidden = CString::new(hidden).map_err(std::io::Error::other)?;
+        let unlink_hidden = || {
+            // SAFETY: the descriptor is open and c_hidden is a C string.
+            unsafe { libc::unlinkat(self.fd.as_raw_fd(), c_hidden.as_ptr(), 0) };
+        };
+        let linked = lock(&file, libc::LOCK_SH).and_then(|()| {
+            let c_name = CString::new(name).map_err(std::io::Error::other)?;
+            let fd = self.fd.as_raw_fd();
+            // SAFETY: both names are C strings relative to the open directory; linkat refuses an
+            // existing `name` (EEXIST), as O_EXCL did.
+            match unsafe { libc::linkat(fd, c_hidden.as_ptr(), fd, c_name.as_ptr(), 0) } {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        });
+        unlink_hidden();
+        linked.map(|()| file)
     }
 
     /// Delete the trace files `retention` lets go (only outrider's own trace names, only regular
     /// files, only in this directory, through the held handle, after checking it is still outside
-    /// the explored root). Returns how many were deleted.
+    /// the explored root). A trace still being written (by this process or another: its writer
+    /// holds a shared lock) is never deleted, whatever the retention. Returns how many were.
     pub fn prune(&self, retention: &super::TraceRetention) -> std::io::Result<usize> {
         if *retention == super::TraceRetention::KEEP_ALL {
             return Ok(0);
@@ -242,6 +272,15 @@ impl TraceDir {
         for name in retention.expired(&files, std::time::SystemTime::now()) {
             let c_name =
                 CString::new(name).map_err(|_| std::io::Error::other("a NUL byte in a name"))?;
+            let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK;
+            let Ok(held) = open_at(Some(&self.fd), &c_name, flags, 0).map(File::from) else {
+                continue;
+            };
+            let regular = held.metadata().is_ok_and(|m| m.is_file());
+            // Held until the unlink is done, so a writer cannot start on it in between.
+            if !regular || lock(&held, libc::LOCK_EX | libc::LOCK_NB).is_err() {
+                continue;
+            }
             // SAFETY: the descriptor is open and c_name is a C string; unlinkat does not follow a
             // symlink in the last component, and the names come from this directory's listing.
             if unsafe { libc::unlinkat(self.fd.as_raw_fd(), c_name.as_ptr(), 0) } == 0 {
@@ -302,8 +341,12 @@ impl TraceDir {
 
     /// Open `name` for appending (created `0600` when missing; a symlink is refused), after
     /// checking the directory is still outside the root.
+    /// While open, it holds a shared lock when it can, so that [`TraceDir::prune`] leaves it.
     pub fn open_append(&self, name: &str) -> std::io::Result<File> {
-        self.open(name, libc::O_CREAT | libc::O_APPEND)
+        let file = self.open(name, libc::O_CREAT | libc::O_APPEND)?;
+        // Best effort: a file some pruner holds this instant is appended to all the same.
+        let _ = lock(&file, libc::LOCK_SH | libc::LOCK_NB);
+        Ok(file)
     }
 }
 

@@ -581,4 +581,26 @@ mod tests {
         assert_eq!(err.kind(), std::io::ErrorKind::PermissionDenied);
         assert_eq!(entries(&root.join("traces")).len(), 3);
     }
+
+    #[test]
+    fn pruning_never_deletes_a_trace_still_being_written() {
+        let (_tmp, root, out) = root_and_out();
+        let dir = prepare_trace_dir(&out, &root).unwrap();
+        aged_traces(&out, 2);
+        let running = Trace::to_file(format!("child-{:032x}", 7), &dir).unwrap();
+        running.log(EventKind::RunStart, 0, json!({}));
+        // Another pruner of the same directory (a second launcher, or another process: the lock
+        // is the file's) with a retention of 0 deletes the finished traces, not the running one.
+        let other = prepare_trace_dir(&out, &root).unwrap();
+        let nothing = TraceRetention::parse("0").unwrap();
+        assert_eq!(other.prune(&nothing).unwrap(), 2);
+        let name = format!("trace-child-{:032x}.jsonl", 7);
+        assert_eq!(entries(&out), vec![name.clone()]);
+        running.finalize();
+        let lines = std::fs::read_to_string(out.join(&name)).unwrap();
+        assert_eq!(lines.lines().count(), 2, "{lines}");
+        // Finished, it is an old trace like any other.
+        assert_eq!(other.prune(&nothing).unwrap(), 1);
+        assert!(entries(&out).is_empty());
+    }
 }

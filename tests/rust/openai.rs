@@ -1051,6 +1051,43 @@ async fn a_retry_after_in_seconds_beyond_the_deadline_ends_the_call_at_once() {
 }
 
 #[tokio::test]
+async fn a_retry_after_beyond_the_cap_ends_a_call_without_a_deadline_at_once() {
+    // Called directly (no run deadline), with retries left: it waited 60 s per retry.
+    let server = Server::start(vec![
+        Step::Reply(
+            429,
+            vec![("Retry-After", "99999".into())],
+            json!({"error": {"message": "slow down"}}).to_string(),
+        ),
+        json_reply(200, completion("too late")),
+    ])
+    .await;
+    let model = server.model(|c| {
+        c.timeout = Duration::from_secs(3);
+        c.max_retries = 2;
+    });
+    let started = Instant::now();
+    let err = model.complete(&simple_request()).await.unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        err,
+        error(
+            ModelErrorKind::RateLimit,
+            Some(429),
+            format!(
+                "{} answered HTTP 429 (rate limited): slow down; the provider asked to wait 99999 s (Retry-After), more than the 60 s a retry waits at most",
+                server.endpoint()
+            )
+        )
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
 async fn a_retry_after_date_beyond_the_deadline_ends_the_call_at_once() {
     let (err, elapsed, server) = call_throttled(
         503,

@@ -450,7 +450,9 @@ fn build_client(config: &OpenAICompatibleConfig) -> Result<reqwest::Client, Erro
     })
 }
 
-/// How long to wait before the next attempt: the provider's `Retry-After` (capped) or a backoff.
+/// How long to wait before the next attempt: the provider's `Retry-After` or a backoff. A
+/// `Retry-After` beyond [`RETRY_AFTER_CAP`] ends the call at once as a
+/// [`ModelErrorKind::RateLimit`] (a direct call with a 3 s timeout waited 60 s per retry).
 /// With a deadline, a wait that would outlast it ends the call now: a `Retry-After` beyond it
 /// as a [`ModelErrorKind::RateLimit`] (the provider will not serve us in time), a backoff beyond
 /// it with the last error.
@@ -472,7 +474,19 @@ fn wait_within(
                 ),
                 status: failure.error.status,
             }),
-            _ => Ok(asked.min(RETRY_AFTER_CAP)),
+            // As the OpenAI SDK does, a wait beyond the cap is not honoured; rather than retry
+            // sooner than asked (the provider said it will not serve us), the call ends now.
+            _ if asked > RETRY_AFTER_CAP => Err(ModelError {
+                kind: ModelErrorKind::RateLimit,
+                message: format!(
+                    "{}; the provider asked to wait {} (Retry-After), more than the {} s a retry waits at most",
+                    failure.error.message,
+                    describe_wait(asked),
+                    RETRY_AFTER_CAP.as_secs()
+                ),
+                status: failure.error.status,
+            }),
+            _ => Ok(asked),
         };
     }
     let delay = backoff_delay(attempt - 1);

@@ -7,8 +7,8 @@ const BACKOFF_BASE: Duration = Duration::from_millis(500);
 /// The longest backoff delay drawn from.
 const BACKOFF_CAP: Duration = Duration::from_secs(8);
 
-/// The longest `Retry-After` honoured: a provider asking for more is waited on for this long
-/// (when the call has no deadline it would overrun).
+/// The longest `Retry-After` honoured (the OpenAI SDK's): a provider asking for more ends the
+/// call as rate limited instead of being waited on.
 pub(crate) const RETRY_AFTER_CAP: Duration = Duration::from_secs(60);
 
 /// Full jitter: a uniform draw from `[0, min(cap, base × 2^retry)]`, so that many children

@@ -434,12 +434,21 @@ mod tests {
             vec![("big.txt".to_string(), 1), ("small.txt".to_string(), 1)]
         );
         assert_eq!(r.data["skipped_long_lines"], json!(1));
+        assert_eq!(r.data["long_line_files"], json!(["big.txt"]));
         assert_eq!(r.data.get("unreadable"), None);
+        assert_eq!(r.status, crate::tools::envelope::ToolStatus::Partial);
         assert!(
-            r.text.ends_with(" 1 file(s) were searched only up to a line longer than 1 MiB; matches after it were not looked for."),
+            r.text.ends_with(" 1 file(s) were searched only up to a line longer than 1 MiB ('big.txt'); matches from that line on were not looked for (the rest of the file was skipped)."),
             "{}",
             r.text
         );
+        // A file that is one long line: 0 matches, but never a plain success.
+        let one = format!("hit {} hit", "x".repeat(search::HEAP_LIMIT + 10));
+        let (_d, ctx) = setup(&[("one.txt", one.as_str())]);
+        let r = GrepTool.run(&ctx, &json!({"pattern": "hit"}));
+        assert_eq!(matches(&r), vec![]);
+        assert_eq!(r.status, crate::tools::envelope::ToolStatus::Partial);
+        assert_eq!(r.data["long_line_files"], json!(["one.txt"]));
         let plain = GrepTool.run(&ctx, &json!({"pattern": "hit", "path": "small.txt"}));
         assert_eq!(plain.data.get("skipped_long_lines"), None);
     }

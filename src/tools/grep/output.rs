@@ -12,6 +12,8 @@ use crate::tools::grep::search::{FileHits, Found, HEAP_LIMIT};
 
 /// Characters of one line kept in a result; longer lines are cut and marked.
 pub const MAX_LINE_CHARS: usize = 2000;
+/// Files named at most in a result's list of files searched only in part.
+const MAX_NAMED_FILES: usize = 20;
 /// The marker that ends a cut line (1 987 kept characters + this = 2 000).
 pub const LINE_TRUNCATION_MARKER: &str = "… [truncated]";
 fn cut_line(text: String, reasons: &mut Vec<&'static str>) -> String {
@@ -90,7 +92,7 @@ pub(crate) fn finish(
         files,
         searched,
         unreadable,
-        skipped_long_lines,
+        long_line_files,
         refused_ignore_files,
     } = found;
     let mut reasons: Vec<&'static str> = Vec::new();
@@ -196,10 +198,23 @@ pub(crate) fn finish(
     }
     let mut text = summary;
     // Only when non-zero, so ordinary results stay as they were; the text tells the model too.
+    // A file searched only in part is an incomplete answer: `partial`, the files named, so a
+    // "0 matches" over a one-line 64 MiB file is not taken for "not there".
+    let skipped_long_lines = long_line_files.len();
     if skipped_long_lines > 0 {
         data.insert("skipped_long_lines".into(), Value::from(skipped_long_lines));
+        let named: Vec<&String> = long_line_files.iter().take(MAX_NAMED_FILES).collect();
+        data.insert("long_line_files".into(), json!(named));
+        let mut shown = named
+            .iter()
+            .map(|f| format!("'{f}'"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if skipped_long_lines > named.len() {
+            shown.push_str(&format!(" and {} more", skipped_long_lines - named.len()));
+        }
         text.push_str(&format!(
-            " {skipped_long_lines} file(s) were searched only up to a line longer than {} MiB; matches after it were not looked for.",
+            " {skipped_long_lines} file(s) were searched only up to a line longer than {} MiB ({shown}); matches from that line on were not looked for (the rest of the file was skipped).",
             HEAP_LIMIT >> 20
         ));
     }
@@ -224,7 +239,7 @@ pub(crate) fn finish(
         );
     }
     let time_ms = elapsed_ms(started);
-    let result = if truncated {
+    let result = if truncated || skipped_long_lines > 0 {
         ToolResult::partial(params, data, text, time_ms)
     } else {
         ToolResult::success(params, data, text, time_ms)

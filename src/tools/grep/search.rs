@@ -29,8 +29,9 @@ pub(crate) struct Found {
     /// Files and directories that could not be read (permission denied, gone mid-walk, a path
     /// too long to open).
     pub(crate) unreadable: u64,
-    /// Files whose search stopped at a line longer than the line limit ([`HEAP_LIMIT`]).
-    pub(crate) skipped_long_lines: u64,
+    /// Files whose search stopped at a line longer than the line limit ([`HEAP_LIMIT`]), by
+    /// path, sorted.
+    pub(crate) long_line_files: Vec<String>,
     /// Ignore files not read (symlinks, special files, too big): their rules were not applied.
     pub(crate) refused_ignore_files: u64,
 }
@@ -64,7 +65,7 @@ pub(crate) fn search(
         searched: AtomicU64::new(0),
         interrupted: Mutex::new(None),
         io_errors: AtomicU64::new(0),
-        long_lines: AtomicU64::new(0),
+        long_lines: Mutex::new(Vec::new()),
     };
     let mut searcher_builder = SearcherBuilder::new();
     searcher_builder
@@ -150,7 +151,8 @@ pub(crate) fn search(
                     return Visit::Continue;
                 }
                 // The hits before the long line still count.
-                shared.long_lines.fetch_add(1, Ordering::Relaxed);
+                let mut long = shared.long_lines.lock().unwrap_or_else(|e| e.into_inner());
+                long.push(rel.clone());
             }
             if sink.binary || sink.count == 0 && sink.hits.is_empty() {
                 return Visit::Continue;
@@ -176,11 +178,16 @@ pub(crate) fn search(
     }
     let mut files = shared.files.into_inner().unwrap_or_else(|e| e.into_inner());
     files.sort_by(|a, b| a.rel.cmp(&b.rel));
+    let mut long_line_files = shared
+        .long_lines
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner());
+    long_line_files.sort();
     Ok(Found {
         files,
         searched: shared.searched.load(Ordering::Relaxed),
         unreadable: shared.io_errors.load(Ordering::Relaxed),
-        skipped_long_lines: shared.long_lines.load(Ordering::Relaxed),
+        long_line_files,
         refused_ignore_files: walker.refused_ignore_files(),
     })
 }
@@ -219,7 +226,7 @@ struct Shared {
     searched: AtomicU64,
     interrupted: Mutex<Option<Interrupt>>,
     io_errors: AtomicU64,
-    long_lines: AtomicU64,
+    long_lines: Mutex<Vec<String>>,
 }
 
 impl Shared {

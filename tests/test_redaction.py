@@ -1,0 +1,192 @@
+"""Redaction, attacked from the sides the earlier suites missed: keys used through the SDK
+adapters, secrets assigned in each language's spelling, a PEM body read without its BEGIN line,
+an AWS secret key beside its key id, a callback's traceback in the log; and the other way round,
+ordinary source that names a password without holding one stays as it was."""
+
+from __future__ import annotations
+
+import json
+import logging
+import pathlib
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from loopback import answering
+
+import outrider
+from outrider import adapters
+from outrider.testing import ScriptedLLM, call, final
+
+# Not shaped like any provider's key: only registration can remove it.
+KEY = "plain-adapter-key-not-shaped-0451"
+
+
+def everything(result: outrider.SubagentLaunchResult, tmp: pathlib.Path, logs: str) -> str:
+    files = "".join(p.read_text() for p in sorted(tmp.rglob("*.jsonl")))
+    envelope = outrider.TaskTool.__name__  # the envelope is checked in its own test
+    return f"{result!r} {json.dumps(result.to_dict())} {result.error} {files} {logs} {envelope}"
+
+
+def openai_adapter(base: str) -> Any:
+    import openai
+
+    return adapters.openai(openai.OpenAI(base_url=base, api_key=KEY, max_retries=0), "m")
+
+
+def anthropic_adapter(base: str) -> Any:
+    import anthropic
+
+    client = anthropic.Anthropic(base_url=base.removesuffix("/v1"), api_key=KEY, max_retries=0)
+    return adapters.anthropic(client, "m")
+
+
+def litellm_adapter(base: str) -> Any:
+    return adapters.litellm("openai/m", api_base=base, api_key=KEY, num_retries=0)
+
+
+@pytest.mark.parametrize(
+    "make", [openai_adapter, anthropic_adapter, litellm_adapter], ids=lambda f: f.__name__
+)
+def test_an_adapters_key_echoed_by_a_401_never_appears(
+    tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture, make: Callable[[str], Any]
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="outrider")
+    echo = {"error": {"message": f"Incorrect API key provided: {KEY}", "type": "auth"}}
+    root = tmp_path / "root"
+    root.mkdir()
+    with answering(401, echo) as base:
+        launcher = outrider.SubagentLauncher(root, make(base), trace_dir=tmp_path / "traces")
+        result = launcher.launch(outrider.SubagentRequest(task="find main"))
+        envelope = outrider.TaskTool(launcher).run(
+            {"description": "d", "prompt": "find main", "subagent_type": "explore"}
+        )
+    assert result.status == "failed"
+    assert "[REDACTED]" in (result.error or ""), result.error
+    text = everything(result, tmp_path, caplog.text) + json.dumps(envelope) + repr(launcher)
+    assert KEY not in text
+
+
+SOURCE = """\
+DB_PASSWORD=pw-db-0001
+LLM_API_KEY=pw-llm-0002
+MY_SECRET_TOKEN=pw-tok-0003
+export GITHUB_TOKEN=pw-gh-0004
+$db = ['password' => 'pw-php-0005'];
+password := "pw-go-0006"
+DB_PASSWORD = "pw-py-0007"
+<password>pw-xml-0008</password>
+const dbPassword = "pw-js-0009";
+bob,,AKIAIOSFODNN7EXAMPLE,wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY,https://console
+"""
+
+SECRETS = [f"pw-{k}-{i:04d}" for i, k in enumerate("db llm tok gh php go py xml js".split(), 1)] + [
+    "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "AKIAIOSFODNN7EXAMPLE",
+]
+
+# A key's body from its second line on: a Read window that starts inside it.
+PEM_TAIL = """\
+MIIEowIBAAKCAQEA7bodybodybodybodybodybodybodybodybodybodybodybody
+Kx3fQ0nZcY8mR2l5TtA9bodybodybodybodybodybodybodybodybodybodybody
+-----END RSA PRIVATE KEY-----
+"""
+
+CODE = """\
+def connect(password: str, token: Optional[str] = None) -> None:
+    if not password:
+        raise ValueError("no password")
+    self.password = password
+    token = os.environ["TOKEN"]
+fn login(password: &str, api_key: String) {}
+interface Login { password: string; apiKey: string }
+max_token=9 total_token_budget=3 prompt_tokens: 7
+"""
+
+
+def test_assignments_pem_tails_and_aws_pairs_are_redacted_in_tools_and_traces(
+    tmp_path: pathlib.Path,
+) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "settings.txt").write_text(SOURCE)
+    (root / "key.pem").write_text("-----BEGIN RSA PRIVATE KEY-----\n" + PEM_TAIL)
+    llm = ScriptedLLM(
+        [
+            [call("Read", path="settings.txt"), call("Read", path="key.pem", offset=2)],
+            final(status="completed", summary="settings.txt", evidence=["settings.txt:1"]),
+        ]
+    )
+    result = outrider.SubagentLauncher(root, llm, trace_dir=tmp_path / "traces").launch(
+        outrider.SubagentRequest(task="where are the credentials?")
+    )
+    assert result.trace_path is not None
+    trace = pathlib.Path(result.trace_path).read_text()
+    assert "settings.txt" in trace
+    for secret in [*SECRETS, "bodybody"]:
+        assert secret not in trace, secret
+
+
+def test_ordinary_source_that_names_a_password_is_kept_verbatim(tmp_path: pathlib.Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "login.py").write_text(CODE)
+    llm = ScriptedLLM(
+        [
+            [call("Read", path="login.py")],
+            final(status="completed", summary="login.py", evidence=["login.py:1"]),
+        ]
+    )
+    result = outrider.SubagentLauncher(root, llm, trace_dir=tmp_path / "traces").launch(
+        outrider.SubagentRequest(task="how does login work?")
+    )
+    assert result.trace_path is not None
+    events = [json.loads(line) for line in pathlib.Path(result.trace_path).read_text().splitlines()]
+    contents = [
+        e["payload"]["result"]["data"]["content"]
+        for e in events
+        if e["event"] == "tool_result" and e["payload"].get("tool") == "Read"
+    ]
+    assert len(contents) == 1
+    lines = [line.split(" | ", 1)[1] for line in contents[0].splitlines()]
+    assert lines == CODE.splitlines()
+
+
+def test_an_on_event_traceback_is_redacted_in_log_records(
+    tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    outrider._core._register_secret(KEY)
+    caplog.set_level(logging.DEBUG, logger="outrider")
+
+    def on_event(event: dict[str, Any]) -> None:
+        raise RuntimeError(f"sink refused key {KEY} and password=hunter2hunter2")
+
+    outrider.SubagentLauncher(tmp_path, ScriptedLLM([]), trace_dir=False).launch(
+        outrider.SubagentRequest(task="t"), on_event=on_event
+    )
+    records = [r for r in caplog.records if "on_event callback" in r.getMessage()]
+    assert records and records[0].levelno == logging.WARNING
+    for record in records:
+        text = f"{record.getMessage()} {record.exc_info} {record.exc_text}"
+        assert "RuntimeError: sink refused key [REDACTED] and password=***" in text
+        assert KEY not in text and "hunter2hunter2" not in text
+
+
+def test_a_library_warning_does_not_print_on_stderr_by_itself(tmp_path: pathlib.Path) -> None:
+    # A broken on_event is logged as a warning; with no logging configured it must not reach
+    # stderr through logging's last-resort handler.
+    script = f"""
+import outrider
+from outrider.testing import ScriptedLLM
+def on_event(event):
+    raise RuntimeError("broken sink")
+outrider.SubagentLauncher({str(tmp_path)!r}, ScriptedLLM([]), trace_dir=False).launch(
+    outrider.SubagentRequest(task="t"), on_event=on_event)
+print("done")
+"""
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (run.returncode, run.stdout, run.stderr) == (0, "done\n", "")
