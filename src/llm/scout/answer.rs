@@ -299,7 +299,13 @@ pub fn final_answer(q: &Query, notes: &Notes, reads: &[ReadWindow], verification
         if evidence.contains(&at.evidence()) {
             continue;
         }
-        evidence.push(at.evidence());
+        // Evidence is only what the scout saw (a line a search returned, or a window it read:
+        // a file found by name and not read, or read empty, is a finding, not evidence), in a
+        // path the `path:line` form can carry (no newline or other control character).
+        let seen = at.lines.as_ref().is_some_and(|l| !l.is_empty()) || !c.text.is_empty();
+        if seen && !at.file.chars().any(char::is_control) {
+            evidence.push(at.evidence());
+        }
         let mut f = match &c.def {
             Some((kind, name)) => format!(
                 "{}: `{name}` is defined at {}:{} ({kind}).",

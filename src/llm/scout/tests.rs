@@ -336,3 +336,33 @@ fn repo_map_ranks_definitions_through_the_given_executor() {
         [("src/app.py".to_string(), 1, "def main():".to_string())]
     );
 }
+
+#[tokio::test]
+async fn the_scout_cites_only_lines_it_saw_in_paths_evidence_can_carry() {
+    // An empty file found by its name, and a definition in a file whose name holds a newline:
+    // neither is citable as path:line, so neither may be the scout's evidence (#17).
+    let dir = tree(&owned(&[
+        ("src/config.py", ""),
+        ("src/settings_loader.py", "x = 1\n"),
+        ("odd/we\nird.py", "def load_config():\n    pass\n"),
+    ]));
+    for task in [
+        "Where is the config file?",
+        "Where is `load_config` defined?",
+    ] {
+        let (out, r) = explore(&dir, task).await;
+        assert!(
+            out.ungrounded_evidence.is_empty(),
+            "{task}: {:?}",
+            out.ungrounded_evidence
+        );
+        assert_eq!(out.terminal_reason, TerminalReason::Completed, "{task}");
+        assert!(
+            r.evidence
+                .iter()
+                .all(|e| !e.contains('\n') && !e.starts_with("src/config.py")),
+            "{task}: {:?}",
+            r.evidence
+        );
+    }
+}
