@@ -763,9 +763,14 @@ fn assemble(
         None => {}
     }
     // A run that ran out of steps, tokens or time still answers (the wrap-up): partial.
+    // So does a child whose answers the gate kept refusing, when it saw something: its result
+    // lists those places as leads (`completion_gate_blocked` says why).
     let budget_ran_out = matches!(
         reason,
-        TerminalReason::MaxSteps | TerminalReason::TokenBudget | TerminalReason::Timeout
+        TerminalReason::MaxSteps
+            | TerminalReason::TokenBudget
+            | TerminalReason::Timeout
+            | TerminalReason::CompletionGateBlocked
     );
     let status = match (&result, reason.is_success() || budget_ran_out) {
         (Some(ParsedResult::Explore(r)), true) => r.status,

@@ -371,7 +371,17 @@ impl RuntimeRunner {
                         if out_of_time {
                             break self.out_of_time();
                         }
-                        break Stop::Terminal(TerminalReason::CompletionGateBlocked, feedback);
+                        // No answer met the contract: what the child saw is still worth
+                        // returning, as leads (or nothing, when it saw nothing).
+                        let error = format!(
+                            "the model's answers never met the contract; the last refusal: {feedback}"
+                        );
+                        return self.partial_from_seen(
+                            st,
+                            step,
+                            TerminalReason::CompletionGateBlocked,
+                            error,
+                        );
                     }
                     st.messages.push(Message::User { content: feedback });
                     if step >= max_steps {

@@ -212,7 +212,28 @@ async fn gate_retry_then_block_with_the_reference_feedback() {
     .await;
     assert_eq!(out.terminal_reason, TerminalReason::CompletionGateBlocked);
     assert_eq!(model.requests().len(), 3);
-    assert!(out.result.is_none());
+    // What it read stands as a lead: a partial answer, never an answer it did not give.
+    let Some(ParsedResult::Explore(r)) = &out.result else {
+        panic!("{out:?}")
+    };
+    assert_eq!(
+        (r.status, r.evidence.clone()),
+        (SubagentStatus::Partial, vec!["src/app.py:1".to_string()])
+    );
+    assert!(r.unresolved_questions[0].starts_with(
+        "outrider: the task is not answered: the model's answers never met the contract"
+    ));
+    // Having seen nothing, it has nothing to give.
+    let (out, _) = run(
+        &dir,
+        vec![say("nope"), say("still nope")],
+        explore_profile(),
+    )
+    .await;
+    assert_eq!(
+        (out.terminal_reason, out.result.is_none()),
+        (TerminalReason::CompletionGateBlocked, true)
+    );
 }
 
 #[tokio::test]
