@@ -301,9 +301,9 @@ pub fn final_answer(q: &Query, notes: &Notes, reads: &[ReadWindow], verification
         }
         // Evidence is only what the scout saw (a line a search returned, or a window it read:
         // a file found by name and not read, or read empty, is a finding, not evidence), in a
-        // path the `path:line` form can carry (no newline or other control character).
+        // path the `path:line` form can carry (no newline).
         let seen = at.lines.as_ref().is_some_and(|l| !l.is_empty()) || !c.text.is_empty();
-        if seen && !at.file.chars().any(char::is_control) {
+        if seen && !at.file.contains('\n') {
             evidence.push(at.evidence());
         }
         let mut f = match &c.def {
