@@ -426,17 +426,22 @@ def test_a_launch_many_calls_max_concurrency_governs(repo: pathlib.Path, is_asyn
         with lock:
             now[0] -= 1
 
-    def model(request: dict[str, Any]) -> str:
+    def reply(request: dict[str, Any]) -> Any:
+        # An honest child: it Reads what it cites, then answers.
+        seen = any(m.get("role") == "tool" for m in request["messages"])
+        return FINAL if seen else {"tool_calls": READ}
+
+    def model(request: dict[str, Any]) -> Any:
         enter()
         time.sleep(0.3)
         leave()
-        return FINAL
+        return reply(request)
 
-    async def amodel(request: dict[str, Any]) -> str:
+    async def amodel(request: dict[str, Any]) -> Any:
         enter()
         await asyncio.sleep(0.3)
         leave()
-        return FINAL
+        return reply(request)
 
     launcher = SubagentLauncher(repo, amodel if is_async else model, trace_dir=False)
     requests = [SubagentRequest(task=f"t{i}") for i in range(16)]

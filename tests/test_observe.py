@@ -317,9 +317,12 @@ def test_trace_retention_never_deletes_a_running_childs_trace(
     pruned: list[list[str]] = []
 
     def model(request: dict[str, Any]) -> Any:
+        if any(m.get("role") == "tool" for m in request["messages"]):
+            return FINAL
+        # While this child runs (before its Read of what it cites): prune the directory.
         SubagentLauncher(repo, lambda req: FINAL, trace_dir=traces, trace_retention=0)
         pruned.append(sorted(p.name for p in traces.iterdir()))
-        return FINAL
+        return {"tool_calls": [call("Read", path="src/auth.py")]}
 
     result = SubagentLauncher(repo, model, trace_dir=traces, trace_retention=False).launch(
         outrider.SubagentRequest(task="t")
