@@ -111,9 +111,9 @@ impl RuntimeRunner {
             system.push_str("\n\n");
             system.push_str(extra);
         }
-        let (first, example) = match self.repo_map_hint(task, explore_deadline).await {
-            Some((hint, example)) => (format!("{task}\n\n{hint}"), Some(example)),
-            None => (task.to_string(), None),
+        let (first, example, places) = match self.repo_map_hint(task, explore_deadline).await {
+            Some((hint, example, places)) => (format!("{task}\n\n{hint}"), Some(example), places),
+            None => (task.to_string(), None, Vec::new()),
         };
         let mut st = State {
             messages: vec![
@@ -134,6 +134,10 @@ impl RuntimeRunner {
             successful_tools: 0,
             last_failure: None,
         };
+        // The hint's lines are real Grep matches shown with their text: the child has seen them.
+        for (path, line, text) in places.iter().filter(|(_, _, t)| !t.is_empty()) {
+            st.observed.shown(path, *line, text);
+        }
         let tools = self.tool_schemas.clone();
         let schema_chars: usize = tools.iter().map(|t| t.to_string().len()).sum();
         // Every call before the wrap-up leaves this much of the total budget unspent, so the
@@ -425,7 +429,12 @@ impl RuntimeRunner {
     /// few keyword searches, run as confined tool calls before the first model call. None when
     /// the profile does not ask for it, the model is the scout itself, Grep is not allowed, or
     /// nothing was found.
-    async fn repo_map_hint(&self, task: &str, deadline: Instant) -> Option<(String, String)> {
+    #[allow(clippy::type_complexity)]
+    async fn repo_map_hint(
+        &self,
+        task: &str,
+        deadline: Instant,
+    ) -> Option<(String, String, Vec<(String, u64, String)>)> {
         if !self.profile.repo_map_hint
             || self.model.route_label() == Some("offline")
             || !self.registry.names().contains(&"Grep")
@@ -459,10 +468,11 @@ impl RuntimeRunner {
         let example = format!("Read with {args}");
         Some((
             format!(
-                "Likely places to start (unverified hints from a keyword search: they are not evidence and may be wrong; Read them before you cite anything):\n{}\nFor example, call {example}.",
+                "Likely places to start (lines a keyword search found; they may not answer the task: Read around them to check before you rely on them):\n{}\nFor example, call {example}.",
                 listed.join("\n")
             ),
             example,
+            places,
         ))
     }
 

@@ -70,6 +70,16 @@ impl Observed {
         }
     }
 
+    /// Record one line shown to the child with its text (a repo-map hint: a real Grep match).
+    pub fn shown(&mut self, path: &str, line: u64, text: &str) {
+        let path = normalize(path);
+        self.add(&path, line, line);
+        if self.hits.len() < MAX_HITS {
+            self.hits
+                .push((path, line, text.chars().take(200).collect()));
+        }
+    }
+
     fn add(&mut self, path: &str, start: u64, end: u64) {
         let ranges = self.lines.entry(path.to_string()).or_default();
         ranges.push((start, end));

@@ -1251,7 +1251,7 @@ async fn the_first_message_lists_likely_places_unless_turned_off() {
     let first = last_user(&model, 0);
     assert_eq!(
         first,
-        "Where is the `main` function defined?\n\nLikely places to start (unverified hints from a keyword search: they are not evidence and may be wrong; Read them before you cite anything):\n- src/app.py:1  def main():\nFor example, call Read with {\"path\":\"src/app.py\",\"start_line\":1,\"limit\":40}."
+        "Where is the `main` function defined?\n\nLikely places to start (lines a keyword search found; they may not answer the task: Read around them to check before you rely on them):\n- src/app.py:1  def main():\nFor example, call Read with {\"path\":\"src/app.py\",\"start_line\":1,\"limit\":40}."
     );
     let off = RuntimeProfile {
         repo_map_hint: false,
@@ -1434,4 +1434,34 @@ async fn a_tool_call_written_inside_prose_is_quoted_back_as_the_reply_to_make() 
         last_user(&model, 1),
         "Your reply wrote a tool call inside other text, so no tool ran. To call a tool, reply with nothing but the call, for example:\n{\"name\":\"Read\",\"arguments\":{\"path\":\"src/app.py\"}}"
     );
+}
+
+#[tokio::test]
+async fn a_hint_line_was_shown_so_it_may_be_cited_but_its_neighbours_may_not() {
+    let dir = tree();
+    let task = "Where is the `main` function defined?";
+    let cite = |e: &str| {
+        format!(r#"{{"status": "completed", "summary": "s", "findings": [], "evidence": ["{e}"]}}"#)
+    };
+    // The hint showed src/app.py:1 with its text; the child Grepped something else.
+    let grep = || calls(&[("Grep", json!({"pattern": "nothing-here"}))]);
+    let r = runner(
+        &dir,
+        Scripted::new(vec![grep(), say(&cite("src/app.py:1"))]),
+        explore_profile(),
+    );
+    let out = r.run(task).await;
+    assert_eq!(
+        out.terminal_reason,
+        TerminalReason::Completed,
+        "{:?}",
+        out.ungrounded_evidence
+    );
+    let model = Scripted::new(vec![
+        grep(),
+        say(&cite("src/app.py:2")),
+        say(&cite("src/app.py:2")),
+    ]);
+    let out = runner(&dir, model, explore_profile()).run(task).await;
+    assert_eq!(out.terminal_reason, TerminalReason::CompletedUnverified);
 }
