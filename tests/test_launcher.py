@@ -149,8 +149,8 @@ def test_task_success_envelope_key_by_key(repo: pathlib.Path, traces: pathlib.Pa
     # The built-in explore profile gives the child the keyword search's likely places.
     assert llm.requests[0]["messages"][1]["content"] == (
         "Explore auth\n\nFind the login code.\n\nStructured context:\n{}\n\n"
-        "Likely places to start (unverified hints from a keyword search: they are not evidence "
-        "and may be wrong; Read them before you cite anything):\n"
+        "Likely places to start (lines a keyword search found; they may not answer the task: "
+        "Read around them to check before you rely on them):\n"
         "- src/auth.py:1  def login(user):\n"
         'For example, call Read with {"path":"src/auth.py","start_line":1,"limit":40}.'
     )

@@ -75,10 +75,14 @@ def test_an_answer_from_its_head_citing_unseen_lines_is_never_completed(
     repo: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:
     """The two dishonest answers the issue reports: lines cited with no tool call, twice."""
-    # Refusals for too little exploration get one more retry than others: three answers.
+    # Refusals for too little exploration get one more retry than others: three answers. (No
+    # repo-map hint: its lines were shown to the child, so citing one would not be unseen.)
+    no_hint = outrider.EXPLORE_PROFILE.replace(repo_map_hint=False)
     with scripted([completion(json.dumps(ANSWER))] * 3) as server:
         llm = outrider.OpenAICompatible("small", f"{server.base}/v1")
-        launcher = outrider.SubagentLauncher(repo, llm, trace_dir=tmp_path / "traces")
+        launcher = outrider.SubagentLauncher(
+            repo, llm, trace_dir=tmp_path / "traces", profiles=[no_hint]
+        )
         result = launcher.launch(outrider.SubagentRequest(task="Where is `main` defined?"))
     assert result.status == "unverified"
     assert [(c["evidence"], c["reason"]) for c in result.to_dict()["ungrounded_evidence"]] == [

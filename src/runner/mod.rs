@@ -575,7 +575,11 @@ impl RuntimeRunner {
         reason: TerminalReason,
         error: String,
     ) -> RunOutcome {
-        if self.profile.result_contract != Some(ResultContract::Explore) || st.observed.is_empty() {
+        // Only a child that searched itself has places of its own to give.
+        if self.profile.result_contract != Some(ResultContract::Explore)
+            || st.observed.is_empty()
+            || st.successful_tools == 0
+        {
             return self.finish(st, step, reason, None, None, None, Some(error), vec![]);
         }
         let mut evidence: Vec<String> = Vec::new();
