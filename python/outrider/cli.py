@@ -192,10 +192,13 @@ def _mcp(args: argparse.Namespace) -> int:
     try:
         server = mcp_server.build_server(root, outrider.TaskTool(launcher))
         # stdout carries the protocol: say which model answers on stderr.
-        print(f"outrider mcp: serving {root.resolve()} on stdio ({note})", file=sys.stderr)
+        print(
+            f"outrider mcp: serving {_term(root.resolve())} on stdio ({_term(note)})",
+            file=sys.stderr,
+        )
         asyncio.run(mcp_server.run_stdio(server))
     except outrider.OutriderError as err:
-        print(f"outrider: {err}", file=sys.stderr)
+        _fail(err)
         return 2
     return 0
 
@@ -311,7 +314,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     log.addHandler(handler)
     try:
         code: int = args.func(args)
-        sys.stdout.flush()
+        if sys.stdout is not None:  # None when started with stdout closed
+            sys.stdout.flush()
     except outrider.OutriderError as err:
         _fail(err)
         return 2
