@@ -7,8 +7,9 @@ at the end. Nothing but 127.0.0.1 is contacted.
 
 The questions are where-is questions with checked answer ranges (bench/scout/questions.json's
 format; --ids picks them, by default six over flask and six over gin). Each is run by the real
-model with the repo-map hint on and off (the explore profile's ``repo_map_hint``), and by the
-offline scout. A run is **right** when its result is not ``unverified`` or ``failed`` and one of
+model with the repo-map hint on and off (the explore profile's ``repo_map_hint``), with the hint
+and ``scout_fallback`` (the scout answers, saying so, when the model gave no verified completed
+answer), and by the offline scout. A run is **right** when its result is not ``unverified`` or ``failed`` and one of
 its evidence items (all of them grounded and seen by the child, or the result would be
 ``unverified``) overlaps a right range, give or take 3 lines. Per question it prints right or
 not, status, steps (model calls), tool calls, input/output/cached tokens and seconds; then the
@@ -130,7 +131,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--questions", type=pathlib.Path, default=HERE / "scout" / "questions.json")
     ap.add_argument("--ids", default=",".join(DEFAULT_IDS), help="question ids, comma-separated")
     ap.add_argument("--only", help="one question id")
-    ap.add_argument("--variants", default="hint,nohint", help="hint, nohint (comma-separated)")
+    ap.add_argument(
+        "--variants",
+        default="hint,nohint,fallback",
+        help="hint, nohint, fallback (hint with scout_fallback=True); comma-separated",
+    )
     ap.add_argument("--no-scout", action="store_true", help="skip the offline scout's runs")
     ap.add_argument("--base-url", default="http://127.0.0.1:8080/v1")
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
@@ -148,8 +153,8 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"error: no question {', '.join(missing)} in {args.questions}")
     variants = [v for v in args.variants.split(",") if v]
     for v in variants:
-        if v not in ("hint", "nohint"):
-            raise SystemExit(f"error: variant {v!r}; expected hint or nohint")
+        if v not in ("hint", "nohint", "fallback"):
+            raise SystemExit(f"error: variant {v!r}; expected hint, nohint or fallback")
 
     print("command:", shlex.join([sys.executable, *sys.argv]))
     started_pid = start_server(args.base_url, args.llm_dir)
@@ -159,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     profiles = {
         "hint": explore.replace(repo_map_hint=True),
         "nohint": explore.replace(repo_map_hint=False),
+        "fallback": explore.replace(repo_map_hint=True, scout_fallback=True),
         "scout": explore,
     }
     header = (

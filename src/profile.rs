@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::pyjson::Json;
 
 /// The fields of a profile, in the constructor's order.
-pub const PROFILE_FIELDS: [&str; 17] = [
+pub const PROFILE_FIELDS: [&str; 18] = [
     "name",
     "system_prompt",
     "tool_allowlist",
@@ -32,6 +32,7 @@ pub const PROFILE_FIELDS: [&str; 17] = [
     "min_tool_calls",
     "repo_map_hint",
     "tool_result_format",
+    "scout_fallback",
 ];
 
 /// How many of [`PROFILE_FIELDS`] the constructor takes by position (the rest by name only).
@@ -210,6 +211,11 @@ pub struct RuntimeProfile {
     /// How tool results are shown to the model: `json` (the envelope, default) or `compact`.
     #[serde(default = "default_format")]
     pub tool_result_format: ToolResultFormat,
+    /// When the model gives no verified, completed answer, run the offline scout on the task
+    /// and return its answer instead if it has one, saying so in its summary (not after a model
+    /// error). Off by default.
+    #[serde(default)]
+    pub scout_fallback: bool,
 }
 
 fn default_format() -> ToolResultFormat {
@@ -414,6 +420,14 @@ impl RuntimeProfile {
                 }
                 "gate_retries" => self.gate_retries = int()?,
                 "min_tool_calls" => self.min_tool_calls = int()?,
+                "scout_fallback" => {
+                    self.scout_fallback = match value {
+                        Json::Bool(b) => *b,
+                        other => {
+                            return Err(crate::Error::wrong_type(&field, "bool", other.type_name()))
+                        }
+                    }
+                }
                 "repo_map_hint" => {
                     self.repo_map_hint = match value {
                         Json::Bool(b) => *b,
@@ -502,6 +516,7 @@ impl std::hash::Hash for RuntimeProfile {
             self.min_tool_calls,
             self.repo_map_hint,
             self.tool_result_format,
+            self.scout_fallback,
         )
             .hash(h);
     }
@@ -514,12 +529,13 @@ impl std::fmt::Display for RuntimeProfile {
         let tools: Vec<String> = self.tool_allowlist.iter().map(|t| q(t)).collect();
         write!(
             f,
-            "RuntimeProfile(name={}, tool_allowlist={{{}}}, max_steps={}, context_token_budget={}, total_token_budget={}, model_choice={}, result_contract={}, gate_retries={}, on_budget_exhausted={}, timeout_seconds={}, min_tool_calls={}, repo_map_hint={}, tool_result_format={})",
+            "RuntimeProfile(name={}, tool_allowlist={{{}}}, max_steps={}, context_token_budget={}, total_token_budget={}, model_choice={}, result_contract={}, gate_retries={}, on_budget_exhausted={}, timeout_seconds={}, min_tool_calls={}, repo_map_hint={}, tool_result_format={}, scout_fallback={})",
             q(&self.name), tools.join(", "), self.max_steps, self.context_token_budget,
             self.total_token_budget, q(self.model_choice.as_str()),
             q(self.result_contract.map_or("", |c| c.as_str())),
             self.gate_retries, q(self.on_budget_exhausted.as_str()), Json::Float(self.timeout_seconds).py_repr(),
-            self.min_tool_calls, if self.repo_map_hint { "True" } else { "False" }, q(self.tool_result_format.as_str())
+            self.min_tool_calls, if self.repo_map_hint { "True" } else { "False" }, q(self.tool_result_format.as_str()),
+            if self.scout_fallback { "True" } else { "False" }
         )
     }
 }
@@ -572,6 +588,7 @@ pub fn explore_profile() -> RuntimeProfile {
         min_tool_calls: 1,
         repo_map_hint: true,
         tool_result_format: ToolResultFormat::Json,
+        scout_fallback: false,
     }
 }
 
@@ -796,7 +813,7 @@ mod tests {
         );
         assert_eq!(
             format!("{}", explore_profile()),
-            "RuntimeProfile(name='explore', tool_allowlist={'Glob', 'Grep', 'Read'}, max_steps=12, context_token_budget=16000, total_token_budget=32000, model_choice='light', result_contract='ExploreResult', gate_retries=1, on_budget_exhausted='partial', timeout_seconds=300.0, min_tool_calls=1, repo_map_hint=True, tool_result_format='json')"
+            "RuntimeProfile(name='explore', tool_allowlist={'Glob', 'Grep', 'Read'}, max_steps=12, context_token_budget=16000, total_token_budget=32000, model_choice='light', result_contract='ExploreResult', gate_retries=1, on_budget_exhausted='partial', timeout_seconds=300.0, min_tool_calls=1, repo_map_hint=True, tool_result_format='json', scout_fallback=False)"
         );
     }
 }

@@ -33,6 +33,7 @@ def test_builtin_numbers_match_the_reference() -> None:
         "min_tool_calls": 1,
         "repo_map_hint": True,
         "tool_result_format": "json",
+        "scout_fallback": False,
     }
     assert VERIFICATION_PROFILE.to_dict() | {"system_prompt": None} == {
         "name": "verification",
@@ -52,6 +53,7 @@ def test_builtin_numbers_match_the_reference() -> None:
         "min_tool_calls": 1,
         "repo_map_hint": False,
         "tool_result_format": "json",
+        "scout_fallback": False,
     }
     assert outrider.READONLY_TOOLS == frozenset({"Glob", "Grep", "Read"})
 

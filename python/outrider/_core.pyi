@@ -74,6 +74,7 @@ class RuntimeProfile:
         min_tool_calls: int | None = None,
         repo_map_hint: bool | None = None,
         tool_result_format: Literal["json", "compact"] | None = None,
+        scout_fallback: bool | None = None,
     ) -> RuntimeProfile: ...
     @property
     def name(self) -> str: ...
@@ -124,6 +125,11 @@ class RuntimeProfile:
     def tool_result_format(self) -> Literal["json", "compact"]:
         """``"json"``: the envelope (default); ``"compact"``: ``path:line:text`` lines for Grep,
         numbered lines for Read, paths for Glob (fewer tokens)."""
+    @property
+    def scout_fallback(self) -> bool:
+        """When the model gives no verified, completed answer, the offline scout answers the
+        task and its answer (if it has one) is returned instead, its summary saying so (never
+        after a model error, which stays visible). Default False."""
     def replace(self, **changes: Any) -> RuntimeProfile:
         """A copy with some fields changed, validated again."""
     def to_dict(self) -> dict[str, Any]:

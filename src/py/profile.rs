@@ -40,11 +40,12 @@ frozen_class! {
         min_tool_calls: i64 = |p| p.min_tool_calls,
         repo_map_hint: bool = |p| p.repo_map_hint,
         tool_result_format: &'static str = |p| p.tool_result_format.as_str(),
+        scout_fallback: bool = |p| p.scout_fallback,
     }
     #[new]
     #[pyo3(
         signature = (*args, **kwargs),
-        text_signature = "(name, system_prompt, tool_allowlist=None, max_steps=None, context_token_budget=None, total_token_budget=None, model_choice=None, context_source_policy=None, completion_policy=None, result_contract=None, recursive_subagents=None, *, gate_retries=None, on_budget_exhausted=None, timeout_seconds=None, min_tool_calls=None, repo_map_hint=None, tool_result_format=None)"
+        text_signature = "(name, system_prompt, tool_allowlist=None, max_steps=None, context_token_budget=None, total_token_budget=None, model_choice=None, context_source_policy=None, completion_policy=None, result_contract=None, recursive_subagents=None, *, gate_retries=None, on_budget_exhausted=None, timeout_seconds=None, min_tool_calls=None, repo_map_hint=None, tool_result_format=None, scout_fallback=None)"
     )]
     fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         let inner = RuntimeProfile::from_kwargs(&bind(&PROFILE_PARAMS, Some(args), kwargs)?)?;

@@ -93,8 +93,116 @@ pub struct RuntimeRunner {
 }
 
 impl RuntimeRunner {
-    /// Run the loop on `task` (the rendered user message) until it stops.
+    /// Run the loop on `task` (the rendered user message) until it stops; then, with the
+    /// profile's `scout_fallback`, let the offline scout answer when the model gave no verified,
+    /// completed answer.
     pub async fn run(&self, task: &str) -> RunOutcome {
+        let started = Instant::now();
+        let out = self.run_model(task).await;
+        self.with_scout_fallback(task, out, started).await
+    }
+
+    /// The model's outcome, or the offline scout's answer in its place when the model gave no
+    /// verified, completed answer and the scout has one (a completed answer in place of any
+    /// other; a partial one in place of none, an unverified one, or one without evidence). The
+    /// summary says so; the counts stay the model's, the scout's tool calls added.
+    async fn with_scout_fallback(
+        &self,
+        task: &str,
+        out: RunOutcome,
+        started: Instant,
+    ) -> RunOutcome {
+        let model_answer = match &out.result {
+            Some(ParsedResult::Explore(r)) if out.ungrounded_evidence.is_empty() => Some(r),
+            _ => None,
+        };
+        if !self.profile.scout_fallback
+            || self.profile.result_contract != Some(ResultContract::Explore)
+            || self.model.route_label() == Some("offline")
+            // Only after the model answered or ran out: a model error (a bad key, a throttled
+            // provider) must stay visible, never be covered by the scout.
+            || !matches!(
+                out.terminal_reason,
+                TerminalReason::Completed
+                    | TerminalReason::CompletedUnverified
+                    | TerminalReason::CompletionGateBlocked
+                    | TerminalReason::MaxSteps
+                    | TerminalReason::TokenBudget
+                    | TerminalReason::Timeout
+            )
+            || self.cancel.is_cancelled()
+            || model_answer.is_some_and(|r| r.status == SubagentStatus::Completed)
+        {
+            return out;
+        }
+        let limit = Duration::from_secs_f64(self.profile.timeout_seconds);
+        let left = limit.saturating_sub(started.elapsed());
+        if left < Duration::from_millis(500) {
+            return out;
+        }
+        let scout = RuntimeRunner {
+            model: Arc::new(crate::llm::scout::OfflineScout),
+            profile: RuntimeProfile {
+                repo_map_hint: false,
+                scout_fallback: false,
+                timeout_seconds: left.min(Duration::from_secs(30)).as_secs_f64(),
+                ..self.profile.clone()
+            },
+            registry: self.registry.clone(),
+            tool_schemas: self.tool_schemas.clone(),
+            workspace: self.workspace.clone(),
+            permissions: self.permissions.clone(),
+            trace: Arc::new(Trace::in_memory(format!(
+                "{}-scout",
+                self.trace.session_id()
+            ))),
+            cancel: self.cancel.clone(),
+            extra_system: None,
+        };
+        let found = Box::pin(scout.run_model(task)).await;
+        let Some(ParsedResult::Explore(mut answer)) = found.result else {
+            return out;
+        };
+        let usable = found.terminal_reason == TerminalReason::Completed
+            && found.ungrounded_evidence.is_empty()
+            && !answer.evidence.is_empty();
+        let better = answer.status == SubagentStatus::Completed
+            || model_answer.is_none_or(|r| r.evidence.is_empty());
+        if !usable || !better {
+            return out;
+        }
+        let what = match (&out.result, out.ungrounded_evidence.is_empty()) {
+            (Some(_), false) => "its evidence was not in what it saw".to_string(),
+            (Some(_), true) => "its answer was partial".to_string(),
+            (None, _) => format!("it stopped: {}", out.terminal_reason.as_str()),
+        };
+        tracing::info!(
+            session_id = %self.trace.session_id(),
+            model_outcome = %what,
+            "the model gave no verified answer; the offline scout's answer is returned instead"
+        );
+        answer.summary = format!(
+            "The model gave no verified answer ({what}); this is the offline scout's answer (a keyword search, no model). {}",
+            answer.summary
+        );
+        let mut tool_usage = out.tool_usage;
+        for (name, n) in found.tool_usage {
+            *tool_usage.entry(name).or_insert(0) += n;
+        }
+        RunOutcome {
+            terminal_reason: TerminalReason::Completed,
+            final_text: found.final_text,
+            result: Some(ParsedResult::Explore(answer)),
+            repair: found.repair,
+            error: None,
+            tool_usage,
+            ungrounded_evidence: Vec::new(),
+            ..out
+        }
+    }
+
+    /// The model's loop on `task` until it stops.
+    async fn run_model(&self, task: &str) -> RunOutcome {
         let started = Instant::now();
         let deadline = started + Duration::from_secs_f64(self.profile.timeout_seconds);
         // Exploring stops early enough for the wrap-up to answer, so that a run that reaches

@@ -1465,11 +1465,63 @@ async fn a_hint_line_was_shown_so_it_may_be_cited_but_its_neighbours_may_not() {
         "{:?}",
         out.ungrounded_evidence
     );
+    let no_fallback = RuntimeProfile {
+        scout_fallback: false,
+        ..explore_profile()
+    };
     let model = Scripted::new(vec![
         grep(),
         say(&cite("src/app.py:2")),
         say(&cite("src/app.py:2")),
     ]);
-    let out = runner(&dir, model, explore_profile()).run(task).await;
+    let out = runner(&dir, model, no_fallback).run(task).await;
     assert_eq!(out.terminal_reason, TerminalReason::CompletedUnverified);
+}
+
+#[tokio::test]
+async fn the_scout_answers_when_the_model_gave_no_verified_answer_and_says_so() {
+    let dir = tree();
+    let task = "Where is the `main` function defined?";
+    let unseen = r#"{"status": "completed", "summary": "main is in big.txt", "findings": [], "evidence": ["big.txt:9"]}"#;
+    let model = || Scripted::new(vec![read_app(), say(unseen), say(unseen)]);
+    let on = RuntimeProfile {
+        scout_fallback: true,
+        ..explore_profile()
+    };
+    let out = runner(&dir, model(), on.clone()).run(task).await;
+    let Some(ParsedResult::Explore(r)) = &out.result else {
+        panic!("{out:?}")
+    };
+    assert_eq!(
+        (out.terminal_reason, r.status, out.ungrounded_evidence.len()),
+        (TerminalReason::Completed, SubagentStatus::Completed, 0)
+    );
+    assert!(r.summary.starts_with("The model gave no verified answer (its evidence was not in what it saw); this is the offline scout's answer (a keyword search, no model)."), "{}", r.summary);
+    assert!(
+        r.evidence.iter().any(|e| e.starts_with("src/app.py:1")),
+        "{:?}",
+        r.evidence
+    );
+    // The model's own calls are still counted, the scout's added; the model's tokens kept.
+    assert_eq!(out.model_calls, 3);
+    assert!(out.tool_usage["Read"] >= 1);
+    // Off: the model's unverified answer stands.
+    let off = RuntimeProfile {
+        scout_fallback: false,
+        ..explore_profile()
+    };
+    let out = runner(&dir, model(), off).run(task).await;
+    assert_eq!(out.terminal_reason, TerminalReason::CompletedUnverified);
+    // A completed, verified answer of the model's is never replaced.
+    let out = runner(
+        &dir,
+        Scripted::new(vec![read_app(), say(FINAL)]),
+        explore_profile(),
+    )
+    .run(task)
+    .await;
+    let Some(ParsedResult::Explore(r)) = &out.result else {
+        panic!("{out:?}")
+    };
+    assert_eq!(r.summary, "main is in src/app.py");
 }
