@@ -1525,3 +1525,25 @@ async fn the_scout_answers_when_the_model_gave_no_verified_answer_and_says_so() 
     };
     assert_eq!(r.summary, "main is in src/app.py");
 }
+
+#[tokio::test]
+async fn a_call_failing_three_times_names_the_first_failure_once() {
+    let dir = tree();
+    let missing = || calls(&[("Read", json!({"path": "nope.py"}))]);
+    let (_, model) = run(
+        &dir,
+        vec![missing(), missing(), missing(), read_app(), say(FINAL)],
+        explore_profile(),
+    )
+    .await;
+    let Some(Message::Tool { content, .. }) = model.requests()[3].messages.last().cloned() else {
+        panic!()
+    };
+    let v: Value = serde_json::from_str(&content).unwrap();
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("Same call as step 1, which failed with: "),
+        "{message}"
+    );
+    assert_eq!(message.matches("Same call as step").count(), 1, "{message}");
+}

@@ -42,24 +42,8 @@ fn oversized(resp: &ChatResponse) -> Option<ModelError> {
 /// Tool arguments as one canonical spelling (keys sorted, no spaces), to tell a repeated call.
 fn canonical_args(arguments: &str) -> String {
     match serde_json::from_str::<Value>(arguments) {
-        Ok(v) => sorted(&v).to_string(),
+        Ok(v) => crate::tools::permissions::sorted(&v).to_string(),
         Err(_) => arguments.trim().to_string(),
-    }
-}
-
-fn sorted(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            Value::Object(
-                keys.into_iter()
-                    .map(|k| (k.clone(), sorted(&m[k])))
-                    .collect(),
-            )
-        }
-        Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
-        other => other.clone(),
     }
 }
 
@@ -488,13 +472,21 @@ impl RuntimeRunner {
             );
             let shown = result.to_value();
             if result.error_code().is_some() {
-                let message = shown["error"]["message"].as_str().unwrap_or_default();
-                st.last_failure = Some((
-                    call.name.clone(),
-                    canonical_args(&call.arguments),
-                    step,
-                    message.chars().take(300).collect(),
-                ));
+                let args = canonical_args(&call.arguments);
+                // A repeat keeps the first failure's step and message (no nested notes).
+                let repeat = st
+                    .last_failure
+                    .as_ref()
+                    .is_some_and(|(n, a, _, _)| *n == call.name && *a == args);
+                if !repeat {
+                    let message = shown["error"]["message"].as_str().unwrap_or_default();
+                    st.last_failure = Some((
+                        call.name.clone(),
+                        args,
+                        step,
+                        message.chars().take(300).collect(),
+                    ));
+                }
             } else {
                 st.successful_tools += 1;
                 st.observed.record(&call.name, &shown);

@@ -237,7 +237,8 @@ pub fn input_summary(tool: &str, input: &Value) -> String {
     format!("{tool}({json})")
 }
 
-fn sorted(v: &Value) -> Value {
+/// `v` with every object's keys in order: one spelling for equal arguments.
+pub(crate) fn sorted(v: &Value) -> Value {
     match v {
         Value::Object(m) => {
             let mut keys: Vec<&String> = m.keys().collect();
