@@ -31,11 +31,27 @@ Answer = Callable[[str, dict[str, str], bytes], tuple[int, bytes]]
 
 
 @contextlib.contextmanager
-def _serve(answer: Answer) -> Iterator[str]:
+def _serve(
+    answer: Answer, keep_alive: bool = False, connections: list[int] | None = None
+) -> Iterator[str]:
     """Answer every POST with `answer(path, headers, body)` on 127.0.0.1 until the block ends;
-    yields the server root (`http://127.0.0.1:PORT`)."""
+    yields the server root (`http://127.0.0.1:PORT`). With `keep_alive` it speaks HTTP/1.1 and
+    keeps connections open, as real providers do (clients then pool them); each new connection
+    appends to `connections`."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
+        def setup(self) -> None:
+            super().setup()
+            if connections is not None:
+                connections.append(1)
+
+        def handle(self) -> None:
+            # A pooled connection the client drops mid-wait is its right, not a failure.
+            with contextlib.suppress(ConnectionError):
+                super().handle()
+
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             headers = {k.lower(): v for k, v in self.headers.items()}
@@ -76,6 +92,7 @@ class Scripted:
     def __init__(self, responses: list[dict[str, Any]]) -> None:
         self.responses = list(responses)
         self.requests: list[dict[str, Any]] = []
+        self.connections: list[int] = []  # one item per TCP connection accepted
         self.base = ""
         self._lock = threading.Lock()
 
@@ -94,9 +111,10 @@ class Scripted:
 
 
 @contextlib.contextmanager
-def scripted(responses: list[dict[str, Any]]) -> Iterator[Scripted]:
-    """Serve `responses` in order on 127.0.0.1 until the block ends; yields the `Scripted`."""
+def scripted(responses: list[dict[str, Any]], keep_alive: bool = False) -> Iterator[Scripted]:
+    """Serve `responses` in order on 127.0.0.1 until the block ends; yields the `Scripted`.
+    `keep_alive`: HTTP/1.1 connections kept open (see `_serve`)."""
     state = Scripted(responses)
-    with _serve(state._answer) as root:
+    with _serve(state._answer, keep_alive, state.connections) as root:
         state.base = root
         yield state

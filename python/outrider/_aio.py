@@ -3,10 +3,15 @@
 * Sync callables run on outrider's own daemon threads (pure Python threads: a thread with native
   frames on its stack must never be inside a user's call when the interpreter finalizes), with
   the caller's ``contextvars`` context.
-* Coroutines run on the caller's running event loop when the launch came through an async entry
-  point (``launch_async``, ``launch_many_async``, ``run_async``), so clients, locks and context
-  bound to that loop work; otherwise (a sync ``launch()``, perhaps inside Jupyter's running loop)
-  on a private loop on a daemon thread.
+* Coroutines run on one event loop per launcher (its :class:`Home`), so that a client bound to
+  the loop it first ran on (``openai.AsyncOpenAI``'s connection pool) keeps working through
+  ``launch()`` and then ``launch_async()``: the first loop they ran on, while it runs. That is the
+  caller's running loop when the first launch came through an async entry point
+  (``launch_async``, ``launch_many_async``, ``run_async``), so clients, locks and context bound to
+  that loop work; otherwise (a sync ``launch()``, perhaps inside Jupyter's running loop) a private
+  loop on a daemon thread. A sync launch from a thread whose running loop is the home (a
+  notebook cell after an ``await`` cell) would stall it: that launch stops at its first model call
+  and raises :class:`~outrider.LaunchError` saying what to do (:class:`Blocked`).
 
 The core waits for ``done(kind, payload)``; an abandoned call is cancelled through the handle.
 """
@@ -92,6 +97,70 @@ def _private_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
+def _running(loop: asyncio.AbstractEventLoop | None) -> bool:
+    return loop is not None and not loop.is_closed() and loop.is_running()
+
+
+class Home:
+    """The event loop one launcher's (or main agent's) async model callables run on.
+
+    Set by the first coroutine, to the caller's loop for an async entry point or to outrider's
+    private loop for a sync one, and kept while that loop runs (a closed loop, as
+    ``asyncio.run`` leaves it, is replaced by the next caller's)."""
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+
+    def target(
+        self, caller: asyncio.AbstractEventLoop | None, blocked: Blocked | None
+    ) -> asyncio.AbstractEventLoop:
+        """Where the next coroutine runs; raises :class:`_Conflict` when that is the loop a sync
+        launch is blocking."""
+        with self._lock:
+            if not _running(self.loop):
+                self.loop = caller if _running(caller) else _private_loop()
+            loop = self.loop
+        assert loop is not None
+        if blocked is not None and loop is blocked.loop:
+            raise _Conflict(blocked.refuse())
+        return loop
+
+
+class _Conflict(Exception):
+    pass
+
+
+class Blocked:
+    """A sync entry point called in a thread whose event loop is running (and so stalled until
+    it returns). Should the launch's coroutines belong on that loop, the entry point raises
+    :class:`~outrider.LaunchError` with :attr:`conflict` once the work has stopped."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.conflict: str | None = None
+
+    def refuse(self) -> str:
+        self.conflict = (
+            "this launcher's async model callable runs on the event loop of the calling thread "
+            "(its first launch came through launch_async/run_async there), and a blocking "
+            "launch()/run() stalls that loop; moving the call to another loop would break a "
+            "client bound to it (openai.AsyncOpenAI's connections). Await the async form "
+            "instead: `await launcher.launch_async(request)` (in a notebook, a cell with "
+            "`await`), `await agent.run_async(task)`, `await task_tool.run_async(args)`; or call "
+            "the blocking form from another thread (`await asyncio.to_thread(launcher.launch, "
+            "request)`)"
+        )
+        return self.conflict
+
+    def raise_conflict(self) -> None:
+        """Raise the :class:`~outrider.LaunchError` a refused coroutine left, if any."""
+        if self.conflict is not None:
+            from outrider.exceptions import LaunchError
+
+            raise LaunchError(self.conflict)
+
+
 async def _await(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
 
@@ -162,10 +231,14 @@ def call(
     request: str,
     context: contextvars.Context | None,
     loop: asyncio.AbstractEventLoop | None,
+    blocked: Blocked | None,
+    home: Home,
     done: Done,
 ) -> tuple[Handle, _core._ModelInbox, Callable[[], None]]:
     """Prepare ``fn(request)`` on a model thread: the core puts the returned job into the
-    returned inbox; ``done`` is called exactly once with how it ended."""
+    returned inbox; ``done`` is called exactly once with how it ended. ``loop`` is the caller's
+    running loop (async entry points), ``blocked`` the loop a sync entry point stalls, ``home``
+    where the callable's coroutines run."""
     handle = Handle()
     ctx = context.copy() if context is not None else contextvars.copy_context()
 
@@ -176,7 +249,13 @@ def call(
                 return
             out = ctx.run(fn, json.loads(request))
             if inspect.isawaitable(out):
-                target = loop if loop is not None and not loop.is_closed() else _private_loop()
+                try:
+                    target = home.target(loop, blocked)
+                except _Conflict as refused:
+                    if inspect.iscoroutine(out):
+                        out.close()  # never awaited, and so never warned about
+                    done("raised", ("LaunchError", str(refused), None))
+                    return
                 coro: Coroutine[Any, Any, Any] = _await(out)
                 future = ctx.run(asyncio.run_coroutine_threadsafe, coro, target)
                 handle.future = future

@@ -62,7 +62,8 @@ class TraceError(OutriderError, ValueError):
 
 
 class LaunchError(OutriderError, ValueError):
-    """The launcher refused a request before starting a child (unknown profile or model choice)."""
+    """The launcher refused a request before starting a child (unknown profile or model choice),
+    or a blocking launch that would stall the event loop its async model runs on."""
 
 
 class ResultError(OutriderError, ValueError):

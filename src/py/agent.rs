@@ -29,8 +29,9 @@ frozen_class! {
             "a model callable or an outrider.OpenAICompatible",
             a.req("llm")?,
         );
-        let model = model_arg(Some(llm), "llm")?.ok_or_else(|| wrong_type("llm", expected, llm))?;
-        options.light_model = model_arg(a.get("light_llm"), "light_llm")?;
+        let home = crate::py::model::new_home(args.py())?;
+        let model = model_arg(Some(llm), "llm", &home)?.ok_or_else(|| wrong_type("llm", expected, llm))?;
+        options.light_model = model_arg(a.get("light_llm"), "light_llm", &home)?;
         options.launcher = a.get("launcher").map(launcher_arg).transpose()?;
         let root = plain.req_path("project_root")?;
         Ok(PyMainAgent {

@@ -95,9 +95,11 @@ pub fn launcher_arg(obj: &Bound<'_, PyAny>) -> PyResult<Arc<SubagentLauncher>> {
 
 /// A Python model argument: an `OpenAICompatible`, the `OfflineScout`, or any callable. None
 /// (or missing) means "the default".
+/// `home` is the `outrider._aio.Home` a callable's coroutines run on (one per launcher).
 pub fn model_arg(
     obj: Option<&Bound<'_, PyAny>>,
     what: &str,
+    home: &Py<PyAny>,
 ) -> PyResult<Option<Arc<dyn ChatModel>>> {
     let Some(obj) = obj.filter(|o| !o.is_none()) else {
         return Ok(None);
@@ -111,7 +113,7 @@ pub fn model_arg(
         return Ok(Some(Arc::new(crate::api::OfflineScout)));
     }
     if obj.is_callable() {
-        return Ok(Some(Arc::new(callable_model(obj))));
+        return Ok(Some(Arc::new(callable_model(obj, home))));
     }
     Err(wrong_type(
         what,
@@ -171,8 +173,9 @@ frozen_class! {
         let a = Args::bind(&LAUNCHER_PARAMS, Some(args), kwargs)?;
         let plain = a.plain(&["main_llm", "light_llm", "profiles"])?;
         let mut options = LauncherOptions::from_kwargs(&plain)?;
-        options.main_model = model_arg(a.get("main_llm"), "main_llm")?;
-        options.light_model = model_arg(a.get("light_llm"), "light_llm")?;
+        let home = crate::py::model::new_home(args.py())?;
+        options.main_model = model_arg(a.get("main_llm"), "main_llm", &home)?;
+        options.light_model = model_arg(a.get("light_llm"), "light_llm", &home)?;
         options.profiles = profiles_arg(a.get("profiles"))?;
         let root = plain.req_path("project_root")?;
         let inner = Owner::new(SubagentLauncher::new(&root, options)?);

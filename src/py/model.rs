@@ -19,10 +19,21 @@ use crate::py::runtime::Caller;
 pub struct PyCallable {
     callable: Py<PyAny>,
     name: String,
+    /// The `outrider._aio.Home` its coroutines run on, shared by one launcher's models.
+    home: Py<PyAny>,
 }
 
-/// `callable` (checked to be callable) as a model.
-pub fn callable_model(callable: &Bound<'_, PyAny>) -> CallbackModel<PyCallable> {
+/// A new `outrider._aio.Home`: one per launcher or main agent, given to each of its models.
+pub fn new_home(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    Ok(py
+        .import("outrider._aio")?
+        .getattr("Home")?
+        .call0()?
+        .unbind())
+}
+
+/// `callable` (checked to be callable) as a model whose coroutines run on `home`.
+pub fn callable_model(callable: &Bound<'_, PyAny>, home: &Py<PyAny>) -> CallbackModel<PyCallable> {
     let name = callable
         .getattr("__qualname__")
         .or_else(|_| callable.get_type().getattr("__qualname__"))
@@ -30,6 +41,7 @@ pub fn callable_model(callable: &Bound<'_, PyAny>) -> CallbackModel<PyCallable> 
     CallbackModel(PyCallable {
         callable: callable.clone().unbind(),
         name,
+        home: home.clone_ref(callable.py()),
     })
 }
 
@@ -102,11 +114,16 @@ impl Host for PyCallable {
             let event_loop = caller
                 .and_then(|c| c.event_loop.as_ref())
                 .map(|l| l.clone_ref(py));
+            let blocked = caller
+                .and_then(|c| c.blocked.as_ref())
+                .map(|b| b.clone_ref(py));
             let args = (
                 self.callable.clone_ref(py),
                 body,
                 context,
                 event_loop,
+                blocked,
+                self.home.clone_ref(py),
                 Done(reply),
             );
             CALL.import(py, "outrider._aio", "call")

@@ -11,11 +11,14 @@ use pyo3::IntoPyObjectExt;
 use crate::api::{block_on_interruptible, with_caller, CallerScope, CancelToken, Error};
 use crate::py::enter::{attach, detach_waiting};
 
-/// The caller a launch started from: its `contextvars` context, and its running event loop when
-/// it came through an async entry point. Model callables run with both (see `outrider._aio`).
+/// The caller a launch started from: its `contextvars` context, its running event loop when it
+/// came through an async entry point, and, for a blocking entry point called in a thread whose
+/// event loop runs (a notebook cell), an `outrider._aio.Blocked` naming that stalled loop. Model
+/// callables run with them (see `outrider._aio`).
 pub struct Caller {
     pub context: Py<PyAny>,
     pub event_loop: Option<Py<PyAny>>,
+    pub blocked: Option<Py<PyAny>>,
 }
 
 /// A serialisable core value handed to Python as plain data (dicts, lists, str, numbers, None).
@@ -49,6 +52,8 @@ where
     static COPY_CONTEXT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     static RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     static RESOLVE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    static THREAD_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    static BLOCKED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     crate::py::observe::refresh_level(py);
     let cancel = parent.child();
     let event_loop = match awaitable {
@@ -59,12 +64,29 @@ where
         ),
         false => None,
     };
+    let blocked = match awaitable {
+        true => None,
+        false => {
+            let running = THREAD_LOOP
+                .import(py, "asyncio", "_get_running_loop")?
+                .call0()?;
+            match running.is_none() {
+                true => None,
+                false => Some(
+                    BLOCKED
+                        .import(py, "outrider._aio", "Blocked")?
+                        .call1((running,))?,
+                ),
+            }
+        }
+    };
     let context = COPY_CONTEXT
         .import(py, "contextvars", "copy_context")?
         .call0()?;
     let caller = Caller {
         context: context.unbind(),
         event_loop: event_loop.as_ref().map(|l| l.clone().unbind()),
+        blocked: blocked.as_ref().map(|b| b.clone().unbind()),
     };
     let work = with_caller(
         CallerScope(std::sync::Arc::new(caller)),
@@ -74,6 +96,9 @@ where
         // A daemon thread may wait here past exit: no GIL unless the barrier lets it in.
         let signals = || attach(|py| py.check_signals()).unwrap_or(Ok(()));
         let out = detach_waiting(py, || block_on_interruptible(work, &signals, Some(&cancel)))?;
+        if let Some(blocked) = blocked {
+            blocked.call_method0("raise_conflict")?;
+        }
         return out?.into_py_any(py);
     };
     let future = event_loop.call_method0("create_future")?;
