@@ -38,6 +38,7 @@ from outrider._core import (
     run_tool,
     tool_schemas,
 )
+from outrider.batch import aexplore_many, explore_many
 from outrider.exceptions import (
     ArgumentTypeError,
     ConfigError,
@@ -99,7 +100,9 @@ __all__ = [
     "TraceError",
     "VerificationResult",
     "__version__",
+    "aexplore_many",
     "check_evidence",
+    "explore_many",
     "run_tool",
     "tool_schemas",
 ]
