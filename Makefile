@@ -11,7 +11,7 @@ PYLIBDIR = $(shell $(BIN)/python -c 'import sysconfig; print(sysconfig.get_confi
 INTEGRATIONS := "openai==3.57.0" "anthropic==2.16.0" "litellm==1.110.2" "openai-agents==0.24.0" \
 	"pydantic-ai-slim==2.68.0" "langchain-core==1.8.3" "mcp==2.3.0" "tqdm==4.70.1" "pandas==3.1.1" \
 	"pydantic==2.14.4" "httpx==0.29.0" "nbclient==0.11.0" "nbformat==5.11.1" "ipykernel==7.4.0" \
-	"opentelemetry-api==1.45.2" "opentelemetry-sdk==1.45.2"
+	"opentelemetry-api==1.45.2" "opentelemetry-sdk==1.45.2" "ray==2.60.0"
 # litellm fetches a price list from the network on import unless told not to.
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
