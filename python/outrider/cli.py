@@ -297,6 +297,9 @@ def build_parser() -> argparse.ArgumentParser:
     mc.add_argument("--trace-dir", help="where the children's JSONL traces go (outside the root)")
     mc.add_argument("--env-file", help=ENV_FILE_HELP)
     mc.set_defaults(func=_mcp)
+    from outrider.batch import _cli as batch_cli
+
+    batch_cli.add_parser(sub)
     tr = sub.add_parser("trace", help="print a JSONL trace as a step-by-step timeline")
     tr.add_argument("file", help="a trace-*.jsonl file")
     tr.set_defaults(func=_trace)
