@@ -134,6 +134,13 @@ def cases(repo: pathlib.Path) -> list[tuple[Callable[[], Any], type[Exception], 
             ArgumentTypeError,
             "requirements['requires_verification']: must be a bool",
         ),
+        (
+            # A misspelt key used to be ignored: a child was launched instead of the PASS asked for.
+            lambda: launcher.verify("x", requirements={"require_verification": False}),
+            ConfigError,
+            "requirements['require_verification']: unknown requirement key; the known keys are "
+            "'todos', 'requires_verification', 'criteria'",
+        ),
         (lambda: outrider.run_tool(repo, "Grep", {}, timeout=1e300), ConfigError, "timeout"),
         (
             lambda: outrider.run_tool(repo, "Grep", {}, runtime_mode=NUMBER),

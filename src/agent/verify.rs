@@ -128,6 +128,10 @@ impl crate::args::Record for Verification {
     }
 }
 
+/// The keys `requirements` may have: the reference's two, and the free-form criteria a
+/// verification child checks the candidate against.
+pub const REQUIREMENT_KEYS: [&str; 3] = ["todos", "requires_verification", "criteria"];
+
 /// The deterministic part of the gate (§2.14 steps 1-2), which needs no model: an incomplete
 /// todo fails the candidate, and `requires_verification: false` passes it without a child.
 /// Returns None when a verification child must decide; an error when `todos` is not a list of
@@ -136,6 +140,34 @@ pub fn deterministic_verdict(
     requirements: &Map<String, Value>,
 ) -> Result<Option<CompletionVerdict>, Error> {
     let type_name = |v: &Value| crate::pyjson::Json::from_value(v).type_name();
+    // A misspelt key (`require_verification`, `todo`) would otherwise change nothing, silently.
+    if let Some(unknown) = requirements
+        .keys()
+        .find(|k| !REQUIREMENT_KEYS.contains(&k.as_str()))
+    {
+        return Err(Error::config(
+            format!("requirements['{unknown}']"),
+            format!(
+                "unknown requirement key; the known keys are {} (put free-form requirements \
+                 for the verification child under 'criteria')",
+                REQUIREMENT_KEYS.map(|k| format!("'{k}'")).join(", ")
+            ),
+        ));
+    }
+    if let Some(criteria) = requirements.get("criteria") {
+        let ok = match criteria {
+            Value::String(_) | Value::Null => true,
+            Value::Array(items) => items.iter().all(Value::is_string),
+            _ => false,
+        };
+        if !ok {
+            return Err(Error::wrong_type(
+                "requirements['criteria']",
+                "a str or a list of str",
+                type_name(criteria),
+            ));
+        }
+    }
     let todos = match requirements.get("todos") {
         None | Some(Value::Null) => &[][..],
         Some(Value::Array(items)) => items.as_slice(),
@@ -393,6 +425,21 @@ mod tests {
         assert_eq!(
             err(json!({"requires_verification": "no"})),
             "requirements['requires_verification']: must be a bool, got str"
+        );
+        assert_eq!(
+            err(json!({"require_verification": false})),
+            "requirements['require_verification']: unknown requirement key; the known keys are \
+             'todos', 'requires_verification', 'criteria' (put free-form requirements for the \
+             verification child under 'criteria')"
+        );
+        assert_eq!(
+            err(json!({"criteria": 3})),
+            "requirements['criteria']: must be a str or a list of str, got int"
+        );
+        assert!(
+            deterministic_verdict(&reqs(json!({"criteria": ["login() exists"]})))
+                .unwrap()
+                .is_none()
         );
         // A todo that says nothing of its state is open.
         assert_eq!(

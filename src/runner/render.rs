@@ -57,9 +57,14 @@ fn compact(tool: &str, v: &Value) -> Option<String> {
             }
         }
         "Glob" => {
+            // Plain lines have no `directories` field: a listed directory ends with '/' there.
+            let dirs = data["directories"].as_array();
             for p in data["paths"].as_array()? {
                 out.push('\n');
                 out.push_str(p.as_str()?);
+                if dirs.is_some_and(|d| d.contains(p)) {
+                    out.push('/');
+                }
             }
         }
         _ => return None,
@@ -86,7 +91,7 @@ mod tests {
             compact("Read", &read).unwrap(),
             "Read 2 lines from 'a.py' (Lines 1-2).\n   1 | x\n   2 | y\n"
         );
-        let glob = json!({"status": "success", "text": "Found 2 path(s).", "data": {"paths": ["a.py", "b/"]}});
+        let glob = json!({"status": "success", "text": "Found 2 path(s).", "data": {"paths": ["a.py", "b"], "directories": ["b"]}});
         assert_eq!(
             compact("Glob", &glob).unwrap(),
             "Found 2 path(s).\na.py\nb/"

@@ -3,8 +3,9 @@
 //! With a `pattern`, the tree under `path` is walked (in parallel) and every file whose path
 //! relative to `path` matches is returned; `*` and `?` do not cross `/`, `**/` matches zero or more
 //! directories, and `[a-z]` ranges and `{a,b}` braces work. Without a pattern, the entries of
-//! `path` itself are listed, directories marked with a trailing `/`. Results are sorted by code
-//! point and cut to `limit`.
+//! `path` itself are listed; as in the reference, a directory's path has no trailing `/`, and
+//! `data.directories` names the listed entries that are directories (so they can still be told
+//! apart). Results are sorted by code point and cut to `limit`.
 //!
 //! ```
 //! use outrider::tools::{context::ToolContext, glob::GlobTool, registry::Tool, workspace::Workspace};
@@ -17,7 +18,8 @@
 //! let r = GlobTool.run(&ctx, &json!({"pattern": "**/*.rs"}));
 //! assert_eq!(r.data["paths"], json!(["build.rs", "src/main.rs"]));
 //! let r = GlobTool.run(&ctx, &json!({}));
-//! assert_eq!(r.data["paths"], json!(["build.rs", "src/"]));
+//! assert_eq!(r.data["paths"], json!(["build.rs", "src"]));
+//! assert_eq!(r.data["directories"], json!(["src"]));
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -59,7 +61,7 @@ impl Tool for GlobTool {
          `path` whose path relative to `path` matches: '*' and '?' stay within one folder, '**/' \
          spans any number of folders (so '**/*.py' finds Python files at any depth, '*.py' only \
          directly in `path`), and [a-z] ranges and {a,b} braces work. Without `pattern`, lists \
-         the entries of `path` (not recursive), folders ending in '/'. Paths are relative to the \
+         the entries of `path` (not recursive); `directories` names the folders among them. Paths are relative to the \
          project root, sorted, at most `limit` (default 100, max 200); more make the result \
          partial. Hidden, .gitignore'd and build/dependency folders are skipped unless \
          include_hidden / include_ignored."
@@ -207,15 +209,31 @@ fn glob(ctx: &ToolContext, params: &Value) -> ToolResult {
         )
         .with_path_resolved(rel_root);
     }
-    let mut paths = found.into_inner().unwrap_or_else(|e| e.into_inner());
+    // Listed directories were collected with a trailing '/': the reference's paths carry none.
+    let mut paths: Vec<(String, bool)> = found
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .map(|p| match p.strip_suffix('/') {
+            Some(dir) => (dir.to_string(), true),
+            None => (p, false),
+        })
+        .collect();
     paths.sort_unstable();
     let total = paths.len();
     let truncated = total > req.limit;
     paths.truncate(req.limit);
     let n = paths.len();
     let mut data = Map::new();
-    data.insert("paths".into(), json!(paths));
+    let directories: Vec<&String> = paths.iter().filter(|(_, d)| *d).map(|(p, _)| p).collect();
+    data.insert(
+        "paths".into(),
+        json!(paths.iter().map(|(p, _)| p).collect::<Vec<_>>()),
+    );
     data.insert("truncated".into(), Value::from(truncated));
+    if req.pattern.is_none() {
+        data.insert("directories".into(), json!(directories));
+    }
     let mut text = format!("Found {n} path(s) in '{rel_root}'.");
     let unreadable = unreadable.into_inner();
     // Only when non-zero, so ordinary results stay as they were.

@@ -333,9 +333,10 @@ pub fn classify(tool: &str, input: &Value, ctx: &PermissionContext) -> Permissio
             if bash_deny().iter().any(|re| re.is_match(command)) {
                 d(Deny, RiskLevel::High, "dangerous shell command")
             } else if bash_ask().iter().any(|re| re.is_match(command)) {
+                // The reference rates these (moves, copies, redirection, installs) high.
                 d(
                     Ask,
-                    RiskLevel::Medium,
+                    RiskLevel::High,
                     "shell command changes files or installs software",
                 )
             } else if bash_allowed(command) {
@@ -519,7 +520,7 @@ mod tests {
                 MainAgent,
                 (
                     Ask,
-                    Medium,
+                    High,
                     "shell command changes files or installs software",
                 ),
             ),
@@ -529,7 +530,7 @@ mod tests {
                 MainAgent,
                 (
                     Ask,
-                    Medium,
+                    High,
                     "shell command changes files or installs software",
                 ),
             ),
@@ -539,7 +540,7 @@ mod tests {
                 MainAgent,
                 (
                     Ask,
-                    Medium,
+                    High,
                     "shell command changes files or installs software",
                 ),
             ),
@@ -549,7 +550,7 @@ mod tests {
                 MainAgent,
                 (
                     Ask,
-                    Medium,
+                    High,
                     "shell command changes files or installs software",
                 ),
             ),

@@ -741,7 +741,7 @@ fn glob_lists_one_directory_with_marks() {
         stable(&run(&t, "Glob", args.clone())),
         json!({
             "status": "success",
-            "data": {"paths": ["Zeta/", "a.txt", "b.py", "src/"], "truncated": false},
+            "data": {"paths": ["Zeta", "a.txt", "b.py", "src"], "truncated": false, "directories": ["Zeta", "src"]},
             "text": "Found 4 path(s) in '.'.",
             "stats": {"time_ms": 0, "matched": 4, "visited": 4},
             "context": {"cwd": ".", "params_input": args, "path_resolved": "."}
@@ -756,12 +756,12 @@ fn glob_lists_one_directory_with_marks() {
         [
             ".gitignore",
             ".hidden",
-            "Zeta/",
+            "Zeta",
             "a.txt",
             "b.py",
             "ignored.log",
-            "node_modules/",
-            "src/"
+            "node_modules",
+            "src"
         ]
     );
     assert_eq!(

@@ -492,8 +492,12 @@ pub fn results(messages: &[Message]) -> Vec<SearchResult> {
                     });
                 }
             }
+            let dirs = env["data"]["directories"].as_array();
             for p in env["data"]["paths"].as_array().into_iter().flatten() {
-                if let Some(p) = p.as_str().filter(|p| !p.ends_with('/')) {
+                if dirs.is_some_and(|d| d.contains(p)) {
+                    continue;
+                }
+                if let Some(p) = p.as_str() {
                     r.paths.push(p.into());
                 }
             }
