@@ -126,6 +126,9 @@ class _Pacer:
     def succeeded(self) -> None:
         self.backoff = 0
 
+    def paused(self, now: float) -> bool:
+        return now < self.paused_until
+
 
 class Limiter(Protocol):
     """What a rate-limited model asks its provider's limiter (all calls quick, none sleeps)."""
@@ -136,6 +139,7 @@ class Limiter(Protocol):
     def settle(self, delta_tokens: float) -> None: ...
     def refused(self, retry_after: float | None) -> float: ...
     def succeeded(self) -> None: ...
+    def paused(self) -> bool: ...
 
 
 class LocalLimiter:
@@ -162,6 +166,10 @@ class LocalLimiter:
         with self._lock:
             self._pacer.succeeded()
 
+    def paused(self) -> bool:
+        with self._lock:
+            return self._pacer.paused(time.monotonic())
+
 
 class RayLimiterActor:
     """The Ray actor behind a shared limiter (one per provider, methods run one at a time)."""
@@ -180,6 +188,9 @@ class RayLimiterActor:
 
     def succeeded(self) -> None:
         self._pacer.succeeded()
+
+    def paused(self) -> bool:
+        return self._pacer.paused(time.monotonic())
 
 
 class RayLimiter:
@@ -209,6 +220,12 @@ class RayLimiter:
 
     def succeeded(self) -> None:
         self.actor.succeeded.remote()
+
+    def paused(self) -> bool:
+        import ray
+
+        answer: bool = ray.get(self.actor.paused.remote())
+        return answer
 
 
 def estimate_tokens(request: Mapping[str, Any]) -> int:
@@ -308,7 +325,11 @@ def limited(model: Callable[[dict[str, Any]], Any], limiter: Limiter) -> Callabl
         async def call_async(request: dict[str, Any]) -> Any:
             estimate = estimate_tokens(request)
             for attempt in range(retries + 1):
-                await asyncio.sleep(await asyncio.to_thread(limiter.reserve, estimate))
+                # A 429 that came while this call waited for its slot pauses it too: book again.
+                while True:
+                    await asyncio.sleep(await asyncio.to_thread(limiter.reserve, estimate))
+                    if not await asyncio.to_thread(limiter.paused):
+                        break
                 try:
                     response = await model(request)
                 except Exception as error:
@@ -331,9 +352,13 @@ def limited(model: Callable[[dict[str, Any]], Any], limiter: Limiter) -> Callabl
     def call(request: dict[str, Any]) -> Any:
         estimate = estimate_tokens(request)
         for attempt in range(retries + 1):
-            wait = limiter.reserve(estimate)
-            if wait > 0:
-                time.sleep(wait)
+            # A 429 that came while this call waited for its slot pauses it too: book again.
+            while True:
+                wait = limiter.reserve(estimate)
+                if wait > 0:
+                    time.sleep(wait)
+                if not limiter.paused():
+                    break
             try:
                 response = model(request)
             except Exception as error:
