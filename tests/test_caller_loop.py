@@ -193,7 +193,7 @@ def test_main_agent_run_async_with_its_children_on_one_loop(repo: pathlib.Path) 
         loops.append(asyncio.get_running_loop())
         return route(request)
 
-    async def main() -> dict[str, Any]:
+    async def main() -> outrider.MainRunResult:
         agent = outrider.MainAgent(repo, llm, trace_dir=False)
         out = await agent.run_async("where is login?")
         assert set(loops) == {asyncio.get_running_loop()} and len(loops) >= 3
@@ -262,7 +262,7 @@ def test_one_async_openai_client_shared_by_a_main_agent_and_its_children(
     assert [t["function"]["name"] for t in seen[1]["tools"]] == ["Glob", "Grep", "Read"]
 
 
-async def run(openai: Any, base: str, repo: pathlib.Path) -> dict[str, Any]:
+async def run(openai: Any, base: str, repo: pathlib.Path) -> outrider.MainRunResult:
     """A main agent and its child on one AsyncOpenAI client, then the user's own call on it."""
     client = openai.AsyncOpenAI(base_url=base, api_key="test", max_retries=0)
 

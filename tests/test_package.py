@@ -55,7 +55,13 @@ def test_export_lists_agree() -> None:
     exported = set(outrider._core.__all__) | set(outrider.exceptions.__all__) | {"Trace"}
     assert exported - {"ErrorDetails"} <= set(outrider.__all__)
     # Python-only API: the batch entry points (outrider.batch).
-    python_only = {"ErrorDetails", "EvidenceCheck", "explore_many", "aexplore_many"}
+    python_only = {
+        "ErrorDetails",
+        "EvidenceCheck",
+        "MainRunResult",
+        "explore_many",
+        "aexplore_many",
+    }
     assert set(outrider.__all__) - exported == python_only - exported
     for name in outrider.exceptions.__all__:
         obj = getattr(outrider.exceptions, name)

@@ -38,6 +38,7 @@ from outrider._core import (
     run_tool,
     tool_schemas,
 )
+from outrider._mainrun import MainRunResult
 from outrider.batch import aexplore_many, explore_many
 from outrider.exceptions import (
     ArgumentTypeError,
@@ -82,6 +83,7 @@ __all__ = [
     "InternalError",
     "LaunchError",
     "MainAgent",
+    "MainRunResult",
     "MissingExtraError",
     "ModelError",
     "OfflineScout",

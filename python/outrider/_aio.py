@@ -189,9 +189,36 @@ def _raised(error: BaseException) -> tuple[str, str, int | None]:
         status = getattr(error, "status_code", None)
     except Exception:
         status = None
+    try:
+        message = _with_cause(error, message, status)
+    except Exception:
+        pass
     if not isinstance(status, int) or isinstance(status, bool) or not 0 <= status <= 0xFFFF:
         status = None
     return type(error).__name__, message, status
+
+
+def _with_cause(error: BaseException, message: str, status: Any) -> str:
+    """An SDK error's message with what it leaves out: the request it was about (an openai
+    ``APIConnectionError`` says only "Connection error."), the HTTP status, and the underlying
+    cause (``ConnectError: [Errno 111] Connection refused``)."""
+    extra = []
+    request = getattr(error, "request", None)
+    url, method = getattr(request, "url", None), getattr(request, "method", None)
+    if url is not None:
+        extra.append(f"{method} {url}" if isinstance(method, str) else str(url))
+    if isinstance(status, int) and str(status) not in message:
+        extra.append(f"HTTP {status}")
+    cause, seen = error.__cause__ or error.__context__, 0
+    while cause is not None and seen < 5:
+        if cause.__cause__ is None and cause.__context__ is None:
+            break
+        cause, seen = cause.__cause__ or cause.__context__, seen + 1
+    if cause is not None:
+        text = str(cause)
+        if text and text not in message:
+            extra.append(f"{type(cause).__name__}: {text}")
+    return f"{message} ({'; '.join(extra)})" if extra else message
 
 
 def _report(out: Any, done: Done) -> None:
@@ -337,11 +364,15 @@ def install(core: Any) -> None:
 
     def run(self: Any, task: Any, *, on_event: Any = None) -> Any:
         """Run the main agent on ``task`` (GIL released; Ctrl-C cancels it and its children)."""
-        return self._run(task, on_event, False)
+        from outrider._mainrun import MainRunResult
+
+        return MainRunResult.from_dict(self._run(task, on_event, False))
 
     async def run_async(self: Any, task: Any, *, on_event: Any = None) -> Any:
         """The same as ``run`` from async code; cancelling it cancels the run."""
-        return await self._run(task, on_event, True)
+        from outrider._mainrun import MainRunResult
+
+        return MainRunResult.from_dict(await self._run(task, on_event, True))
 
     def task_run(self: Any, args: Any) -> Any:
         """Validate, launch, and return the envelope dict (never raises for bad arguments)."""

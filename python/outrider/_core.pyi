@@ -8,6 +8,7 @@ from agents import FunctionTool
 from langchain_core.tools import BaseTool
 from pydantic_ai import Tool
 
+from outrider._mainrun import MainRunResult
 from outrider.types import (
     EvidenceCheck,
     ModelCallable,
@@ -422,6 +423,14 @@ class SubagentLaunchResult:
     @property
     def model_used(self) -> Literal["light", "main", "offline"]: ...
     @property
+    def model_name(self) -> str:
+        """The model behind :attr:`model_used`: the id sent in requests (``"gpt-4.1-mini"``), or,
+        for a backend that sends none (a callable choosing its own model), its description
+        (``"python callable my_llm"``); ``""`` in a result saved before it existed."""
+    @property
+    def task(self) -> str:
+        """The task the child was given: the question asked."""
+    @property
     def terminal_reason(self) -> TerminalReason:
         """Why the child stopped, with the reference's names: ``runtime_error`` for every failed
         child (the precise cause is in :attr:`failure_reason`), ``completed_unverified`` for an
@@ -561,7 +570,10 @@ class SubagentLauncher:
         """The reference's completion gate. Deterministic checks first, with no child: an
         incomplete item in ``requirements["todos"]`` (``{"content", "status"}``) is FAIL, and
         ``requirements["requires_verification"] = False`` is PASS. Otherwise a verification child
-        decides: PASS, FAIL with feedback, or UNVERIFIED when it gives no verdict."""
+        decides, given the candidate, the requirements (free-form ones under
+        ``requirements["criteria"]``, a str or a list of str) and the evidence: PASS, FAIL with
+        feedback, or UNVERIFIED when it gives no verdict. Any other requirement key is a
+        :class:`~outrider.ConfigError` naming it and the known ones."""
     @property
     def profiles(self) -> list[str]: ...
     @property
@@ -684,11 +696,13 @@ class MainAgent:
     ) -> MainAgent:
         """``model``, ``light_model``, ``model_settings`` and ``trace_retention`` as for
         :class:`SubagentLauncher`; they reach the children too."""
-    def run(self, task: str, *, on_event: OnEvent | None = None) -> dict[str, Any]:
-        """``{session_id, final_text, terminal_reason, error, steps, model_calls, tool_usage,
-        token_usage, input_tokens, output_tokens, trace_path, trace_error}``. ``on_event``
-        receives each event of the main agent's trace and of its children's, as it happens."""
-    async def run_async(self, task: str, *, on_event: OnEvent | None = None) -> dict[str, Any]:
+    def run(self, task: str, *, on_event: OnEvent | None = None) -> MainRunResult:
+        """A :class:`~outrider.MainRunResult`: the answer, usage, the children's launch results
+        and the run's total tokens (it still reads as the dict ``{session_id, final_text,
+        terminal_reason, error, steps, model_calls, tool_usage, token_usage, input_tokens,
+        output_tokens, trace_path, trace_error, ...}``). ``on_event`` receives each event of the
+        main agent's trace and of its children's, as it happens."""
+    async def run_async(self, task: str, *, on_event: OnEvent | None = None) -> MainRunResult:
         """``run`` from async code: async model callables (the main model and the children's)
         run on the caller's running loop; cancelling it cancels the run and its children."""
 

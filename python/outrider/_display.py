@@ -204,17 +204,64 @@ def _launch_trace(r: Any) -> Trace | str:
         return str(err)
 
 
+_RAN_OUT = {
+    "max_steps": "the child ran out of steps; this is its wrap-up answer",
+    "token_budget": "the child ran out of tokens; this is its wrap-up answer",
+    "timeout": "the child ran out of time; this is its wrap-up answer",
+    "completion_gate_blocked": (
+        "the completion gate kept refusing the child's answers; these are the places it saw"
+    ),
+}
+
+
+def partial_why(r: Any) -> str | None:
+    """Why a launch is ``partial`` (or ``unverified``), in words: a badge beside "terminal
+    reason: completed" says nothing by itself."""
+    if r.status == "unverified":
+        return "some cited evidence was not found in the files, or not seen by the child"
+    if r.status != "partial":
+        return None
+    if r.terminal_reason in _RAN_OUT:
+        return _RAN_OUT[r.terminal_reason]
+    result = r.result
+    notes = [
+        q.removeprefix("outrider: ")
+        for q in getattr(result, "unresolved_questions", ())
+        if q.startswith("outrider: ")
+    ]
+    if notes:
+        return "; ".join(notes)
+    if isinstance(result, _core.VerificationResult):
+        return f"the verification child's verdict was {result.verdict}"
+    return "the child itself said its answer is partial (see its open questions)"
+
+
+def model_label(r: Any) -> str:
+    """``light model (gpt-4.1-mini)``: the route and the model behind it."""
+    name = getattr(r, "model_name", "")
+    if r.model_used == "offline" or not name:
+        return f"{r.model_used} model" if r.model_used != "offline" else "offline scout"
+    return f"{r.model_used} model ({name})"
+
+
 def launch_html(r: Any) -> str:
-    """A launch result: status, answer, usage, and its trace's step timeline."""
+    """A launch result: the question, status, answer, usage, and its trace's step timeline."""
     tokens = _thousands(r.token_usage) + (" (estimated)" if r.usage_estimated else "")
     reason = r.terminal_reason + (f" ({r.failure_reason})" if r.failure_reason else "")
     parts = [
         _header(
             "SubagentLaunchResult",
             r.status,
-            f'<span style="{_MUTED}">{_e(r.profile_name)} · {_e(r.model_used)} model</span>',
+            f'<span style="{_MUTED}">{_e(r.profile_name)} · {_e(model_label(r))}</span>',
         )
     ]
+    if r.task:
+        parts.append(
+            f"<div><strong>asked:</strong> {_text_block(r.task, label='whole task')}</div>"
+        )
+    why = partial_why(r)
+    if why:
+        parts.append(f"<div><strong>why {_e(r.status)}:</strong> {_e(why)}</div>")
     if r.error:
         parts.append(f"<div><strong>error:</strong> {_e(r.error)}</div>")
     if r.ungrounded_evidence:
@@ -246,6 +293,67 @@ def launch_html(r: Any) -> str:
     elif trace:
         parts.append(f'<div style="{_MUTED};font-size:.85em">{_e(trace)}</div>')
     return _box("".join(parts))
+
+
+def _main_facts(r: Any) -> list[tuple[str, Any]]:
+    children = len(r.children)
+    return [
+        ("terminal reason", r.terminal_reason),
+        ("steps", r.steps),
+        ("model calls", r.model_calls),
+        ("tools", _tools(r.tool_usage)),
+        ("main agent tokens", _thousands(r.token_usage)),
+        (
+            "total tokens",
+            f"{_thousands(r.total_token_usage)} (with {children} "
+            f"{'child' if children == 1 else 'children'})",
+        ),
+    ]
+
+
+def main_run_html(r: Any) -> str:
+    """A main-agent run: the question, the answer, usage with its children's, each child."""
+    status = "failed" if r.error else r.terminal_reason
+    parts = [
+        _header(
+            "MainAgent run",
+            status,
+            f'<span style="{_MUTED}">main model ({_e(r.model_name)})</span>',
+        ),
+        f"<div><strong>asked:</strong></div>{_text_block(r.task, label='whole task')}",
+    ]
+    if r.error:
+        parts.append(f"<div><strong>error:</strong> {_e(r.error)}</div>")
+    if r.final_text:
+        parts.append("<div><strong>answer:</strong></div>")
+        parts.append(_text_block(r.final_text, label="whole answer"))
+    parts.append(_facts(_main_facts(r)))
+    for i, child in enumerate(r.children, 1):
+        parts.append(
+            f"<details><summary>child {i}: {_e(child.status)} · {_e(child.task[:80])}</summary>"
+            + launch_html(child)
+            + "</details>"
+        )
+    if r.trace_path:
+        parts.append(f'<div style="{_MUTED};font-size:.85em">trace: {_e(r.trace_path)}</div>')
+    return _box("".join(parts))
+
+
+def main_run_md(r: Any) -> str:
+    status = "failed" if r.error else r.terminal_reason
+    lines = [
+        f"**MainAgent run** · {_md_code(status)} · main model ({_md(r.model_name)})",
+        "",
+        f"**asked:** {_md(r.task)}",
+    ]
+    if r.error:
+        lines += ["", f"**error:** {_md(r.error)}"]
+    if r.final_text:
+        lines += ["", "**answer:**", *_md_summary(r.final_text)]
+    lines += _md_facts(_main_facts(r))
+    for i, child in enumerate(r.children, 1):
+        lines += ["", f"**child {i}:** {_md_code(child.status)} · {_md(child.task)}"]
+    return "\n".join(lines) + "\n"
 
 
 def verdict_html(v: Any) -> str:
@@ -489,8 +597,13 @@ def verification_md(r: Any) -> str:
 def launch_md(r: Any) -> str:
     lines = [
         f"**SubagentLaunchResult** · {_md_code(r.status)} · {_md(r.profile_name)} · "
-        f"{_md(r.model_used)} model"
+        f"{_md(model_label(r))}"
     ]
+    if r.task:
+        lines += ["", f"**asked:** {_md(r.task)}"]
+    why = partial_why(r)
+    if why:
+        lines += ["", f"**why {r.status}:** {_md(why)}"]
     if r.error:
         lines += ["", f"**error:** {_md(r.error)}"]
     if r.ungrounded_evidence:

@@ -108,7 +108,12 @@ def _print_result(result: outrider.SubagentLaunchResult, note: str) -> None:
     reason = data["terminal_reason"]
     if data.get("failure_reason"):
         reason = f"{reason}: {data['failure_reason']}"
-    _say(f"status: {data['status']}  (run ended: {reason}; model: {data['model_used']} - {note})")
+    from outrider._display import model_label, partial_why
+
+    _say(f"status: {data['status']}  (run ended: {reason}; model: {model_label(result)} - {note})")
+    why = partial_why(result)
+    if why:
+        _say(f"why {data['status']}: {why}")
     if data["error"]:
         _say(f"error: {data['error']}")
     if data["status"] == "unverified":

@@ -489,6 +489,7 @@ impl SubagentLauncher {
         let profile = profile.clone();
         let (model, chosen) = self.select(requested);
         let route = ModelRoute::reported(model.route_label(), chosen);
+        let model_name = redact_str(&model.model_id().unwrap_or_else(|| model.describe()));
         let child_session_id = new_child_id();
         let span = tracing::info_span!(target: crate::trace::SPAN_TARGET,
             "launch",
@@ -560,7 +561,8 @@ impl SubagentLauncher {
                 extra_system: None,
             };
             let outcome = runner.run(&request.render()).await;
-            let result = assemble(&profile, route, &child_session_id, outcome, started, &trace);
+            let what = (route, model_name.clone(), redact_str(&request.task));
+            let result = assemble(&profile, what, &child_session_id, outcome, started, &trace);
 
             let reason = result.failure_reason.unwrap_or(result.terminal_reason);
             let extra = if result.status == SubagentStatus::Failed {
@@ -725,7 +727,7 @@ fn open_parent_trace(path: &Path, root: &Path) -> Result<Trace, Error> {
 /// ended, the reference's terminal reason with the precise cause beside it, and the metrics.
 fn assemble(
     profile: &RuntimeProfile,
-    route: ModelRoute,
+    (route, model_name, task): (ModelRoute, String, String),
     child_session_id: &str,
     outcome: RunOutcome,
     started: Instant,
@@ -746,6 +748,10 @@ fn assemble(
             scrub(&mut r.findings);
             scrub(&mut r.evidence);
             scrub(&mut r.unresolved_questions);
+            // The same open question said twice (the scout notes a capped search per keyword)
+            // is read once.
+            let mut seen = std::collections::HashSet::new();
+            r.unresolved_questions.retain(|q| seen.insert(q.clone()));
             r.tool_usage = outcome.tool_usage.clone();
             r.terminal_reason = reason.as_str().into();
         }
@@ -809,6 +815,8 @@ fn assemble(
         child_run_id: CHILD_RUN_ID.into(),
         result: if failed { None } else { result },
         model_used: route,
+        model_name,
+        task,
         terminal_reason: if failed {
             TerminalReason::RuntimeError
         } else {

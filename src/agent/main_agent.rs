@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::agent::launcher::{
     prune_traces, LaunchObserver, LauncherOptions, SubagentLauncher, TraceDirSetting,
 };
+use crate::agent::result::SubagentLaunchResult;
 use crate::agent::task_tool::{TaskTool, TASK_TOOL_NAME};
 use crate::contract::ToolUsage;
 use crate::error::Error;
@@ -158,6 +159,18 @@ pub struct MainRun {
     pub trace_path: Option<PathBuf>,
     /// Why the main agent's trace file is incomplete (a write failed), when it is.
     pub trace_error: Option<String>,
+    /// The task the main agent was given.
+    pub task: String,
+    /// The main model: the id sent in requests, or the backend's description.
+    pub model_name: String,
+    /// The children its Task calls launched, in the order they finished.
+    pub children: Vec<SubagentLaunchResult>,
+    /// Tokens of the whole run: the main agent's and every child's.
+    pub total_token_usage: u64,
+    /// Of those, prompt (input) tokens.
+    pub total_input_tokens: u64,
+    /// Of those, completion (output) tokens.
+    pub total_output_tokens: u64,
 }
 
 /// The Task tool as a registry tool: launches block their runtime thread (tools run on the
@@ -335,17 +348,31 @@ impl MainAgent {
                 },
             )?),
         };
+        let children = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let collected = children.clone();
+        let observer = LaunchObserver {
+            on_event,
+            on_finished: Some(Arc::new(move |r: &SubagentLaunchResult| {
+                collected
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(r.clone());
+            })),
+        };
         let task_tool = TaskTool::new(launcher, Some(self.reachable.clone()))?
             .with_parent(trace.session_id().to_string())
-            .with_observer(LaunchObserver::events(on_event));
+            .with_observer(observer);
         let mut registry = ToolRegistry::readonly();
         registry.register(Arc::new(TaskToolAdapter {
             task: task_tool,
             cancel: cancel.clone(),
         }));
         let schemas = Arc::new(registry.openai_tools());
+        let model = self.options.routes.main(&self.model);
+        let model_name =
+            crate::redact::redact_str(&model.model_id().unwrap_or_else(|| model.describe()));
         let runner = RuntimeRunner {
-            model: self.options.routes.main(&self.model),
+            model,
             profile: self.profile.clone(),
             registry: Arc::new(registry),
             tool_schemas: schemas,
@@ -373,7 +400,20 @@ impl MainAgent {
             _ => out.final_text.clone(),
         }
         .map(|t| crate::redact::redact_str(&t));
+        let children = std::mem::take(&mut *children.lock().unwrap_or_else(|p| p.into_inner()));
+        let sum = |f: fn(&SubagentLaunchResult) -> u64| children.iter().map(f).sum::<u64>();
+        let (child_total, child_in, child_out) = (
+            sum(|c| c.token_usage),
+            sum(|c| c.input_tokens),
+            sum(|c| c.output_tokens),
+        );
         Ok(MainRun {
+            task: crate::redact::redact_str(task),
+            model_name,
+            total_token_usage: out.token_usage + child_total,
+            total_input_tokens: out.input_tokens + child_in,
+            total_output_tokens: out.output_tokens + child_out,
+            children,
             session_id: session,
             final_text,
             terminal_reason: out.terminal_reason,

@@ -47,6 +47,14 @@ pub struct SubagentLaunchResult {
     pub result: Option<ParsedResult>,
     /// The route used.
     pub model_used: ModelRoute,
+    /// The model behind the route: the id sent in requests (`gpt-4.1-mini`), or, for a backend
+    /// that sends none (a callable choosing its own model), its description
+    /// (`python callable my_llm`).
+    #[serde(default)]
+    pub model_name: String,
+    /// The task the child was given (the question asked).
+    #[serde(default)]
+    pub task: String,
     /// Why the child stopped: the reference's names; every failure is `runtime_error`, with the
     /// precise cause in `failure_reason`.
     pub terminal_reason: TerminalReason,
@@ -160,11 +168,12 @@ impl std::fmt::Display for SubagentLaunchResult {
         use crate::pyjson::py_repr_str as q;
         write!(
             f,
-            "SubagentLaunchResult(status={}, profile_name={}, terminal_reason={}, model_used={}, tool_usage={}, token_usage={}, elapsed_ms={}",
+            "SubagentLaunchResult(status={}, profile_name={}, terminal_reason={}, model_used={}, model_name={}, tool_usage={}, token_usage={}, elapsed_ms={}",
             q(self.status.as_str()),
             q(&self.profile_name),
             q(self.terminal_reason.as_str()),
             q(self.model_used.as_str()),
+            q(&self.model_name),
             crate::pyjson::py_repr_counts(&self.tool_usage),
             self.token_usage,
             self.elapsed_ms

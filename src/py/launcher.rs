@@ -58,6 +58,8 @@ frozen_class! {
         child_session_id: String = |r| r.child_session_id.clone(),
         child_run_id: String = |r| r.child_run_id.clone(),
         model_used: &'static str = |r| r.model_used.as_str(),
+        model_name: String = |r| r.model_name.clone(),
+        task: String = |r| r.task.clone(),
         terminal_reason: &'static str = |r| r.terminal_reason.as_str(),
         failure_reason: Option<&'static str> = |r| r.failure_reason.map(|t| t.as_str()),
         error: Option<String> = |r| r.error.clone(),
