@@ -11,6 +11,7 @@ import http.server
 import json
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -125,7 +126,9 @@ def scripted_factory(
         if "CRASH-ALWAYS" in task:
             os._exit(17)
         if "CRASH-ONCE" in task:
-            marker = pathlib.Path(os.environ["BATCH_TEST_MARKERS"], task.split()[-1])
+            name = re.search(r"marker-\w+", task)
+            assert name is not None
+            marker = pathlib.Path(os.environ["BATCH_TEST_MARKERS"], name.group())
             if not marker.exists():
                 marker.touch()
                 os._exit(17)
