@@ -114,3 +114,65 @@ def test_uninstrument_stops_recording(repo: pathlib.Path) -> None:
     launcher = outrider.SubagentLauncher(repo, llm, trace_dir=False)
     assert launcher.launch(outrider.SubagentRequest("x")).status == "completed"
     assert exporter.get_finished_spans() == ()
+
+
+def test_two_task_calls_in_one_turn_each_child_under_its_own_call(
+    spans: tuple[Any, InMemorySpanExporter], repo: pathlib.Path
+) -> None:
+    _, exporter = spans
+    (repo / "db.py").write_text("def connect():\n    pass\n")
+    key = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
+    login = {
+        "description": "login",
+        "prompt": f"Where is login? key {key}",
+        "subagent_type": "explore",
+    }
+    db = {"description": "db", "prompt": "Where is connect?", "subagent_type": "explore"}
+    main = ScriptedLLM(
+        [[call("Task", **login), call("Task", **db)], "login at auth.py:1, connect at db.py:1"]
+    )
+    light = ScriptedLLM(
+        {
+            "login": [[call("Read", path="auth.py")], ANSWER],
+            "db": [
+                [call("Read", path="db.py")],
+                final(status="completed", summary="db.py", evidence=["db.py:1"]),
+            ],
+        }
+    )
+    agent = outrider.MainAgent(repo, main, light, trace_dir=False, model="big", light_model="small")
+    run = agent.run("Where are login and connect?")
+    finished = exporter.get_finished_spans()
+    tasks = {
+        json.loads(str(s.attributes["outrider.tool.arguments"]))["description"]: s
+        for s in finished
+        if s.name == "outrider.tool Task" and s.attributes
+    }
+    runs = {
+        str(s.attributes["outrider.session_id"]): s
+        for s in finished
+        if s.name == "outrider.run" and s.attributes
+    }
+    assert set(tasks) == {"login", "db"}
+    by_task = {c.task.split("\n\n")[0]: c for c in run.children}
+    for name, task_span in tasks.items():
+        child = runs[by_task[name].child_session_id]
+        assert child.parent is not None and child.parent.span_id == task_span.context.span_id, name
+        assert child.attributes is not None
+        assert child.attributes["gen_ai.request.model"] == "small"
+        assert child.attributes["outrider.total_tokens"] == by_task[name].token_usage
+    # Arguments are on the span, with the credential redacted.
+    shown = str(tasks["login"].attributes["outrider.tool.arguments"])  # type: ignore[index]
+    assert "Where is login? key sk-" in shown and key not in shown
+    reads = [s for s in finished if s.name == "outrider.tool Read" and s.attributes]
+    assert {str(s.attributes["outrider.tool.arguments"]) for s in reads} == {  # type: ignore[index]
+        '{"path": "auth.py"}',
+        '{"path": "db.py"}',
+    }
+    main_span = runs[run.session_id]
+    assert main_span.attributes is not None
+    assert main_span.attributes["gen_ai.request.model"] == "big"
+    assert main_span.attributes["outrider.total_tokens"] == run.total_token_usage
+    assert run.total_token_usage == run.token_usage + sum(c.token_usage for c in run.children)
+    assert main_span.attributes["outrider.total_input_tokens"] == run.total_input_tokens
+    assert main_span.attributes["outrider.total_output_tokens"] == run.total_output_tokens

@@ -541,6 +541,9 @@ impl SubagentLauncher {
                 "model": route.as_str(),
                 "trace_path": trace.path().map(|p| p.display().to_string()),
             });
+            if let (Some(id), Some(c)) = (&request.parent_tool_call_id, common.as_object_mut()) {
+                c.insert("parent_tool_call_id".into(), json!(id));
+            }
             self.parent_event(EventKind::SubagentRequested, common.clone());
             let _permit = match gated {
                 true => self.semaphore.acquire().await.ok(),

@@ -193,7 +193,7 @@ impl Tool for TaskToolAdapter {
         self.task.parameters()
     }
 
-    fn run(&self, _ctx: &ToolContext, args: &Value) -> ToolResult {
+    fn run(&self, ctx: &ToolContext, args: &Value) -> ToolResult {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return ToolResult::error(
                 args,
@@ -202,9 +202,11 @@ impl Tool for TaskToolAdapter {
                 0,
             );
         };
+        let prepared = self.task.prepare(ToolArgs::Json(Json::from_value(args)));
         handle.block_on(
-            self.task
-                .run(ToolArgs::Json(Json::from_value(args)), self.cancel.clone()),
+            prepared
+                .for_call(ctx.call_id.clone())
+                .run(self.cancel.clone()),
         )
     }
 }

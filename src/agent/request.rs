@@ -26,6 +26,9 @@ pub struct SubagentRequest {
     pub parent_session_id: Option<String>,
     /// The parent's run id, for parent events.
     pub parent_run_id: Option<String>,
+    /// The parent model's tool call that asked for this child (a Task call), for parent events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_tool_call_id: Option<String>,
 }
 
 /// The fields of a request as a caller gives them, before validation. Every field is optional
@@ -139,6 +142,7 @@ impl RequestInit {
             model_choice,
             parent_session_id: self.parent_session_id,
             parent_run_id: self.parent_run_id,
+            parent_tool_call_id: None,
         })
     }
 }
@@ -153,6 +157,7 @@ impl SubagentRequest {
             model_choice: None,
             parent_session_id: None,
             parent_run_id: None,
+            parent_tool_call_id: None,
         }
     }
 

@@ -65,6 +65,7 @@ impl TaskArgs {
             model_choice: Some(self.model),
             parent_session_id: None,
             parent_run_id: None,
+            parent_tool_call_id: None,
         }
     }
 }
@@ -368,6 +369,14 @@ pub enum Prepared {
 }
 
 impl Prepared {
+    /// Link the child to the parent model's tool call `id` (its parent events name it).
+    pub fn for_call(mut self, id: Option<String>) -> Self {
+        if let Prepared::Launch(p) = &mut self {
+            p.request.parent_tool_call_id = id;
+        }
+        self
+    }
+
     /// The envelope: at once, or after the launch.
     pub async fn run(self, cancel: CancelToken) -> ToolResult {
         match self {

@@ -257,6 +257,7 @@ pub fn verification_request(
         model_choice: None,
         parent_session_id: None,
         parent_run_id: None,
+        parent_tool_call_id: None,
     }
 }
 

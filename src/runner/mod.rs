@@ -266,6 +266,7 @@ impl RuntimeRunner {
                 total_token_budget: self.profile.total_token_budget,
                 tools: self.registry.names(),
                 model: &self.model.describe(),
+                model_id: self.model.model_id().map(|m| crate::redact::redact_str(&m)),
             },
         );
         self.trace.emit(0, &event::UserInput { content: &first });

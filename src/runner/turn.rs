@@ -368,9 +368,10 @@ impl RuntimeRunner {
                 error_code = Empty,
                 duration_ms = Empty,
             );
-            let (registry, ctx, perms, call) = (
+            let mut ctx = ctx.clone();
+            ctx.call_id = Some(call.id.clone());
+            let (registry, perms, call) = (
                 self.registry.clone(),
-                ctx.clone(),
                 self.permissions.clone(),
                 call.clone(),
             );

@@ -31,6 +31,9 @@ pub struct ToolContext {
     pub cancel: Arc<AtomicBool>,
     /// The files this agent has read; one per run, shared by the contexts of all its turns.
     pub read_memory: ReadMemory,
+    /// The id of the model's tool call being run, when there is one (the Task tool links the
+    /// child it launches to it).
+    pub call_id: Option<String>,
 }
 
 impl ToolContext {
@@ -41,6 +44,7 @@ impl ToolContext {
             deadline: None,
             cancel: Arc::new(AtomicBool::new(false)),
             read_memory: ReadMemory::new(),
+            call_id: None,
         }
     }
 

@@ -159,6 +159,9 @@ pub struct RunStart<'a> {
     pub tools: Vec<&'a str>,
     /// The model's description.
     pub model: &'a str,
+    /// The model id sent in requests, when the backend has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_id: Option<String>,
 }
 payload!(RunStart, RunStart);
 
