@@ -275,16 +275,21 @@ class Worker:
             return self._error(job, EXCEPTION, f"{type(e).__name__}: {e}", t0, started)
 
     async def arun(self, job: Job) -> dict[str, Any]:
-        """Run ``job`` on the caller's event loop (the checkout on a thread)."""
+        """Run ``job`` on the caller's event loop (a git checkout on a thread)."""
         import asyncio
 
         t0, started = time.perf_counter(), _now()
         try:
-            prepared = await asyncio.to_thread(self.prepare, job)
+            # A git checkout blocks for a while: on a thread. The rest is quick (a thread hop
+            # would cost more on a busy machine than the work itself).
+            if job.task.get("commit") is not None:
+                prepared = await asyncio.to_thread(self.prepare, job)
+            else:
+                prepared = self.prepare(job)
             if isinstance(prepared, dict):
                 return prepared
             result = await prepared.launcher.launch_async(prepared.request)
-            return await asyncio.to_thread(self.finish, job, prepared, result)
+            return self.finish(job, prepared, result)
         except Exception as e:
             return self._error(job, EXCEPTION, f"{type(e).__name__}: {e}", t0, started)
 
