@@ -626,3 +626,40 @@ def test_cli_batch(tmp_path: pathlib.Path) -> None:
     )  # fmt: skip
     assert usage.returncode == 2
     assert usage.stderr.startswith("outrider: BackendSpec factory: must be an import path")
+
+
+def test_builtin_client_429_pauses_with_a_backoff(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The built-in client does not show Retry-After to Python: a 429 pauses every task for a
+    # doubling backoff from 1 s (its own retries are off under a limit, so the 429 is seen).
+    monkeypatch.setenv(KEY_ENV, "sk-test-not-a-real-key-123456")
+    repos = make_repos(tmp_path / "src", 1)
+    with mock_provider(refuse={2: "0"}) as provider:
+        spec = BackendSpec.openai_compatible("mock-model", provider.base_url, api_key_env=KEY_ENV)
+        run = explore_many(
+            make_tasks(repos, 3),
+            backend=spec,
+            rate_limits=RateLimit(requests_per_minute=600, burst_requests=1),
+        )
+    assert run.summary.counts == {"partial": 3}
+    (refused,) = provider.refused_at
+    after = [t - refused for t in provider.arrivals if t > refused]
+    assert len(after) == 3 * 2 + 1 - 2 and min(after) >= 1.0 - 0.05
+
+
+def test_progress_without_tqdm_prints_lines(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "tqdm", None)
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)
+    repos = make_repos(tmp_path / "src", 1)
+    tasks = [*make_tasks(repos, 2), BatchTask(str(tmp_path / "nope"), "q")]
+    run = explore_many(tasks, backend="offline", progress=True)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines and lines[-1].startswith("outrider batch: 3/3 done, 1 failed,")
+    page = run._repr_html_()
+    assert "outrider batch" in page and "root_not_found" in page
+    assert str(run).startswith("3 task(s): completed 2, error 1")
+    quiet = explore_many(tasks[:1], backend="offline", progress=False)
+    assert quiet.rows and capsys.readouterr().err == ""
