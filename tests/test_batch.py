@@ -567,16 +567,18 @@ def test_bad_inputs_say_what_is_wrong(tmp_path: pathlib.Path) -> None:
         explore_many(str(bad))
 
 
-def test_missing_key_is_a_backend_error_row(tmp_path: pathlib.Path) -> None:
+def test_a_backend_that_cannot_be_built_stops_a_local_batch_at_once(
+    tmp_path: pathlib.Path,
+) -> None:
     root = tmp_path / "r"
     root.mkdir()
     spec = BackendSpec.openai_compatible(
         "m", "http://127.0.0.1:9/v1", api_key_env="NO_SUCH_KEY_VAR"
     )
-    run = explore_many([BatchTask(str(root), "q")], backend=spec)
-    (row,) = run.rows
-    assert (row["status"], row["reason"]) == ("error", "backend_error")
-    assert "'NO_SUCH_KEY_VAR' is not set" in row["error"]
+    with pytest.raises(outrider.ConfigError) as err:
+        explore_many([BatchTask(str(root), "q")], backend=spec, sink=tmp_path / "out")
+    assert "the environment variable 'NO_SUCH_KEY_VAR' is not set" in str(err.value)
+    assert read_manifest(tmp_path / "out") == []
 
 
 def test_one_writer_per_sink(tmp_path: pathlib.Path) -> None:

@@ -58,6 +58,12 @@ class LocalExecutor(Executor):
 
     async def run(self, jobs: list[Job], config: WorkerConfig, done: Done) -> None:
         worker = Worker(config)
+        try:
+            # Every task here would fail the same way: say so once, before any runs.
+            worker.models()
+        except Exception as e:
+            worker.close()
+            raise ConfigError(f"backend: cannot be built ({type(e).__name__}: {e})") from e
         queue = iter(jobs)
 
         async def lane() -> None:
@@ -134,7 +140,11 @@ class RayExecutor(Executor):
         if not ray.is_initialized():
             kwargs = dict(self.init_kwargs)
             kwargs.setdefault("log_to_driver", False)
-            ray.init(address=self.address, **kwargs)
+            try:
+                ray.init(address=self.address, **kwargs)
+            except (ConnectionError, RuntimeError, ValueError) as e:
+                where = f"at {self.address!r}" if self.address else "(a local one)"
+                raise ConfigError(f"RayExecutor: cannot start or reach Ray {where}: {e}") from e
         return ray
 
     @property
