@@ -503,7 +503,9 @@ def test_verify(repo: pathlib.Path, traces: pathlib.Path) -> None:
         ),
         trace_dir=traces,
     )
-    v = passing.verify("Added login()", requirements={"criteria": "login() exists"}, evidence=["src/auth.py:1"])
+    v = passing.verify(
+        "Added login()", requirements={"criteria": "login() exists"}, evidence=["src/auth.py:1"]
+    )
     assert (v.verdict, v.reasons, v.feedback) == ("PASS", ["login exists"], None)
     assert v.launch is not None
     assert v.launch.profile_name == "verification" and v.launch.model_used == "main"
