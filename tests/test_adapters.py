@@ -510,11 +510,18 @@ def test_a_missing_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch, module: 
         "anthropic": lambda: adapters.anthropic(object(), "m"),
         "litellm": lambda: adapters.litellm("m"),
     }[module]
+    # The packages themselves: outrider[...] works only once outrider is on a package index.
+    requirement = {
+        "openai": "'openai>=1.40'",
+        "anthropic": "'anthropic>=0.40'",
+        "litellm": "'litellm>=1.50'",
+    }
     with pytest.raises(ImportError) as info:
         make()
     assert str(info.value) == (
         f"outrider.adapters.{module}() needs the {module} package, which is not installed: "
-        f"pip install 'outrider[{module}]'"
+        f"pip install {requirement[module]} (outrider's '{module}' extra; from an outrider "
+        f"checkout: pip install '.[{module}]')"
     )
 
 

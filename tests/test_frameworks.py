@@ -425,7 +425,8 @@ def test_a_missing_framework_names_the_extra(
     assert caught.value.extra == extra
     message = str(caught.value)
     assert message.startswith(f"TaskTool.{method}() needs the {package} package, which could not")
-    assert message.endswith(f"; install it with: pip install 'outrider[{extra}]'")
+    assert message.endswith(f"from an outrider checkout: pip install '.[{extra}]')")
+    assert "install it with: pip install '" in message and "outrider[" not in message
     assert isinstance(caught.value, ImportError)
     assert isinstance(caught.value, outrider.OutriderError)
 

@@ -148,7 +148,8 @@ def test_without_the_mcp_package_the_error_names_the_extra(
         outrider.SubagentLauncher(repo, outrider.OfflineScout(), trace_dir=False)
     )
     with pytest.raises(
-        outrider.MissingExtraError, match=r"pip install 'outrider\[mcp\]'"
+        outrider.MissingExtraError,
+        match=r"pip install 'mcp>=2,<3' \(outrider's 'mcp' extra; from an outrider checkout: pip install '\.\[mcp\]'\)",
     ) as caught:
         mcp_server.build_server(repo, task)
     assert caught.value.extra == "mcp"

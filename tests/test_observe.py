@@ -248,7 +248,8 @@ def test_progress_without_tqdm_names_the_argument(
         launcher.launch_many([request()], progress=True)
     assert str(info.value) == (
         "progress: True needs the tqdm package, which is not installed; "
-        "pip install tqdm (or outrider[progress]), or pass progress=False"
+        "pip install 'tqdm>=4.60' (outrider's 'progress' extra; from an outrider checkout: "
+        "pip install '.[progress]'), or pass progress=False"
     )
 
 

@@ -560,7 +560,7 @@ class SubagentLauncher:
     ) -> list[SubagentLaunchResult]:
         """Run children concurrently; results in input order, one failure does not touch others.
         ``on_event`` receives every child's events; ``progress=True`` shows a tqdm bar that ticks
-        once per finished child (it needs ``tqdm``: ``pip install outrider[progress]``)."""
+        once per finished child (it needs ``tqdm``: ``pip install '.[progress]'``)."""
     def verify(
         self,
         candidate: str,

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from outrider._core import _redact
-from outrider.exceptions import ConfigError
+from outrider.exceptions import ConfigError, install_hint
 
 if TYPE_CHECKING:
     from outrider._core import SubagentLauncher, SubagentLaunchResult, SubagentRequest
@@ -62,7 +62,7 @@ def progress_bar(total: int) -> Any:
     except ImportError as e:
         raise ConfigError(
             "progress: True needs the tqdm package, which is not installed; "
-            "pip install tqdm (or outrider[progress]), or pass progress=False"
+            f"{install_hint('progress')}, or pass progress=False"
         ) from e
     return tqdm(total=total, desc="outrider", unit="child")
 

@@ -12,7 +12,7 @@ a response the core accepts::
 
 An async client gives an async callable. None of the SDKs is imported before an adapter is made,
 and none is needed by outrider itself: each is an optional extra (``pip install
-'outrider[openai]'``, ``[anthropic]``, ``[litellm]``).
+'.[openai]'`` from a checkout, ``[anthropic]``, ``[litellm]``).
 
 Settings given to an adapter are defaults: a setting the request itself carries (the launcher's
 or profile's model, temperature, ...) wins. Settings the SDK's ``create()`` does not take as a
@@ -31,6 +31,7 @@ from typing import Any, TypeAlias
 
 from outrider._core import _register_secret
 from outrider._returns import to_chat_response
+from outrider.exceptions import install_hint
 
 __all__ = ["anthropic", "litellm", "openai", "to_anthropic_request"]
 
@@ -48,7 +49,7 @@ def _require(module: str, adapter: str) -> Any:
     except ImportError as e:
         raise ImportError(
             f"outrider.adapters.{adapter}() needs the {module} package, which is not installed: "
-            f"pip install 'outrider[{module}]'"
+            f"{install_hint(module)}"
         ) from e
 
 

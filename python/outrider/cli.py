@@ -287,7 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     mc = sub.add_parser(
         "mcp",
         help="serve the explore Task and Read/Grep/Glob for a root as an MCP server over stdio",
-        description="An MCP server over stdio (needs: pip install 'outrider[mcp]') whose tools "
+        description="An MCP server over stdio (needs the mcp package: pip install 'mcp>=2,<3', or '.[mcp]' in a checkout) whose tools "
         "are Task (delegate an exploration to a read-only child) and Read, Grep and Glob, all "
         "confined to --root.",
     )

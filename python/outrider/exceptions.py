@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any, TypedDict
 
 
@@ -135,9 +136,29 @@ __all__ = [
 ]
 
 
+def install_hint(extra: str) -> str:
+    """How to install what outrider's ``extra`` holds: the packages themselves (outrider may
+    not come from a package index), and the extra from a checkout."""
+    import importlib.metadata
+    import shlex
+
+    marker = re.compile(r";\s*extra\s*==\s*['\"]" + re.escape(extra) + r"['\"]\s*$")
+    try:
+        requires = importlib.metadata.requires("outrider") or []
+    except importlib.metadata.PackageNotFoundError:
+        requires = []
+    wanted = [marker.split(r)[0].strip() for r in requires if marker.search(r)]
+    packages = " ".join(shlex.quote(r) for r in wanted)
+    checkout = f"from an outrider checkout: pip install '.[{extra}]'"
+    if not packages:
+        return f"pip install the '{extra}' extra ({checkout})"
+    return f"pip install {packages} (outrider's '{extra}' extra; {checkout})"
+
+
 class MissingExtraError(OutriderError, ImportError):
-    """An optional feature needs a package that is not installed. The message names the pip
-    extra that installs it (``pip install 'outrider[langchain]'``), also in ``extra``."""
+    """An optional feature needs a package that is not installed. The message says how to
+    install it (:func:`install_hint`: the packages, or the extra from a checkout, ``pip install
+    '.[langchain]'``); ``extra`` names the extra."""
 
     def __init__(self, message: str, extra: str) -> None:
         super().__init__(message)

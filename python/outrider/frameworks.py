@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from outrider.exceptions import MissingExtraError
+from outrider.exceptions import MissingExtraError, install_hint
 
 if TYPE_CHECKING:
     from agents import FunctionTool
@@ -52,7 +52,7 @@ def _require(module: str, extra: str, package: str, feature: str) -> ModuleType:
     except ImportError as err:
         raise MissingExtraError(
             f"{feature} needs the {package} package, which could not be imported ({err}); "
-            f"install it with: pip install 'outrider[{extra}]'",
+            f"install it with: {install_hint(extra)}",
             extra=extra,
         ) from err
 
@@ -120,7 +120,7 @@ def _text(envelope: Any) -> str:
 def as_openai_agents_tool(
     self: TaskTool, *, name: str | None = None, description: str | None = None
 ) -> FunctionTool:
-    """The Task tool as an openai-agents ``FunctionTool`` (``pip install 'outrider[openai-agents]'``).
+    """The Task tool as an openai-agents ``FunctionTool`` (``pip install '.[openai-agents]'``).
 
     Its output is the envelope as JSON text; the child's tokens are added to the run's usage
     (``ToolContext.usage``, shared with ``RunResult.context_wrapper.usage``). The schema is used
@@ -160,7 +160,7 @@ def as_openai_agents_tool(
 def as_pydantic_ai_tool(
     self: TaskTool, *, name: str | None = None, description: str | None = None
 ) -> Tool[Any]:
-    """The Task tool as a pydantic-ai ``Tool`` (``pip install 'outrider[pydantic-ai]'``).
+    """The Task tool as a pydantic-ai ``Tool`` (``pip install '.[pydantic-ai]'``).
 
     It returns the envelope dict and adds the child's tokens to the run's usage
     (``ctx.usage.incr``), so ``result.usage`` and ``UsageLimits`` count them; the child's total
@@ -270,7 +270,7 @@ def _langchain_tool_class() -> type[BaseTool]:
 def as_langchain_tool(
     self: TaskTool, *, name: str | None = None, description: str | None = None
 ) -> BaseTool:
-    """The Task tool as a LangChain ``BaseTool`` (``pip install 'outrider[langchain]'``).
+    """The Task tool as a LangChain ``BaseTool`` (``pip install '.[langchain]'``).
 
     Invoked with a model's tool call it gives a ``ToolMessage`` whose content is the envelope as
     JSON and whose ``artifact`` is the envelope dict (``response_format="content_and_artifact"``).

@@ -8,7 +8,7 @@ tool, with the same arguments and envelope as :class:`outrider.TaskTool`) or run
 ``structuredContent`` (each tool declares its ``outputSchema``); an envelope whose status is
 ``error`` is an error result (``isError``), so a path outside the root comes back refused, never
 read, and an argument the tool does not take is named as unknown. Needs the ``mcp`` package
-(``pip install 'outrider[mcp]'``).
+(``pip install '.[mcp]'``).
 
 A Read/Grep/Glob call ends by its deadline (``tool_timeout``: by default the explore profile's
 ``timeout_seconds``, the time a child gets for its whole run) with a ``TIMEOUT`` envelope; a Task
@@ -35,7 +35,7 @@ from functools import partial
 from typing import IO, TYPE_CHECKING, Any, Final, TypeVar
 
 import outrider
-from outrider.exceptions import MissingExtraError
+from outrider.exceptions import MissingExtraError, install_hint
 
 if TYPE_CHECKING:
     from anyio import CapacityLimiter
@@ -84,7 +84,7 @@ def _mcp() -> tuple[Any, Any, Any]:
     except ImportError as err:
         raise MissingExtraError(
             f"outrider mcp needs the mcp package, which could not be imported ({err}); "
-            "install it with: pip install 'outrider[mcp]'",
+            f"install it with: {install_hint('mcp')}",
             extra="mcp",
         ) from err
     return types, Server, MCPError

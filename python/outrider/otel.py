@@ -9,7 +9,7 @@ the trace events as they happen. A run span names its model (``gen_ai.request.mo
 sent in requests, beside ``outrider.model``, the backend's description) and its tokens; a main
 agent's also the totals with its children's (``outrider.total_tokens``,
 ``outrider.total_input_tokens``, ``outrider.total_output_tokens``). Needs ``opentelemetry-api`` (``pip install
-'outrider[otel]'``); spans go wherever the application's tracer provider sends them.
+'.[otel]'`` from a checkout); spans go wherever the application's tracer provider sends them.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 
 from outrider import _core
 from outrider._core import _redact
-from outrider.exceptions import MissingExtraError
+from outrider.exceptions import MissingExtraError, install_hint
 
 __all__ = ["instrument", "uninstrument"]
 
@@ -201,7 +201,7 @@ def instrument(tracer_provider: Any = None) -> None:
     except ImportError as error:
         raise MissingExtraError(
             "outrider.otel.instrument() needs the opentelemetry-api package, which could not be "
-            f"imported ({error}); install it with: pip install 'outrider[otel]'",
+            f"imported ({error}); install it with: {install_hint('otel')}",
             "otel",
         ) from error
     tracer = trace.get_tracer("outrider", _core.__version__, tracer_provider=tracer_provider)

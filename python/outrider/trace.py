@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from outrider.exceptions import ArgumentTypeError, ConfigError, TraceError
+from outrider.exceptions import ArgumentTypeError, ConfigError, TraceError, install_hint
 
 if TYPE_CHECKING:
     import pandas as _pandas  # private, so stubtest does not look for it at runtime
@@ -808,8 +808,7 @@ class Trace(_Span):
             import pandas as pd
         except ImportError as err:
             raise ImportError(
-                "Trace.to_pandas() needs pandas, which is not installed: "
-                "pip install 'outrider[jupyter]' (or pandas)"
+                f"Trace.to_pandas() needs pandas, which is not installed: {install_hint('jupyter')}"
             ) from err
         frame = pd.DataFrame.from_records(self.to_records(), columns=list(RECORD_COLUMNS))
         frame["ts"] = pd.to_datetime(frame["ts"], utc=True)
