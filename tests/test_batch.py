@@ -666,3 +666,12 @@ def test_progress_without_tqdm_prints_lines(
     assert str(run).startswith("3 task(s): completed 2, error 1")
     quiet = explore_many(tasks[:1], backend="offline", progress=False)
     assert quiet.rows and capsys.readouterr().err == ""
+
+
+def test_a_revision_name_resolves_to_its_commit(tmp_path: pathlib.Path) -> None:
+    ((root, commit),) = make_repos(tmp_path / "src", 1)
+    task = BatchTask(root.as_uri(), "Where is class Store0x3 defined?", commit="HEAD")
+    run = explore_many([task], backend="offline", cache_dir=tmp_path / "cache")
+    (row,) = run.rows
+    assert (row["status"], row["commit"], row["resolved_commit"]) == ("completed", "HEAD", commit)
+    assert row["result"]["evidence"]
