@@ -38,6 +38,12 @@ dev: venv ## Build the extension (dev profile) into .venv, REPLACING a dev-relea
 dev-release: venv ## Build the extension (release profile) into .venv, for benchmarks
 	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop -q --release
 
+# The abi3 wheel a user without Rust installs (one wheel for CPython 3.10+), into dist/.
+.PHONY: wheel
+wheel: venv ## Build the release abi3 wheel into dist/ (tests/test_wheel.py installs it without Rust)
+	rm -f dist/outrider-*.whl
+	$(BIN)/maturin build --release -q -o dist
+
 .PHONY: test-rust
 test-rust: ## Core tests without Python (cargo test --no-default-features)
 	cargo test --no-default-features -q
