@@ -4,7 +4,9 @@ reference spells them."""
 
 from __future__ import annotations
 
+import json
 import pathlib
+import pickle
 import socket
 from typing import Any
 
@@ -157,14 +159,23 @@ def test_main_agent_run_returns_a_typed_result_with_its_children(repo: pathlib.P
     children = sum(c.token_usage for c in run.children)
     assert children > 0 and run.total_token_usage == run.token_usage + children
     assert run.total_input_tokens == run.input_tokens + sum(c.input_tokens for c in run.children)
-    # Dict-style access, as before.
-    assert run["final_text"] == "login is at auth.py:1" and run.get("error") is None
-    assert dict(run)["tool_usage"] == {"Task": 2}
+    # Still the dict it was: keys, json.dumps, pickling.
+    assert isinstance(run, dict) and run["final_text"] == "login is at auth.py:1"
+    assert run.get("error") is None and run["tool_usage"] == {"Task": 2}
+    assert json.loads(json.dumps(run)) == run == run.to_dict()
+    assert [c["child_session_id"] for c in run["children"]] == [
+        c.child_session_id for c in run.children
+    ]
     assert outrider.MainRunResult.from_dict(run.to_dict()) == run
+    again = pickle.loads(pickle.dumps(run))
+    assert again == run and isinstance(again, outrider.MainRunResult)
+    assert again.children == run.children
     html, md = run._repr_html_(), run._repr_markdown_()
     for view in (html, md):
         assert "main model (big)" in view and "Where is login, and where is the db" in view
         assert "login is at auth.py:1" in view and "with 2 children" in view
     assert html.count("SubagentLaunchResult") == 2
-    with pytest.raises(outrider.ConfigError, match=r"unknown key\(s\) \['extra'\]"):
+    with pytest.raises(
+        outrider.ConfigError, match=r"MainRunResult data: unknown key\(s\) \['extra'\]"
+    ):
         outrider.MainRunResult.from_dict({**run.to_dict(), "extra": 1})

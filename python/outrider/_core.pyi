@@ -698,9 +698,9 @@ class MainAgent:
         :class:`SubagentLauncher`; they reach the children too."""
     def run(self, task: str, *, on_event: OnEvent | None = None) -> MainRunResult:
         """A :class:`~outrider.MainRunResult`: the answer, usage, the children's launch results
-        and the run's total tokens (it still reads as the dict ``{session_id, final_text,
-        terminal_reason, error, steps, model_calls, tool_usage, token_usage, input_tokens,
-        output_tokens, trace_path, trace_error, ...}``). ``on_event`` receives each event of the
+        and the run's total tokens; still the dict ``{session_id, final_text, terminal_reason,
+        error, steps, model_calls, tool_usage, token_usage, input_tokens, output_tokens,
+        trace_path, trace_error, ...}`` (a subclass). ``on_event`` receives each event of the
         main agent's trace and of its children's, as it happens."""
     async def run_async(self, task: str, *, on_event: OnEvent | None = None) -> MainRunResult:
         """``run`` from async code: async model callables (the main model and the children's)

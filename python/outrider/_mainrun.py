@@ -1,89 +1,173 @@
 """What ``MainAgent.run`` returns: a typed result (attributes, a Jupyter view, the children's
-launch results and the run's total tokens) that still reads like the dict it used to be."""
+launch results and the run's total tokens) that is still the dict it used to be."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from outrider import _core
 
+_KEYS = (
+    "session_id",
+    "task",
+    "final_text",
+    "terminal_reason",
+    "error",
+    "steps",
+    "model_calls",
+    "tool_usage",
+    "model_name",
+    "token_usage",
+    "input_tokens",
+    "output_tokens",
+    "children",
+    "total_token_usage",
+    "total_input_tokens",
+    "total_output_tokens",
+    "trace_path",
+    "trace_error",
+)
 
-@dataclasses.dataclass(frozen=True, eq=False)
-class MainRunResult(Mapping[str, Any]):
-    """One main-agent run. ``result["final_text"]``, ``dict(result)`` and ``result == {...}``
-    work as on the plain dict earlier versions returned (that view holds plain data: the
-    children as dicts); the attributes are typed, and ``children`` holds
-    :class:`SubagentLaunchResult` objects."""
 
-    session_id: str
-    task: str
-    final_text: str | None
-    terminal_reason: str
-    error: str | None
-    steps: int
-    model_calls: int
-    tool_usage: dict[str, int]
-    model_name: str
-    token_usage: int
-    """The main agent's own tokens (prompt plus answer, over its model calls)."""
-    input_tokens: int
-    output_tokens: int
-    children: tuple[_core.SubagentLaunchResult, ...]
-    """The children its Task calls launched, in the order they finished."""
-    total_token_usage: int
-    """The whole run's tokens: the main agent's and every child's."""
-    total_input_tokens: int
-    total_output_tokens: int
-    trace_path: str | None
-    trace_error: str | None
+class MainRunResult(dict[str, Any]):
+    """One main-agent run. It is the plain dict earlier versions returned (``run["final_text"]``,
+    ``json.dumps(run)``, ``run == {...}``; the children in it as dicts), with the new keys, and
+    typed attributes besides: ``run.children`` holds :class:`SubagentLaunchResult` objects and
+    ``run.total_token_usage`` counts the main agent's tokens and its children's."""
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> MainRunResult:
-        """Rebuild from :meth:`to_dict` output (or the native run's dict)."""
-        fields = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - fields)
-        missing = sorted(fields - set(data))
+    __slots__ = ("_children",)
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        unknown = sorted(set(data) - set(_KEYS))
+        missing = sorted(set(_KEYS) - set(data))
         if unknown or missing:
-            raise outrider_config_error(unknown, missing)
-        values = dict(data)
-        values["children"] = tuple(
+            from outrider.exceptions import ConfigError
+
+            parts = [f"unknown key(s) {unknown}"] if unknown else []
+            parts += [f"missing key(s) {missing}"] if missing else []
+            raise ConfigError(f"MainRunResult data: {'; '.join(parts)}")
+        children = tuple(
             c
             if isinstance(c, _core.SubagentLaunchResult)
             else _core.SubagentLaunchResult.from_dict(c)
             for c in data["children"]
         )
-        values["tool_usage"] = dict(data["tool_usage"])
-        return cls(**values)
+        plain = {k: data[k] for k in _KEYS}
+        plain["children"] = [c.to_dict() for c in children]
+        plain["tool_usage"] = dict(data["tool_usage"])
+        super().__init__(plain)
+        self._children = children
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MainRunResult:
+        """Rebuild from :meth:`to_dict` output; a missing or unknown key is a ConfigError."""
+        return cls(data)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data (dicts, lists, str, numbers, None), as JSON holds it."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        out["children"] = [c.to_dict() for c in self.children]
-        out["tool_usage"] = dict(self.tool_usage)
-        return out
+        """A plain dict copy (JSON-ready)."""
+        return json.loads(json.dumps(dict(self)))  # type: ignore[no-any-return]
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False)
+        return json.dumps(self, ensure_ascii=False)
 
-    # The Mapping view: the dict earlier versions returned, plus the new keys.
-    def __getitem__(self, key: str) -> Any:
-        return self.to_dict()[key]
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (dict(self),))
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(f.name for f in dataclasses.fields(self))
+    @property
+    def session_id(self) -> str:
+        """``main-<32 hex>``."""
+        return str(self["session_id"])
 
-    def __len__(self) -> int:
-        return len(dataclasses.fields(self))
+    @property
+    def task(self) -> str:
+        """The task the main agent was given."""
+        return str(self["task"])
+
+    @property
+    def final_text(self) -> str | None:
+        """The answer, when there is one."""
+        value = self["final_text"]
+        return None if value is None else str(value)
+
+    @property
+    def terminal_reason(self) -> str:
+        return str(self["terminal_reason"])
+
+    @property
+    def error(self) -> str | None:
+        value = self["error"]
+        return None if value is None else str(value)
+
+    @property
+    def steps(self) -> int:
+        return int(self["steps"])
+
+    @property
+    def model_calls(self) -> int:
+        return int(self["model_calls"])
+
+    @property
+    def tool_usage(self) -> dict[str, int]:
+        """Tool calls by name (Task included); a copy."""
+        return dict(self["tool_usage"])
+
+    @property
+    def model_name(self) -> str:
+        """The main model: the id sent in requests, or the callable's description."""
+        return str(self["model_name"])
+
+    @property
+    def token_usage(self) -> int:
+        """The main agent's own tokens."""
+        return int(self["token_usage"])
+
+    @property
+    def input_tokens(self) -> int:
+        return int(self["input_tokens"])
+
+    @property
+    def output_tokens(self) -> int:
+        return int(self["output_tokens"])
+
+    @property
+    def children(self) -> tuple[_core.SubagentLaunchResult, ...]:
+        """The children its Task calls launched, in the order they finished."""
+        return self._children
+
+    @property
+    def total_token_usage(self) -> int:
+        """The whole run's tokens: the main agent's and every child's."""
+        return int(self["total_token_usage"])
+
+    @property
+    def total_input_tokens(self) -> int:
+        return int(self["total_input_tokens"])
+
+    @property
+    def total_output_tokens(self) -> int:
+        return int(self["total_output_tokens"])
+
+    @property
+    def trace_path(self) -> str | None:
+        value = self["trace_path"]
+        return None if value is None else str(value)
+
+    @property
+    def trace_error(self) -> str | None:
+        value = self["trace_error"]
+        return None if value is None else str(value)
 
     def __repr__(self) -> str:
+        text = self.final_text
+        if text is not None and len(text) > 80:
+            text = text[:79] + "…"
         return (
             f"MainRunResult(session_id={self.session_id!r}, terminal_reason="
             f"{self.terminal_reason!r}, model_name={self.model_name!r}, children="
             f"{len(self.children)}, total_token_usage={self.total_token_usage}, final_text="
-            f"{_short(self.final_text)!r})"
+            f"{text!r})"
         )
 
     def _repr_html_(self) -> str:
@@ -95,20 +179,3 @@ class MainRunResult(Mapping[str, Any]):
         from outrider._display import main_run_md
 
         return main_run_md(self)
-
-
-def _short(text: str | None, limit: int = 80) -> str | None:
-    if text is None or len(text) <= limit:
-        return text
-    return text[: limit - 1] + "…"
-
-
-def outrider_config_error(unknown: list[str], missing: list[str]) -> Exception:
-    from outrider.exceptions import ConfigError
-
-    parts = []
-    if unknown:
-        parts.append(f"unknown key(s) {unknown}")
-    if missing:
-        parts.append(f"missing key(s) {missing}")
-    return ConfigError(f"MainRunResult.from_dict data: {'; '.join(parts)}")
