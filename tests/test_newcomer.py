@@ -179,3 +179,23 @@ def test_main_agent_run_returns_a_typed_result_with_its_children(repo: pathlib.P
         outrider.ConfigError, match=r"MainRunResult data: unknown key\(s\) \['extra'\]"
     ):
         outrider.MainRunResult.from_dict({**run.to_dict(), "extra": 1})
+
+
+def test_extras_install_what_the_readme_and_the_notebook_use() -> None:
+    import importlib.metadata
+    import re
+
+    def extra(name: str) -> set[str]:
+        marker = re.compile(rf";\s*extra\s*==\s*['\"]{re.escape(name)}['\"]")
+        found = importlib.metadata.requires("outrider") or []
+        return {re.split(r"[<>=;\s]", r)[0] for r in found if marker.search(r)}
+
+    # pydantic_ai.Agent("openai:gpt-4.1", ...) needs pydantic-ai's OpenAI provider.
+    assert extra("pydantic-ai") == {"pydantic-ai-slim[openai]"}
+    # examples/explore.ipynb imports pandas (Trace.to_pandas) and pydantic.
+    notebook = json.loads(
+        (pathlib.Path(__file__).parents[1] / "examples" / "explore.ipynb").read_text()
+    )
+    source = "\n".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code")
+    assert "import pydantic" in source and "to_pandas()" in source
+    assert extra("jupyter") == {"pandas", "pydantic"}
