@@ -95,6 +95,9 @@ pub enum LaunchError {
     /// The model choice is not light or main.
     #[error("unsupported subagent model choice: {0} (expected 'light' or 'main')")]
     BadModelChoice(String),
+    /// The `output_schema` cannot be used for this child (its profile or its model).
+    #[error("output_schema: {0}")]
+    OutputSchema(String),
     /// One request of a batch was refused.
     #[error("{index}: {source}")]
     InBatch {

@@ -36,6 +36,7 @@ pub mod profile;
 pub mod pyjson;
 pub mod redact;
 pub mod runner;
+pub mod schema;
 pub mod tools;
 pub mod trace;
 

@@ -12,9 +12,10 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use crate::pyjson::Json;
+use crate::schema::OutputSchema;
 
 /// The fields of a profile, in the constructor's order.
-pub const PROFILE_FIELDS: [&str; 18] = [
+pub const PROFILE_FIELDS: [&str; 20] = [
     "name",
     "system_prompt",
     "tool_allowlist",
@@ -33,6 +34,8 @@ pub const PROFILE_FIELDS: [&str; 18] = [
     "repo_map_hint",
     "tool_result_format",
     "scout_fallback",
+    "output_schema",
+    "max_summary_chars",
 ];
 
 /// How many of [`PROFILE_FIELDS`] the constructor takes by position (the rest by name only).
@@ -216,6 +219,38 @@ pub struct RuntimeProfile {
     /// error). Off by default.
     #[serde(default)]
     pub scout_fallback: bool,
+    /// The caller's own result shape, in place of `result_contract`: the child is told the
+    /// schema, the gate checks its answer against it, `evidence` stays required and grounded.
+    /// None: the contract's own shape.
+    #[serde(default)]
+    pub output_schema: Option<OutputSchema>,
+    /// The most characters of the answer's summary the result keeps (the child is told the
+    /// limit; a longer summary is cut, ending in a marker that says so). None: no limit.
+    #[serde(default)]
+    pub max_summary_chars: Option<i64>,
+}
+
+/// The smallest `max_summary_chars`: room for a sentence and the marker that says it was cut.
+pub const MIN_SUMMARY_CHARS: i64 = 100;
+/// The largest `max_summary_chars`.
+pub const MAX_SUMMARY_CHARS: i64 = 1_000_000;
+
+/// `summary` cut to at most `cap` characters (the cut one ending in a marker that says how much
+/// was left out), or None when it already fits.
+pub fn cap_summary(summary: &str, cap: i64) -> Option<String> {
+    let cap = cap.max(MIN_SUMMARY_CHARS) as usize;
+    let total = summary.chars().count();
+    if total <= cap {
+        return None;
+    }
+    // The marker's length depends on the number it shows; both are at most `total`'s digits.
+    let marker = |kept: usize| {
+        format!(" … [summary cut by max_summary_chars={cap}: {kept} of {total} characters shown]")
+    };
+    let room = cap.saturating_sub(marker(total).chars().count());
+    let kept: String = summary.chars().take(room).collect();
+    let kept = kept.trim_end();
+    Some(format!("{kept}{}", marker(kept.chars().count())))
 }
 
 fn default_format() -> ToolResultFormat {
@@ -329,6 +364,18 @@ impl RuntimeProfile {
                 "runtime profile min_tool_calls must be between 0 and {MAX_MIN_TOOL_CALLS}, got {}",
                 self.min_tool_calls
             )));
+        }
+        if let Some(cap) = self.max_summary_chars {
+            if !(MIN_SUMMARY_CHARS..=MAX_SUMMARY_CHARS).contains(&cap) {
+                return Err(ProfileError(format!(
+                    "runtime profile max_summary_chars must be None or between {MIN_SUMMARY_CHARS} and {MAX_SUMMARY_CHARS}, got {cap}"
+                )));
+            }
+        }
+        if self.output_schema.is_some() && self.scout_fallback {
+            return Err(ProfileError(
+                "runtime profile scout_fallback cannot be used with output_schema: the offline scout answers only ExploreResult".into(),
+            ));
         }
         if self.min_tool_calls > 0 && self.tool_allowlist.is_empty() {
             return Err(ProfileError(format!(
@@ -446,6 +493,18 @@ impl RuntimeProfile {
                     })?;
                 }
                 "on_budget_exhausted" => on_budget_exhausted = text()?,
+                "output_schema" => {
+                    self.output_schema = match value {
+                        Json::Null => None,
+                        other => Some(OutputSchema::from_json(other).map_err(|e| e.within("RuntimeProfile"))?),
+                    }
+                }
+                "max_summary_chars" => {
+                    self.max_summary_chars = match value {
+                        Json::Null => None,
+                        _ => Some(int()?),
+                    }
+                }
                 "timeout_seconds" => {
                     self.timeout_seconds = match value {
                         Json::Int(i) => *i as f64,
@@ -489,15 +548,50 @@ impl RuntimeProfile {
         Self::from_fields(k.items().map_err(|e| e.within("RuntimeProfile"))?)
     }
 
-    /// The system prompt with the profile's budgets filled in.
+    /// A copy with `schema` as its `output_schema`, validated again.
+    pub fn with_output_schema(
+        mut self,
+        schema: Option<OutputSchema>,
+    ) -> Result<Self, ProfileError> {
+        self.output_schema = schema;
+        self.validate()?;
+        Ok(self)
+    }
+
+    /// The name of the shape the child's answer must have: the `output_schema`'s, else the
+    /// contract's (empty for none).
+    pub fn answer_shape(&self) -> &str {
+        match &self.output_schema {
+            Some(s) => s.name(),
+            None => self.result_contract.map_or("", |c| c.as_str()),
+        }
+    }
+
+    /// The system prompt with the profile's budgets filled in; with an `output_schema`, its
+    /// answer section (from a paragraph starting `Answer:` on) is replaced by the schema's, and
+    /// with `max_summary_chars` the child is told the limit.
     pub fn rendered_system_prompt(&self) -> String {
-        self.system_prompt
+        let mut prompt = self
+            .system_prompt
             .replace("{max_steps}", &self.max_steps.to_string())
             .replace(
                 "{context_token_budget}",
                 &self.context_token_budget.to_string(),
             )
-            .replace("{total_token_budget}", &self.total_token_budget.to_string())
+            .replace("{total_token_budget}", &self.total_token_budget.to_string());
+        if let Some(schema) = &self.output_schema {
+            if let Some(at) = prompt.find("\n\nAnswer:") {
+                prompt.truncate(at);
+            }
+            prompt.push_str("\n\n");
+            prompt.push_str(&schema.prompt());
+        }
+        if let Some(cap) = self.max_summary_chars {
+            prompt.push_str(&format!(
+                "\nKeep the summary to at most {cap} characters: a longer one is cut."
+            ));
+        }
+        prompt
     }
 }
 
@@ -519,6 +613,7 @@ impl std::hash::Hash for RuntimeProfile {
             self.scout_fallback,
         )
             .hash(h);
+        (&self.output_schema, self.max_summary_chars).hash(h);
     }
 }
 
@@ -529,14 +624,21 @@ impl std::fmt::Display for RuntimeProfile {
         let tools: Vec<String> = self.tool_allowlist.iter().map(|t| q(t)).collect();
         write!(
             f,
-            "RuntimeProfile(name={}, tool_allowlist={{{}}}, max_steps={}, context_token_budget={}, total_token_budget={}, model_choice={}, result_contract={}, gate_retries={}, on_budget_exhausted={}, timeout_seconds={}, min_tool_calls={}, repo_map_hint={}, tool_result_format={}, scout_fallback={})",
+            "RuntimeProfile(name={}, tool_allowlist={{{}}}, max_steps={}, context_token_budget={}, total_token_budget={}, model_choice={}, result_contract={}, gate_retries={}, on_budget_exhausted={}, timeout_seconds={}, min_tool_calls={}, repo_map_hint={}, tool_result_format={}, scout_fallback={}",
             q(&self.name), tools.join(", "), self.max_steps, self.context_token_budget,
             self.total_token_budget, q(self.model_choice.as_str()),
             q(self.result_contract.map_or("", |c| c.as_str())),
             self.gate_retries, q(self.on_budget_exhausted.as_str()), Json::Float(self.timeout_seconds).py_repr(),
             self.min_tool_calls, if self.repo_map_hint { "True" } else { "False" }, q(self.tool_result_format.as_str()),
             if self.scout_fallback { "True" } else { "False" }
-        )
+        )?;
+        if let Some(schema) = &self.output_schema {
+            write!(f, ", output_schema={}", q(schema.name()))?;
+        }
+        if let Some(cap) = self.max_summary_chars {
+            write!(f, ", max_summary_chars={cap}")?;
+        }
+        f.write_str(")")
     }
 }
 
@@ -589,6 +691,8 @@ pub fn explore_profile() -> RuntimeProfile {
         repo_map_hint: true,
         tool_result_format: ToolResultFormat::Json,
         scout_fallback: false,
+        output_schema: None,
+        max_summary_chars: None,
     }
 }
 

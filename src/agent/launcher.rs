@@ -433,6 +433,33 @@ impl SubagentLauncher {
         Ok((profile, route))
     }
 
+    /// The profile a child of `request` runs with (the request's `output_schema` in place of
+    /// the profile's) and its model route, or why the launcher refuses it: a schema with a
+    /// profile whose `scout_fallback` answers only `ExploreResult`, or a schema for the offline
+    /// scout (no model: it can only answer `ExploreResult`).
+    pub fn child_profile(
+        &self,
+        request: &SubagentRequest,
+    ) -> Result<(RuntimeProfile, ModelChoice), LaunchError> {
+        let (profile, route) = self.check(request)?;
+        let mut profile = profile.clone();
+        if let Some(schema) = &request.output_schema {
+            profile = profile
+                .with_output_schema(Some(schema.clone()))
+                .map_err(|e| LaunchError::OutputSchema(e.0))?;
+        }
+        if let Some(schema) = &profile.output_schema {
+            let (model, _) = self.select(route);
+            if model.route_label() == Some("offline") {
+                return Err(LaunchError::OutputSchema(format!(
+                    "{} needs a model: the offline scout (used when no LLM is configured) answers only ExploreResult; give the launcher a main_llm (or set LLM_MODEL_ID)",
+                    crate::pyjson::py_repr_str(schema.name())
+                )));
+            }
+        }
+        Ok((profile, route))
+    }
+
     /// Pick the model for a route: light when configured, else main. Returns the route used.
     fn select(&self, requested: ModelChoice) -> (Arc<dyn ChatModel>, ModelRoute) {
         match (&self.light_model, requested) {
@@ -485,8 +512,7 @@ impl SubagentLauncher {
         gated: bool,
     ) -> Result<SubagentLaunchResult, Error> {
         let started = Instant::now();
-        let (profile, requested) = self.check(&request)?;
-        let profile = profile.clone();
+        let (profile, requested) = self.child_profile(&request)?;
         let (model, chosen) = self.select(requested);
         let route = ModelRoute::reported(model.route_label(), chosen);
         let model_name = redact_str(&model.model_id().unwrap_or_else(|| model.describe()));
@@ -637,7 +663,7 @@ impl SubagentLauncher {
         observer: LaunchObserver,
     ) -> Result<Vec<SubagentLaunchResult>, Error> {
         for (i, r) in requests.iter().enumerate() {
-            self.check(r)
+            self.child_profile(r)
                 .map_err(|e| Error::from(e).within(&format!("requests[{i}]")))?;
         }
         // Without a limit of its own, the call waits for the launcher's limit here, before a
@@ -768,8 +794,20 @@ fn assemble(
             r.child_run_id = Some(CHILD_RUN_ID.into());
             r.token_usage = outcome.token_usage;
         }
+        Some(ParsedResult::Custom(r)) => {
+            for v in r.value.values_mut() {
+                redact_value(v);
+            }
+            scrub(&mut r.evidence);
+        }
         Some(ParsedResult::Text(t)) => *t = redact_str(t),
         None => {}
+    }
+    // The summary the parent reads is held to the profile's cap, saying so when cut.
+    if let (Some(cap), Some(ParsedResult::Explore(r))) = (profile.max_summary_chars, &mut result) {
+        if let Some(cut) = crate::profile::cap_summary(&r.summary, cap) {
+            r.summary = cut;
+        }
     }
     // A run that ran out of steps, tokens or time still answers (the wrap-up): partial.
     // So does a child whose answers the gate kept refusing, when it saw something: its result
@@ -788,6 +826,7 @@ fn assemble(
             VerificationVerdict::Unverified => SubagentStatus::Unverified,
             VerificationVerdict::Fail | VerificationVerdict::Partial => SubagentStatus::Partial,
         },
+        (Some(ParsedResult::Custom(c)), true) => c.status,
         (Some(ParsedResult::Text(_)), true) => SubagentStatus::Completed,
         _ => SubagentStatus::Failed,
     };
@@ -811,6 +850,25 @@ fn assemble(
         ),
         None => format!("child terminal reason: {}", reason.as_str()),
     });
+    // A caller's own answer object has no place for outrider's notes (an ExploreResult keeps
+    // them in its open questions): why it is not completed goes into `error`.
+    let error = match (&result, error) {
+        (Some(ParsedResult::Custom(c)), None) if status != SubagentStatus::Completed => {
+            let mut why = c.notes.clone();
+            if let Some(detail) = &outcome.error {
+                why.push(format!(
+                    "the child stopped ({}): {}",
+                    reason.as_str(),
+                    crate::redact::redact_cow(detail)
+                ));
+            }
+            if !outcome.ungrounded_evidence.is_empty() {
+                why.push("outrider: some evidence is not grounded in what the child saw (see ungrounded_evidence)".into());
+            }
+            (!why.is_empty()).then(|| why.join("; "))
+        }
+        (_, error) => error,
+    };
     SubagentLaunchResult {
         status,
         profile_name: profile.name.clone(),
@@ -839,5 +897,17 @@ fn assemble(
         trace_error: None,
         failure_reason: failed.then_some(reason),
         ungrounded_evidence: outcome.ungrounded_evidence,
+        output_schema: profile.output_schema.as_ref().map(|s| s.name().to_string()),
+        schema: profile.output_schema.clone(),
+    }
+}
+
+/// Every string in `v` with credentials redacted.
+fn redact_value(v: &mut Value) {
+    match v {
+        Value::String(s) => *s = redact_str(s),
+        Value::Array(items) => items.iter_mut().for_each(redact_value),
+        Value::Object(map) => map.values_mut().for_each(redact_value),
+        _ => {}
     }
 }

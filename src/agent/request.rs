@@ -7,6 +7,7 @@ use crate::args::{Kwargs, Params};
 use crate::error::Error;
 use crate::profile::ModelChoice;
 use crate::pyjson::{py_dumps, Json};
+use crate::schema::OutputSchema;
 
 /// The profile a request uses when it names none.
 pub const DEFAULT_PROFILE: &str = "explore";
@@ -29,6 +30,9 @@ pub struct SubagentRequest {
     /// The parent model's tool call that asked for this child (a Task call), for parent events.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent_tool_call_id: Option<String>,
+    /// The caller's own result shape for this child, in place of the profile's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<OutputSchema>,
 }
 
 /// The fields of a request as a caller gives them, before validation. Every field is optional
@@ -47,6 +51,8 @@ pub struct RequestInit {
     pub parent_session_id: Option<String>,
     /// The parent's run id.
     pub parent_run_id: Option<String>,
+    /// A JSON-schema dict, or None for the profile's shape.
+    pub output_schema: Option<Json>,
 }
 
 /// `SubagentRequest(...)`'s parameters, each of which may come by position or by name.
@@ -59,6 +65,7 @@ pub const REQUEST_PARAMS: Params = Params {
         "model_choice",
         "parent_session_id",
         "parent_run_id",
+        "output_schema",
     ],
     positional: 6,
     required: 0,
@@ -88,6 +95,7 @@ impl RequestInit {
                 model_choice: k.str("model_choice")?,
                 parent_session_id: k.str("parent_session_id")?,
                 parent_run_id: k.str("parent_run_id")?,
+                output_schema: Some(k.json("output_schema")?.clone()),
             })
         };
         read().map_err(|e| e.within(REQUEST_PARAMS.owner))
@@ -135,6 +143,12 @@ impl RequestInit {
                 "must name a profile, e.g. 'explore' (or be left out)",
             ));
         }
+        let output_schema = match self.output_schema {
+            None | Some(Json::Null) => None,
+            Some(schema) => {
+                Some(OutputSchema::from_json(&schema).map_err(|e| e.within("SubagentRequest"))?)
+            }
+        };
         Ok(SubagentRequest {
             profile_name,
             task,
@@ -143,6 +157,7 @@ impl RequestInit {
             parent_session_id: self.parent_session_id,
             parent_run_id: self.parent_run_id,
             parent_tool_call_id: None,
+            output_schema,
         })
     }
 }
@@ -158,6 +173,7 @@ impl SubagentRequest {
             parent_session_id: None,
             parent_run_id: None,
             parent_tool_call_id: None,
+            output_schema: None,
         }
     }
 
@@ -184,10 +200,14 @@ impl std::fmt::Display for SubagentRequest {
             .map_or("None".to_string(), |m| q(m.as_str()));
         write!(
             f,
-            "SubagentRequest(profile_name={}, task={}, model_choice={choice})",
+            "SubagentRequest(profile_name={}, task={}, model_choice={choice}",
             q(&self.profile_name),
             q(&task)
-        )
+        )?;
+        if let Some(schema) = &self.output_schema {
+            write!(f, ", output_schema={}", q(schema.name()))?;
+        }
+        f.write_str(")")
     }
 }
 

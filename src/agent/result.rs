@@ -11,6 +11,7 @@ use crate::contract::{Repair, SubagentStatus, ToolUsage};
 use crate::evidence::EvidenceCheck;
 use crate::profile::wire_enum;
 use crate::runner::{ParsedResult, TerminalReason};
+use crate::schema::{CustomResult, OutputSchema};
 
 /// The run id of every child (one run per child session, as in the reference).
 pub const CHILD_RUN_ID: &str = "run-1";
@@ -89,6 +90,14 @@ pub struct SubagentLaunchResult {
     pub failure_reason: Option<TerminalReason>,
     /// Evidence items that could not be grounded in the files (status `unverified`).
     pub ungrounded_evidence: Vec<EvidenceCheck>,
+    /// The name of the caller's `output_schema` the result follows (its `title`, a pydantic
+    /// class's name), when one was used; `result` is then the answer object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<String>,
+    /// The schema itself, for a host that rebuilds the caller's type (not data: not kept by
+    /// `to_dict()`).
+    #[serde(skip)]
+    pub schema: Option<OutputSchema>,
 }
 
 fn serialize_parsed<S: Serializer>(r: &Option<ParsedResult>, s: S) -> Result<S::Ok, S::Error> {
@@ -121,6 +130,7 @@ pub fn parsed_value(r: Option<&ParsedResult>) -> Value {
     match r {
         Some(ParsedResult::Explore(e)) => e.to_value(),
         Some(ParsedResult::Verification(v)) => v.to_value(),
+        Some(ParsedResult::Custom(c)) => Value::Object(c.value.clone()),
         Some(ParsedResult::Text(t)) => json!(t),
         None => Value::Null,
     }
@@ -130,8 +140,27 @@ impl SubagentLaunchResult {
     /// Rebuild a result from its JSON form ([`SubagentLaunchResult::to_value`]); a bad or
     /// unknown key is refused by name.
     pub fn from_value(v: &Value) -> Result<Self, Error> {
-        Self::deserialize(v)
-            .map_err(|e| Error::config("SubagentLaunchResult.from_dict data", e.to_string()))
+        let bad = |e: String| Error::config("SubagentLaunchResult.from_dict data", e);
+        // A result that followed a caller's schema holds that schema's object, which the
+        // contracts' parse would refuse: it is rebuilt as the answer object it was.
+        if let (Some(Value::String(name)), Some(Value::Object(answer))) =
+            (v.get("output_schema"), v.get("result"))
+        {
+            let mut rest = v.clone();
+            rest["result"] = Value::Null;
+            let mut out = Self::deserialize(&rest).map_err(|e| bad(e.to_string()))?;
+            let status = match out.status {
+                SubagentStatus::Completed => SubagentStatus::Completed,
+                _ => SubagentStatus::Partial,
+            };
+            out.result = Some(ParsedResult::Custom(CustomResult::restored(
+                name,
+                answer.clone(),
+                status,
+            )));
+            return Ok(out);
+        }
+        Self::deserialize(v).map_err(|e| bad(e.to_string()))
     }
 
     /// The JSON form (`to_dict()` in Python).
@@ -150,6 +179,7 @@ impl SubagentLaunchResult {
         match &self.result {
             Some(ParsedResult::Explore(r)) => json!(r.status.as_str()),
             Some(ParsedResult::Verification(v)) => json!(v.verdict.as_str()),
+            Some(ParsedResult::Custom(c)) => json!(c.status.as_str()),
             Some(ParsedResult::Text(_)) => json!("completed"),
             None => Value::Null,
         }

@@ -16,6 +16,7 @@ use crate::error::Error;
 use crate::profile::ModelChoice;
 use crate::pyjson::Json;
 use crate::runner::{CancelToken, ParsedResult};
+use crate::schema::OutputSchema;
 use crate::tools::envelope::{ErrorCode, ToolResult};
 use crate::tools::run::ToolArgs;
 
@@ -66,6 +67,7 @@ impl TaskArgs {
             parent_session_id: None,
             parent_run_id: None,
             parent_tool_call_id: None,
+            output_schema: None,
         }
     }
 }
@@ -197,26 +199,93 @@ fn capitalised(name: &str) -> String {
     }
 }
 
-/// The envelope the parent model receives for a finished launch: `success` for a completed or
-/// partial answer, `unverified` (with the ungrounded items listed) for an answer whose evidence
-/// is not in the files, and an `INTERNAL_ERROR` error for a failed child.
-pub fn launch_envelope(
+/// How the Task tool's envelope is written for the parent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EnvelopeFormat {
+    /// The default: JSON without indentation, no `context` (so no echo of the arguments), and
+    /// `data.result` without the `summary` that `text` already carries.
+    #[default]
+    Compact,
+    /// The reference's: `{status, data, text, stats, context{cwd, params_input}}`, indented by
+    /// 2, `data.result` whole.
+    Reference,
+}
+
+/// What the envelope's `text` says for a result, and the result key it repeats (left out of
+/// the compact envelope's `data.result`).
+fn envelope_text(
     launched: &SubagentLaunchResult,
-    params_input: &Value,
-    elapsed_ms: u64,
-) -> ToolResult {
-    let (text, tool_calls) = match &launched.result {
-        Some(ParsedResult::Explore(r)) => (r.summary.clone(), r.tool_usage.values().sum::<u64>()),
+    max_summary_chars: Option<i64>,
+) -> (String, Option<&'static str>) {
+    match &launched.result {
+        Some(ParsedResult::Explore(r)) => (r.summary.clone(), Some("summary")),
         Some(ParsedResult::Verification(v)) => {
             let mut text = format!("Verdict: {}.", v.verdict.as_str());
             if !v.reasons.is_empty() {
                 text.push(' ');
                 text.push_str(&v.reasons.join("; "));
             }
-            (text, v.tool_usage.values().sum::<u64>())
+            (text, None)
         }
-        Some(ParsedResult::Text(t)) => (t.clone(), launched.tool_calls()),
-        None => (String::new(), 0),
+        // A caller's own object is never changed: the cap applies to what `text` shows of it.
+        Some(ParsedResult::Custom(c)) => {
+            let (text, repeats) = match c.summary() {
+                Some(summary) => (summary.to_string(), Some("summary")),
+                None => (
+                    serde_json::to_string(&Value::Object(c.value.clone())).unwrap_or_default(),
+                    None,
+                ),
+            };
+            match max_summary_chars.and_then(|cap| crate::profile::cap_summary(&text, cap)) {
+                Some(cut) => (cut, None),
+                None => (text, repeats),
+            }
+        }
+        Some(ParsedResult::Text(t)) => (t.clone(), None),
+        None => (String::new(), None),
+    }
+}
+
+/// The envelope the parent model receives for a finished launch: `success` for a completed or
+/// partial answer, `unverified` (with the ungrounded items listed) for an answer whose evidence
+/// is not in the files, and an `INTERNAL_ERROR` error for a failed child; in `format`.
+/// `max_summary_chars` caps the `text` shown for a caller's own schema (an `ExploreResult`'s
+/// summary was capped when the launch finished).
+pub fn launch_envelope(
+    launched: &SubagentLaunchResult,
+    params_input: &Value,
+    elapsed_ms: u64,
+    format: EnvelopeFormat,
+    max_summary_chars: Option<i64>,
+) -> ToolResult {
+    let envelope = reference_envelope(launched, params_input, elapsed_ms, max_summary_chars);
+    match format {
+        EnvelopeFormat::Reference => envelope,
+        EnvelopeFormat::Compact => {
+            let mut envelope = envelope.compacted();
+            let (_, repeats) = envelope_text(launched, max_summary_chars);
+            if let (Some(key), Some(Value::Object(result))) =
+                (repeats, envelope.data.get_mut("result"))
+            {
+                result.shift_remove(key);
+            }
+            envelope
+        }
+    }
+}
+
+fn reference_envelope(
+    launched: &SubagentLaunchResult,
+    params_input: &Value,
+    elapsed_ms: u64,
+    max_summary_chars: Option<i64>,
+) -> ToolResult {
+    let (text, _) = envelope_text(launched, max_summary_chars);
+    let tool_calls = match &launched.result {
+        Some(ParsedResult::Explore(r)) => r.tool_usage.values().sum::<u64>(),
+        Some(ParsedResult::Verification(v)) => v.tool_usage.values().sum::<u64>(),
+        Some(ParsedResult::Custom(_) | ParsedResult::Text(_)) => launched.tool_calls(),
+        None => 0,
     };
     if launched.status == SubagentStatus::Failed || launched.result.is_none() {
         let why = launched
@@ -253,6 +322,12 @@ pub fn launch_envelope(
     data.insert("child_session_id".into(), json!(launched.child_session_id));
     data.insert("child_run_id".into(), json!(launched.child_run_id));
     data.insert("result".into(), parsed_value(launched.result.as_ref()));
+    if let Some(schema) = &launched.output_schema {
+        data.insert("output_schema".into(), json!(schema));
+    }
+    if let (Some(ParsedResult::Custom(_)), Some(note)) = (&launched.result, &launched.error) {
+        data.insert("note".into(), json!(note));
+    }
     let mut out = if launched.status == SubagentStatus::Unverified
         && !launched.ungrounded_evidence.is_empty()
     {
@@ -343,19 +418,31 @@ pub struct PreparedTask {
     request: SubagentRequest,
     params: Value,
     observer: LaunchObserver,
+    format: EnvelopeFormat,
 }
 
 impl PreparedTask {
     /// Launch the child and build the envelope.
     pub async fn run(self, cancel: CancelToken) -> ToolResult {
         let started = Instant::now();
-        match self
+        let cap = self
+            .launcher
+            .profile(&self.request.profile_name)
+            .and_then(|p| p.max_summary_chars);
+        let envelope = match self
             .launcher
             .launch_observed(self.request, cancel, &self.observer)
             .await
         {
-            Ok(r) => launch_envelope(&r, &self.params, started.elapsed().as_millis() as u64),
+            Ok(r) => {
+                let elapsed = started.elapsed().as_millis() as u64;
+                return launch_envelope(&r, &self.params, elapsed, self.format, cap);
+            }
             Err(e) => ToolResult::error(&self.params, ErrorCode::InvalidParam, e.to_string(), 0),
+        };
+        match self.format {
+            EnvelopeFormat::Reference => envelope,
+            EnvelopeFormat::Compact => envelope.compacted(),
         }
     }
 }
@@ -393,12 +480,19 @@ pub struct TaskTool {
     reachable: Vec<String>,
     parent: Option<(String, String)>,
     observer: LaunchObserver,
+    format: EnvelopeFormat,
+    output_schema: Option<OutputSchema>,
 }
 
 /// `TaskTool(...)`'s parameters.
 pub const TASK_TOOL_PARAMS: crate::args::Params = crate::args::Params {
     owner: "TaskTool",
-    names: &["launcher", "subagent_types"],
+    names: &[
+        "launcher",
+        "subagent_types",
+        "reference_format",
+        "output_schema",
+    ],
     positional: 1,
     required: 1,
 };
@@ -418,6 +512,8 @@ impl TaskTool {
             reachable,
             parent: None,
             observer: LaunchObserver::default(),
+            format: EnvelopeFormat::default(),
+            output_schema: None,
         })
     }
 
@@ -432,6 +528,8 @@ impl TaskTool {
             reachable: reachable_profiles(subagent_types)?,
             parent: None,
             observer: LaunchObserver::default(),
+            format: EnvelopeFormat::default(),
+            output_schema: None,
         })
     }
 
@@ -446,6 +544,28 @@ impl TaskTool {
     pub fn with_observer(mut self, observer: LaunchObserver) -> Self {
         self.observer = observer;
         self
+    }
+
+    /// Envelopes in `format` (compact unless the reference's is asked for).
+    pub fn with_format(mut self, format: EnvelopeFormat) -> Self {
+        self.format = format;
+        self
+    }
+
+    /// Every child answers in `schema` (in place of its profile's shape).
+    pub fn with_output_schema(mut self, schema: Option<OutputSchema>) -> Self {
+        self.output_schema = schema;
+        self
+    }
+
+    /// The envelope format.
+    pub fn format(&self) -> EnvelopeFormat {
+        self.format
+    }
+
+    /// The schema every child answers in, when the tool sets one.
+    pub fn output_schema(&self) -> Option<&OutputSchema> {
+        self.output_schema.as_ref()
     }
 
     /// The reachable profile names.
@@ -488,6 +608,15 @@ impl TaskTool {
 
     /// Parse and validate the arguments and find the launcher: an error envelope, or a launch.
     pub fn prepare(&self, input: ToolArgs) -> Prepared {
+        match self.prepare_reference(input) {
+            Prepared::Done(r) if self.format == EnvelopeFormat::Compact => {
+                Prepared::Done(r.compacted())
+            }
+            other => other,
+        }
+    }
+
+    fn prepare_reference(&self, input: ToolArgs) -> Prepared {
         let (raw, parsed) = match input {
             ToolArgs::Text(text) => match crate::pyjson::parse(&text) {
                 Ok(j) => (Value::String(text), j),
@@ -522,6 +651,7 @@ impl TaskTool {
             }
         };
         let mut request = valid.to_request();
+        request.output_schema = self.output_schema.clone();
         if let Some((session, run)) = &self.parent {
             request.parent_session_id = Some(session.clone());
             request.parent_run_id = Some(run.clone());
@@ -532,6 +662,7 @@ impl TaskTool {
                 request,
                 params,
                 observer: self.observer.clone(),
+                format: self.format,
             }),
             Err(msg) => Prepared::Done(ToolResult::error(
                 &params,
@@ -555,9 +686,20 @@ impl std::fmt::Display for TaskTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "TaskTool(subagent_types={})",
+            "TaskTool(subagent_types={}",
             crate::pyjson::py_repr_list(&self.reachable)
-        )
+        )?;
+        if self.format == EnvelopeFormat::Reference {
+            f.write_str(", reference_format=True")?;
+        }
+        if let Some(schema) = &self.output_schema {
+            write!(
+                f,
+                ", output_schema={}",
+                crate::pyjson::py_repr_str(schema.name())
+            )?;
+        }
+        f.write_str(")")
     }
 }
 

@@ -14,7 +14,7 @@ use crate::llm::{
 };
 use crate::profile::{explore_profile, ModelChoice};
 use crate::pyjson::Json;
-use crate::runner::{CancelToken, TerminalReason};
+use crate::runner::{CancelToken, ParsedResult, TerminalReason};
 use crate::tools::envelope::ToolStatus;
 use crate::tools::run::ToolArgs;
 use crate::trace::Trace;
@@ -247,7 +247,13 @@ fn ungrounded_evidence_is_unverified_never_completed() {
     assert_eq!(r.terminal_reason, TerminalReason::CompletedUnverified);
     assert_eq!(r.ungrounded_evidence.len(), 1);
     assert_eq!(r.ungrounded_evidence[0].reason, Some("not_found"));
-    let envelope = task_tool::launch_envelope(&r, &json!({}), 5);
+    let envelope = task_tool::launch_envelope(
+        &r,
+        &json!({}),
+        5,
+        task_tool::EnvelopeFormat::Reference,
+        None,
+    );
     assert_eq!(envelope.status, ToolStatus::Unverified);
     assert_eq!(
         envelope.data["ungrounded_evidence"][0]["evidence"],
@@ -547,8 +553,47 @@ fn children_waiting_their_turn_hold_no_trace_yet() {
     );
 }
 
+/// A Task tool writing the reference's envelope (the contract these tests pin).
 fn task_tool(dir: &tempfile::TempDir, model: Arc<dyn ChatModel>) -> TaskTool {
-    TaskTool::new(Arc::new(launcher(dir, model)), None).unwrap()
+    TaskTool::new(Arc::new(launcher(dir, model)), None)
+        .unwrap()
+        .with_format(task_tool::EnvelopeFormat::Reference)
+}
+
+#[test]
+fn the_default_envelope_is_compact_without_echo_or_repeated_summary() {
+    let dir = tree();
+    let tool = TaskTool::new(Arc::new(launcher(&dir, explorer(Duration::ZERO))), None).unwrap();
+    let prompt = "Where is main? ".repeat(200);
+    let args = json!({"description": "Find main", "prompt": prompt, "subagent_type": "explore"});
+    let out = rt().block_on(tool.run(ToolArgs::Json(Json::from_value(&args)), CancelToken::new()));
+    let v = out.to_value();
+    let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["status", "data", "text", "stats"]);
+    assert_eq!(v["text"], json!("Find"));
+    assert!(v["data"]["result"].get("summary").is_none());
+    assert_eq!(v["data"]["result"]["evidence"], json!(["src/app.py:1-2"]));
+    let text = out.to_json();
+    assert!(
+        !text.contains('\n') && !text.contains("Where is main?"),
+        "{text}"
+    );
+    // The same call, reference format: indented, the prompt echoed, the summary in the result.
+    let reference = task_tool(&dir, explorer(Duration::ZERO));
+    let full =
+        rt().block_on(reference.run(ToolArgs::Json(Json::from_value(&args)), CancelToken::new()));
+    assert_eq!(full.to_value()["data"]["result"]["summary"], json!("Find"));
+    assert!(full.to_json().contains("\n  \"context\": {"));
+    assert!(
+        text.len() * 4 < full.to_json().len(),
+        "{} vs {}",
+        text.len(),
+        full.to_json().len()
+    );
+    // Bad arguments: compact too, no echo.
+    let bad = rt().block_on(tool.run(ToolArgs::Text("{not json".into()), CancelToken::new()));
+    assert!(bad.to_value().get("context").is_none());
+    assert_eq!(bad.to_value()["error"]["code"], json!("INVALID_PARAM"));
 }
 
 fn run_task(tool: &TaskTool, input: ToolArgs) -> Value {
@@ -1033,7 +1078,13 @@ fn results_and_envelopes_carry_input_and_output_tokens_beside_the_total() {
         (&d["token_usage"], &d["input_tokens"], &d["output_tokens"]),
         (&json!(26), &json!(20), &json!(6))
     );
-    let envelope = crate::agent::task_tool::launch_envelope(&r, &json!({}), 5);
+    let envelope = crate::agent::task_tool::launch_envelope(
+        &r,
+        &json!({}),
+        5,
+        task_tool::EnvelopeFormat::Reference,
+        None,
+    );
     let stats: Vec<(&str, &Value)> = envelope
         .stats
         .iter()
@@ -1160,5 +1211,196 @@ fn verify_arguments_default_to_no_requirements_and_no_evidence() {
     assert_eq!(
         verify_args(&none).unwrap_err().to_string(),
         "candidate: must be str, got NoneType"
+    );
+}
+
+fn routes_schema() -> crate::schema::OutputSchema {
+    crate::schema::OutputSchema::from_json_schema(&json!({
+        "title": "Routes", "type": "object",
+        "properties": {"functions": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                       "evidence": {"type": "array", "items": {"type": "string"}}},
+        "required": ["functions", "evidence"], "additionalProperties": false}))
+    .unwrap()
+}
+
+fn system_prompt(r: &ChatRequest) -> String {
+    r.messages
+        .iter()
+        .find_map(|m| match m {
+            Message::System { content } => Some(content.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+fn last_user(r: &ChatRequest) -> String {
+    r.messages
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            Message::User { content } => Some(content.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn an_output_schema_is_told_checked_retried_and_returned() {
+    let dir = tree();
+    let feedback = Arc::new(Mutex::new(Vec::<String>::new()));
+    let seen = feedback.clone();
+    let model = FnModel::new(Duration::ZERO, move |r| {
+        assert!(system_prompt(r).contains("validates against this JSON schema (Routes)"));
+        assert!(!system_prompt(r).contains("\"unresolved_questions\": []"));
+        Ok(match tool_results(r) {
+            0 => call("Read", json!({"path": "src/app.py"})),
+            _ if !last_user(r).contains("Return only") => {
+                say(json!({"functions": "main", "evidence": ["src/app.py:1"]}).to_string())
+            }
+            _ => {
+                seen.lock().unwrap().push(last_user(r));
+                say(json!({"functions": ["main"], "evidence": ["src/app.py:1"]}).to_string())
+            }
+        })
+    });
+    let l = launcher(&dir, model);
+    let mut request = SubagentRequest::explore("List functions");
+    request.output_schema = Some(routes_schema());
+    let r = rt()
+        .block_on(l.launch(request, CancelToken::new()))
+        .unwrap();
+    assert_eq!(r.status, SubagentStatus::Completed, "{r}");
+    let fb = feedback.lock().unwrap().clone();
+    assert_eq!(fb.len(), 1);
+    assert!(
+        fb[0].starts_with(
+            "Return only a valid Routes JSON object: functions: \"main\" is not of type \"array\""
+        ),
+        "{}",
+        fb[0]
+    );
+    let Some(ParsedResult::Custom(c)) = &r.result else {
+        panic!("{:?}", r.result)
+    };
+    assert_eq!(
+        Value::Object(c.value.clone()),
+        json!({"functions": ["main"], "evidence": ["src/app.py:1"]})
+    );
+    assert_eq!(r.output_schema.as_deref(), Some("Routes"));
+    let back = SubagentLaunchResult::from_value(&r.to_value()).unwrap();
+    assert_eq!(back.to_value(), r.to_value());
+    assert!(matches!(back.result, Some(ParsedResult::Custom(_))));
+}
+
+#[test]
+fn an_output_schema_never_met_fails_with_the_reason_and_evidence_is_still_grounded() {
+    let dir = tree();
+    let never = FnModel::new(Duration::ZERO, |r| {
+        Ok(match tool_results(r) {
+            0 => call("Read", json!({"path": "src/app.py"})),
+            _ => say(json!({"functions": [], "evidence": ["src/app.py:1"]}).to_string()),
+        })
+    });
+    let mut request = SubagentRequest::explore("List functions");
+    request.output_schema = Some(routes_schema());
+    let r = rt()
+        .block_on(launcher(&dir, never).launch(request.clone(), CancelToken::new()))
+        .unwrap();
+    assert_eq!(r.status, SubagentStatus::Failed);
+    assert_eq!(
+        r.failure_reason,
+        Some(TerminalReason::CompletionGateBlocked)
+    );
+    let error = r.error.clone().unwrap();
+    assert!(error.contains("[] has less than 1 item"), "{error}");
+
+    let unseen = FnModel::new(Duration::ZERO, |r| {
+        Ok(match tool_results(r) {
+            0 => call("Read", json!({"path": "src/app.py"})),
+            _ => say(json!({"functions": ["main"], "evidence": ["src/app.py:9"]}).to_string()),
+        })
+    });
+    let r = rt()
+        .block_on(launcher(&dir, unseen).launch(request, CancelToken::new()))
+        .unwrap();
+    assert_eq!(r.status, SubagentStatus::Unverified);
+    assert_eq!(r.ungrounded_evidence[0].evidence, "src/app.py:9");
+    assert!(matches!(r.result, Some(ParsedResult::Custom(_))));
+}
+
+#[test]
+fn an_output_schema_needs_a_model_and_no_scout_fallback() {
+    let dir = tree();
+    let l = SubagentLauncher::new(
+        dir.path(),
+        LauncherOptions {
+            main_model: Some(Arc::new(crate::llm::scout::OfflineScout)),
+            trace_dir: TraceDirSetting::Off,
+            ..LauncherOptions::default()
+        },
+    )
+    .unwrap();
+    let mut request = SubagentRequest::explore("List functions");
+    request.output_schema = Some(routes_schema());
+    let err = rt()
+        .block_on(l.launch(request, CancelToken::new()))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("output_schema: 'Routes' needs a model: the offline scout"),
+        "{err}"
+    );
+    let p = explore_profile()
+        .with_fields(&[("scout_fallback".into(), Json::Bool(true))])
+        .unwrap();
+    assert_eq!(
+        p.with_output_schema(Some(routes_schema())).unwrap_err().0,
+        "runtime profile scout_fallback cannot be used with output_schema: the offline scout answers only ExploreResult"
+    );
+}
+
+#[test]
+fn a_long_summary_is_cut_to_the_profile_cap_saying_so() {
+    let dir = tree();
+    let long = "word ".repeat(100);
+    let model = FnModel::new(Duration::ZERO, move |r| {
+        assert!(system_prompt(r).contains("Keep the summary to at most 120 characters"));
+        Ok(match tool_results(r) {
+            0 => call("Read", json!({"path": "src/app.py"})),
+            _ => answer(long.trim(), "src/app.py:1"),
+        })
+    });
+    let capped = explore_profile()
+        .with_fields(&[("max_summary_chars".into(), Json::Int(120))])
+        .unwrap();
+    let l = launcher_with(
+        &dir,
+        model,
+        LauncherOptions {
+            profiles: vec![capped],
+            ..LauncherOptions::default()
+        },
+    );
+    let r = rt()
+        .block_on(l.launch(SubagentRequest::explore("x"), CancelToken::new()))
+        .unwrap();
+    let Some(ParsedResult::Explore(e)) = &r.result else {
+        panic!()
+    };
+    let n = e.summary.chars().count();
+    assert!((110..=120).contains(&n), "{n}: {}", e.summary);
+    assert!(
+        e.summary.starts_with("word word")
+            && e.summary
+                .ends_with(" … [summary cut by max_summary_chars=120: 49 of 499 characters shown]"),
+        "{}",
+        e.summary
+    );
+    assert_eq!(
+        explore_profile()
+            .with_fields(&[("max_summary_chars".into(), Json::Int(5))])
+            .unwrap_err()
+            .to_string(),
+        "runtime profile max_summary_chars must be None or between 100 and 1000000, got 5"
     );
 }

@@ -258,6 +258,7 @@ pub fn verification_request(
         parent_session_id: None,
         parent_run_id: None,
         parent_tool_call_id: None,
+        output_schema: None,
     }
 }
 

@@ -5,8 +5,11 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::contract::{
-    ContractError, ExploreResult, Repair, ToolUsage, VerificationMeta, VerificationResult,
+    repair_object, ContractError, ExploreResult, LocItem, Repair, ToolUsage, VerificationMeta,
+    VerificationResult, Violation,
 };
+use crate::pyjson::Json;
+use crate::schema::{CustomResult, OutputSchema};
 use std::time::Instant;
 
 use crate::contract::{SubagentStatus, VerificationVerdict};
@@ -31,11 +34,15 @@ pub(crate) enum Gate {
     },
 }
 
-/// The final answer parsed by the profile's contract (with repair), or free text without one.
+/// The final answer parsed by the profile's `output_schema` or contract (with repair), or free
+/// text without one.
 pub(crate) fn parse_answer(
     profile: &RuntimeProfile,
     text: &str,
 ) -> Result<(ParsedResult, Option<Repair>), ContractError> {
+    if let Some(schema) = &profile.output_schema {
+        return parse_custom(schema, text);
+    }
     match profile.result_contract {
         None => Ok((ParsedResult::Text(text.to_string()), None)),
         Some(ResultContract::Explore) => ExploreResult::repair(text, ToolUsage::new(), "completed")
@@ -45,6 +52,48 @@ pub(crate) fn parse_answer(
                 .map(|(r, rep)| (ParsedResult::Verification(r), rep))
         }
     }
+}
+
+/// An answer checked against a caller's schema: the one JSON object (with the same repairs as a
+/// contract's), then the schema and the evidence rule; every violation is listed.
+fn parse_custom(
+    schema: &OutputSchema,
+    text: &str,
+) -> Result<(ParsedResult, Option<Repair>), ContractError> {
+    const WHAT: &str = crate::schema::UNTITLED;
+    let (object, repair) = repair_object(WHAT, text)?;
+    let value = object.to_value();
+    if let Err(found) = schema.check(&value) {
+        return Err(ContractError {
+            contract: WHAT,
+            violations: found
+                .into_iter()
+                .map(|v| Violation {
+                    kind: "schema",
+                    loc: v
+                        .path
+                        .split('.')
+                        .filter(|p| !p.is_empty())
+                        .map(|p| match p.parse::<usize>() {
+                            Ok(i) => LocItem::Index(i),
+                            Err(_) => LocItem::Key(p.to_string()),
+                        })
+                        .collect(),
+                    msg: v.to_string(),
+                    input: Json::Null,
+                })
+                .collect(),
+        });
+    }
+    let serde_json::Value::Object(map) = value else {
+        return Err(ContractError::single(
+            WHAT,
+            "structured child result must be an object",
+            "object_type",
+            object,
+        ));
+    };
+    Ok((ParsedResult::Custom(CustomResult::new(schema, map)), repair))
 }
 
 /// Whether `text` is one of the answer template's placeholders (a weak model copies them).
@@ -61,7 +110,7 @@ fn is_template_text(text: &str) -> bool {
 
 /// The refusal of an answer that does not meet the contract, naming each violation once.
 fn contract_refusal(profile: &RuntimeProfile, text: &str) -> Gate {
-    let contract = profile.result_contract.map_or("", |c| c.as_str());
+    let contract = profile.answer_shape();
     let mut reasons: Vec<String> = Vec::new();
     if let Err(e) = parse_answer(profile, text) {
         for v in &e.violations {
@@ -101,7 +150,7 @@ pub(crate) async fn check(
     deadline: Instant,
     seen: &Exploration<'_>,
 ) -> Gate {
-    let contract = profile.result_contract.map_or("", |c| c.as_str());
+    let contract = profile.answer_shape();
     let (result, repair) = match parse_answer(profile, text) {
         Ok(ok) => ok,
         Err(_) if seen.successful_tools < profile.min_tool_calls.max(0) as u64 => {
@@ -180,16 +229,28 @@ pub(crate) async fn check(
             parsed: Some((result, repair, ungrounded)),
         };
     }
-    if let ParsedResult::Explore(r) = &result {
-        if r.status == SubagentStatus::Completed && r.evidence.is_empty() {
-            return Gate::Reject {
-                exploring: false,
-                feedback: format!(
-                    "A \"completed\" answer must cite at least one line you saw (relative/path:line from a Read or Grep result). Add that evidence, or, if you could not find it, reply with status \"partial\" and say what remains open in the {contract} JSON object."
-                ),
-                parsed: Some((result, repair, Vec::new())),
-            };
-        }
+    let completed_without_evidence = match &result {
+        ParsedResult::Explore(r) => r.status == SubagentStatus::Completed && r.evidence.is_empty(),
+        ParsedResult::Custom(r) => r.status == SubagentStatus::Completed && r.evidence.is_empty(),
+        _ => false,
+    };
+    if completed_without_evidence {
+        let has_status = match &profile.output_schema {
+            None => true,
+            Some(s) => s.schema()["properties"].get("status").is_some(),
+        };
+        let otherwise = if has_status {
+            format!(", or, if you could not find it, reply with status \"partial\" and say what remains open in the {contract} JSON object.")
+        } else {
+            format!(" to the {contract} JSON object.")
+        };
+        return Gate::Reject {
+            exploring: false,
+            feedback: format!(
+                "A \"completed\" answer must cite at least one line you saw (relative/path:line from a Read or Grep result). Add that evidence{otherwise}"
+            ),
+            parsed: Some((result, repair, Vec::new())),
+        };
     }
     Gate::Accept(result, repair)
 }
@@ -243,6 +304,16 @@ pub(crate) fn downgraded(mut result: ParsedResult, exploring: bool) -> ParsedRes
             v.reasons.push(
                 "outrider: the verifier answered before reading the repository enough, so its verdict is UNVERIFIED".into(),
             );
+        }
+        ParsedResult::Custom(r) => {
+            r.status = SubagentStatus::Partial;
+            r.notes.push(if exploring {
+                "outrider: the child answered before searching enough, so this answer is partial"
+                    .into()
+            } else {
+                "outrider: the answer cited no line the child saw, so it is partial, not completed"
+                    .into()
+            });
         }
         ParsedResult::Text(_) => {}
     }

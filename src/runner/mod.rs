@@ -118,6 +118,7 @@ impl RuntimeRunner {
         };
         if !self.profile.scout_fallback
             || self.profile.result_contract != Some(ResultContract::Explore)
+            || self.profile.output_schema.is_some()
             || self.model.route_label() == Some("offline")
             // Only after the model answered or ran out: a model error (a bad key, a throttled
             // provider) must stay visible, never be covered by the scout.
@@ -599,8 +600,10 @@ impl RuntimeRunner {
         if self.profile.on_budget_exhausted != BudgetPolicy::Partial || self.cancel.is_cancelled() {
             return self.finish(st, step, reason, None, None, None, Some(error), vec![]);
         }
-        let contract = self.profile.result_contract.map_or("", |c| c.as_str());
-        let partial = if self.profile.result_contract == Some(ResultContract::Explore) {
+        let contract = self.profile.answer_shape().to_string();
+        let partial = if self.profile.result_contract == Some(ResultContract::Explore)
+            && self.profile.output_schema.is_none()
+        {
             " with status \"partial\""
         } else {
             ""
@@ -650,8 +653,10 @@ impl RuntimeRunner {
         });
         match gate::parse_answer(&self.profile, &text) {
             Ok((mut result, repair)) => {
-                if let ParsedResult::Explore(r) = &mut result {
-                    r.status = SubagentStatus::Partial;
+                match &mut result {
+                    ParsedResult::Explore(r) => r.status = SubagentStatus::Partial,
+                    ParsedResult::Custom(r) => r.status = SubagentStatus::Partial,
+                    _ => {}
                 }
                 // A partial answer is held to the same evidence rule as a final one.
                 let ungrounded =
@@ -685,7 +690,10 @@ impl RuntimeRunner {
         error: String,
     ) -> RunOutcome {
         // Only a child that searched itself has places of its own to give.
+        // A caller's own schema gets its own answer or none: leads in ExploreResult's shape
+        // would not be the type it asked for.
         if self.profile.result_contract != Some(ResultContract::Explore)
+            || self.profile.output_schema.is_some()
             || st.observed.is_empty()
             || st.successful_tools == 0
         {

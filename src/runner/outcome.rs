@@ -115,6 +115,8 @@ pub enum ParsedResult {
     Explore(ExploreResult),
     /// A verification answer.
     Verification(VerificationResult),
+    /// An answer that met a caller's `output_schema`.
+    Custom(crate::schema::CustomResult),
     /// Free text, for a profile without a result contract (a main agent).
     Text(String),
 }
@@ -130,6 +132,7 @@ impl ParsedResult {
         match self {
             ParsedResult::Explore(r) => &r.evidence,
             ParsedResult::Verification(r) => &r.evidence,
+            ParsedResult::Custom(r) => &r.evidence,
             ParsedResult::Text(_) => &[],
         }
     }

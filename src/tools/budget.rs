@@ -244,6 +244,7 @@ pub fn truncate(
         stats: result.stats,
         context: result.context,
         error: result.error,
+        compact: result.compact,
     }
 }
 

@@ -126,6 +126,9 @@ pub struct ToolResult {
     pub context: Map<String, Value>,
     /// Set exactly when `status` is error.
     pub error: Option<ToolError>,
+    /// The compact form (the Task tool's default for the parent): no `context` (so no echo of
+    /// the arguments) and JSON without indentation.
+    pub compact: bool,
 }
 
 /// Milliseconds since `started`, at least 1 (success and partial results never report 0).
@@ -220,6 +223,7 @@ impl ToolResult {
             stats: time_stats(time_ms.max(1)),
             context: base_context(params_input),
             error: None,
+            compact: false,
         }
     }
 
@@ -272,7 +276,16 @@ impl ToolResult {
                 message,
                 details: Map::new(),
             }),
+            compact: false,
         }
+    }
+
+    /// The compact form: `context` (with its echo of the arguments) left out, JSON written
+    /// without indentation.
+    pub fn compacted(mut self) -> Self {
+        self.context.clear();
+        self.compact = true;
+        self
     }
 
     /// Set `context.path_resolved` (the project-relative path the tool worked on).
@@ -310,15 +323,17 @@ impl ToolResult {
         self.error.as_ref().map(|e| e.code)
     }
 
-    /// The envelope as JSON: keys `status, data, text, stats, context` in that order, plus
-    /// `error {code, message, ...details}` only on error.
+    /// The envelope as JSON: keys `status, data, text, stats, context` in that order (no
+    /// `context` in the compact form), plus `error {code, message, ...details}` only on error.
     pub fn to_value(&self) -> Value {
         let mut out = Map::new();
         out.insert("status".into(), Value::from(self.status.as_str()));
         out.insert("data".into(), Value::Object(self.data.clone()));
         out.insert("text".into(), Value::from(self.text.clone()));
         out.insert("stats".into(), Value::Object(self.stats.clone()));
-        out.insert("context".into(), Value::Object(self.context.clone()));
+        if !self.compact {
+            out.insert("context".into(), Value::Object(self.context.clone()));
+        }
         if self.status == ToolStatus::Error {
             let mut error = Map::new();
             let (code, message, details) = match &self.error {
@@ -345,9 +360,14 @@ impl ToolResult {
         }
     }
 
-    /// The tool message content: pretty JSON, 2-space indent, non-ASCII kept.
+    /// The tool message content: pretty JSON, 2-space indent, non-ASCII kept (the compact form:
+    /// no whitespace between tokens).
     pub fn to_json(&self) -> String {
-        to_pretty_json(&self.to_value())
+        if self.compact {
+            serde_json::to_string(&self.to_value()).unwrap_or_else(|_| "{}".to_string())
+        } else {
+            to_pretty_json(&self.to_value())
+        }
     }
 }
 
