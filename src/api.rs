@@ -1,7 +1,9 @@
 //! The one front door to the core for an embedder such as the Python binding: every type and
 //! function a front end needs, by name, so it never reaches into the core's modules.
 
-pub use crate::agent::task_tool::{FactoryError, LauncherFactory, TaskTool, TASK_TOOL_NAME};
+pub use crate::agent::task_tool::{
+    EnvelopeFormat, FactoryError, LauncherFactory, TaskTool, TASK_TOOL_NAME,
+};
 pub use crate::agent::VERIFY_PARAMS;
 pub use crate::agent::{
     profiles_by_key, CompletionVerdict, LaunchError, LaunchObserver, LauncherOptions, MainAgent,
@@ -39,6 +41,9 @@ pub use crate::profile::{
 pub use crate::pyjson::{py_repr_str, Json};
 pub use crate::redact::{redact_str, register_secret};
 pub use crate::runner::{CancelToken, Owner, ParsedResult};
+pub use crate::schema::{
+    AnswerValidator, CustomResult, OutputSchema, SchemaViolation, EXPECTED as OUTPUT_SCHEMA_EXPECTED,
+};
 pub use crate::tools::envelope::{to_pretty_json, ToolResult};
 pub use crate::tools::run::{run_tool, run_tool_blocking, tool_schemas, ToolArgs};
 pub use crate::tools::run::{RUN_TOOL_PARAMS, TOOL_SCHEMAS_PARAMS};

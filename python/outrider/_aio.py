@@ -309,19 +309,31 @@ def resolve(future: asyncio.Future[Any], value: Any, error: BaseException | None
         future.set_result(value)
 
 
+def envelope_json(task: Any, envelope: Any) -> str:
+    """A Task envelope as the parent model reads it: compact JSON, or the reference's (indent 2)
+    when the tool was built with ``reference_format=True``; non-ASCII kept."""
+    if getattr(task, "reference_format", False):
+        return json.dumps(envelope, ensure_ascii=False, indent=2)
+    return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
+
+
 def install(core: Any) -> None:
     """Give the native classes their entry points. Each native half (``_launch``,
     ``_launch_many``, ``_run``) either blocks (GIL released, Ctrl-C heard) or returns an asyncio
     future of the running loop; the coroutine methods are ``async def``, so ``asyncio.run``,
     ``create_task`` and ``TaskGroup`` take them as they are."""
 
-    def launch(self: Any, request: Any, *, on_event: Any = None) -> Any:
-        """Run one child to the end (GIL released; Ctrl-C cancels it and raises)."""
-        return self._launch(request, on_event, False)
+    def launch(self: Any, request: Any, *, on_event: Any = None, output_schema: Any = None) -> Any:
+        """Run one child to the end (GIL released; Ctrl-C cancels it and raises).
+        ``output_schema`` (a pydantic model class or a JSON-schema dict) replaces the request's
+        and the profile's result shape for this child."""
+        return self._launch(request, on_event, False, output_schema)
 
-    async def launch_async(self: Any, request: Any, *, on_event: Any = None) -> Any:
+    async def launch_async(
+        self: Any, request: Any, *, on_event: Any = None, output_schema: Any = None
+    ) -> Any:
         """The same as ``launch`` from async code; cancelling it cancels the child."""
-        return await self._launch(request, on_event, True)
+        return await self._launch(request, on_event, True, output_schema)
 
     def launch_many(
         self: Any,
@@ -379,8 +391,9 @@ def install(core: Any) -> None:
         return self._run(args, False)
 
     def task_run_json(self: Any, args: Any) -> str:
-        """``run``, serialised as the tool message content (JSON, indent 2, non-ASCII kept)."""
-        return json.dumps(self._run(args, False), indent=2, ensure_ascii=False)
+        """``run``, serialised as the tool message content: compact JSON (indent 2 with
+        ``reference_format=True``), non-ASCII kept."""
+        return envelope_json(self, self._run(args, False))
 
     async def task_run_async(self: Any, args: Any) -> Any:
         """``run`` from async code: the envelope dict; cancelling it cancels the child."""

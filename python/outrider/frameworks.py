@@ -17,11 +17,11 @@ These functions are also the ``TaskTool`` methods of the same names (attached on
 from __future__ import annotations
 
 import importlib
-import json
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from outrider._aio import envelope_json
 from outrider.exceptions import MissingExtraError, install_hint
 
 if TYPE_CHECKING:
@@ -109,9 +109,9 @@ def child_usage(envelope: Any) -> ChildUsage:
     return ChildUsage(total, total, 0, requests, False)
 
 
-def _text(envelope: Any) -> str:
+def _text(task: TaskTool, envelope: Any) -> str:
     # The same text as TaskTool.run_json: what the model reads as the tool result.
-    return json.dumps(envelope, ensure_ascii=False, indent=2)
+    return envelope_json(task, envelope)
 
 
 # ---------------------------------------------------------------------------------- openai-agents
@@ -142,7 +142,7 @@ def as_openai_agents_tool(
                     total_tokens=used.total_tokens,
                 )
             )
-        return _text(envelope)
+        return _text(self, envelope)
 
     tool: FunctionTool = agents.FunctionTool(
         name=name or task.name,
@@ -249,7 +249,7 @@ def _langchain_tool_class() -> type[BaseTool]:
                 child: CallbackManager = run_manager.get_child()
                 for llm_run in child.on_chat_model_start(serialized, request):
                     llm_run.on_llm_end(result)
-            return _text(envelope), envelope
+            return _text(self.task, envelope), envelope
 
         async def _arun(
             self, run_manager: Any = None, **arguments: Any
@@ -261,7 +261,7 @@ def _langchain_tool_class() -> type[BaseTool]:
                 child: AsyncCallbackManager = run_manager.get_child()
                 for llm_run in await child.on_chat_model_start(serialized, request):
                     await llm_run.on_llm_end(result)
-            return _text(envelope), envelope
+            return _text(self.task, envelope), envelope
 
     _langchain_class = OutriderTaskTool
     return OutriderTaskTool

@@ -35,6 +35,7 @@ from functools import partial
 from typing import IO, TYPE_CHECKING, Any, Final, TypeVar
 
 import outrider
+from outrider._aio import envelope_json
 from outrider.exceptions import MissingExtraError, install_hint
 
 if TYPE_CHECKING:
@@ -326,8 +327,13 @@ def build_server(
         else:
             run = partial(outrider.run_tool, root, name, arguments, timeout=timeout)
             envelope = dict(await _in_daemon_thread(run))
+        text = (
+            envelope_json(task, envelope)
+            if name == task.name
+            else json.dumps(envelope, ensure_ascii=False, indent=2)
+        )
         return types.CallToolResult(
-            content=[types.TextContent(text=json.dumps(envelope, ensure_ascii=False, indent=2))],
+            content=[types.TextContent(text=text)],
             structured_content=envelope,
             is_error=envelope.get("status") == "error",
         )

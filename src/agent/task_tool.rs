@@ -211,6 +211,18 @@ pub enum EnvelopeFormat {
     Reference,
 }
 
+impl EnvelopeFormat {
+    /// The `reference_format` argument: True for the reference's format; False or not given
+    /// for the compact default.
+    pub fn from_kwargs(k: &crate::args::Kwargs) -> Result<Self, Error> {
+        match k.given("reference_format", "bool")? {
+            Json::Null | Json::Bool(false) => Ok(EnvelopeFormat::Compact),
+            Json::Bool(true) => Ok(EnvelopeFormat::Reference),
+            other => Err(Error::wrong_type("reference_format", "bool", other.type_name())),
+        }
+    }
+}
+
 /// What the envelope's `text` says for a result, and the result key it repeats (left out of
 /// the compact envelope's `data.result`).
 fn envelope_text(

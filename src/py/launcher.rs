@@ -20,6 +20,7 @@ use crate::py::model::callable_model;
 use crate::py::observe::{observer, refresh_level};
 use crate::py::profile::PyRuntimeProfile;
 use crate::py::runtime::{finish, Plain};
+use crate::py::schema::{answer_object, output_schema_arg, output_schema_value};
 
 type JsonMap = serde_json::Map<String, serde_json::Value>;
 
@@ -35,10 +36,19 @@ frozen_class! {
         structured_context: Plain<JsonMap> = |r| Plain(r.structured_context.clone()),
     }
     #[new]
-    #[pyo3(signature = (*args, **kwargs), text_signature = "(task, profile_name=None, structured_context=None, model_choice=None, parent_session_id=None, parent_run_id=None)")]
+    #[pyo3(signature = (*args, **kwargs), text_signature = "(task, profile_name=None, structured_context=None, model_choice=None, parent_session_id=None, parent_run_id=None, *, output_schema=None)")]
     fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-        let init = RequestInit::from_kwargs(&bind(&REQUEST_PARAMS, Some(args), kwargs)?)?;
-        Ok(PySubagentRequest { inner: init.build()? })
+        let a = Args::bind(&REQUEST_PARAMS, Some(args), kwargs)?;
+        let schema = output_schema_arg(a.get("output_schema"), "SubagentRequest.output_schema")?;
+        let mut inner = RequestInit::from_kwargs(&a.plain(&["output_schema"])?)?.build()?;
+        inner.output_schema = schema;
+        Ok(PySubagentRequest { inner })
+    }
+    /// The schema the child answers in (the pydantic class or the JSON-schema dict), when the
+    /// request names one.
+    #[getter]
+    fn output_schema<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        output_schema_value(py, self.inner.output_schema.as_ref())
     }
     /// The child's first user message.
     fn render(&self) -> String {
@@ -81,9 +91,15 @@ frozen_class! {
         Ok(match &self.inner.result {
             Some(ParsedResult::Explore(r)) => Some(Py::new(py, PyExploreResult { inner: r.clone() })?.into_any()),
             Some(ParsedResult::Verification(r)) => Some(Py::new(py, PyVerificationResult { inner: r.clone() })?.into_any()),
+            Some(ParsedResult::Custom(c)) => Some(answer_object(py, self.inner.schema.as_ref(), &c.value)?.unbind()),
             Some(ParsedResult::Text(t)) => Some(t.into_pyobject(py)?.into_any().unbind()),
             None => None,
         })
+    }
+    /// The name of the `output_schema` the result follows, when one was used.
+    #[getter]
+    fn output_schema(&self) -> Option<String> {
+        self.inner.output_schema.clone()
     }
 }
 
@@ -185,14 +201,19 @@ frozen_class! {
     }
 
     /// `launch` and `launch_async` (`outrider._aio`): one child, blocking or as an asyncio future.
+    #[pyo3(signature = (request, on_event, awaitable, output_schema=None))]
     fn _launch(
         &self,
         py: Python<'_>,
         request: &Bound<'_, PyAny>,
         on_event: Option<&Bound<'_, PyAny>>,
         awaitable: bool,
+        output_schema: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let (req, launcher) = (request_arg(request)?, self.inner.inner.clone());
+        let (mut req, launcher) = (request_arg(request)?, self.inner.inner.clone());
+        if let Some(schema) = output_schema_arg(output_schema, "output_schema")? {
+            req.output_schema = Some(schema);
+        }
         let observer = observer(on_event, None)?;
         let launch = |c| async move { launcher.launch_observed(req, c, &observer).await };
         finish(py, &self.inner.cancel, awaitable, launch)

@@ -12,6 +12,7 @@ mod observe;
 mod openai;
 mod profile;
 mod runtime;
+mod schema;
 mod task;
 mod tools;
 

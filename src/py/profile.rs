@@ -4,7 +4,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFrozenSet, PyTuple};
 
 use crate::api::{Json, Params, RuntimeProfile, PROFILE_PARAMS};
-use crate::py::convert::{bind, to_json, Args};
+use crate::py::convert::{to_json, Args};
+use crate::py::schema::{output_schema_arg, output_schema_value};
 use crate::py::frozen_class;
 
 /// One keyword value as the core takes it, named `RuntimeProfile.<key>`.
@@ -41,31 +42,61 @@ frozen_class! {
         repo_map_hint: bool = |p| p.repo_map_hint,
         tool_result_format: &'static str = |p| p.tool_result_format.as_str(),
         scout_fallback: bool = |p| p.scout_fallback,
+        max_summary_chars: Option<i64> = |p| p.max_summary_chars,
     }
     #[new]
     #[pyo3(
         signature = (*args, **kwargs),
-        text_signature = "(name, system_prompt, tool_allowlist=None, max_steps=None, context_token_budget=None, total_token_budget=None, model_choice=None, context_source_policy=None, completion_policy=None, result_contract=None, recursive_subagents=None, *, gate_retries=None, on_budget_exhausted=None, timeout_seconds=None, min_tool_calls=None, repo_map_hint=None, tool_result_format=None, scout_fallback=None)"
+        text_signature = "(name, system_prompt, tool_allowlist=None, max_steps=None, context_token_budget=None, total_token_budget=None, model_choice=None, context_source_policy=None, completion_policy=None, result_contract=None, recursive_subagents=None, *, gate_retries=None, on_budget_exhausted=None, timeout_seconds=None, min_tool_calls=None, repo_map_hint=None, tool_result_format=None, scout_fallback=None, output_schema=None, max_summary_chars=None)"
     )]
     fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-        let inner = RuntimeProfile::from_kwargs(&bind(&PROFILE_PARAMS, Some(args), kwargs)?)?;
+        let a = Args::bind(&PROFILE_PARAMS, Some(args), kwargs)?;
+        let schema = output_schema_arg(a.get("output_schema"), "RuntimeProfile.output_schema")?;
+        let inner = RuntimeProfile::from_kwargs(&a.plain(&["output_schema"])?)?;
+        let inner = match schema {
+            Some(s) => inner.with_output_schema(Some(s)).map_err(crate::api::Error::from)?,
+            None => inner,
+        };
         Ok(PyRuntimeProfile { inner })
+    }
+
+    /// The schema the child answers in: the pydantic class or the JSON-schema dict it was
+    /// given, or None (the result contract's shape).
+    #[getter]
+    fn output_schema<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        output_schema_value(py, self.inner.output_schema.as_ref())
     }
 
     /// A copy with some fields changed, validated again.
     #[pyo3(signature = (*args, **changes), text_signature = "($self, **changes)")]
     fn replace(&self, args: &Bound<'_, PyTuple>, changes: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         Args::bind(&Params::keywords("RuntimeProfile.replace", &[]), Some(args), None)?;
-        let changes = changes.map(fields).transpose()?.unwrap_or_default();
-        Ok(PyRuntimeProfile {
-            inner: self.inner.clone().with_fields(&changes)?,
-        })
+        // A schema is converted here (a pydantic class has no JSON form); the rest by the core.
+        let schema = match changes.map(|c| c.get_item("output_schema")).transpose()?.flatten() {
+            Some(given) => Some(output_schema_arg(Some(&given), "RuntimeProfile.output_schema")?),
+            None => None,
+        };
+        let rest = match (changes, &schema) {
+            (Some(c), Some(_)) => {
+                let c = c.copy()?;
+                c.del_item("output_schema")?;
+                fields(&c)?
+            }
+            (c, _) => c.map(fields).transpose()?.unwrap_or_default(),
+        };
+        let inner = self.inner.clone().with_fields(&rest)?;
+        let inner = match schema {
+            Some(s) => inner.with_output_schema(s).map_err(crate::api::Error::from)?,
+            None => inner,
+        };
+        Ok(PyRuntimeProfile { inner })
     }
 
     /// All fields as a dict (the allow-list as a frozenset).
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = crate::py::convert::dump(py, &self.inner)?.cast_into::<PyDict>()?;
         d.set_item("tool_allowlist", self.tool_allowlist(py)?)?;
+        d.set_item("output_schema", self.output_schema(py)?)?;
         Ok(d)
     }
 

@@ -4,7 +4,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::api::CancelToken;
-use crate::api::{FactoryError, LauncherFactory, TaskTool, TASK_TOOL_NAME, TASK_TOOL_PARAMS};
+use crate::api::{
+    EnvelopeFormat, FactoryError, LauncherFactory, TaskTool, TASK_TOOL_NAME, TASK_TOOL_PARAMS,
+};
+use crate::py::schema::{output_schema_arg, output_schema_value};
 use crate::py::convert::{tool_args, type_name, wrong_type, Args};
 use crate::py::frozen_class;
 use crate::py::launcher::PySubagentLauncher;
@@ -41,13 +44,18 @@ frozen_class! {
         parameters: Plain<serde_json::Value> = |t| Plain(t.parameters()),
         /// The profiles reachable through this tool.
         subagent_types: Vec<String> = |t| t.reachable().to_vec(),
+        /// Whether envelopes follow the reference's format (indented, `context.params_input`).
+        reference_format: bool = |t| t.format() == EnvelopeFormat::Reference,
     }
     #[new]
-    #[pyo3(signature = (*args, **kwargs), text_signature = "(launcher, *, subagent_types=None)")]
+    #[pyo3(signature = (*args, **kwargs), text_signature = "(launcher, *, subagent_types=None, reference_format=False, output_schema=None)")]
     fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         let a = Args::bind(&TASK_TOOL_PARAMS, Some(args), kwargs)?;
         let launcher = a.req("launcher")?;
-        let types = a.plain(&["launcher"])?.str_list("subagent_types")?;
+        let schema = output_schema_arg(a.get("output_schema"), "TaskTool.output_schema")?;
+        let plain = a.plain(&["launcher", "output_schema"])?;
+        let types = plain.str_list("subagent_types")?;
+        let format = EnvelopeFormat::from_kwargs(&plain)?;
         let inner = if let Ok(l) = launcher.cast::<PySubagentLauncher>() {
             TaskTool::new(l.get().inner.inner.clone(), types)?
         } else if launcher.is_callable() {
@@ -59,7 +67,13 @@ frozen_class! {
                 launcher,
             ));
         };
-        Ok(PyTaskTool { inner })
+        Ok(PyTaskTool { inner: inner.with_format(format).with_output_schema(schema) })
+    }
+    /// The schema every child answers in (the pydantic class or the JSON-schema dict), when the
+    /// tool names one.
+    #[getter]
+    fn output_schema<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        output_schema_value(py, self.inner.output_schema())
     }
     /// `{"type": "function", "function": {name, description, parameters}}`.
     fn openai_schema(&self) -> Plain<serde_json::Value> {
