@@ -55,7 +55,9 @@ def child_script(first: Any = None) -> ScriptedLLM:
 
 
 def task_tool(repo: pathlib.Path, llm: ScriptedLLM) -> outrider.TaskTool:
-    return outrider.TaskTool(outrider.SubagentLauncher(repo, llm, trace_dir=False))
+    # These tests pin the reference's envelope (the compact default is tested in test_schema.py).
+    launcher = outrider.SubagentLauncher(repo, llm, trace_dir=False)
+    return outrider.TaskTool(launcher, reference_format=True)
 
 
 def expected_envelope(args: dict[str, Any] = ARGS) -> dict[str, Any]:

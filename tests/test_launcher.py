@@ -97,7 +97,7 @@ def test_task_validation_messages(
     repo: pathlib.Path, traces: pathlib.Path, args: dict[str, Any], message: str
 ) -> None:
     llm = ScriptedLLM([])
-    tool = TaskTool(SubagentLauncher(repo, llm, trace_dir=traces))
+    tool = TaskTool(SubagentLauncher(repo, llm, trace_dir=traces), reference_format=True)
     assert tool.run(args) == {
         "status": "error",
         "data": {},
@@ -112,7 +112,7 @@ def test_task_validation_messages(
 def test_task_success_envelope_key_by_key(repo: pathlib.Path, traces: pathlib.Path) -> None:
     llm = ScriptedLLM([[call("Grep", pattern="login")], FINAL])
     light = ScriptedLLM([])
-    tool = TaskTool(SubagentLauncher(repo, llm, trace_dir=traces))
+    tool = TaskTool(SubagentLauncher(repo, llm, trace_dir=traces), reference_format=True)
     args = dict(TASK_ARGS, subagent_type=" EXPLORE ", model="MAIN")
     env = tool.run(args)
     assert list(env) == ["status", "data", "text", "stats", "context"]
@@ -163,7 +163,8 @@ def test_task_success_envelope_key_by_key(repo: pathlib.Path, traces: pathlib.Pa
 
 def test_task_failure_envelope(repo: pathlib.Path, traces: pathlib.Path) -> None:
     tool = TaskTool(
-        SubagentLauncher(repo, ScriptedLLM(["not json", "still not json"]), trace_dir=traces)
+        SubagentLauncher(repo, ScriptedLLM(["not json", "still not json"]), trace_dir=traces),
+        reference_format=True,
     )
     env = tool.run(TASK_ARGS)
     error = env["error"]
@@ -562,11 +563,12 @@ def test_main_agent_runs_parent_and_child(repo: pathlib.Path, traces: pathlib.Pa
         "Read",
         "Task",
     ]
-    envelope = json.loads(llm.requests[3]["messages"][-1]["content"])
-    assert (
-        envelope["status"] == "success"
-        and envelope["data"]["result"]["summary"] == "Auth is in src/auth.py"
-    )
+    # The parent reads the compact envelope: the summary once (as text), no echo of its call.
+    content = llm.requests[3]["messages"][-1]["content"]
+    envelope = json.loads(content)
+    assert envelope["status"] == "success" and envelope["text"] == "Auth is in src/auth.py"
+    assert "summary" not in envelope["data"]["result"] and "context" not in envelope
+    assert "\n" not in content
     events = [json.loads(line) for line in pathlib.Path(out["trace_path"]).read_text().splitlines()]
     done = [e for e in events if e["event"] == "subagent_completed"]
     assert len(done) == 1 and done[0]["payload"]["parent_session_id"] == out["session_id"]

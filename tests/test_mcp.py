@@ -122,7 +122,7 @@ def test_an_mcp_client_lists_the_tools_and_calls_grep_read_and_task(
     assert answered["data"]["status"] == "completed"
     assert answered["stats"]["model"] == "offline"
     assert "config.py:4-6" in answered["data"]["result"]["evidence"]
-    assert answered["context"]["params_input"] == task_args
+    assert "context" not in answered  # the compact default: the prompt is not echoed back
     assert list(traces.glob("trace-child-*.jsonl")), "the child's trace goes to --trace-dir"
 
     invalid = envelope_of(out["bad_task"])

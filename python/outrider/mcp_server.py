@@ -165,7 +165,7 @@ def envelope_schema(tool: str) -> dict[str, Any]:
             "context": {
                 "type": "object",
                 "description": "cwd, params_input (the arguments as given, maybe shortened) and "
-                "path_resolved.",
+                "path_resolved; the Task tool sends it only with reference_format=True.",
                 "properties": {"cwd": {"type": "string"}, "path_resolved": {"type": "string"}},
             },
             "error": {
@@ -183,7 +183,8 @@ def envelope_schema(tool: str) -> dict[str, Any]:
                 "required": ["code", "message"],
             },
         },
-        "required": ["status", "text", "stats", "context"],
+        # The Task tool's compact envelope (its default) has no context: no echo of the prompt.
+        "required": ["status", "text", "stats"] + ([] if tool == "Task" else ["context"]),
     }
 
 
