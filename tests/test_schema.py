@@ -278,9 +278,10 @@ def test_the_parent_gets_compact_json_without_echo_by_default(repo: pathlib.Path
     assert full.startswith('{\n  "status": "success",\n  "data": {')
     assert json.loads(full)["context"]["params_input"] == args
     result_json = json.dumps(json.loads(full)["data"]["result"], separators=(",", ":"))
-    # The compact envelope is a fraction of the reference one, close to the result itself.
+    # The compact envelope is a fraction of the reference one: the result plus a fixed part
+    # (ids and stats, about 270 characters), whatever the prompt's length.
     assert len(text) * 3 < len(full), (len(text), len(full))
-    assert len(text) < 1.6 * len(result_json), (len(text), len(result_json))
+    assert len(text) - len(result_json) < 300, (len(text), len(result_json))
 
 
 def test_bad_arguments_are_compact_too(repo: pathlib.Path) -> None:
