@@ -43,14 +43,20 @@ SCHEMA: dict[str, Any] = {
 }
 
 READ = [call("Read", path="src/app.py")]
-TASK_ARGS = {"description": "List functions", "prompt": "Which functions?", "subagent_type": "explore"}
+TASK_ARGS = {
+    "description": "List functions",
+    "prompt": "Which functions?",
+    "subagent_type": "explore",
+}
 
 
 @pytest.fixture
 def repo(tmp_path: pathlib.Path) -> pathlib.Path:
     root = tmp_path / "repo"
     (root / "src").mkdir(parents=True)
-    (root / "src/app.py").write_text("def main():\n    return helper()\n\ndef helper():\n    return 1\n")
+    (root / "src/app.py").write_text(
+        "def main():\n    return helper()\n\ndef helper():\n    return 1\n"
+    )
     return root
 
 
@@ -176,7 +182,9 @@ def test_a_status_field_of_the_schema_says_partial(repo: pathlib.Path) -> None:
         functions: list[str]
         evidence: list[str]
 
-    llm = ScriptedLLM([READ, answer(status="partial", functions=["main"], evidence=["src/app.py:1"])])
+    llm = ScriptedLLM(
+        [READ, answer(status="partial", functions=["main"], evidence=["src/app.py:1"])]
+    )
     result = launcher(repo, llm).launch(outrider.SubagentRequest("x", output_schema=Found))
     assert result.status == "partial" and isinstance(result.result, Found)
 
@@ -224,7 +232,7 @@ def test_bad_schemas_are_refused_naming_the_value_and_what_was_expected(repo: pa
     with pytest.raises(outrider.ConfigError, match=r"^RuntimeProfile\.output_schema: has no"):
         outrider.EXPLORE_PROFILE.replace(output_schema={"type": "object"})
     with pytest.raises(outrider.ArgumentTypeError, match=r"^TaskTool\.output_schema: must be"):
-        outrider.TaskTool(launcher(repo, ScriptedLLM([])), output_schema="Functions")
+        outrider.TaskTool(launcher(repo, ScriptedLLM([])), output_schema="Functions")  # type: ignore[arg-type]
     with pytest.raises(outrider.ProfileError, match="scout_fallback cannot be used"):
         outrider.EXPLORE_PROFILE.replace(scout_fallback=True, output_schema=Functions)
 
@@ -292,10 +300,13 @@ def test_bad_arguments_are_compact_too(repo: pathlib.Path) -> None:
         "data": {},
         "text": "Parameter 'subagent_type' must be 'explore'.",
         "stats": {"time_ms": 0},
-        "error": {"code": "INVALID_PARAM", "message": "Parameter 'subagent_type' must be 'explore'."},
+        "error": {
+            "code": "INVALID_PARAM",
+            "message": "Parameter 'subagent_type' must be 'explore'.",
+        },
     }
     with pytest.raises(outrider.ArgumentTypeError, match="reference_format: must be bool, got str"):
-        outrider.TaskTool(launcher(repo, ScriptedLLM([])), reference_format="yes")
+        outrider.TaskTool(launcher(repo, ScriptedLLM([])), reference_format="yes")  # type: ignore[arg-type]
 
 
 def test_a_long_summary_is_cut_to_the_profile_cap_saying_so(repo: pathlib.Path) -> None:
@@ -308,7 +319,7 @@ def test_a_long_summary_is_cut_to_the_profile_cap_saying_so(repo: pathlib.Path) 
     text = envelope["text"]
     assert len(text) <= 200
     assert text.startswith("main() calls helper(); main()")
-    assert text.endswith(f"characters shown]") and "max_summary_chars=200" in text
+    assert text.endswith("characters shown]") and "max_summary_chars=200" in text
     assert f"of {len(summary.strip())} characters" in text
     assert "Keep the summary to at most 200 characters" in llm.requests[0]["messages"][0]["content"]
     with pytest.raises(outrider.ProfileError, match="max_summary_chars must be None or between"):

@@ -1,7 +1,8 @@
 """Typed accessors attached to the native result classes (declared in ``_core.pyi``).
 
-``launch_result.result`` is ``ExploreResult | VerificationResult | None``: ``.explore`` and
-``.verification`` narrow it for the type checker and say plainly why when it is not that type.
+``launch_result.result`` is ``ExploreResult | VerificationResult | None``, or the caller's own
+type with an ``output_schema``: ``.explore``, ``.verification`` and ``.output(cls)`` narrow it
+for the type checker and say plainly why when it is not that type.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from outrider._core import ExploreResult, SubagentLaunchResult, VerificationResu
 from outrider.exceptions import ResultError
 
 _R = TypeVar("_R", ExploreResult, VerificationResult)
+_T = TypeVar("_T")
 
 
 def _narrow(launch: SubagentLaunchResult, kind: type[_R], accessor: str) -> _R:
@@ -25,6 +27,8 @@ def _narrow(launch: SubagentLaunchResult, kind: type[_R], accessor: str) -> _R:
             f"{launch.status!r}, {cause}: {launch.error or 'no error message'})"
         )
     other = "verification" if isinstance(result, VerificationResult) else "explore"
+    if launch.output_schema is not None:
+        other = f"result or .output(...) (it follows the output_schema {launch.output_schema!r})"
     raise ResultError(
         f"{accessor}: the {launch.profile_name!r} child returned a {type(result).__name__}, not "
         f"a {kind.__name__}; use .{other}"
@@ -39,6 +43,28 @@ def _verification(self: SubagentLaunchResult) -> VerificationResult:
     return _narrow(self, VerificationResult, "verification")
 
 
+def _output(self: SubagentLaunchResult, cls: type[_T]) -> _T:
+    result: Any = self.result
+    if isinstance(result, cls):
+        return result
+    if result is None:
+        cause = self.failure_reason or self.terminal_reason
+        raise ResultError(
+            f"output: the {self.profile_name!r} child has no result (status {self.status!r}, "
+            f"{cause}: {self.error or 'no error message'})"
+        )
+    raise ResultError(
+        f"output: the {self.profile_name!r} child returned a {type(result).__name__}, not a "
+        f"{cls.__name__}"
+    )
+
+
+_output.__doc__ = (
+    "``result`` as an instance of ``cls`` (the pydantic class given as ``output_schema``, or "
+    "``dict`` for a JSON-schema dict), typed as such; :class:`outrider.ResultError` otherwise."
+)
+_output.__name__ = "output"
+
 _explore.__doc__ = (
     "``result`` as an :class:`ExploreResult`; :class:`outrider.ResultError` when the child "
     "failed (no result) or returned a verification verdict."
@@ -51,3 +77,4 @@ _verification.__doc__ = (
 # declared in _core.pyi as its properties.
 setattr(SubagentLaunchResult, "explore", property(_explore))  # noqa: B010
 setattr(SubagentLaunchResult, "verification", property(_verification))  # noqa: B010
+setattr(SubagentLaunchResult, "output", _output)  # noqa: B010

@@ -2,7 +2,7 @@
 
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from os import PathLike
-from typing import Any, Final, Literal, final
+from typing import Any, Final, Literal, TypeVar, final
 
 from agents import FunctionTool
 from langchain_core.tools import BaseTool
@@ -14,6 +14,7 @@ from outrider.types import (
     ModelCallable,
     ModelSettings,
     OnEvent,
+    OutputSchema,
     TaskEnvelope,
     TerminalReason,
     ToolEnvelope,
@@ -42,6 +43,8 @@ __all__ = [
 ]
 
 __version__: Final[str]
+
+_T = TypeVar("_T")
 
 READONLY_TOOLS: Final[frozenset[str]]
 """The only tools a formal sub-agent may use: Glob, Grep, Read."""
@@ -76,6 +79,8 @@ class RuntimeProfile:
         repo_map_hint: bool | None = None,
         tool_result_format: Literal["json", "compact"] | None = None,
         scout_fallback: bool | None = None,
+        output_schema: OutputSchema | None = None,
+        max_summary_chars: int | None = None,
     ) -> RuntimeProfile: ...
     @property
     def name(self) -> str: ...
@@ -130,7 +135,23 @@ class RuntimeProfile:
     def scout_fallback(self) -> bool:
         """When the model gives no verified, completed answer, the offline scout answers the
         task and its answer (if it has one) is returned instead, its summary saying so (never
-        after a model error, which stays visible). Default False."""
+        after a model error, which stays visible). Default False; not with ``output_schema``."""
+    @property
+    def output_schema(self) -> OutputSchema | None:
+        """The caller's own result shape, in place of ``result_contract``'s: a pydantic model
+        class or a JSON-schema dict, as given; None (default) for the contract's. The child is
+        told the schema in its system prompt (in place of the prompt's ``Answer:`` paragraph),
+        the completion gate checks each final answer against it (with the same repairs and
+        ``gate_retries``), ``evidence`` stays required and grounded, and
+        :attr:`SubagentLaunchResult.result` is the class's instance (a dict for a JSON schema).
+        Pickling keeps the schema as a JSON-schema dict (a class is not kept)."""
+    @property
+    def max_summary_chars(self) -> int | None:
+        """The most characters of the summary the result keeps (100..1 000 000; None, the
+        default: no limit). The child is told the limit; a longer summary is cut to it, ending
+        in ``… [summary cut by max_summary_chars=N: K of M characters shown]``. With an
+        ``output_schema`` the answer object is never changed: the cap applies to the Task
+        envelope's ``text``."""
     def replace(self, **changes: Any) -> RuntimeProfile:
         """A copy with some fields changed, validated again."""
     def to_dict(self) -> dict[str, Any]:
@@ -374,7 +395,11 @@ class SubagentRequest:
         model_choice: str | None = None,
         parent_session_id: str | None = None,
         parent_run_id: str | None = None,
-    ) -> SubagentRequest: ...
+        *,
+        output_schema: OutputSchema | None = None,
+    ) -> SubagentRequest:
+        """``output_schema`` replaces the profile's result shape for this child (see
+        :attr:`RuntimeProfile.output_schema`)."""
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SubagentRequest:
         """Rebuild from :meth:`to_dict` output, validated as the constructor validates (pickling
@@ -391,6 +416,9 @@ class SubagentRequest:
     def parent_session_id(self) -> str | None: ...
     @property
     def parent_run_id(self) -> str | None: ...
+    @property
+    def output_schema(self) -> OutputSchema | None:
+        """The schema the child answers in, as given; None for the profile's."""
     def render(self) -> str:
         """The child's first message: ``<task>\\n\\nStructured context:\\n<sorted JSON>``."""
     def to_dict(self) -> dict[str, Any]: ...
@@ -412,7 +440,19 @@ class SubagentLaunchResult:
     @property
     def child_run_id(self) -> str: ...
     @property
-    def result(self) -> ExploreResult | VerificationResult | None: ...
+    def result(self) -> ExploreResult | VerificationResult | Any | None:
+        """The validated answer: an :class:`ExploreResult` or :class:`VerificationResult`, or,
+        with an ``output_schema``, an instance of its pydantic class (built anew on each
+        access) or the validated dict; None when the child failed."""
+    @property
+    def output_schema(self) -> str | None:
+        """The name of the ``output_schema`` the result follows (its ``title``, a pydantic
+        class's name), when one was used. A result rebuilt by :meth:`from_dict` (or unpickled)
+        holds the answer as a dict."""
+    def output(self, cls: type[_T]) -> _T:
+        """``result`` as an instance of ``cls`` (the ``output_schema`` class, or ``dict``),
+        typed as such; :class:`outrider.ResultError` when the child failed or returned another
+        type."""
     @property
     def explore(self) -> ExploreResult:
         """``result`` as an :class:`ExploreResult`; :class:`outrider.ResultError` when the child
@@ -443,7 +483,9 @@ class SubagentLaunchResult:
         """Evidence items the completion gate could not find in the files (status
         ``unverified``); empty otherwise."""
     @property
-    def error(self) -> str | None: ...
+    def error(self) -> str | None:
+        """Why the child failed; for an ``output_schema`` result that is not ``completed``, why
+        (its own object has no place for outrider's notes)."""
     @property
     def elapsed_ms(self) -> int: ...
     @property
@@ -530,12 +572,22 @@ class SubagentLauncher:
         :meth:`OpenAICompatible.from_env`; ``./.env`` is not read when it lies inside
         ``project_root``)."""
     def launch(
-        self, request: SubagentRequest, *, on_event: OnEvent | None = None
+        self,
+        request: SubagentRequest,
+        *,
+        on_event: OnEvent | None = None,
+        output_schema: OutputSchema | None = None,
     ) -> SubagentLaunchResult:
         """Run one child to the end (GIL released; Ctrl-C cancels it and raises). ``on_event``
-        receives each event of the child's trace as it happens (see :data:`outrider.types.OnEvent`)."""
+        receives each event of the child's trace as it happens (see :data:`outrider.types.OnEvent`).
+        ``output_schema`` replaces the request's and the profile's result shape; with the
+        offline scout (no model) it raises :class:`outrider.LaunchError`."""
     async def launch_async(
-        self, request: SubagentRequest, *, on_event: OnEvent | None = None
+        self,
+        request: SubagentRequest,
+        *,
+        on_event: OnEvent | None = None,
+        output_schema: OutputSchema | None = None,
     ) -> SubagentLaunchResult:
         """The same from async code; cancelling it cancels the child. Async model callables run
         on the caller's running loop, sync ones with the caller's ``contextvars``."""
@@ -627,14 +679,29 @@ class TaskTool:
     """The Task tool for a main agent: validates arguments (reference messages and order),
     launches a child, and returns the standard envelope. ``launcher`` may be a zero-argument
     factory, built on first use. ``subagent_types`` are the profiles reachable (default
-    ``["explore"]``)."""
+    ``["explore"]``).
+
+    The envelope is compact by default: JSON without indentation, no ``context`` (so the
+    prompt is not echoed back), and ``data.result`` without the ``summary`` that ``text``
+    carries. ``reference_format=True`` gives the reference's envelope instead
+    (``{status, data, text, stats, context{cwd, params_input}}``, indented by 2, the result
+    whole). ``output_schema`` makes every child answer in that shape (``data.result`` is the
+    validated object; ``text`` its ``summary`` field, else the object as JSON)."""
 
     def __new__(
         cls,
         launcher: SubagentLauncher | Callable[[], SubagentLauncher],
         *,
         subagent_types: Iterable[str] | None = None,
+        reference_format: bool = False,
+        output_schema: OutputSchema | None = None,
     ) -> TaskTool: ...
+    @property
+    def reference_format(self) -> bool:
+        """Whether envelopes follow the reference's format (see the class docs)."""
+    @property
+    def output_schema(self) -> OutputSchema | None:
+        """The schema every child answers in, as given; None for each profile's own."""
     @property
     def name(self) -> str: ...
     @property
@@ -650,7 +717,8 @@ class TaskTool:
         child's evidence is not in the files: ``data.ungrounded_evidence`` lists it), or an error
         (bad arguments give INVALID_PARAM, a failed child INTERNAL_ERROR); never an exception."""
     def run_json(self, args: Mapping[str, Any] | str) -> str:
-        """The envelope as the tool message carries it (JSON, indent 2, non-ASCII kept)."""
+        """The envelope as the tool message carries it: compact JSON (indent 2 with
+        ``reference_format=True``), non-ASCII kept."""
     async def run_async(self, args: Mapping[str, Any] | str) -> TaskEnvelope: ...
     # Defined in outrider.frameworks (Python) and attached when outrider is imported; each
     # framework is imported on first use (MissingExtraError names the extra when it is missing).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeAlias, TypedDict
 
 
@@ -70,9 +70,15 @@ class TaskData(TypedDict, total=False):
     child_session_id: str
     child_run_id: str
     result: dict[str, Any] | None
-    """The child's :class:`~outrider.ExploreResult` (or verdict) as a dict."""
+    """The child's :class:`~outrider.ExploreResult` (or verdict, or ``output_schema`` object) as
+    a dict; in the compact envelope (the default) without the ``summary`` that ``text``
+    carries."""
     ungrounded_evidence: list[EvidenceCheck]
     """Evidence not found in the files (status ``unverified``)."""
+    output_schema: str
+    """The name of the ``output_schema`` the result follows, when one was used."""
+    note: str
+    """Why an ``output_schema`` result is not completed, when it is not."""
 
 
 class TaskError(ToolError, total=False):
@@ -97,7 +103,6 @@ class _TaskEnvelopeBase(TypedDict):
     text: str
     """What the main model reads: the summary, or the error."""
     stats: TaskStats
-    context: dict[str, Any]
 
 
 class TaskEnvelope(_TaskEnvelopeBase, total=False):
@@ -105,6 +110,8 @@ class TaskEnvelope(_TaskEnvelopeBase, total=False):
 
     data: TaskData
     error: TaskError
+    context: dict[str, Any]
+    """``{cwd, params_input}``: only with ``TaskTool(..., reference_format=True)``."""
 
 
 TraceEventName = Literal[
@@ -170,6 +177,11 @@ ModelCallable = Callable[[dict[str, Any]], Any]
 object with ``model_dump()``, a short ``{content, tool_calls, usage, finish_reason}`` dict, a str,
 or an awaitable of one of these."""
 
+OutputSchema = type[Any] | Mapping[str, Any]
+"""An ``output_schema``: a pydantic model class (answers checked by pydantic, returned as its
+instances) or a JSON-schema dict (checked by outrider's core, returned as dicts). Either must
+describe an object with an ``evidence`` list of ``"path:line"`` strings."""
+
 
 class ModelSettings(TypedDict, total=False):
     """What every request of a launcher or main agent carries (``model_settings=``)."""
@@ -187,6 +199,7 @@ __all__ = [
     "ModelCallable",
     "ModelSettings",
     "OnEvent",
+    "OutputSchema",
     "TaskData",
     "TaskEnvelope",
     "TaskError",

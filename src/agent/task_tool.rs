@@ -218,7 +218,11 @@ impl EnvelopeFormat {
         match k.given("reference_format", "bool")? {
             Json::Null | Json::Bool(false) => Ok(EnvelopeFormat::Compact),
             Json::Bool(true) => Ok(EnvelopeFormat::Reference),
-            other => Err(Error::wrong_type("reference_format", "bool", other.type_name())),
+            other => Err(Error::wrong_type(
+                "reference_format",
+                "bool",
+                other.type_name(),
+            )),
         }
     }
 }

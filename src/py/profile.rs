@@ -5,8 +5,8 @@ use pyo3::types::{PyDict, PyFrozenSet, PyTuple};
 
 use crate::api::{Json, Params, RuntimeProfile, PROFILE_PARAMS};
 use crate::py::convert::{to_json, Args};
-use crate::py::schema::{output_schema_arg, output_schema_value};
 use crate::py::frozen_class;
+use crate::py::schema::{output_schema_arg, output_schema_value};
 
 /// One keyword value as the core takes it, named `RuntimeProfile.<key>`.
 fn field(key: &str, v: &Bound<'_, PyAny>) -> PyResult<(String, Json)> {

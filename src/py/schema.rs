@@ -41,7 +41,10 @@ fn violations(py: Python<'_>, err: &PyErr) -> Vec<SchemaViolation> {
     let Some(items) = listed.filter(|l| !l.is_empty()) else {
         return vec![SchemaViolation {
             path: String::new(),
-            message: format!("the model's validation raised {}: {value}", type_name(value.as_any())),
+            message: format!(
+                "the model's validation raised {}: {value}",
+                type_name(value.as_any())
+            ),
         }];
     };
     items
@@ -122,7 +125,9 @@ pub fn output_schema_arg(
                 what,
                 format!(
                     "{}.model_json_schema() raised {}: {}",
-                    obj.getattr("__name__").map(|n| n.to_string()).unwrap_or_default(),
+                    obj.getattr("__name__")
+                        .map(|n| n.to_string())
+                        .unwrap_or_default(),
                     type_name(e.value(obj.py()).as_any()),
                     e.value(obj.py())
                 ),
@@ -156,7 +161,11 @@ pub fn output_schema_value<'py>(
     let Some(schema) = schema else {
         return Ok(None);
     };
-    if let Some(p) = schema.validator().as_any().downcast_ref::<PydanticValidator>() {
+    if let Some(p) = schema
+        .validator()
+        .as_any()
+        .downcast_ref::<PydanticValidator>()
+    {
         return Ok(Some(p.class.bind(py).clone()));
     }
     crate::py::convert::dump(py, schema.schema()).map(Some)
@@ -170,7 +179,8 @@ pub fn answer_object<'py>(
     answer: &serde_json::Map<String, serde_json::Value>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let value = serde_json::Value::Object(answer.clone());
-    if let Some(p) = schema.and_then(|s| s.validator().as_any().downcast_ref::<PydanticValidator>()) {
+    if let Some(p) = schema.and_then(|s| s.validator().as_any().downcast_ref::<PydanticValidator>())
+    {
         return p.instance(py, &value);
     }
     crate::py::convert::dump(py, &value)

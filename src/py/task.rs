@@ -7,11 +7,11 @@ use crate::api::CancelToken;
 use crate::api::{
     EnvelopeFormat, FactoryError, LauncherFactory, TaskTool, TASK_TOOL_NAME, TASK_TOOL_PARAMS,
 };
-use crate::py::schema::{output_schema_arg, output_schema_value};
 use crate::py::convert::{tool_args, type_name, wrong_type, Args};
 use crate::py::frozen_class;
 use crate::py::launcher::PySubagentLauncher;
 use crate::py::runtime::{finish, Plain};
+use crate::py::schema::{output_schema_arg, output_schema_value};
 
 /// A Python factory as the core's launcher factory (called with the GIL, on first use).
 fn factory(callable: Py<PyAny>) -> LauncherFactory {
