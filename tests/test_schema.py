@@ -247,6 +247,7 @@ def test_the_task_tool_gives_the_parent_the_schema_object(repo: pathlib.Path) ->
     llm = ScriptedLLM([READ, answer(functions=["main"], evidence=["src/app.py:1"])])
     task = outrider.TaskTool(launcher(repo, llm), output_schema=Functions)
     assert task.output_schema is Functions
+    assert "It returns one JSON object of the 'Functions' schema" in task.description
     envelope = task.run(TASK_ARGS)
     assert envelope["status"] == "success"
     assert envelope["data"]["result"] == {"functions": ["main"], "evidence": ["src/app.py:1"]}
@@ -324,3 +325,20 @@ def test_a_long_summary_is_cut_to_the_profile_cap_saying_so(repo: pathlib.Path) 
     assert "Keep the summary to at most 200 characters" in llm.requests[0]["messages"][0]["content"]
     with pytest.raises(outrider.ProfileError, match="max_summary_chars must be None or between"):
         outrider.EXPLORE_PROFILE.replace(max_summary_chars=10)
+
+
+def test_views_show_the_answer_and_profiles_keep_the_schema_as_data(repo: pathlib.Path) -> None:
+    llm = ScriptedLLM([READ, answer(functions=["main"], evidence=["src/app.py:1"])])
+    result = launcher(repo, llm).launch(outrider.SubagentRequest("x"), output_schema=Functions)
+    markdown = result._repr_markdown_()
+    assert "**Functions:**" in markdown and '"functions": [\n    "main"\n  ]' in markdown
+    assert "Functions:" in result._repr_html_()
+    profile = outrider.EXPLORE_PROFILE.replace(name="fn", output_schema=Functions)
+    assert profile.output_schema is Functions
+    assert "output_schema='Functions'" in repr(profile)
+    data = profile.to_dict()
+    assert data["output_schema"] == Functions.model_json_schema()
+    rebuilt = outrider.RuntimeProfile.from_dict(data)
+    assert rebuilt.output_schema == Functions.model_json_schema()
+    assert pickle.loads(pickle.dumps(profile)).output_schema == Functions.model_json_schema()
+    assert profile.replace(output_schema=None).output_schema is None

@@ -11,6 +11,7 @@ grey. Long parts (long summaries, long lists, the step timeline) are folded into
 from __future__ import annotations
 
 import html
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -183,11 +184,29 @@ def verification_html(r: Any) -> str:
     )
 
 
+def custom_json(result: Any) -> str | None:
+    """An ``output_schema`` answer (a pydantic instance or a dict) as indented JSON; None for
+    any other result."""
+    if result is None or isinstance(
+        result, (_core.ExploreResult, _core.VerificationResult, str)
+    ):
+        return None
+    dump = getattr(result, "model_dump_json", None)
+    if callable(dump):
+        return str(dump(indent=2))
+    return json.dumps(result, indent=2, ensure_ascii=False, default=str)
+
+
 def _result_body(result: Any) -> str:
     if isinstance(result, _core.ExploreResult):
         return _explore_body(result)
     if isinstance(result, _core.VerificationResult):
         return _header("verdict", result.verdict) + _verification_body(result)
+    answer = custom_json(result)
+    if answer is not None:
+        return f"<div><strong>{_e(type(result).__name__)}:</strong></div>" + _text_block(
+            answer, label="whole answer"
+        )
     return ""
 
 
@@ -233,6 +252,8 @@ def partial_why(r: Any) -> str | None:
         return "; ".join(notes)
     if isinstance(result, _core.VerificationResult):
         return f"the verification child's verdict was {result.verdict}"
+    if getattr(r, "output_schema", None) is not None:
+        return "see error" if r.error else "the child's answer says so (its status field)"
     return "the child itself said its answer is partial (see its open questions)"
 
 
@@ -621,6 +642,8 @@ def launch_md(r: Any) -> str:
         lines += ["", f"verdict: {_md_code(result.verdict)}"]
         lines += _md_list("Reasons", result.reasons)
         lines += _md_list("Evidence", result.evidence, code=True)
+    elif (answer := custom_json(result)) is not None:
+        lines += ["", f"**{_md(type(result).__name__)}:**", "", "```json", answer, "```"]
     tokens = str(r.token_usage) + (" (estimated)" if r.usage_estimated else "")
     lines += _md_facts(
         [

@@ -591,7 +591,18 @@ impl TaskTool {
 
     /// What the parent model reads.
     pub fn description(&self) -> String {
-        description(&self.reachable)
+        let text = description(&self.reachable);
+        match &self.output_schema {
+            // The parent is told the shape its children answer in.
+            Some(schema) => text.replace(
+                "It returns status (completed or partial), summary, findings, evidence (relative/path:line) and unresolved_questions.",
+                &format!(
+                    "It returns one JSON object of the {} schema (data.result), with evidence (relative/path:line).",
+                    crate::pyjson::py_repr_str(schema.name())
+                ),
+            ),
+            None => text,
+        }
     }
 
     /// The JSON schema of the arguments.

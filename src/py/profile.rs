@@ -96,7 +96,6 @@ frozen_class! {
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = crate::py::convert::dump(py, &self.inner)?.cast_into::<PyDict>()?;
         d.set_item("tool_allowlist", self.tool_allowlist(py)?)?;
-        d.set_item("output_schema", self.output_schema(py)?)?;
         Ok(d)
     }
 
