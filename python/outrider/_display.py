@@ -187,9 +187,7 @@ def verification_html(r: Any) -> str:
 def custom_json(result: Any) -> str | None:
     """An ``output_schema`` answer (a pydantic instance or a dict) as indented JSON; None for
     any other result."""
-    if result is None or isinstance(
-        result, (_core.ExploreResult, _core.VerificationResult, str)
-    ):
+    if result is None or isinstance(result, (_core.ExploreResult, _core.VerificationResult, str)):
         return None
     dump = getattr(result, "model_dump_json", None)
     if callable(dump):
