@@ -65,6 +65,9 @@ pub trait AnswerValidator: Send + Sync {
     /// The validator itself, for a host that needs its own type back (the Python binding
     /// rebuilds the user's pydantic instance from its class).
     fn as_any(&self) -> &dyn Any;
+    /// Whether `other` checks answers the same way (the same host class, say), so that two
+    /// schemas built from the same class compare equal.
+    fn same_as(&self, other: &dyn AnswerValidator) -> bool;
 }
 
 /// The core's validator: the JSON schema itself (draft 2020-12 unless `$schema` says otherwise;
@@ -112,6 +115,11 @@ impl AnswerValidator for JsonSchemaValidator {
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+
+    /// Two schema validators agree when their schemas do (compared by [`OutputSchema`]).
+    fn same_as(&self, other: &dyn AnswerValidator) -> bool {
+        other.as_any().is::<JsonSchemaValidator>()
     }
 }
 
@@ -269,8 +277,7 @@ impl PartialEq for OutputSchema {
         self.name == other.name
             && self.schema == other.schema
             && (Arc::ptr_eq(&self.validator, &other.validator)
-                || (self.validator.as_any().is::<JsonSchemaValidator>()
-                    && other.validator.as_any().is::<JsonSchemaValidator>()))
+                || self.validator.same_as(other.validator.as_ref()))
     }
 }
 

@@ -34,6 +34,9 @@ def test_builtin_numbers_match_the_reference() -> None:
         "repo_map_hint": True,
         "tool_result_format": "json",
         "scout_fallback": False,
+        # Issue #20: the contract's own shape, and no cap on the summary.
+        "output_schema": None,
+        "max_summary_chars": None,
     }
     assert VERIFICATION_PROFILE.to_dict() | {"system_prompt": None} == {
         "name": "verification",
@@ -54,6 +57,9 @@ def test_builtin_numbers_match_the_reference() -> None:
         "repo_map_hint": False,
         "tool_result_format": "json",
         "scout_fallback": False,
+        # Issue #20: the contract's own shape, and no cap on the summary.
+        "output_schema": None,
+        "max_summary_chars": None,
     }
     assert outrider.READONLY_TOOLS == frozenset({"Glob", "Grep", "Read"})
 

@@ -335,6 +335,14 @@ def test_views_show_the_answer_and_profiles_keep_the_schema_as_data(repo: pathli
     assert "Functions:" in result._repr_html_()
     profile = outrider.EXPLORE_PROFILE.replace(name="fn", output_schema=Functions)
     assert profile.output_schema is Functions
+    assert profile == outrider.EXPLORE_PROFILE.replace(name="fn", output_schema=Functions)
+    assert hash(profile) == hash(
+        outrider.EXPLORE_PROFILE.replace(name="fn", output_schema=Functions)
+    )
+    assert profile != outrider.EXPLORE_PROFILE.replace(name="fn", output_schema=SCHEMA)
+    assert outrider.SubagentRequest("x", output_schema=Functions) == outrider.SubagentRequest(
+        "x", output_schema=Functions
+    )
     assert "output_schema='Functions'" in repr(profile)
     data = profile.to_dict()
     assert data["output_schema"] == Functions.model_json_schema()

@@ -88,6 +88,14 @@ impl AnswerValidator for PydanticValidator {
     fn as_any(&self) -> &dyn Any {
         self
     }
+
+    /// The same class (compared by identity; no GIL needed).
+    fn same_as(&self, other: &dyn AnswerValidator) -> bool {
+        other
+            .as_any()
+            .downcast_ref::<PydanticValidator>()
+            .is_some_and(|o| o.class.as_ptr() == self.class.as_ptr())
+    }
 }
 
 /// Whether `obj` is a pydantic model class (a class with `model_json_schema` and
