@@ -51,7 +51,8 @@ REALMODEL = HERE.parent.parent / "shared" / "realmodel"
 VARIANTS = ("hint", "nohint", "scout")
 EVIDENCE_RE = re.compile(r"^(.+?):(\d+)(?:-(\d+))?$")
 FALLBACK_PREFIX = "The model gave no verified answer"
-HINT_LINE_RE = re.compile(r"^- (\S+?):(\d+)  ", re.M)
+# "1. path:line (...)" (the hint since #18's follow-up), or "- path:line  text" (before it).
+HINT_LINE_RE = re.compile(r"^(?:\d+\.|-) (\S+?):(\d+)(?: |$)", re.M)
 
 
 def fail(message: str) -> None:

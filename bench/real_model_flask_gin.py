@@ -141,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
     ap.add_argument("--llm-dir", type=pathlib.Path, default=pathlib.Path("/work/llm"))
     ap.add_argument("--timeout", type=float, default=240.0, help="seconds per exploration")
+    ap.add_argument(
+        "--temperature", type=float, help="sent to the server (default: none, the server's own)"
+    )
     ap.add_argument("--traces", default=os.environ.get("TMPDIR", "/tmp") + "/real-model-traces")
     ap.add_argument("--json", type=pathlib.Path, help="write every run's record here")
     args = ap.parse_args(argv)
@@ -158,7 +161,9 @@ def main(argv: list[str] | None = None) -> int:
 
     print("command:", shlex.join([sys.executable, *sys.argv]))
     started_pid = start_server(args.base_url, args.llm_dir)
-    llm = outrider.OpenAICompatible(args.model, args.base_url, timeout=args.timeout)
+    llm = outrider.OpenAICompatible(
+        args.model, args.base_url, timeout=args.timeout, temperature=args.temperature
+    )
     print(f"model: {args.model} at {args.base_url}; {len(wanted)} questions; variants {variants}")
     explore = outrider.EXPLORE_PROFILE.replace(timeout_seconds=args.timeout)
     profiles = {

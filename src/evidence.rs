@@ -106,6 +106,39 @@ fn evidence_re() -> &'static Regex {
     RE.get_or_init(|| Regex::new(r"^(.+):(\d+)(?:-(\d+))?$").expect("valid evidence regex"))
 }
 
+/// `path:line` or `path:start-end` followed by a note: whitespace or a colon, then text (a small
+/// model copies a hint or Grep line whole: `src/a.py:14  class A`, `src/a.py:14:class A`).
+fn noted_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"^([^\s:][^:\s]*:\d+(?:-\d+)?)(?:\s+|:)(?:\S.*)?$")
+            .expect("valid noted-evidence regex")
+    })
+}
+
+/// An evidence item's `(path, start, end)` when it is a well-formed citation
+/// (`path:line` or `path:start-end`, lines from 1, end not before start).
+pub fn parse_citation(item: &str) -> Option<(String, u64, u64)> {
+    let caps = evidence_re().captures(item.trim())?;
+    let start = caps[2].parse::<u64>().ok()?;
+    let end = match caps.get(3) {
+        Some(m) => m.as_str().parse::<u64>().ok()?,
+        None => start,
+    };
+    (start >= 1 && end >= start).then(|| (caps[1].trim().to_string(), start, end))
+}
+
+/// The citation of an evidence item written with a note after it (`src/a.py:14  class A` gives
+/// `src/a.py:14`); None when the item is a bare citation or no citation at all.
+pub fn citation_of_noted(item: &str) -> Option<String> {
+    let trimmed = item.trim();
+    if evidence_re().is_match(trimmed) {
+        return None;
+    }
+    let caps = noted_re().captures(trimmed)?;
+    Some(caps[1].to_string())
+}
+
 /// The most bytes one check reads over all the files it looks at.
 pub const EVIDENCE_BYTE_BUDGET: u64 = 64 * 1024 * 1024;
 
@@ -401,6 +434,24 @@ pub fn count_lines(ws: &Workspace, path: &str) -> Result<u64, PathError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_citation_with_a_note_gives_the_citation() {
+        for (item, want) in [
+            ("src/a.py:14  class A", Some("src/a.py:14")),
+            ("src/a.py:14:class A:", Some("src/a.py:14")),
+            ("src/a.py:14-20 the loader", Some("src/a.py:14-20")),
+            ("src/a.py:14:", Some("src/a.py:14")),
+            ("src/a.py:14", None),
+            ("src/a.py:14-20", None),
+            ("src/a.py", None),
+            ("the loader in src/a.py:14", None),
+            ("the loader in src/a.py:14 here", None),
+            ("handler:next_handler", None),
+        ] {
+            assert_eq!(citation_of_noted(item).as_deref(), want, "{item:?}");
+        }
+    }
 
     #[test]
     fn grounded_and_not() {

@@ -204,19 +204,22 @@ pub struct RuntimeProfile {
     /// completion gate all stop at it.
     pub timeout_seconds: f64,
     /// Successful tool calls the child must make before its final answer is accepted (explore:
-    /// 1); an earlier answer is refused with feedback that says so.
+    /// 1); an earlier answer is refused with feedback that says so. The places the repo-map
+    /// hint opens for the child count as one.
     #[serde(default)]
     pub min_tool_calls: i64,
-    /// Give the child, in its first message, a short list of likely places for the task (a
-    /// keyword search's ranking, marked as unverified hints). Explore: on.
+    /// Before the first model call, let the offline scout search; give the child, in its first
+    /// message, its ranked places (at most 5, marked as unverified hints) with the first three
+    /// opened (up to 16 numbered lines each, lines the child has then seen). Explore: on.
     #[serde(default)]
     pub repo_map_hint: bool,
     /// How tool results are shown to the model: `json` (the envelope, default) or `compact`.
     #[serde(default = "default_format")]
     pub tool_result_format: ToolResultFormat,
-    /// When the model gives no verified, completed answer, run the offline scout on the task
-    /// and return its answer instead if it has one, saying so in its summary (not after a model
-    /// error). Off by default.
+    /// When the model gives no verified, completed answer, return the offline scout's answer
+    /// to the task instead if it has one, saying so in its summary (not after a model error).
+    /// The scout searches before the model's first call (a tenth of `timeout_seconds` at most),
+    /// so a timeout leaves it its answer. Off by default.
     #[serde(default)]
     pub scout_fallback: bool,
     /// The caller's own result shape, in place of `result_contract`: the child is told the

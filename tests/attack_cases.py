@@ -806,7 +806,6 @@ def argument_cases() -> list[Case]:
         ("grep-type-int", "Grep", {"pattern": "a", "type": 5}),
         ("grep-type-unknown", "Grep", {"pattern": "a", "type": "no-such-type"}),
         ("grep-case-string", "Grep", {"pattern": "a", "case_sensitive": "yes"}),
-        ("grep-glob-empty", "Grep", {"pattern": "a", "glob": ""}),
         ("grep-glob-list", "Grep", {"pattern": "a", "glob": ["*.py"]}),
         ("grep-hidden-int", "Grep", {"pattern": "a", "include_hidden": 1}),
         ("grep-path-int", "Grep", {"pattern": "a", "path": 7}),

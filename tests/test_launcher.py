@@ -146,13 +146,18 @@ def test_task_success_envelope_key_by_key(repo: pathlib.Path, traces: pathlib.Pa
         and env["stats"]["model"] == "main"
     )
     assert env["context"] == {"cwd": ".", "params_input": args}
-    # The built-in explore profile gives the child the keyword search's likely places.
+    # The built-in explore profile gives the child the scout's likely places, the first opened.
     assert llm.requests[0]["messages"][1]["content"] == (
         "Explore auth\n\nFind the login code.\n\nStructured context:\n{}\n\n"
-        "Likely places to start (lines a keyword search found; they may not answer the task: "
-        "Read around them to check before you rely on them):\n"
-        "- src/auth.py:1  def login(user):\n"
-        'For example, call Read with {"path":"src/auth.py","start_line":1,"limit":40}.'
+        "Likely places (an offline keyword search ranked them; unverified, they may not answer "
+        "the task):\n"
+        "1. src/auth.py:1 (`login` is defined at src/auth.py:1 (def))\n\n"
+        "Opened for you (line number | text):\n"
+        "src/auth.py:\n"
+        "   1 | def login(user):\n"
+        "   2 |     return session_token(user)\n\n"
+        "If some of these lines answer the task, reply with the final JSON object citing the "
+        "ones that do (relative/path:line); if none does, Read or Grep further."
     )
     assert light.calls == 0
     assert "history" not in env["data"] and "session_memory" not in env["data"]

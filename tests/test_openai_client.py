@@ -25,10 +25,10 @@ import outrider
 
 KEY = "sk-loopback-5f1e2d3c4b5a69788796a5b4"
 MODEL = "loopback-model"
-# What outrider adds for a server on this machine when nothing is configured (LOCAL_MAX_TOKENS
-# and LOCAL_STOP in src/llm/openai/client.rs).
+# What outrider adds for a server on this machine when nothing is configured (LOCAL_MAX_TOKENS,
+# LOCAL_STOP and LOCAL_TEMPERATURE in src/llm/openai/client.rs).
 LOCAL_MAX_TOKENS = 1024
-LOCAL = {"max_tokens": LOCAL_MAX_TOKENS, "stop": ["\n\n\n\n"]}
+LOCAL = {"max_tokens": LOCAL_MAX_TOKENS, "stop": ["\n\n\n\n"], "temperature": 0.0}
 TOOLS: list[dict[str, Any]] = [
     {
         "type": "function",
@@ -559,12 +559,13 @@ def test_light_llm_falls_back_to_the_llm_key_and_base_url(
     light({"messages": [{"role": "user", "content": "hi"}]})
     [seen] = server.requests
     assert seen.headers["authorization"] == "Bearer sk-env-main"
-    # The light route defaults to temperature 0.5, as the reference does.
+    # The light route defaults to temperature 0.5, as the reference does (over a local
+    # server's default of 0).
     assert seen.body == {
         "model": "light-model",
         "messages": [{"role": "user", "content": "hi"}],
-        "temperature": 0.5,
         **LOCAL,
+        "temperature": 0.5,
     }
 
 
@@ -697,8 +698,10 @@ def test_a_launch_runs_through_the_http_client(
     first, second = server.requests
     assert first.headers["authorization"] == second.headers["authorization"] == f"Bearer {KEY}"
     assert first.body["model"] == MODEL
-    # A tool call is required until the child has made one (min_tool_calls=1).
-    assert (first.body["tool_choice"], second.body["tool_choice"]) == ("required", "auto")
+    # A tool call is required until the child has looked at code (min_tool_calls=1): the
+    # places the repo-map hint opened in its first message count as that look.
+    assert "Opened for you (line number | text):" in first.body["messages"][1]["content"]
+    assert (first.body["tool_choice"], second.body["tool_choice"]) == ("auto", "auto")
     assert sorted(t["function"]["name"] for t in first.body["tools"]) == ["Glob", "Grep", "Read"]
     assert [m["role"] for m in first.body["messages"]] == ["system", "user"]
     assert [m["role"] for m in second.body["messages"]] == ["system", "user", "assistant", "tool"]

@@ -49,9 +49,14 @@ def test_a_text_tool_call_is_taken_and_its_cached_tokens_counted(
         _with_usage(completion(text_call), 2000, 0),
         _with_usage(completion(json.dumps(ANSWER)), 2300, 1900),
     ]
+    # No repo-map hint: the places it opens count as the one look explore asks for, and then
+    # no tool call is required.
+    no_hint = outrider.EXPLORE_PROFILE.replace(repo_map_hint=False)
     with scripted(script) as server:
         llm = outrider.OpenAICompatible("small", f"{server.base}/v1")
-        launcher = outrider.SubagentLauncher(repo, llm, trace_dir=tmp_path / "traces")
+        launcher = outrider.SubagentLauncher(
+            repo, llm, trace_dir=tmp_path / "traces", profiles=[no_hint]
+        )
         result = launcher.launch(outrider.SubagentRequest(task="Where is `main` defined?"))
     assert (result.status, result.tool_usage, result.model_calls) == (
         "completed",
@@ -116,9 +121,12 @@ def test_a_provider_that_refuses_tool_choice_required_is_asked_again_with_auto(
         status, body = replies.pop(0)
         return status, json.dumps(body).encode()
 
+    no_hint = outrider.EXPLORE_PROFILE.replace(repo_map_hint=False)
     with _serve(answer) as root:
         llm = outrider.OpenAICompatible("small", f"{root}/v1", max_retries=0)
-        launcher = outrider.SubagentLauncher(repo, llm, trace_dir=tmp_path / "traces")
+        launcher = outrider.SubagentLauncher(
+            repo, llm, trace_dir=tmp_path / "traces", profiles=[no_hint]
+        )
         result = launcher.launch(outrider.SubagentRequest(task="Where is `main` defined?"))
     assert result.status == "completed", result.error
     assert [b["tool_choice"] for b in bodies] == ["required", "auto", "auto"]

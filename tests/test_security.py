@@ -193,7 +193,7 @@ def test_grep_never_reads_outside_or_hangs(sandbox: pathlib.Path, args: dict[str
         {"pattern": "a", "limit": 201},
         {"pattern": "a", "limit": True},
         {"pattern": "a", "case_sensitive": "yes"},
-        {"pattern": "a", "glob": ""},
+        {"pattern": "a", "glob": 3},
         {"pattern": "a", "path": 7},
         {"pattern": "a", "path": "a\x00"},
     ],

@@ -122,20 +122,23 @@ class RuntimeProfile:
     @property
     def min_tool_calls(self) -> int:
         """Successful tool calls required before a final answer is accepted (0..20; explore
-        and verification: 1)."""
+        and verification: 1). The places the repo-map hint opened for the child count as one."""
     @property
     def repo_map_hint(self) -> bool:
-        """Whether the child's first message lists likely places for the task (a keyword
-        search's ranking, marked as unverified hints). Explore: True."""
+        """Whether the offline scout searches before the first model call and the child's
+        first message lists its ranked places (at most 5, marked as unverified hints) with the
+        first three opened (up to 16 numbered lines each, which the child has then seen).
+        Explore: True."""
     @property
     def tool_result_format(self) -> Literal["json", "compact"]:
         """``"json"``: the envelope (default); ``"compact"``: ``path:line:text`` lines for Grep,
         numbered lines for Read, paths for Glob (fewer tokens)."""
     @property
     def scout_fallback(self) -> bool:
-        """When the model gives no verified, completed answer, the offline scout answers the
-        task and its answer (if it has one) is returned instead, its summary saying so (never
-        after a model error, which stays visible). Default False; not with ``output_schema``."""
+        """When the model gives no verified, completed answer, the offline scout's answer to
+        the task (if it has one) is returned instead, its summary saying so (never after a
+        model error, which stays visible). The scout searches before the first model call, so a
+        timeout leaves it its answer. Default False; not with ``output_schema``."""
     @property
     def output_schema(self) -> OutputSchema | None:
         """The caller's own result shape, in place of ``result_contract``'s: a pydantic model

@@ -492,14 +492,23 @@ fn a_launch_many_calls_own_limit_governs_over_the_launchers_default() {
             .collect()
     };
     // Built without max_concurrency: 16 asked for run 16 at once (they ran 8: the default).
+    // Without the repo-map hint, whose scout search (before the first model call) would
+    // spread the children's calls apart on a loaded machine.
+    let no_hint = || LauncherOptions {
+        profiles: vec![crate::profile::RuntimeProfile {
+            repo_map_hint: false,
+            ..explore_profile()
+        }],
+        ..LauncherOptions::default()
+    };
     let model = explorer(Duration::from_millis(200));
-    let l = Arc::new(launcher(&dir, model.clone()));
+    let l = Arc::new(launcher_with(&dir, model.clone(), no_hint()));
     rt().block_on(l.launch_many(requests(16), Some(16), CancelToken::new()))
         .unwrap();
     assert_eq!(model.peak.load(Ordering::SeqCst), 16);
     // Without a limit of its own, the call keeps to the launcher's default.
     let model = explorer(Duration::from_millis(50));
-    let l = Arc::new(launcher(&dir, model.clone()));
+    let l = Arc::new(launcher_with(&dir, model.clone(), no_hint()));
     rt().block_on(l.launch_many(requests(12), None, CancelToken::new()))
         .unwrap();
     assert_eq!(

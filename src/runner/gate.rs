@@ -35,7 +35,9 @@ pub(crate) enum Gate {
 }
 
 /// The final answer parsed by the profile's `output_schema` or contract (with repair), or free
-/// text without one.
+/// text without one. An evidence item written with a note after its citation (`src/a.py:14
+/// class A`, as a hint or Grep line reads) is cut to the citation: the note is the model's,
+/// the check is on the lines.
 pub(crate) fn parse_answer(
     profile: &RuntimeProfile,
     text: &str,
@@ -43,10 +45,33 @@ pub(crate) fn parse_answer(
     if let Some(schema) = &profile.output_schema {
         return parse_custom(schema, text);
     }
+    let mut parsed = parse_contract(profile, text)?;
+    let evidence = match &mut parsed.0 {
+        ParsedResult::Explore(r) => &mut r.evidence,
+        ParsedResult::Verification(r) => &mut r.evidence,
+        ParsedResult::Text(_) | ParsedResult::Custom(_) => return Ok(parsed),
+    };
+    for item in evidence.iter_mut() {
+        if let Some(cite) = crate::evidence::citation_of_noted(item) {
+            *item = cite;
+        }
+    }
+    Ok(parsed)
+}
+
+/// The answer parsed by the profile's contract, as written.
+fn parse_contract(
+    profile: &RuntimeProfile,
+    text: &str,
+) -> Result<(ParsedResult, Option<Repair>), ContractError> {
     match profile.result_contract {
         None => Ok((ParsedResult::Text(text.to_string()), None)),
-        Some(ResultContract::Explore) => ExploreResult::repair(text, ToolUsage::new(), "completed")
-            .map(|(r, rep)| (ParsedResult::Explore(r), rep)),
+        Some(ResultContract::Explore) => {
+            match ExploreResult::repair(text, ToolUsage::new(), "completed") {
+                Ok((r, rep)) => Ok((ParsedResult::Explore(r), rep)),
+                Err(e) => leniently(text, &e).ok_or(e),
+            }
+        }
         Some(ResultContract::Verification) => {
             VerificationResult::repair(text, VerificationMeta::default())
                 .map(|(r, rep)| (ParsedResult::Verification(r), rep))
@@ -94,6 +119,102 @@ fn parse_custom(
         ));
     };
     Ok((ParsedResult::Custom(CustomResult::new(schema, map)), repair))
+}
+
+/// An explore answer that meets the contract but for a small model's slips: a missing
+/// `status` (it then stands as `partial`, never `completed`, saying so in its open questions),
+/// one string where a list belongs, list items written as objects or numbers instead of strings (a finding as `{"line": 5,
+/// "text": "..."}` is kept as `line: 5, text: ...`; an evidence item as `{"path": "a.py",
+/// "line": 5}` as `a.py:5`, checked like any other). None when anything else is wrong.
+fn leniently(text: &str, e: &ContractError) -> Option<(ParsedResult, Option<Repair>)> {
+    let fixable = |v: &crate::error::Violation| {
+        (v.kind == "status_invalid" && v.msg.starts_with("status is missing"))
+            || v.msg == "result list fields must be string arrays"
+    };
+    if e.violations.is_empty() || !e.violations.iter().all(fixable) {
+        return None;
+    }
+    let (Json::Object(mut items), repair) =
+        crate::contract::repair_object("ExploreResult", text).ok()?
+    else {
+        return None;
+    };
+    let mut no_status = true;
+    for (key, value) in items.iter_mut() {
+        // One string where a list belongs: a list of that one string.
+        if matches!(
+            key.as_str(),
+            "findings" | "unresolved_questions" | "evidence"
+        ) {
+            if let Json::Str(one) = value {
+                *value = Json::Array(vec![Json::Str(std::mem::take(one))]);
+            }
+        }
+        match (key.as_str(), value) {
+            ("status", _) => no_status = false,
+            ("findings" | "unresolved_questions", Json::Array(list)) => {
+                for item in list.iter_mut() {
+                    if !matches!(item, Json::Str(_)) {
+                        *item = Json::Str(flat_text(item));
+                    }
+                }
+            }
+            ("evidence", Json::Array(list)) => {
+                for item in list.iter_mut() {
+                    if let Some(cite) = citation_object(item) {
+                        *item = Json::Str(cite);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if no_status {
+        items.push(("status".into(), Json::Str("partial".into())));
+    }
+    let object = Json::Object(items);
+    let mut r = ExploreResult::from_object(&object, ToolUsage::new(), "completed").ok()?;
+    if no_status {
+        r.unresolved_questions
+            .push("outrider: the answer gave no status, so it stands as partial".into());
+    }
+    Some((ParsedResult::Explore(r), repair))
+}
+
+/// A JSON value as one line of text: a string as is, an object as `key: value, ...`, an array
+/// as its items joined by `; `.
+fn flat_text(v: &Json) -> String {
+    match v {
+        Json::Str(s) => s.clone(),
+        Json::Null => String::new(),
+        Json::Bool(b) => b.to_string(),
+        Json::Int(n) => n.to_string(),
+        Json::Float(f) => f.to_string(),
+        Json::BigInt(n) => n.clone(),
+        Json::Array(items) => items.iter().map(flat_text).collect::<Vec<_>>().join("; "),
+        Json::Object(items) => items
+            .iter()
+            .map(|(k, v)| format!("{k}: {}", flat_text(v)))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+/// `{"path"|"file": "a.py", "line"|"start_line": 5[, "end_line": 9]}` as `a.py:5[-9]`.
+fn citation_object(v: &Json) -> Option<String> {
+    let path = match v.get("path").or_else(|| v.get("file"))? {
+        Json::Str(p) => p.clone(),
+        _ => return None,
+    };
+    let line = |k: &str| match v.get(k) {
+        Some(Json::Int(n)) if *n > 0 => Some(*n),
+        _ => None,
+    };
+    let start = line("line").or_else(|| line("start_line"))?;
+    Some(match line("end_line") {
+        Some(end) if end != start => format!("{path}:{start}-{end}"),
+        _ => format!("{path}:{start}"),
+    })
 }
 
 /// Whether `text` is one of the answer template's placeholders (a weak model copies them).
@@ -215,7 +336,32 @@ pub(crate) async fn check(
         };
     }
     if !ungrounded.is_empty() {
-        let listed: Vec<String> = ungrounded.iter().map(|c| c.message.clone()).collect();
+        let listed: Vec<String> = ungrounded
+            .iter()
+            .map(|c| {
+                // A range the child saw only part of: name the part it can cite.
+                let part = match (c.reason, &c.path, c.start_line, c.end_line) {
+                    (Some("unobserved"), Some(path), Some(start), Some(end)) => {
+                        seen.observed.seen_part(path, start, end)
+                    }
+                    _ => None,
+                };
+                match (part, &c.path) {
+                    (Some((a, b)), Some(path)) => {
+                        let cite = if a == b {
+                            format!("{path}:{a}")
+                        } else {
+                            format!("{path}:{a}-{b}")
+                        };
+                        format!(
+                            "{} You saw {cite} of it: cite that, or Read the rest first.",
+                            c.message
+                        )
+                    }
+                    _ => c.message.clone(),
+                }
+            })
+            .collect();
         let seen_so_far = match seen.observed.ranges(6) {
             r if r.is_empty() => "You have not seen any lines yet: Read or Grep first.".to_string(),
             r => format!("Lines you have seen so far: {}.", r.join(", ")),

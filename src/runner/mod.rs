@@ -59,8 +59,35 @@ pub const EMPTY_RESPONSE_HINT: &str =
 pub const WRAP_UP_TIME_SHARE: f64 = 0.2;
 /// The most time kept for the wrap-up answer.
 pub const WRAP_UP_TIME_CAP: Duration = Duration::from_secs(60);
-/// Lines of likely places given with `repo_map_hint`.
-pub const REPO_MAP_LINES: usize = 8;
+/// Likely places listed with `repo_map_hint`.
+pub const REPO_MAP_LINES: usize = 5;
+/// The share of `timeout_seconds` the offline scout may spend before the model's first call.
+pub const SCOUT_TIME_SHARE: f64 = 0.1;
+/// The most time the offline scout spends before the model's first call.
+pub const SCOUT_TIME_CAP: Duration = Duration::from_secs(30);
+/// The places the repo-map hint opens for the child, and the fewest and most lines of each.
+const OPENED_PLACES: usize = 3;
+const OPENED_LINES: (u64, u64) = (8, 16);
+
+/// The offline scout's search made before the model's first call.
+struct ScoutRun {
+    /// Its final text.
+    text: String,
+    /// Its answer (every cited line one it saw).
+    answer: crate::contract::ExploreResult,
+    /// Its tool calls by name.
+    tool_usage: BTreeMap<String, u64>,
+    /// Its first places opened for the child: the path, the Read's result, the numbered lines.
+    opened: Vec<(String, Value, String)>,
+}
+
+/// The repo-map hint: the first message's text, a next call to suggest, and the Read results
+/// of the places opened for the child.
+struct Lead {
+    hint: String,
+    example: Option<String>,
+    opened: Vec<Value>,
+}
 /// The most places a partial answer built without the model cites.
 const SEEN_CITES: usize = 5;
 
@@ -93,33 +120,131 @@ pub struct RuntimeRunner {
 }
 
 impl RuntimeRunner {
-    /// Run the loop on `task` (the rendered user message) until it stops; then, with the
-    /// profile's `scout_fallback`, let the offline scout answer when the model gave no verified,
-    /// completed answer.
+    /// Run the loop on `task` (the rendered user message) until it stops. An explore child
+    /// with `repo_map_hint` or `scout_fallback` first lets the offline scout search (a few
+    /// milliseconds to a second): its ranking is the hint, its best place is opened for the
+    /// model, and its answer is the fallback when the model gives no verified, completed one.
     pub async fn run(&self, task: &str) -> RunOutcome {
-        let started = Instant::now();
-        let out = self.run_model(task).await;
-        self.with_scout_fallback(task, out, started).await
+        let scout = self.scout_first(task).await;
+        let out = self.run_model(task, scout.as_ref()).await;
+        match scout {
+            Some(scout) => self.with_scout_fallback(out, scout),
+            None => out,
+        }
     }
 
-    /// The model's outcome, or the offline scout's answer in its place when the model gave no
-    /// verified, completed answer and the scout has one (a completed answer in place of any
-    /// other; a partial one in place of none, an unverified one, or one without evidence). The
-    /// summary says so; the counts stay the model's, the scout's tool calls added.
-    async fn with_scout_fallback(
-        &self,
-        task: &str,
-        out: RunOutcome,
-        started: Instant,
-    ) -> RunOutcome {
+    /// The offline scout's answer on `task` and the first place it cites opened, when this
+    /// child will use them (see [`Self::run`]): every file access a confined tool call, no
+    /// trace or span of its own, at most a tenth of the child's time (30 s at most). None when
+    /// the scout has no answer whose evidence it saw.
+    async fn scout_first(&self, task: &str) -> Option<ScoutRun> {
+        let wanted = self.profile.repo_map_hint || self.profile.scout_fallback;
+        if !wanted
+            || self.profile.result_contract != Some(ResultContract::Explore)
+            || self.model.route_label() == Some("offline")
+            || !self.registry.names().contains(&"Grep")
+            || self.cancel.is_cancelled()
+        {
+            return None;
+        }
+        let share = Duration::from_secs_f64(self.profile.timeout_seconds * SCOUT_TIME_SHARE);
+        let deadline = Instant::now() + share.min(SCOUT_TIME_CAP);
+        let (registry, perms) = (self.registry.clone(), self.permissions.clone());
+        let ctx = crate::tools::context::ToolContext::new(self.workspace.clone())
+            .with_deadline(deadline)
+            .with_cancel(self.cancel.flag());
+        let (task, system, tools) = (
+            task.to_string(),
+            self.profile.rendered_system_prompt(),
+            self.tool_schemas.clone(),
+        );
+        let open = self.profile.repo_map_hint && self.registry.names().contains(&"Read");
+        let profile = self.profile.clone();
+        let searching = tokio::task::spawn_blocking(crate::exec::inherit_caller_sync(move || {
+            let mut observed = observed::Observed::default();
+            let mut tool_usage: BTreeMap<String, u64> = BTreeMap::new();
+            let mut execute = |name: &str, args: &str| -> String {
+                *tool_usage.entry(name.to_string()).or_insert(0) += 1;
+                let args = serde_json::from_str::<Value>(args).unwrap_or(Value::Null);
+                let result = registry.execute(name, &args, &ctx, &perms).to_json();
+                if let Ok(value) = serde_json::from_str::<Value>(&result) {
+                    observed.record(name, &value);
+                }
+                result
+            };
+            let text = crate::llm::scout::search_quietly(&task, &system, tools, &mut execute);
+            let Ok((ParsedResult::Explore(answer), _)) = gate::parse_answer(&profile, &text) else {
+                return None;
+            };
+            let places: Vec<(String, u64, u64)> = answer
+                .evidence
+                .iter()
+                .filter_map(|e| crate::evidence::parse_citation(e))
+                .collect();
+            // The scout cites only what it saw; a citation it did not see is not offered.
+            if places.is_empty()
+                || places
+                    .iter()
+                    .any(|(path, start, end)| !observed.saw_range(path, *start, *end))
+            {
+                return None;
+            }
+            // The first places, a short window each (distinct places only), so that the
+            // model can weigh them against each other.
+            let mut opened: Vec<(String, Value, String)> = Vec::new();
+            let mut taken: Vec<(&str, u64)> = Vec::new();
+            for (path, start, end) in places.iter().filter(|_| open) {
+                if opened.len() >= OPENED_PLACES {
+                    break;
+                }
+                if taken
+                    .iter()
+                    .any(|(p, s)| p == path && s.abs_diff(*start) < OPENED_LINES.1)
+                {
+                    continue;
+                }
+                taken.push((path, *start));
+                let from = start.saturating_sub(1).max(1);
+                let limit = (end.saturating_sub(from) + 1).clamp(OPENED_LINES.0, OPENED_LINES.1);
+                let args = serde_json::json!({"path": path, "start_line": from, "limit": limit});
+                let result = registry.execute("Read", &args, &ctx, &perms).to_json();
+                let Ok(v) = serde_json::from_str::<Value>(&result) else {
+                    continue;
+                };
+                if v["status"].as_str() == Some("error") {
+                    continue;
+                }
+                if let Some(content) = v["data"]["content"].as_str().map(str::to_string) {
+                    opened.push((path.clone(), v, content));
+                }
+            }
+            Some(ScoutRun {
+                text,
+                answer,
+                tool_usage,
+                opened,
+            })
+        }));
+        let found = tokio::time::timeout_at(deadline.into(), crate::exec::spin_first(searching))
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .flatten();
+        found
+    }
+
+    /// The model's outcome, or, with the profile's `scout_fallback`, the offline scout's answer
+    /// in its place when the model gave no verified, completed answer (a completed scout answer
+    /// in place of any other; a partial one in place of none, an unverified one, or one without
+    /// evidence). The summary says so; the counts stay the model's, the scout's tool calls
+    /// added.
+    fn with_scout_fallback(&self, out: RunOutcome, found: ScoutRun) -> RunOutcome {
         let model_answer = match &out.result {
             Some(ParsedResult::Explore(r)) if out.ungrounded_evidence.is_empty() => Some(r),
             _ => None,
         };
         if !self.profile.scout_fallback
-            || self.profile.result_contract != Some(ResultContract::Explore)
             || self.profile.output_schema.is_some()
-            || self.model.route_label() == Some("offline")
             // Only after the model answered or ran out: a model error (a bad key, a throttled
             // provider) must stay visible, never be covered by the scout.
             || !matches!(
@@ -136,40 +261,10 @@ impl RuntimeRunner {
         {
             return out;
         }
-        let limit = Duration::from_secs_f64(self.profile.timeout_seconds);
-        let left = limit.saturating_sub(started.elapsed());
-        if left < Duration::from_millis(500) {
-            return out;
-        }
-        let scout = RuntimeRunner {
-            model: Arc::new(crate::llm::scout::OfflineScout),
-            profile: RuntimeProfile {
-                repo_map_hint: false,
-                scout_fallback: false,
-                timeout_seconds: left.min(Duration::from_secs(30)).as_secs_f64(),
-                ..self.profile.clone()
-            },
-            registry: self.registry.clone(),
-            tool_schemas: self.tool_schemas.clone(),
-            workspace: self.workspace.clone(),
-            permissions: self.permissions.clone(),
-            trace: Arc::new(Trace::in_memory(format!(
-                "{}-scout",
-                self.trace.session_id()
-            ))),
-            cancel: self.cancel.clone(),
-            extra_system: None,
-        };
-        let found = Box::pin(scout.run_model(task)).await;
-        let Some(ParsedResult::Explore(mut answer)) = found.result else {
-            return out;
-        };
-        let usable = found.terminal_reason == TerminalReason::Completed
-            && found.ungrounded_evidence.is_empty()
-            && !answer.evidence.is_empty();
+        let mut answer = found.answer;
         let better = answer.status == SubagentStatus::Completed
             || model_answer.is_none_or(|r| r.evidence.is_empty());
-        if !usable || !better {
+        if !better {
             return out;
         }
         let what = match (&out.result, out.ungrounded_evidence.is_empty()) {
@@ -192,9 +287,9 @@ impl RuntimeRunner {
         }
         RunOutcome {
             terminal_reason: TerminalReason::Completed,
-            final_text: found.final_text,
+            final_text: Some(found.text),
             result: Some(ParsedResult::Explore(answer)),
-            repair: found.repair,
+            repair: None,
             error: None,
             tool_usage,
             ungrounded_evidence: Vec::new(),
@@ -202,8 +297,9 @@ impl RuntimeRunner {
         }
     }
 
-    /// The model's loop on `task` until it stops.
-    async fn run_model(&self, task: &str) -> RunOutcome {
+    /// The model's loop on `task` until it stops; `scout` is the offline scout's run, whose
+    /// places are the repo-map hint.
+    async fn run_model(&self, task: &str, scout: Option<&ScoutRun>) -> RunOutcome {
         let started = Instant::now();
         let deadline = started + Duration::from_secs_f64(self.profile.timeout_seconds);
         // Exploring stops early enough for the wrap-up to answer, so that a run that reaches
@@ -220,10 +316,12 @@ impl RuntimeRunner {
             system.push_str("\n\n");
             system.push_str(extra);
         }
-        let (first, example, places) = match self.repo_map_hint(task, explore_deadline).await {
-            Some((hint, example, places)) => (format!("{task}\n\n{hint}"), Some(example), places),
-            None => (task.to_string(), None, Vec::new()),
+        let lead = self.lead(scout);
+        let first = match &lead {
+            Some(lead) => format!("{task}\n\n{}", lead.hint),
+            None => task.to_string(),
         };
+        let example = lead.as_ref().and_then(|l| l.example.clone());
         let mut st = State {
             messages: vec![
                 Message::System { content: system },
@@ -241,11 +339,17 @@ impl RuntimeRunner {
             read_memory: crate::tools::context::ReadMemory::new(),
             observed: observed::Observed::default(),
             successful_tools: 0,
+            given_looks: 0,
             last_failure: None,
         };
-        // The hint's lines are real Grep matches shown with their text: the child has seen them.
-        for (path, line, text) in places.iter().filter(|(_, _, t)| !t.is_empty()) {
-            st.observed.shown(path, *line, text);
+        if let Some(lead) = lead.as_ref().filter(|l| !l.opened.is_empty()) {
+            // The windows opened for the child are in its first message: it has seen those
+            // lines, and that look counts as one of the tool calls `min_tool_calls` asks for.
+            for shown in &lead.opened {
+                st.observed.record("Read", shown);
+            }
+            st.successful_tools = 1;
+            st.given_looks = 1;
         }
         let tools = self.tool_schemas.clone();
         let schema_chars: usize = tools.iter().map(|t| t.to_string().len()).sum();
@@ -535,55 +639,80 @@ impl RuntimeRunner {
         }
     }
 
-    /// The first message's list of likely places (`repo_map_hint`): the scout's ranking of a
-    /// few keyword searches, run as confined tool calls before the first model call. None when
-    /// the profile does not ask for it, the model is the scout itself, Grep is not allowed, or
-    /// nothing was found.
-    #[allow(clippy::type_complexity)]
-    async fn repo_map_hint(
-        &self,
-        task: &str,
-        deadline: Instant,
-    ) -> Option<(String, String, Vec<(String, u64, String)>)> {
-        if !self.profile.repo_map_hint
-            || self.model.route_label() == Some("offline")
-            || !self.registry.names().contains(&"Grep")
-        {
+    /// The repo-map hint from the scout's run (`repo_map_hint`): its ranked places as a list
+    /// marked unverified, and the lines of the first one, opened for the child. None when the
+    /// profile does not ask for it or the scout found nothing.
+    fn lead(&self, scout: Option<&ScoutRun>) -> Option<Lead> {
+        if !self.profile.repo_map_hint {
             return None;
         }
-        let (registry, perms) = (self.registry.clone(), self.permissions.clone());
-        let ctx = crate::tools::context::ToolContext::new(self.workspace.clone())
-            .with_deadline(deadline)
-            .with_cancel(self.cancel.flag());
-        let task = task.to_string();
-        let lines = tokio::task::spawn_blocking(crate::exec::inherit_caller_sync(move || {
-            crate::llm::scout::repo_map(&task, REPO_MAP_LINES, &|name, args| {
-                registry.execute(name, args, &ctx, &perms).to_json()
-            })
-        }));
-        let places =
-            match tokio::time::timeout_at(deadline.into(), crate::exec::spin_first(lines)).await {
-                Ok(Ok(places)) if !places.is_empty() => places,
-                _ => return None,
-            };
-        let listed: Vec<String> = places
+        let answer = &scout?.answer;
+        let places: Vec<(String, u64, u64)> = answer
+            .evidence
             .iter()
-            .map(|(path, line, text)| match text.as_str() {
-                "" => format!("- {path}:{line}"),
-                text => format!("- {path}:{line}  {text}"),
+            .filter_map(|e| crate::evidence::parse_citation(e))
+            .take(REPO_MAP_LINES)
+            .collect();
+        if places.is_empty() {
+            return None;
+        }
+        // Each place by the line it starts at: a small model copies the listed citation, and a
+        // range longer than the window opened would cite lines it did not see.
+        let listed: Vec<String> = answer
+            .evidence
+            .iter()
+            .filter(|e| crate::evidence::parse_citation(e).is_some())
+            .zip(&places)
+            .enumerate()
+            .map(|(i, (cite, (path, start, _)))| {
+                let about = answer
+                    .findings
+                    .iter()
+                    .find_map(|f| f.strip_prefix(cite.as_str())?.strip_prefix(": "))
+                    .map(|f| f.split(". ").next().unwrap_or(f).trim_end_matches('.'))
+                    .map(|f| format!(" ({f})"))
+                    .unwrap_or_default();
+                format!("{}. {path}:{start}{about}", i + 1)
             })
             .collect();
-        let (path, line, _) = &places[0];
-        let args = serde_json::json!({"path": path, "start_line": line.saturating_sub(5).max(1), "limit": 40});
-        let example = format!("Read with {args}");
-        Some((
+        let opened: &[(String, Value, String)] = scout.map_or(&[], |s| &s.opened);
+        let read_args = |(path, start, _): &(String, u64, u64)| serde_json::json!({"path": path, "start_line": start.saturating_sub(2).max(1), "limit": 40});
+        // The first place not opened, else the first, is the next Read to suggest.
+        let next = places
+            .iter()
+            .find(|(path, start, _)| {
+                !opened.iter().any(|(p, _, content)| {
+                    let first = content
+                        .lines()
+                        .next()
+                        .and_then(|l| l.split_once(" | "))
+                        .and_then(|(n, _)| n.trim().parse::<u64>().ok());
+                    p == path && first.is_some_and(|s| s.abs_diff(*start) < OPENED_LINES.1)
+                })
+            })
+            .or(places.first());
+        let example = next.map(|p| format!("Read with {}", read_args(p)));
+        let list = format!(
+            "Likely places (an offline keyword search ranked them; unverified, they may not answer the task):\n{}",
+            listed.join("\n")
+        );
+        let hint = if opened.is_empty() {
+            format!("{list}\nRead around them to check before you rely on them.")
+        } else {
+            let windows: Vec<String> = opened
+                .iter()
+                .map(|(path, _, content)| format!("{path}:\n{}", content.trim_end()))
+                .collect();
             format!(
-                "Likely places to start (lines a keyword search found; they may not answer the task: Read around them to check before you rely on them):\n{}\nFor example, call {example}.",
-                listed.join("\n")
-            ),
+                "{list}\n\nOpened for you (line number | text):\n{}\n\nIf some of these lines answer the task, reply with the final JSON object citing the ones that do (relative/path:line); if none does, Read or Grep further.",
+                windows.join("\n\n")
+            )
+        };
+        Some(Lead {
+            hint,
             example,
-            places,
-        ))
+            opened: opened.iter().map(|(_, shown, _)| shown.clone()).collect(),
+        })
     }
 
     /// After a budget ran out: one tool-less call for the JSON result (policy `partial`). When
@@ -695,7 +824,7 @@ impl RuntimeRunner {
         if self.profile.result_contract != Some(ResultContract::Explore)
             || self.profile.output_schema.is_some()
             || st.observed.is_empty()
-            || st.successful_tools == 0
+            || st.successful_tools <= st.given_looks
         {
             return self.finish(st, step, reason, None, None, None, Some(error), vec![]);
         }

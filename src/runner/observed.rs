@@ -70,16 +70,6 @@ impl Observed {
         }
     }
 
-    /// Record one line shown to the child with its text (a repo-map hint: a real Grep match).
-    pub fn shown(&mut self, path: &str, line: u64, text: &str) {
-        let path = normalize(path);
-        self.add(&path, line, line);
-        if self.hits.len() < MAX_HITS {
-            self.hits
-                .push((path, line, text.chars().take(200).collect()));
-        }
-    }
-
     fn add(&mut self, path: &str, start: u64, end: u64) {
         let ranges = self.lines.entry(path.to_string()).or_default();
         ranges.push((start, end));
@@ -106,6 +96,15 @@ impl Observed {
         self.lines
             .get(&normalize(path))
             .is_some_and(|r| r.iter().any(|&(s, e)| s <= start && end <= e))
+    }
+
+    /// The part of `start..=end` of `path` the child saw, when it saw some (the first seen
+    /// stretch that overlaps it, cut to it).
+    pub fn seen_part(&self, path: &str, start: u64, end: u64) -> Option<(u64, u64)> {
+        self.lines
+            .get(&normalize(path))?
+            .iter()
+            .find_map(|&(s, e)| (s <= end && start <= e).then_some((s.max(start), e.min(end))))
     }
 
     /// Whether the child saw anything at all.

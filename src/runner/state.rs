@@ -41,8 +41,10 @@ pub(crate) struct State {
     pub(crate) read_memory: crate::tools::context::ReadMemory,
     /// The lines the child was shown (Read windows, Grep matches and context).
     pub(crate) observed: crate::runner::observed::Observed,
-    /// Tool calls that did not fail.
+    /// Tool calls that did not fail (the repo-map hint's opened places count as one).
     pub(crate) successful_tools: u64,
+    /// Of those, the one look the repo-map hint gave (0 or 1): not the child's own search.
+    pub(crate) given_looks: u64,
     /// The last call that failed: (tool, arguments as canonical JSON, step, error message).
     pub(crate) last_failure: Option<(String, String, u64, String)>,
 }

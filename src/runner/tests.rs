@@ -470,7 +470,11 @@ impl ChatModel for Explorer {
 #[tokio::test]
 async fn an_exploration_of_100_line_reads_ends_within_the_explore_budgets_with_an_answer() {
     let dir = tree();
-    let profile = explore_profile();
+    // The model's own reads only: no Read opened for it by the repo-map hint.
+    let profile = RuntimeProfile {
+        repo_map_hint: false,
+        ..explore_profile()
+    };
     for usage in [false, true] {
         let model = Arc::new(Explorer {
             reads: Mutex::new(0),
@@ -1251,15 +1255,23 @@ async fn a_timeout_keeps_time_for_a_partial_answer() {
 }
 
 #[tokio::test]
-async fn the_first_message_lists_likely_places_unless_turned_off() {
+async fn the_first_message_lists_likely_places_and_opens_the_first_unless_turned_off() {
     let dir = tree();
-    let model = Scripted::new(vec![read_app(), say(FINAL)]);
+    let model = Scripted::new(vec![say(FINAL)]);
     let r = runner(&dir, model.clone(), explore_profile());
-    r.run("Where is the `main` function defined?").await;
+    let out = r.run("Where is the `main` function defined?").await;
     let first = last_user(&model, 0);
     assert_eq!(
         first,
-        "Where is the `main` function defined?\n\nLikely places to start (lines a keyword search found; they may not answer the task: Read around them to check before you rely on them):\n- src/app.py:1  def main():\nFor example, call Read with {\"path\":\"src/app.py\",\"start_line\":1,\"limit\":40}."
+        "Where is the `main` function defined?\n\nLikely places (an offline keyword search ranked them; unverified, they may not answer the task):\n1. src/app.py:1 (`main` is defined at src/app.py:1 (def))\n\nOpened for you (line number | text):\nsrc/app.py:\n   1 | def main():\n   2 |     return 1\n\nIf some of these lines answer the task, reply with the final JSON object citing the ones that do (relative/path:line); if none does, Read or Grep further."
+    );
+    // The opened lines were seen, and that look counts as the one tool call explore asks
+    // for: the answer citing src/app.py:1-2 is completed on the first call, with no tool call
+    // in the conversation and none counted.
+    assert_eq!(model.requests()[0].messages.len(), 2);
+    assert_eq!(
+        (out.terminal_reason, out.model_calls, out.tool_usage.len()),
+        (TerminalReason::Completed, 1, 0)
     );
     let off = RuntimeProfile {
         repo_map_hint: false,
@@ -1445,37 +1457,54 @@ async fn a_tool_call_written_inside_prose_is_quoted_back_as_the_reply_to_make() 
 }
 
 #[tokio::test]
-async fn a_hint_line_was_shown_so_it_may_be_cited_but_its_neighbours_may_not() {
+async fn only_the_opened_lines_of_a_listed_place_may_be_cited() {
     let dir = tree();
+    let other = format!("{}def main():\n    pass\n", "x = 1\n".repeat(70));
+    std::fs::write(dir.path().join("src/cli.py"), other).unwrap();
     let task = "Where is the `main` function defined?";
     let cite = |e: &str| {
         format!(r#"{{"status": "completed", "summary": "s", "findings": [], "evidence": ["{e}"]}}"#)
     };
-    // The hint showed src/app.py:1 with its text; the child Grepped something else.
-    let grep = || calls(&[("Grep", json!({"pattern": "nothing-here"}))]);
-    let r = runner(
-        &dir,
-        Scripted::new(vec![grep(), say(&cite("src/app.py:1"))]),
-        explore_profile(),
+    // Both places are listed and opened, src/cli.py around its line 71 only.
+    let model = Scripted::new(vec![say(&cite("src/cli.py:71"))]);
+    let out = runner(&dir, model.clone(), explore_profile())
+        .run(task)
+        .await;
+    let hint = last_user(&model, 0);
+    assert!(
+        hint.contains("src/cli.py:71") && hint.contains("src/app.py:1"),
+        "{hint}"
     );
-    let out = r.run(task).await;
+    assert!(
+        hint.contains("  71 | def main():") && !hint.contains("   5 | x = 1"),
+        "{hint}"
+    );
     assert_eq!(
         out.terminal_reason,
         TerminalReason::Completed,
         "{:?}",
         out.ungrounded_evidence
     );
-    let no_fallback = RuntimeProfile {
-        scout_fallback: false,
-        ..explore_profile()
-    };
-    let model = Scripted::new(vec![
-        grep(),
-        say(&cite("src/app.py:2")),
-        say(&cite("src/app.py:2")),
-    ]);
-    let out = runner(&dir, model, no_fallback).run(task).await;
+    // A line of that file outside the window exists but was not seen.
+    let model = Scripted::new(vec![say(&cite("src/cli.py:5")), say(&cite("src/cli.py:5"))]);
+    let out = runner(&dir, model, explore_profile()).run(task).await;
     assert_eq!(out.terminal_reason, TerminalReason::CompletedUnverified);
+    assert_eq!(out.ungrounded_evidence[0].reason, Some("unobserved"));
+    // A range seen in part: the feedback names the part that may be cited.
+    let model = Scripted::new(vec![
+        say(&cite("src/cli.py:60-72")),
+        say(&cite("src/cli.py:70-72")),
+    ]);
+    let out = runner(&dir, model.clone(), explore_profile())
+        .run(task)
+        .await;
+    assert!(
+        last_user(&model, 1)
+            .contains("You saw src/cli.py:70-72 of it: cite that, or Read the rest first."),
+        "{}",
+        last_user(&model, 1)
+    );
+    assert_eq!(out.terminal_reason, TerminalReason::Completed);
 }
 
 #[tokio::test]
@@ -1546,4 +1575,61 @@ async fn a_call_failing_three_times_names_the_first_failure_once() {
         "{message}"
     );
     assert_eq!(message.matches("Same call as step").count(), 1, "{message}");
+}
+
+#[tokio::test]
+async fn an_answer_without_a_status_stands_as_partial_not_refused() {
+    let dir = tree();
+    let no_status =
+        r#"{"summary": "main is in app.py", "findings": [], "evidence": ["src/app.py:1"]}"#;
+    let (out, model) = run(&dir, vec![read_app(), say(no_status)], explore_profile()).await;
+    let Some(ParsedResult::Explore(r)) = &out.result else {
+        panic!("{out:?}")
+    };
+    assert_eq!(
+        (out.terminal_reason, r.status, model.requests().len()),
+        (TerminalReason::Completed, SubagentStatus::Partial, 2)
+    );
+    assert_eq!(
+        r.unresolved_questions,
+        ["outrider: the answer gave no status, so it stands as partial"]
+    );
+    // Any other violation is still refused, the missing status named with it.
+    let bad = r#"{"summary": "", "findings": [], "evidence": ["src/app.py:1"]}"#;
+    let (out, _) = run(
+        &dir,
+        vec![read_app(), say(bad), say(bad)],
+        explore_profile(),
+    )
+    .await;
+    assert_eq!(out.terminal_reason, TerminalReason::CompletionGateBlocked);
+}
+
+#[tokio::test]
+async fn list_items_written_as_objects_are_taken_as_text_and_citations() {
+    let dir = tree();
+    let slips = r#"{"status": "completed", "summary": "main is in app.py",
+        "findings": [{"line": 1, "text": "def main():"}, 2],
+        "evidence": [{"path": "src/app.py", "line": 1}, {"file": "src/app.py", "start_line": 1, "end_line": 2}],
+        "unresolved_questions": "none"}"#;
+    let (out, model) = run(&dir, vec![read_app(), say(slips)], explore_profile()).await;
+    let Some(ParsedResult::Explore(r)) = &out.result else {
+        panic!("{out:?}")
+    };
+    assert_eq!(
+        (out.terminal_reason, r.status, model.requests().len()),
+        (TerminalReason::Completed, SubagentStatus::Completed, 2)
+    );
+    assert_eq!(r.findings, ["line: 1, text: def main():", "2"]);
+    assert_eq!(r.evidence, ["src/app.py:1", "src/app.py:1-2"]);
+    assert_eq!(r.unresolved_questions, ["none"]);
+    // An evidence object that is not a citation is still refused.
+    let bad = r#"{"status": "completed", "summary": "s", "findings": [], "evidence": [{"where": "app"}]}"#;
+    let (out, _) = run(
+        &dir,
+        vec![read_app(), say(bad), say(bad)],
+        explore_profile(),
+    )
+    .await;
+    assert_eq!(out.terminal_reason, TerminalReason::CompletionGateBlocked);
 }

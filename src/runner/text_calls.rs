@@ -30,8 +30,15 @@ pub(crate) fn parse(
     } else if text.starts_with("```") && text.matches("```").count() > 2 {
         blocks(text, "```", "```", cut)?
     } else {
-        let body = unfenced(text).unwrap_or(text);
-        match serde_json::from_str::<Value>(body).ok()? {
+        let body = unfenced(text).or_else(|| stray_close(text)).unwrap_or(text);
+        // Braces doubled as in a format string (`{{"name": ...}}`), a small model's copy slip.
+        let parsed = serde_json::from_str::<Value>(body).ok().or_else(|| {
+            let inner = body.strip_prefix('{')?.strip_suffix('}')?.trim();
+            (inner.starts_with('{') && inner.ends_with('}'))
+                .then(|| serde_json::from_str::<Value>(inner).ok())
+                .flatten()
+        });
+        match parsed? {
             Value::Array(items) => items,
             one @ Value::Object(_) => vec![one],
             _ => return None,
@@ -73,6 +80,13 @@ pub(crate) fn embedded(content: &str, offered: &[&str]) -> Option<String> {
         }
     }
     None
+}
+
+/// A bare call followed by a closing fence that was never opened (a small model's slip): the
+/// text before it.
+fn stray_close(text: &str) -> Option<&str> {
+    let body = text.strip_suffix("```")?;
+    (!body.contains("```")).then(|| body.trim_end())
 }
 
 /// The JSON inside one ```` ``` ```` or ```` ```json ```` fence that is the whole text.
@@ -199,6 +213,7 @@ mod tests {
         for text in [
             r#"{"name": "Grep", "arguments": {"pattern": "fn main"}}"#,
             "```json\n{\"name\": \"Grep\", \"arguments\": {\"pattern\": \"fn main\"}}\n```",
+            r#"{{"name": "Grep", "arguments": {"pattern": "fn main"}}}"#,
             "```\n{\"name\": \"Grep\", \"arguments\": {\"pattern\": \"fn main\"}}\n```\n\n\n",
             r#"<tool_call>{"name": "Grep", "arguments": {"pattern": "fn main"}}</tool_call>"#,
             "<tool_call>\n{\"name\": \"Grep\", \"arguments\": \"{\\\"pattern\\\": \\\"fn main\\\"}\"}\n</tool_call>",
@@ -207,6 +222,7 @@ mod tests {
             r#"{"function": "Grep", "arguments": {"pattern": "fn main"}}"#,
             r#"{"tool": "Grep", "args": {"pattern": "fn main"}}"#,
             r#"[{"name": "Grep", "arguments": {"pattern": "fn main"}}]"#,
+            "{\"name\": \"Grep\", \"arguments\": {\"pattern\": \"fn main\"}}\n```",
         ] {
             assert_eq!(names(text), grep(), "{text}");
         }

@@ -350,7 +350,8 @@ async fn no_tools_means_no_tool_choice_and_no_key_means_no_auth_header() {
     assert_eq!(
         serde_json::from_str::<Value>(&sent.body).unwrap(),
         json!({"model": "other-model", "messages": [{"role": "user", "content": "hi"}],
-               "max_tokens": outrider::llm::openai::LOCAL_MAX_TOKENS, "stop": ["\n\n\n\n"]})
+               "max_tokens": outrider::llm::openai::LOCAL_MAX_TOKENS, "stop": ["\n\n\n\n"],
+               "temperature": outrider::llm::openai::LOCAL_TEMPERATURE})
     );
 }
 
@@ -377,6 +378,33 @@ fn only_a_local_server_gets_a_default_answer_cap() {
     );
     assert_eq!(
         body("https://api.openai.com/v1", None).get("max_tokens"),
+        None
+    );
+}
+
+#[test]
+fn only_a_local_server_gets_a_default_temperature() {
+    let body = |base: &str, temperature: Option<f64>| {
+        let mut config = OpenAICompatibleConfig::new("m", base);
+        config.temperature = temperature;
+        OpenAICompatible::new(config)
+            .unwrap()
+            .request_body(&simple_request())
+    };
+    assert_eq!(
+        body("http://127.0.0.1:8080/v1", None)["temperature"],
+        json!(0.0)
+    );
+    assert_eq!(
+        body("http://[::1]:11434/v1", None)["temperature"],
+        json!(0.0)
+    );
+    assert_eq!(
+        body("http://127.0.0.1:8080/v1", Some(0.7))["temperature"],
+        json!(0.7)
+    );
+    assert_eq!(
+        body("https://api.openai.com/v1", None).get("temperature"),
         None
     );
 }

@@ -342,7 +342,6 @@ fn grep_validation_messages() {
         (json!({"pattern": 5}), "INVALID_PARAM", "pattern must be a non-empty string."),
         (json!({"pattern": "x", "path": 5}), "INVALID_PARAM", "path and glob must be strings."),
         (json!({"pattern": "x", "glob": ["*"]}), "INVALID_PARAM", "path and glob must be strings."),
-        (json!({"pattern": "x", "glob": ""}), "INVALID_PARAM", "glob must not be empty when supplied."),
         (json!({"pattern": "x", "case_sensitive": "yes"}), "INVALID_PARAM", "case_sensitive must be a boolean."),
         (json!({"pattern": "x", "limit": 0}), "INVALID_PARAM", range),
         (json!({"pattern": "x", "limit": 201}), "INVALID_PARAM", range),
@@ -509,6 +508,14 @@ fn grep_glob_and_type_filters() {
     );
     assert_eq!(files(json!({"pattern": "x", "type": "rust"})), ["src/e.rs"]);
     assert_eq!(files(json!({"pattern": "x", "type": "md"})), ["README.md"]);
+    // A small model fills every optional field: empty strings are the field left unset.
+    let all = files(json!({"pattern": "x"}));
+    assert_eq!(all.len(), 7);
+    assert_eq!(files(json!({"pattern": "x", "glob": "", "type": ""})), all);
+    assert_eq!(
+        files(json!({"pattern": "x", "glob": "  ", "type": " "})),
+        all
+    );
 }
 
 #[test]

@@ -26,7 +26,9 @@ pub mod client;
 pub mod config;
 mod retry;
 
-pub use client::{OpenAICompatible, LOCAL_MAX_TOKENS, MAX_ERROR_BODY_BYTES, MAX_RESPONSE_BYTES};
+pub use client::{
+    OpenAICompatible, LOCAL_MAX_TOKENS, LOCAL_TEMPERATURE, MAX_ERROR_BODY_BYTES, MAX_RESPONSE_BYTES,
+};
 pub use config::{
     duration_from_secs, normalize_base_url, OpenAICompatibleConfig, DEFAULT_BASE_URL,
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, MAX_RETRIES_LIMIT,

@@ -120,6 +120,50 @@ fn notes_from_results(messages: &[Message], q: &query::Query) -> Notes {
     }
 }
 
+/// The scout's whole search on `task`, driven without a runner (no trace, no spans): the
+/// first message is `task`, the system prompt `system`, the tools offered `tools`; each tool call
+/// goes through `execute` (name and JSON arguments in, the result envelope as JSON text out, so
+/// that every file access stays a confined tool call). Its final text, at most three turns on.
+pub fn search_quietly(
+    task: &str,
+    system: &str,
+    tools: std::sync::Arc<Vec<serde_json::Value>>,
+    execute: &mut dyn FnMut(&str, &str) -> String,
+) -> String {
+    let mut request = ChatRequest {
+        model: None,
+        messages: vec![
+            Message::System {
+                content: system.to_string(),
+            },
+            Message::User {
+                content: task.to_string(),
+            },
+        ],
+        tools,
+        tool_choice: Some("auto".into()),
+        settings: None,
+        deadline: None,
+    };
+    loop {
+        let resp = next_step(&request);
+        if resp.tool_calls.is_empty() {
+            return resp.content;
+        }
+        request.messages.push(Message::Assistant {
+            content: resp.content.clone(),
+            tool_calls: resp.tool_calls.clone(),
+        });
+        for call in &resp.tool_calls {
+            request.messages.push(Message::Tool {
+                tool_call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: execute(&call.name, &call.arguments),
+            });
+        }
+    }
+}
+
 fn next_step(request: &ChatRequest) -> ChatResponse {
     let messages = &request.messages;
     let turns = messages
@@ -220,42 +264,6 @@ fn next_step(request: &ChatRequest) -> ChatResponse {
         return answer();
     }
     calls_response(calls, text)
-}
-
-/// Likely places for `task`: the scout's first searches, run through `execute` (a tool call's
-/// name and JSON arguments in, its result envelope as JSON text out, so that every file access
-/// stays a confined tool call), ranked, at most `n` of `(path, line, text)` (definitions
-/// first). Empty when the task names nothing to search for.
-pub fn repo_map(
-    task: &str,
-    n: usize,
-    execute: &dyn Fn(&str, &str) -> String,
-) -> Vec<(String, u64, String)> {
-    let q = query::parse(task);
-    let calls = search::first_calls(&q);
-    if calls.is_empty() {
-        return Vec::new();
-    }
-    let mut messages = vec![Message::Assistant {
-        content: String::new(),
-        tool_calls: calls.clone(),
-    }];
-    for call in &calls {
-        messages.push(Message::Tool {
-            tool_call_id: call.id.clone(),
-            name: call.name.clone(),
-            content: execute(&call.name, &call.arguments),
-        });
-    }
-    let results = search::results(&messages);
-    let ranked = rank::rank(&results, &q);
-    rank::picks(&ranked, n, n)
-        .into_iter()
-        .map(|c| {
-            let text: String = c.text.trim().chars().take(100).collect();
-            (c.file, c.line, text)
-        })
-        .collect()
 }
 
 impl ChatModel for OfflineScout {

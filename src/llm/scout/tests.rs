@@ -316,27 +316,6 @@ async fn prose_is_not_a_definition_and_a_missing_name_is_not_an_answer() {
     );
 }
 
-#[test]
-fn repo_map_ranks_definitions_through_the_given_executor() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("src")).unwrap();
-    std::fs::write(dir.path().join("src/app.py"), "def main():\n    return 1\n").unwrap();
-    let ws = crate::tools::workspace::Workspace::new(dir.path()).unwrap();
-    let registry = crate::tools::registry::ToolRegistry::readonly();
-    let ctx = crate::tools::context::ToolContext::new(ws);
-    let perms = crate::tools::permissions::PermissionContext::readonly_subagent();
-    let calls = std::cell::RefCell::new(Vec::new());
-    let lines = super::repo_map("Where is the `main` function defined?", 8, &|name, args| {
-        calls.borrow_mut().push(name.to_string());
-        registry.execute(name, args, &ctx, &perms).to_json()
-    });
-    assert!(!calls.borrow().is_empty());
-    assert_eq!(
-        lines,
-        [("src/app.py".to_string(), 1, "def main():".to_string())]
-    );
-}
-
 #[tokio::test]
 async fn the_scout_cites_only_lines_it_saw_in_paths_evidence_can_carry() {
     // An empty file found by its name, and a definition in a file whose name holds a newline:

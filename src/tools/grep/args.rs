@@ -130,6 +130,8 @@ pub(crate) fn parse(params: &Value) -> Result<Request, String> {
     else {
         return Err("path and glob must be strings.".into());
     };
+    // Small models fill every optional field: an empty glob means "no glob", as null does.
+    let glob = glob.filter(|g| !g.trim().is_empty());
     // A glob given as the path ('src/**/*.rs', '*.py'): search its directory with it as glob.
     let (path, glob) = match path.map(split_glob_path) {
         Some(Some((dir, pattern))) if glob.is_none() => (Some(dir), Some(pattern)),
@@ -142,9 +144,6 @@ pub(crate) fn parse(params: &Value) -> Result<Request, String> {
         _ => (path.map(str::to_string), glob.map(str::to_string)),
     };
     let (path, glob) = (path.as_deref(), glob.as_deref());
-    if glob == Some("") {
-        return Err("glob must not be empty when supplied.".into());
-    }
     let Ok(case_sensitive) = params::bool_or(args, "case_sensitive", false) else {
         return Err("case_sensitive must be a boolean.".into());
     };
@@ -177,6 +176,8 @@ pub(crate) fn parse(params: &Value) -> Result<Request, String> {
     let types = match params::str_opt(args, "type") {
         Err(()) => return Err("type must be a string naming a ripgrep file type.".into()),
         Ok(None) => None,
+        // An empty type, like an empty glob, is the field left unset.
+        Ok(Some(name)) if name.trim().is_empty() => None,
         Ok(Some(name)) => Some(walk::select_type(name)?),
     };
     if let Some(msg) = params::unknown_arguments("Grep", args, &ACCEPTED) {
