@@ -417,19 +417,22 @@ def test_launch_many_keeps_order_and_isolates_failures(
 @pytest.mark.parametrize("is_async", [False, True])
 def test_a_launch_many_calls_max_concurrency_governs(repo: pathlib.Path, is_async: bool) -> None:
     # Built without max_concurrency (default 8), the call's 16 must run 16 at once: counted as
-    # model calls in flight together, not as time.
+    # model calls in flight together, not as time. Each call waits (up to 3 s) until `want`
+    # calls are in flight, so on a loaded machine the children still meet; a limit below
+    # `want` shows as that many at the peak.
     import threading
 
-    lock = threading.Lock()
-    now, peak = [0], [0]
+    cond = threading.Condition()
+    now, peak, want = [0], [0], [16]
 
     def enter() -> None:
-        with lock:
+        with cond:
             now[0] += 1
             peak[0] = max(peak[0], now[0])
+            cond.notify_all()
 
     def leave() -> None:
-        with lock:
+        with cond:
             now[0] -= 1
 
     def reply(request: dict[str, Any]) -> Any:
@@ -439,13 +442,16 @@ def test_a_launch_many_calls_max_concurrency_governs(repo: pathlib.Path, is_asyn
 
     def model(request: dict[str, Any]) -> Any:
         enter()
-        time.sleep(0.3)
+        with cond:
+            cond.wait_for(lambda: peak[0] >= want[0], timeout=3.0)
         leave()
         return reply(request)
 
     async def amodel(request: dict[str, Any]) -> Any:
         enter()
-        await asyncio.sleep(0.3)
+        deadline = time.monotonic() + 3.0
+        while peak[0] < want[0] and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
         leave()
         return reply(request)
 
@@ -454,7 +460,7 @@ def test_a_launch_many_calls_max_concurrency_governs(repo: pathlib.Path, is_asyn
     results = launcher.launch_many(requests, max_concurrency=16)
     assert [r.status for r in results] == ["completed"] * 16
     assert peak[0] == 16
-    peak[0] = 0
+    peak[0], want[0] = 0, 8
     launcher.launch_many(requests[:12])
     assert peak[0] == 8
 

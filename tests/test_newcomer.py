@@ -99,8 +99,12 @@ def test_a_partial_result_says_why(repo: pathlib.Path, capsys: pytest.CaptureFix
     assert f"why partial:</strong> {why}" in own._repr_html_()
     _print_result(own, "test")
     assert f"why partial: {why}" in capsys.readouterr().out
-    # An answer given before any search stands as partial, and the view gives outrider's reason.
-    hasty = launch(repo, ScriptedLLM([ANSWER] * 4))
+    # An answer given before any search stands as partial, and the view gives outrider's reason
+    # (no repo-map hint: the places it opens would count as a look at the code; no evidence:
+    # a cited line never seen would make it unverified instead).
+    no_hint = outrider.EXPLORE_PROFILE.replace(repo_map_hint=False)
+    unfounded = final(status="completed", summary="login is in auth.py", evidence=[])
+    hasty = launch(repo, ScriptedLLM([unfounded] * 4), profiles=[no_hint])
     assert (hasty.status, hasty.terminal_reason) == ("partial", "completed")
     assert "**why partial:** the child answered before searching enough" in hasty._repr_markdown_()
     done = launch(repo, ScriptedLLM([[call("Read", path="auth.py")], ANSWER]))
