@@ -159,7 +159,6 @@ impl RuntimeRunner {
             self.tool_schemas.clone(),
         );
         let open = self.profile.repo_map_hint && self.registry.names().contains(&"Read");
-        let profile = self.profile.clone();
         let searching = tokio::task::spawn_blocking(crate::exec::inherit_caller_sync(move || {
             let mut observed = observed::Observed::default();
             let mut tool_usage: BTreeMap<String, u64> = BTreeMap::new();
@@ -173,7 +172,12 @@ impl RuntimeRunner {
                 result
             };
             let text = crate::llm::scout::search_quietly(&task, &system, tools, &mut execute);
-            let Ok((ParsedResult::Explore(answer), _)) = gate::parse_answer(&profile, &text) else {
+            // The scout answers ExploreResult whatever the child's own result shape is.
+            let Ok((answer, _)) = crate::contract::ExploreResult::repair(
+                &text,
+                crate::contract::ToolUsage::new(),
+                "completed",
+            ) else {
                 return None;
             };
             let places: Vec<(String, u64, u64)> = answer
