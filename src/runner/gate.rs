@@ -37,7 +37,8 @@ pub(crate) enum Gate {
 /// The final answer parsed by the profile's `output_schema` or contract (with repair), or free
 /// text without one. An evidence item written with a note after its citation (`src/a.py:14
 /// class A`, as a hint or Grep line reads) is cut to the citation: the note is the model's,
-/// the check is on the lines.
+/// the check is on the lines; an item holding several citations (`a.ts:15-22, b.ts:3-8`)
+/// becomes one item each.
 pub(crate) fn parse_answer(
     profile: &RuntimeProfile,
     text: &str,
@@ -51,11 +52,21 @@ pub(crate) fn parse_answer(
         ParsedResult::Verification(r) => &mut r.evidence,
         ParsedResult::Text(_) | ParsedResult::Custom(_) => return Ok(parsed),
     };
-    for item in evidence.iter_mut() {
-        if let Some(cite) = crate::evidence::citation_of_noted(item) {
-            *item = cite;
+    let mut items = Vec::with_capacity(evidence.len());
+    for item in evidence.drain(..) {
+        // Several citations in one item (`a.ts:15-22, b.ts:3-8`): one item each.
+        let parts: Vec<&str> = item.split([',', ';']).map(str::trim).collect();
+        if parts.len() > 1
+            && parts
+                .iter()
+                .all(|p| crate::evidence::parse_citation(p).is_some())
+        {
+            items.extend(parts.into_iter().map(str::to_string));
+            continue;
         }
+        items.push(crate::evidence::citation_of_noted(&item).unwrap_or(item));
     }
+    *evidence = items;
     Ok(parsed)
 }
 

@@ -1633,3 +1633,26 @@ async fn list_items_written_as_objects_are_taken_as_text_and_citations() {
     .await;
     assert_eq!(out.terminal_reason, TerminalReason::CompletionGateBlocked);
 }
+
+#[tokio::test]
+async fn several_citations_in_one_evidence_item_are_one_item_each() {
+    let dir = tree();
+    let joined = r#"{"status": "completed", "summary": "main", "findings": [],
+        "evidence": ["src/app.py:1, src/app.py:2", "src/app.py:1:def main():"]}"#;
+    let (out, _) = run(&dir, vec![read_app(), say(joined)], explore_profile()).await;
+    let Some(ParsedResult::Explore(r)) = &out.result else {
+        panic!("{out:?}")
+    };
+    assert_eq!(out.terminal_reason, TerminalReason::Completed);
+    assert_eq!(r.evidence, ["src/app.py:1", "src/app.py:2", "src/app.py:1"]);
+    // A comma inside something that is not a list of citations is left for the check.
+    let odd = r#"{"status": "completed", "summary": "main", "findings": [],
+        "evidence": ["src/app.py:1, and more"]}"#;
+    let (out, _) = run(
+        &dir,
+        vec![read_app(), say(odd), say(odd)],
+        explore_profile(),
+    )
+    .await;
+    assert_eq!(out.terminal_reason, TerminalReason::CompletedUnverified);
+}
