@@ -587,7 +587,9 @@ def test_one_writer_per_sink(tmp_path: pathlib.Path) -> None:
     holder.open()
     try:
         with pytest.raises(outrider.ConfigError, match="another batch is writing to it"):
-            explore_many([BatchTask(str(tmp_path), "q")], backend="offline", sink=tmp_path / "out")
+            (tmp_path / "repo").mkdir()
+            task = BatchTask(str(tmp_path / "repo"), "q")
+            explore_many([task], backend="offline", sink=tmp_path / "out")
     finally:
         holder.close()
 
@@ -675,3 +677,24 @@ def test_a_revision_name_resolves_to_its_commit(tmp_path: pathlib.Path) -> None:
     (row,) = run.rows
     assert (row["status"], row["commit"], row["resolved_commit"]) == ("completed", "HEAD", commit)
     assert row["result"]["evidence"]
+
+
+def test_the_sink_is_private_and_never_inside_an_explored_root(tmp_path: pathlib.Path) -> None:
+    repos = make_repos(tmp_path / "src", 1)
+    tasks = make_tasks(repos, 2)
+    local = next(t.root for t in tasks if "://" not in t.root)
+    inside = pathlib.Path(local) / "out"
+    cache = tmp_path / "cache"
+    with pytest.raises(
+        outrider.ConfigError, match=r"is inside the explored root .* of tasks\[\d\]"
+    ):
+        explore_many(tasks, backend="offline", sink=inside, cache_dir=cache, progress=False)
+    assert not inside.exists()
+    run = explore_many(
+        tasks, backend="offline", sink=tmp_path / "out", cache_dir=cache, progress=False
+    )
+    assert run.summary.counts == {"completed": 2}
+    out = tmp_path / "out"
+    assert (out.stat().st_mode & 0o777, (out / "traces").stat().st_mode & 0o777) == (0o700, 0o700)
+    files = [out / "manifest.jsonl", *(out / "traces").iterdir()]
+    assert len(files) == 3 and {f.stat().st_mode & 0o777 for f in files} == {0o600}

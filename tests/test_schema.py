@@ -362,3 +362,21 @@ def test_a_schema_child_gets_the_repo_map_hint_and_may_answer_from_it(repo: path
     assert "Opened for you (line number | text):\nsrc/app.py:\n" in users(llm)[0]
     assert (result.status, result.model_calls) == ("completed", 1)
     assert isinstance(result.result, Functions) and result.result.functions == ["main"]
+
+
+def test_output_validates_a_result_held_as_data_into_the_class(repo: pathlib.Path) -> None:
+    llm = ScriptedLLM([READ, answer(functions=["main"], evidence=["src/app.py:1"])])
+    result = launcher(repo, llm).launch(
+        outrider.SubagentRequest("Which functions?"), output_schema=Functions
+    )
+    again = outrider.SubagentLaunchResult.from_dict(result.to_dict())
+    assert isinstance(again.result, dict)
+    assert again.output(Functions) == Functions(functions=["main"], evidence=["src/app.py:1"])
+    assert pickle.loads(pickle.dumps(result)).output(Functions).functions == ["main"]
+    # A JSON-schema child's dict validates into a class too, or says why not.
+    llm = ScriptedLLM([READ, answer(routes=["/"], evidence=["src/app.py:1"])])
+    routed = launcher(repo, llm).launch(outrider.SubagentRequest("Routes?"), output_schema=SCHEMA)
+    with pytest.raises(
+        outrider.ResultError, match=r"(?s)does not validate as Functions: .*functions"
+    ):
+        routed.output(Functions)

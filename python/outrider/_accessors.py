@@ -7,7 +7,7 @@ for the type checker and say plainly why when it is not that type.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from outrider._core import ExploreResult, SubagentLaunchResult, VerificationResult
 from outrider.exceptions import ResultError
@@ -31,7 +31,7 @@ def _narrow(launch: SubagentLaunchResult, kind: type[_R], accessor: str) -> _R:
         other = f"result or .output(...) (it follows the output_schema {launch.output_schema!r})"
     raise ResultError(
         f"{accessor}: the {launch.profile_name!r} child returned a {type(result).__name__}, not "
-        f"a {kind.__name__}; use .{other}"
+        f"{'an' if kind.__name__[:1] in 'AEIOU' else 'a'} {kind.__name__}; use .{other}"
     )
 
 
@@ -53,15 +53,29 @@ def _output(self: SubagentLaunchResult, cls: type[_T]) -> _T:
             f"output: the {self.profile_name!r} child has no result (status {self.status!r}, "
             f"{cause}: {self.error or 'no error message'})"
         )
+    # A result rebuilt from to_dict() or a pickle, or a JSON-schema child's dict, holds the
+    # object as data: a pydantic class validates it (its own rules, as at the launch).
+    validate = getattr(cls, "model_validate", None)
+    if isinstance(result, dict) and callable(validate):
+        try:
+            return cast(_T, validate(result))
+        except Exception as error:  # pydantic.ValidationError, or the class's own error
+            raise ResultError(
+                f"output: the {self.profile_name!r} child's result does not validate as "
+                f"{cls.__name__}: {error}"
+            ) from error
+    article = "an" if cls.__name__[:1].lower() in "aeiou" else "a"
     raise ResultError(
-        f"output: the {self.profile_name!r} child returned a {type(result).__name__}, not a "
-        f"{cls.__name__}"
+        f"output: the {self.profile_name!r} child returned a {type(result).__name__}, not "
+        f"{article} {cls.__name__}"
     )
 
 
 _output.__doc__ = (
     "``result`` as an instance of ``cls`` (the pydantic class given as ``output_schema``, or "
-    "``dict`` for a JSON-schema dict), typed as such; :class:`outrider.ResultError` otherwise."
+    "``dict`` for a JSON-schema dict), typed as such. A result held as a dict (a JSON-schema "
+    "child's, or one rebuilt by ``from_dict`` or a pickle) is validated into a pydantic ``cls``. "
+    ":class:`outrider.ResultError` otherwise."
 )
 _output.__name__ = "output"
 

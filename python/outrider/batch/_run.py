@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import pathlib
 import sys
 import threading
 import time
@@ -20,7 +21,7 @@ from outrider.batch._executors import Executor, LocalExecutor, RayExecutor
 from outrider.batch._ratelimit import RateLimit
 from outrider.batch._sink import ManifestSink, MemorySink, Sink
 from outrider.batch._summary import BatchRun, BatchSummary, Progress
-from outrider.batch._tasks import BatchTask, load_tasks, task_id
+from outrider.batch._tasks import BatchTask, is_url, load_tasks, task_id
 from outrider.batch._worker import Job, WorkerConfig
 from outrider.exceptions import ConfigError
 
@@ -107,6 +108,22 @@ def _rate_limits(rate_limits: Any, specs: list[BackendSpec]) -> dict[str, RateLi
     return out
 
 
+def _outside_every_root(out: str, tasks: list[BatchTask]) -> None:
+    """Refuse a sink inside a local task root: its traces and rows would be files a later
+    exploration of that root reads (the launcher refuses a trace directory there too)."""
+    sink_dir = pathlib.Path(out).expanduser().resolve()
+    for i, task in enumerate(tasks):
+        if is_url(task.root):
+            continue
+        root = pathlib.Path(task.root).expanduser().resolve()
+        if sink_dir == root or root in sink_dir.parents:
+            raise ConfigError(
+                f"sink {out!r} is inside the explored root {task.root!r} of tasks[{i}]: its "
+                "traces would be files a later exploration of that root reads; choose a "
+                "directory outside every task's root"
+            )
+
+
 def _sink(sink: Any) -> tuple[Sink, str | None]:
     if sink is None:
         return MemorySink(), None
@@ -174,6 +191,8 @@ async def aexplore_many(
         logger.warning("explore_many: %d task(s) given more than once are run once", duplicates)
 
     store, out = _sink(sink)
+    if out is not None:
+        _outside_every_root(out, task_list)
     before = store.open()
     try:
         if before and not resume:

@@ -107,7 +107,9 @@ class ManifestSink:
 
     def open(self) -> dict[str, dict[str, Any]]:
         try:
-            self.traces.mkdir(parents=True, exist_ok=True)
+            # Private, as the launcher's trace directory is: traces hold code and prompts.
+            self.out.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.traces.mkdir(mode=0o700, exist_ok=True)
         except OSError as e:
             raise ConfigError(f"sink {os.fspath(self.out)!r}: cannot create it ({e})") from e
         fd = os.open(self.out / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
@@ -123,14 +125,17 @@ class ManifestSink:
         latest: dict[str, dict[str, Any]] = {}
         for row in _rows(self.manifest, repair=True):
             latest[row["id"]] = row
-        self._file = open(self.manifest, "a", encoding="utf-8")
+        fd = os.open(self.manifest, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self._file = open(fd, "a", encoding="utf-8")
         return latest
 
     def write(self, row: dict[str, Any], trace: str | None) -> dict[str, Any]:
         if trace is not None:
             name = f"{row['id']}.jsonl"
             tmp = self.traces / f".{name}.tmp"
-            tmp.write_text(trace, encoding="utf-8")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with open(fd, "w", encoding="utf-8") as f:
+                f.write(trace)
             os.replace(tmp, self.traces / name)
             row["trace_path"] = f"{TRACES}/{name}"
         else:
