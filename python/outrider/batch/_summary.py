@@ -106,13 +106,14 @@ class BatchSummary:
 
     def __str__(self) -> str:
         counts = ", ".join(f"{k} {v}" for k, v in self.counts.items()) or "none"
+        # Counts and tokens are over every row, resumed ones included; "ran" is this run's.
         lines = [
-            f"{self.total} task(s): {counts}"
+            f"{self.total} task(s): {counts}; tokens {self.tokens} (in {self.input_tokens}, "
+            f"out {self.output_tokens})"
             + (f"; {self.skipped} finished before (resumed)" if self.skipped else "")
             + (f"; {self.duplicates} duplicate(s) run once" if self.duplicates else ""),
             f"ran {self.ran} in {self.wall_s:.1f} s ({self.tasks_per_s:.2f} tasks/s); time per "
-            f"task p50 {_ms(self.p50_ms)}, p95 {_ms(self.p95_ms)}; tokens {self.tokens} "
-            f"(in {self.input_tokens}, out {self.output_tokens})",
+            f"task p50 {_ms(self.p50_ms)}, p95 {_ms(self.p95_ms)}",
         ]
         for reason, group in self.failures.items():
             example = group.get("example") or ""
