@@ -631,6 +631,15 @@ def test_cli_batch(tmp_path: pathlib.Path) -> None:
     )  # fmt: skip
     assert usage.returncode == 2
     assert usage.stderr.startswith("outrider: BackendSpec factory: must be an import path")
+    retry = subprocess.run(
+        [sys.executable, "-m", "outrider", "batch", str(tasks_file), "--out", str(out),
+         "--retry-failed"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert (retry.returncode, retry.stderr.strip()) == (
+        2,
+        "outrider: --retry-failed: reruns the failed tasks of a resumed batch; add --resume",
+    )
 
 
 def test_builtin_client_429_pauses_with_a_backoff(

@@ -88,6 +88,10 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(f"--max-in-flight: must be at least 1, got {args.max_in_flight}")
         if not os.path.isfile(args.tasks):
             raise ConfigError(f"{args.tasks!r} is not a file of tasks")
+        if args.retry_failed and not args.resume:
+            raise ConfigError(
+                "--retry-failed: reruns the failed tasks of a resumed batch; add --resume"
+            )
         executor: Any
         if args.executor == "ray":
             executor = RayExecutor(
