@@ -77,8 +77,27 @@ struct ScoutRun {
     answer: crate::contract::ExploreResult,
     /// Its tool calls by name.
     tool_usage: BTreeMap<String, u64>,
-    /// Its first places opened for the child: the path, the Read's result, the numbered lines.
-    opened: Vec<(String, Value, String)>,
+    /// Its first places opened for the child.
+    opened: Vec<Opened>,
+}
+
+/// One place opened for the child: a Read of `path` from line `from`, its result as shown.
+struct Opened {
+    path: String,
+    from: u64,
+    shown: Value,
+}
+
+impl Opened {
+    /// Whether `path:line` lies near this window (it would show the same lines again).
+    fn near(&self, path: &str, line: u64) -> bool {
+        self.path == path && self.from.abs_diff(line) < OPENED_LINES.1
+    }
+
+    /// The numbered lines shown.
+    fn content(&self) -> &str {
+        self.shown["data"]["content"].as_str().unwrap_or_default()
+    }
 }
 
 /// The repo-map hint: the first message's text, a next call to suggest, and the Read results
@@ -165,11 +184,9 @@ impl RuntimeRunner {
             let mut execute = |name: &str, args: &str| -> String {
                 *tool_usage.entry(name.to_string()).or_insert(0) += 1;
                 let args = serde_json::from_str::<Value>(args).unwrap_or(Value::Null);
-                let result = registry.execute(name, &args, &ctx, &perms).to_json();
-                if let Ok(value) = serde_json::from_str::<Value>(&result) {
-                    observed.record(name, &value);
-                }
-                result
+                let result = registry.execute(name, &args, &ctx, &perms).to_value();
+                observed.record(name, &result);
+                result.to_string()
             };
             let text = crate::llm::scout::search_quietly(&task, &system, tools, &mut execute);
             // The scout answers ExploreResult whatever the child's own result shape is.
@@ -195,31 +212,25 @@ impl RuntimeRunner {
             }
             // The first places, a short window each (distinct places only), so that the
             // model can weigh them against each other.
-            let mut opened: Vec<(String, Value, String)> = Vec::new();
-            let mut taken: Vec<(&str, u64)> = Vec::new();
+            let mut opened: Vec<Opened> = Vec::new();
             for (path, start, end) in places.iter().filter(|_| open) {
                 if opened.len() >= OPENED_PLACES {
                     break;
                 }
-                if taken
-                    .iter()
-                    .any(|(p, s)| p == path && s.abs_diff(*start) < OPENED_LINES.1)
-                {
+                if opened.iter().any(|o| o.near(path, *start)) {
                     continue;
                 }
-                taken.push((path, *start));
                 let from = start.saturating_sub(1).max(1);
                 let limit = (end.saturating_sub(from) + 1).clamp(OPENED_LINES.0, OPENED_LINES.1);
                 let args = serde_json::json!({"path": path, "start_line": from, "limit": limit});
-                let result = registry.execute("Read", &args, &ctx, &perms).to_json();
-                let Ok(v) = serde_json::from_str::<Value>(&result) else {
-                    continue;
-                };
-                if v["status"].as_str() == Some("error") {
-                    continue;
-                }
-                if let Some(content) = v["data"]["content"].as_str().map(str::to_string) {
-                    opened.push((path.clone(), v, content));
+                let shown = registry.execute("Read", &args, &ctx, &perms).to_value();
+                if shown["status"].as_str() != Some("error") && shown["data"]["content"].is_string()
+                {
+                    opened.push(Opened {
+                        path: path.clone(),
+                        from,
+                        shown,
+                    });
                 }
             }
             Some(ScoutRun {
@@ -679,21 +690,12 @@ impl RuntimeRunner {
                 format!("{}. {path}:{start}{about}", i + 1)
             })
             .collect();
-        let opened: &[(String, Value, String)] = scout.map_or(&[], |s| &s.opened);
+        let opened: &[Opened] = scout.map_or(&[], |s| &s.opened);
         let read_args = |(path, start, _): &(String, u64, u64)| serde_json::json!({"path": path, "start_line": start.saturating_sub(2).max(1), "limit": 40});
         // The first place not opened, else the first, is the next Read to suggest.
         let next = places
             .iter()
-            .find(|(path, start, _)| {
-                !opened.iter().any(|(p, _, content)| {
-                    let first = content
-                        .lines()
-                        .next()
-                        .and_then(|l| l.split_once(" | "))
-                        .and_then(|(n, _)| n.trim().parse::<u64>().ok());
-                    p == path && first.is_some_and(|s| s.abs_diff(*start) < OPENED_LINES.1)
-                })
-            })
+            .find(|(path, start, _)| !opened.iter().any(|o| o.near(path, *start)))
             .or(places.first());
         let example = next.map(|p| format!("Read with {}", read_args(p)));
         let list = format!(
@@ -705,7 +707,7 @@ impl RuntimeRunner {
         } else {
             let windows: Vec<String> = opened
                 .iter()
-                .map(|(path, _, content)| format!("{path}:\n{}", content.trim_end()))
+                .map(|o| format!("{}:\n{}", o.path, o.content().trim_end()))
                 .collect();
             format!(
                 "{list}\n\nOpened for you (line number | text):\n{}\n\nIf some of these lines answer the task, reply with the final JSON object citing the ones that do (relative/path:line); if none does, Read or Grep further.",
@@ -715,7 +717,7 @@ impl RuntimeRunner {
         Some(Lead {
             hint,
             example,
-            opened: opened.iter().map(|(_, shown, _)| shown.clone()).collect(),
+            opened: opened.iter().map(|o| o.shown.clone()).collect(),
         })
     }
 

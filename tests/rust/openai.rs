@@ -355,15 +355,18 @@ async fn no_tools_means_no_tool_choice_and_no_key_means_no_auth_header() {
     );
 }
 
+/// The body `simple_request()` is sent with by a client of `base` configured by `configure`.
+fn body_for(base: &str, configure: impl FnOnce(&mut OpenAICompatibleConfig)) -> Value {
+    let mut config = OpenAICompatibleConfig::new("m", base);
+    configure(&mut config);
+    OpenAICompatible::new(config)
+        .unwrap()
+        .request_body(&simple_request())
+}
+
 #[test]
 fn only_a_local_server_gets_a_default_answer_cap() {
-    let body = |base: &str, max: Option<u64>| {
-        let mut config = OpenAICompatibleConfig::new("m", base);
-        config.max_tokens = max;
-        OpenAICompatible::new(config)
-            .unwrap()
-            .request_body(&simple_request())
-    };
+    let body = |base: &str, max: Option<u64>| body_for(base, |c| c.max_tokens = max);
     assert_eq!(
         body("http://127.0.0.1:8080/v1", None)["max_tokens"],
         json!(1024)
@@ -384,13 +387,7 @@ fn only_a_local_server_gets_a_default_answer_cap() {
 
 #[test]
 fn only_a_local_server_gets_a_default_temperature() {
-    let body = |base: &str, temperature: Option<f64>| {
-        let mut config = OpenAICompatibleConfig::new("m", base);
-        config.temperature = temperature;
-        OpenAICompatible::new(config)
-            .unwrap()
-            .request_body(&simple_request())
-    };
+    let body = |base: &str, t: Option<f64>| body_for(base, |c| c.temperature = t);
     assert_eq!(
         body("http://127.0.0.1:8080/v1", None)["temperature"],
         json!(0.0)
