@@ -31,6 +31,7 @@ pub mod error;
 pub mod evidence;
 pub mod exec;
 pub mod host;
+pub mod index;
 pub mod llm;
 pub mod profile;
 pub mod pyjson;

@@ -149,7 +149,7 @@ def test_task_success_envelope_key_by_key(repo: pathlib.Path, traces: pathlib.Pa
     # The built-in explore profile gives the child the scout's likely places, the first opened.
     assert llm.requests[0]["messages"][1]["content"] == (
         "Explore auth\n\nFind the login code.\n\nStructured context:\n{}\n\n"
-        "Likely places (an offline keyword search ranked them; unverified, they may not answer "
+        "Likely places (an offline search of the code index ranked them; unverified, they may not answer "
         "the task):\n"
         "1. src/auth.py:1 (`login` is defined at src/auth.py:1 (def))\n\n"
         "Opened for you (line number | text):\n"

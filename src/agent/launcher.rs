@@ -577,7 +577,15 @@ impl SubagentLauncher {
             };
             self.parent_event(EventKind::SubagentStarted, common.clone());
 
-            let (registry, tool_schemas) = self.tools[&profile.name].clone();
+            let (mut registry, mut tool_schemas) = self.tools[&profile.name].clone();
+            // The offline scout searches the code index wherever it may Grep.
+            if model.route_label() == Some("offline") && !registry.names().contains(&"Search") {
+                let with = registry.with_search();
+                if with.names().contains(&"Search") {
+                    tool_schemas = Arc::new(with.openai_tools());
+                    registry = Arc::new(with);
+                }
+            }
             let runner = RuntimeRunner {
                 model,
                 profile: profile.clone(),

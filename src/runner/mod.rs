@@ -168,14 +168,16 @@ impl RuntimeRunner {
         }
         let share = Duration::from_secs_f64(self.profile.timeout_seconds * SCOUT_TIME_SHARE);
         let deadline = Instant::now() + share.min(SCOUT_TIME_CAP);
-        let (registry, perms) = (self.registry.clone(), self.permissions.clone());
+        // The scout searches the code index (Search), which reads no more than Grep may.
+        let registry = Arc::new(self.registry.with_search());
+        let perms = self.permissions.clone();
         let ctx = crate::tools::context::ToolContext::new(self.workspace.clone())
             .with_deadline(deadline)
             .with_cancel(self.cancel.flag());
         let (task, system, tools) = (
             task.to_string(),
             self.profile.rendered_system_prompt(),
-            self.tool_schemas.clone(),
+            Arc::new(registry.openai_tools()),
         );
         let open = self.profile.repo_map_hint && self.registry.names().contains(&"Read");
         let searching = tokio::task::spawn_blocking(crate::exec::inherit_caller_sync(move || {
@@ -699,7 +701,7 @@ impl RuntimeRunner {
             .or(places.first());
         let example = next.map(|p| format!("Read with {}", read_args(p)));
         let list = format!(
-            "Likely places (an offline keyword search ranked them; unverified, they may not answer the task):\n{}",
+            "Likely places (an offline search of the code index ranked them; unverified, they may not answer the task):\n{}",
             listed.join("\n")
         );
         let hint = if opened.is_empty() {

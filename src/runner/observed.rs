@@ -1,5 +1,5 @@
-//! What a child saw in this run: the lines of each file that a Read window showed or a Grep
-//! returned (a match or a context line). Evidence counts as grounded only for lines seen here:
+//! What a child saw in this run: the lines of each file that a Read window showed, a Grep
+//! returned (a match or a context line) or a Search showed of a place. Evidence counts as grounded only for lines seen here:
 //! a line that exists but was never shown to the child is `unobserved`.
 
 use std::collections::BTreeMap;
@@ -63,6 +63,19 @@ impl Observed {
                         let text = m["text"].as_str().unwrap_or_default();
                         self.hits
                             .push((path, line, text.chars().take(200).collect()));
+                    }
+                }
+            }
+            "Search" => {
+                for h in data["hits"].as_array().into_iter().flatten() {
+                    let Some(file) = h["file"].as_str() else {
+                        continue;
+                    };
+                    let path = normalize(file);
+                    for l in h["lines"].as_array().into_iter().flatten() {
+                        if let Some(n) = l["line"].as_u64() {
+                            self.add(&path, n, n);
+                        }
                     }
                 }
             }

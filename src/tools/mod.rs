@@ -23,6 +23,7 @@ pub mod permissions;
 pub mod read;
 pub mod registry;
 pub mod run;
+pub mod search;
 pub mod tool;
 pub mod walk;
 pub mod workspace;

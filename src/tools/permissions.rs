@@ -317,7 +317,7 @@ pub fn classify(tool: &str, input: &Value, ctx: &PermissionContext) -> Permissio
     let readonly = ctx.runtime_mode == RuntimeMode::ReadonlySubagent;
     let d = |action, risk, reason: &str| PermissionDecision::new(action, risk, reason, &summary);
     match tool {
-        "Read" | "Grep" | "Glob" => d(Allow, RiskLevel::Low, "read-only tool"),
+        "Read" | "Grep" | "Glob" | "Search" => d(Allow, RiskLevel::Low, "read-only tool"),
         "Edit" if readonly => d(Deny, RiskLevel::High, "readonly_subagent blocks Edit"),
         "Edit" => match string_field(input, &["path", "file_path"]) {
             None => d(Deny, RiskLevel::Unknown, "Edit requires a target path"),

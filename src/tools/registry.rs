@@ -109,6 +109,16 @@ impl ToolRegistry {
         r
     }
 
+    /// This registry with the Search tool added when Grep is in it (Search reads no more than
+    /// Grep may): what the offline scout is given.
+    pub fn with_search(&self) -> Self {
+        let mut out = self.clone();
+        if out.tools.contains_key("Grep") {
+            out.register(Arc::new(super::search::SearchTool));
+        }
+        out
+    }
+
     /// Add (or replace) a tool under its name.
     pub fn register(&mut self, tool: Arc<dyn Tool>) {
         self.blocked.remove(tool.name());

@@ -240,6 +240,15 @@ impl Entry {
         let name = self.path.file_name().unwrap_or_default();
         open_file_at(self.dir.as_fd(), name)
     }
+
+    /// The entry's size and modification time (nanoseconds since the epoch), asked of its
+    /// parent's descriptor without following a link or opening it.
+    pub(crate) fn stat(&self) -> io::Result<(u64, i128)> {
+        let name = self.path.file_name().unwrap_or_default();
+        let st = rustix::fs::statat(self.dir.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW)?;
+        let mtime = i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec);
+        Ok((st.st_size.max(0) as u64, mtime))
+    }
 }
 
 /// What a visitor wants next.

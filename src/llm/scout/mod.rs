@@ -8,8 +8,13 @@
 //! keywords above fewer, source above tests, docs and changelogs. It Reads the best candidates
 //! and answers ([`answer`]) citing each definition's block. Every file access is a tool call,
 //! so the Workspace's confinement holds; every sentence is about what the tools returned.
+//!
+//! When the Search tool is offered (the launcher offers it to the scout wherever Grep is
+//! allowed), the scout asks the code index instead ([`indexed`], [`crate::index`]): one ranked
+//! search over definition-sized chunks, then Reads of the best places.
 
 pub mod answer;
+pub mod indexed;
 pub mod query;
 pub mod rank;
 pub mod search;
@@ -165,6 +170,11 @@ pub fn search_quietly(
 }
 
 fn next_step(request: &ChatRequest) -> ChatResponse {
+    // With the Search tool, the code index ranks; without it (a profile that offers Grep alone,
+    // or a registry built by hand), the keyword searches below.
+    if indexed::offered(request) && !indexed::is_verification(request) {
+        return indexed::next_step(request);
+    }
     let messages = &request.messages;
     let turns = messages
         .iter()

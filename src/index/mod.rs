@@ -1,0 +1,429 @@
+//! The code index the scout searches: every file of a workspace cut into definition-sized chunks
+//! (definitions found by tree-sitter parsers), ranked for a question by BM25 over those chunks
+//! with a ranking layer on top (exact identifier and definition-name boosts, file-name and path
+//! matches, test/doc/example penalties, at most a few chunks per file before others).
+//!
+//! The index is built on first use, kept in memory per root, and cached on disk outside the root
+//! ([`store`]); before each search it is brought up to date by walking the tree and re-reading
+//! only files whose size or modification time changed. Every file it reads is listed by the
+//! workspace's confined walk (ignore files included) and opened through the workspace, so the
+//! index sees exactly what Grep and Read may see.
+
+pub mod chunk;
+pub mod lang;
+pub mod rank;
+pub mod store;
+pub mod text;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::tools::walk::{Kind, Visit, Walk, WalkRules};
+use crate::tools::workspace::Workspace;
+use chunk::FileChunks;
+use text::Terms;
+
+/// Files bigger than this are not indexed.
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+/// The most files one index holds; a bigger tree is indexed in part (and says so).
+pub const MAX_FILES: usize = 200_000;
+/// File names that are never worth searching (lock files, minified bundles, source maps).
+const NOISE_SUFFIXES: [&str; 12] = [
+    ".lock",
+    "-lock.json",
+    "-lock.yaml",
+    ".min.js",
+    ".min.css",
+    ".map",
+    ".svg",
+    ".sum",
+    ".snap",
+    ".pb.go",
+    "_pb2.py",
+    ".ipynb",
+];
+
+/// One indexed file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IndexedFile {
+    /// Relative to the root, `/`-separated.
+    pub path: String,
+    /// Size in bytes when it was read.
+    pub size: u64,
+    /// Modification time when it was read (nanoseconds since the epoch).
+    pub mtime: i128,
+    /// Its chunks (term ids in the index's vocabulary).
+    pub chunks: FileChunks,
+}
+
+/// Why an index is not the whole tree.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Coverage {
+    /// Files the walk listed that are indexed.
+    pub files: usize,
+    /// Files left out as binary, too big or noise.
+    pub skipped: usize,
+    /// Files that changed or were new but were not read before the deadline (not indexed).
+    pub pending: usize,
+    /// Files left out beyond [`MAX_FILES`].
+    pub over_limit: usize,
+    /// Directories or files the walk could not read.
+    pub unreadable: usize,
+}
+
+impl Coverage {
+    /// Whether every searchable file is indexed.
+    pub fn complete(&self) -> bool {
+        self.pending == 0 && self.over_limit == 0
+    }
+}
+
+/// An index of one workspace.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Index {
+    /// Indexed files, in path order.
+    pub files: Vec<IndexedFile>,
+    /// Term id → term.
+    pub vocab: Vec<String>,
+    /// What the last refresh covered.
+    pub coverage: Coverage,
+    /// Term → id (rebuilt from `vocab` after loading).
+    #[serde(skip)]
+    ids: HashMap<String, u32>,
+}
+
+/// What one refresh did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Refresh {
+    /// Files read and cut into chunks now (new or changed).
+    pub read: usize,
+    /// Files dropped (gone from the tree).
+    pub dropped: usize,
+    /// Where the index came from: `memory`, `disk` or `built`.
+    pub source: &'static str,
+    /// Milliseconds the refresh took.
+    pub ms: u64,
+}
+
+/// A walked file: relative path, size, mtime.
+struct Listed {
+    path: String,
+    size: u64,
+    mtime: i128,
+}
+
+fn is_noise(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    NOISE_SUFFIXES.iter().any(|s| lower.ends_with(s))
+}
+
+impl Index {
+    /// The id of a term, if the index has it.
+    pub fn term_id(&self, term: &str) -> Option<u32> {
+        self.ids.get(term).copied()
+    }
+
+    /// Rebuild the term → id map (after loading).
+    pub(crate) fn rebuild_ids(&mut self) {
+        self.ids = self
+            .vocab
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.clone(), i as u32))
+            .collect();
+    }
+
+    fn intern(&mut self, term: &str) -> u32 {
+        if let Some(&id) = self.ids.get(term) {
+            return id;
+        }
+        let id = self.vocab.len() as u32;
+        self.vocab.push(term.to_string());
+        self.ids.insert(term.to_string(), id);
+        id
+    }
+
+    /// Number of chunks.
+    pub fn chunk_count(&self) -> usize {
+        self.files.iter().map(|f| f.chunks.chunks.len()).sum()
+    }
+
+    /// Bring the index up to date with the tree: walk it (confined, with the ignore rules),
+    /// drop files that are gone, read and chunk files that are new or changed, in a few
+    /// threads, until `deadline` or `cancel`. What was not read in time is counted pending and
+    /// left out (never kept stale).
+    pub fn refresh(
+        &mut self,
+        ws: &Workspace,
+        deadline: Option<Instant>,
+        cancel: &AtomicBool,
+    ) -> Refresh {
+        let started = Instant::now();
+        let (listed, unreadable) = list_files(ws);
+        let mut old: HashMap<String, IndexedFile> = std::mem::take(&mut self.files)
+            .into_iter()
+            .map(|f| (f.path.clone(), f))
+            .collect();
+        let mut keep: Vec<IndexedFile> = Vec::with_capacity(listed.len());
+        let mut todo: Vec<Listed> = Vec::new();
+        let mut skipped = 0usize;
+        let mut over_limit = 0usize;
+        for l in listed {
+            if l.size > MAX_FILE_BYTES || is_noise(&l.path) {
+                skipped += 1;
+                continue;
+            }
+            if keep.len() + todo.len() >= MAX_FILES {
+                over_limit += 1;
+                continue;
+            }
+            match old.remove(&l.path) {
+                Some(f) if f.size == l.size && f.mtime == l.mtime => keep.push(f),
+                _ => todo.push(l),
+            }
+        }
+        let dropped = old.len();
+        let (read, binary, pending) = self.read_files(ws, todo, deadline, cancel);
+        let n_read = read.len();
+        keep.extend(read);
+        keep.sort_by(|a, b| a.path.cmp(&b.path));
+        self.files = keep;
+        self.coverage = Coverage {
+            files: self.files.len(),
+            skipped: skipped + binary,
+            pending,
+            over_limit,
+            unreadable,
+        };
+        Refresh {
+            read: n_read,
+            dropped,
+            source: "built",
+            ms: started.elapsed().as_millis() as u64,
+        }
+    }
+
+    /// Read and chunk `todo` in a few threads; returns the files read (terms in this index's
+    /// vocabulary), the number found binary or unreadable, and the number left pending.
+    fn read_files(
+        &mut self,
+        ws: &Workspace,
+        todo: Vec<Listed>,
+        deadline: Option<Instant>,
+        cancel: &AtomicBool,
+    ) -> (Vec<IndexedFile>, usize, usize) {
+        if todo.is_empty() {
+            return (Vec::new(), 0, 0);
+        }
+        let threads = std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .clamp(1, 8)
+            .min(todo.len().div_ceil(16).max(1));
+        let next = AtomicUsize::new(0);
+        let stop = AtomicBool::new(false);
+        let todo = &todo;
+        let results: Vec<(Vec<IndexedFile>, Terms, usize)> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    let (next, stop) = (&next, &stop);
+                    scope.spawn(move || {
+                        let mut parser = tree_sitter::Parser::new();
+                        let mut terms = Terms::default();
+                        let mut out = Vec::new();
+                        let mut unusable = 0usize;
+                        loop {
+                            if stop.load(Ordering::Relaxed)
+                                || cancel.load(Ordering::Relaxed)
+                                || deadline.is_some_and(|d| Instant::now() >= d)
+                            {
+                                stop.store(true, Ordering::Relaxed);
+                                break;
+                            }
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(l) = todo.get(i) else { break };
+                            match read_text(ws, &l.path) {
+                                Some(text) => {
+                                    let chunks =
+                                        chunk::chunk_file(&l.path, &text, &mut parser, &mut terms);
+                                    out.push(IndexedFile {
+                                        path: l.path.clone(),
+                                        size: l.size,
+                                        mtime: l.mtime,
+                                        chunks,
+                                    });
+                                }
+                                None => unusable += 1,
+                            }
+                        }
+                        (out, terms, unusable)
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().unwrap_or_default())
+                .collect()
+        });
+        let mut all = Vec::new();
+        let mut unusable = 0;
+        for (files, terms, bad) in results {
+            unusable += bad;
+            let map: Vec<u32> = terms.vocab.iter().map(|t| self.intern(t)).collect();
+            for mut f in files {
+                for packed in &mut f.chunks.terms {
+                    let local = (*packed >> 8) as usize;
+                    *packed = (map[local] << 8) | (*packed & 0xff);
+                }
+                all.push(f);
+            }
+        }
+        let pending = todo.len().saturating_sub(all.len() + unusable);
+        (all, unusable, pending)
+    }
+}
+
+/// The files of the tree, by the confined walk with the default rules (no hidden files, ignore
+/// files applied), with their size and mtime; and the number of entries it could not read.
+fn list_files(ws: &Workspace) -> (Vec<Listed>, usize) {
+    let rules = WalkRules::default();
+    let walk = Walk::new(ws, &rules, None);
+    let found: Mutex<Vec<Listed>> = Mutex::new(Vec::new());
+    let unreadable = AtomicUsize::new(0);
+    let Ok(start) = ws.resolve(".") else {
+        return (Vec::new(), 1);
+    };
+    let root = ws.root().to_path_buf();
+    walk.run(&start, &mut || {
+        let (unreadable, root) = (&unreadable, &root);
+        let mut mine = Collector {
+            found: &found,
+            mine: Vec::new(),
+        };
+        Box::new(move |entry| {
+            match entry {
+                Ok(e) if e.kind() == Kind::File => match e.stat() {
+                    Ok((size, mtime)) => {
+                        let rel = e.path().strip_prefix(root).unwrap_or(e.path());
+                        mine.mine.push(Listed {
+                            path: rel.to_string_lossy().into_owned(),
+                            size,
+                            mtime,
+                        });
+                    }
+                    Err(_) => {
+                        unreadable.fetch_add(1, Ordering::Relaxed);
+                    }
+                },
+                Ok(_) => {}
+                Err(_) => {
+                    unreadable.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Visit::Continue
+        })
+    });
+    let mut files = found.into_inner().unwrap_or_default();
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    (
+        files,
+        unreadable.load(Ordering::Relaxed) + walk.refused_ignore_files() as usize,
+    )
+}
+
+/// One walking thread's files, handed over when its visitor is dropped (the walk's end).
+struct Collector<'a> {
+    found: &'a Mutex<Vec<Listed>>,
+    mine: Vec<Listed>,
+}
+
+impl Drop for Collector<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut f) = self.found.lock() {
+            f.append(&mut self.mine);
+        }
+    }
+}
+
+/// A file's text, read through the workspace (confined, no symlink, regular files only), or
+/// None when it is binary (a NUL byte in its first 8 KiB), not UTF-8 enough, or unreadable.
+fn read_text(ws: &Workspace, rel: &str) -> Option<String> {
+    use std::io::Read;
+    let resolved = ws.resolve_file(rel).ok()?;
+    let (file, _) = ws.open(&resolved).ok()?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES).read_to_end(&mut bytes).ok()?;
+    if bytes[..bytes.len().min(8192)].contains(&0) {
+        return None;
+    }
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The indexes of the roots this process searched, most recent last (a few at most).
+static OPEN: Mutex<Vec<(String, Arc<Mutex<Index>>)>> = Mutex::new(Vec::new());
+/// Roots kept in memory.
+const MAX_OPEN: usize = 4;
+
+/// The index of `ws`, up to date: from memory, else from the disk cache, else built; then
+/// refreshed against the tree and, when anything changed, saved back to the disk cache
+/// (outside the root; see [`store`]). The lock is held while searching so that two children
+/// on one tree share one refresh.
+pub fn open(
+    ws: &Workspace,
+    deadline: Option<Instant>,
+    cancel: &AtomicBool,
+) -> (Arc<Mutex<Index>>, Refresh) {
+    let key = ws.root().to_string_lossy().into_owned();
+    let (handle, from_memory) = {
+        let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
+        match open.iter().position(|(k, _)| *k == key) {
+            Some(i) => {
+                let entry = open.remove(i);
+                let handle = entry.1.clone();
+                open.push(entry);
+                (handle, true)
+            }
+            None => {
+                let handle = Arc::new(Mutex::new(Index::default()));
+                open.push((key.clone(), handle.clone()));
+                if open.len() > MAX_OPEN {
+                    open.remove(0);
+                }
+                (handle, false)
+            }
+        }
+    };
+    let started = Instant::now();
+    let mut refresh;
+    {
+        let mut index = handle.lock().unwrap_or_else(|p| p.into_inner());
+        let mut source = if from_memory && !index.vocab.is_empty() {
+            "memory"
+        } else {
+            "built"
+        };
+        if source == "built" {
+            if let Some(loaded) = store::load(ws.root()) {
+                *index = loaded;
+                source = "disk";
+            }
+        }
+        refresh = index.refresh(ws, deadline, cancel);
+        refresh.source = if source == "built" || refresh.read * 2 > index.files.len().max(1) {
+            "built"
+        } else {
+            source
+        };
+        if refresh.read > 0 || refresh.dropped > 0 {
+            store::save(ws.root(), &index);
+        }
+    }
+    refresh.ms = started.elapsed().as_millis() as u64;
+    (handle, refresh)
+}
+
+#[cfg(test)]
+mod tests;

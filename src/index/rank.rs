@@ -1,0 +1,733 @@
+//! Ranking chunks for a question: BM25 over every chunk of the index (no cut before ranking),
+//! then a ranking layer — a definition whose name is a word of the question or the exact
+//! identifier asked for rises, so does a file named after it; tests, docs, examples, benchmarks
+//! and vendored code sink unless the question asks for them; a file's second and third chunks
+//! count less than another file's first.
+
+use std::collections::{BinaryHeap, HashMap};
+
+use super::text::{ident_terms, index_stem};
+use super::Index;
+
+/// BM25 term-frequency saturation.
+const K1: f64 = 1.2;
+/// BM25 length normalisation.
+const B: f64 = 0.75;
+/// A query word that is a definition's name (or one of its parts), per idf.
+const W_NAME: f64 = 1.2;
+/// The exact identifier the question names is a definition's name.
+const W_EXACT: f64 = 6.0;
+/// A query word in the file's name, per idf.
+const W_FILE: f64 = 1.5;
+/// A query word in a directory of the path, per idf.
+const W_DIR: f64 = 0.5;
+/// A query word in the name of the definition that encloses a chunk (its class), per idf.
+const W_PARENT: f64 = 0.5;
+/// Each further chunk of a file already ranked counts this much less.
+const SAME_FILE_DECAY: f64 = 0.55;
+
+/// Words that frame a question rather than name what it is about.
+const STOPWORDS: &[&str] = &[
+    "a",
+    "about",
+    "after",
+    "all",
+    "also",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "been",
+    "before",
+    "being",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "code",
+    "codebase",
+    "could",
+    "defined",
+    "define",
+    "definition",
+    "definitions",
+    "did",
+    "do",
+    "does",
+    "done",
+    "each",
+    "every",
+    "explain",
+    "file",
+    "files",
+    "find",
+    "for",
+    "from",
+    "get",
+    "gets",
+    "happen",
+    "happens",
+    "has",
+    "have",
+    "how",
+    "i",
+    "if",
+    "implement",
+    "implemented",
+    "implementation",
+    "implements",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "it's",
+    "kept",
+    "let",
+    "lives",
+    "located",
+    "logic",
+    "look",
+    "me",
+    "my",
+    "of",
+    "on",
+    "one",
+    "or",
+    "other",
+    "our",
+    "out",
+    "place",
+    "places",
+    "project",
+    "repository",
+    "responsible",
+    "should",
+    "show",
+    "so",
+    "some",
+    "such",
+    "tell",
+    "than",
+    "that",
+    "the",
+    "their",
+    "them",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "up",
+    "use",
+    "used",
+    "uses",
+    "using",
+    "via",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "whether",
+    "which",
+    "while",
+    "who",
+    "why",
+    "will",
+    "with",
+    "within",
+    "would",
+    "you",
+    "your",
+    "function",
+    "functions",
+    "method",
+    "methods",
+    "class",
+    "classes",
+    "work",
+    "works",
+];
+
+/// One term of a question.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryTerm {
+    /// As indexed (lowercased; stemmed unless a whole identifier).
+    pub term: String,
+    /// How much it counts.
+    pub weight: f64,
+}
+
+/// A question, read for the index.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Query {
+    /// Its terms.
+    pub terms: Vec<QueryTerm>,
+    /// Identifiers it names (lowercased): a definition of that name is what it asks for.
+    pub names: Vec<String>,
+    /// It asks about tests.
+    pub wants_tests: bool,
+    /// It asks about docs, the changelog or the README.
+    pub wants_docs: bool,
+    /// It asks about examples.
+    pub wants_examples: bool,
+    /// It asks about benchmarks.
+    pub wants_bench: bool,
+    /// It asks for a type ("which class").
+    pub wants_type: bool,
+    /// It asks for a function ("which function").
+    pub wants_function: bool,
+}
+
+fn is_identifier(w: &str) -> bool {
+    w.chars().any(char::is_alphabetic)
+        && (w.trim_matches('_').contains('_')
+            || w.chars().skip(1).any(char::is_uppercase) && w.chars().any(char::is_lowercase))
+}
+
+/// Read a question: quoted and code-shaped words are identifiers (their whole and their
+/// parts), other words are stemmed, words that only frame the question are dropped (code words
+/// such as `Context` or `Repo` are kept).
+pub fn parse(question: &str) -> Query {
+    let body = question
+        .split("\n\nStructured context:")
+        .next()
+        .unwrap_or(question);
+    let lower = body.to_lowercase();
+    let has = |w: &str| lower.split(|c: char| !c.is_alphanumeric()).any(|x| x == w);
+    let mut q = Query {
+        wants_tests: ["test", "tests", "testing", "spec", "specs", "fixture"]
+            .iter()
+            .any(|w| has(w)),
+        wants_docs: ["doc", "docs", "documentation", "changelog", "readme"]
+            .iter()
+            .any(|w| has(w)),
+        wants_examples: ["example", "examples", "sample", "samples", "demo"]
+            .iter()
+            .any(|w| has(w)),
+        wants_bench: ["bench", "benchmark", "benchmarks"].iter().any(|w| has(w)),
+        wants_type: ["class", "struct", "type", "enum", "trait", "interface"]
+            .iter()
+            .any(|w| has(w)),
+        wants_function: ["function", "method", "func", "fn"].iter().any(|w| has(w)),
+        ..Query::default()
+    };
+    let add = |q: &mut Query, term: String, weight: f64| match q
+        .terms
+        .iter_mut()
+        .find(|t| t.term == term)
+    {
+        Some(t) => t.weight = t.weight.max(weight),
+        None => q.terms.push(QueryTerm { term, weight }),
+    };
+    let mut quoted: Vec<String> = Vec::new();
+    for (i, part) in body.split(['`', '"']).enumerate() {
+        if i % 2 == 1 && !part.trim().is_empty() && !part.contains(char::is_whitespace) {
+            quoted.push(part.to_string());
+        }
+    }
+    let words: Vec<&str> = body
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    for (i, w) in words.iter().enumerate() {
+        let named = quoted.iter().any(|qd| qd.contains(*w));
+        let lw = w.to_lowercase();
+        if !named && STOPWORDS.contains(&lw.as_str()) {
+            continue;
+        }
+        if lw.len() < 2 || lw.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        // A capitalised word inside the sentence is likely a name (`Context`, `Repo`).
+        let capitalised = i > 0 && w.chars().next().is_some_and(char::is_uppercase);
+        if named || is_identifier(w) || capitalised {
+            let mut parts = Vec::new();
+            ident_terms(w, &mut parts);
+            let whole = w.trim_matches('_').to_lowercase();
+            for p in parts {
+                let weight = if p == whole || parts_len(w) == 1 {
+                    1.5
+                } else {
+                    0.6
+                };
+                add(&mut q, p, weight);
+            }
+            if !q.names.contains(&whole) {
+                q.names.push(whole);
+            }
+        } else {
+            add(&mut q, index_stem(&lw), 1.0);
+        }
+    }
+    q
+}
+
+fn parts_len(w: &str) -> usize {
+    super::text::split_words(w).len()
+}
+
+/// One ranked chunk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    /// Index of the file in [`Index::files`].
+    pub file: usize,
+    /// Index of the chunk in the file.
+    pub chunk: usize,
+    /// Its score (higher is better; comparable within one search only).
+    pub score: f64,
+    /// The query terms it matched (by position in [`Query::terms`]).
+    pub matched: Vec<usize>,
+}
+
+/// How a file's path weighs: tests, docs, examples, benchmarks, vendored and generated code
+/// sink unless the question asks for them.
+pub fn path_prior(path: &str, q: &Query) -> f64 {
+    let lower = path.to_ascii_lowercase();
+    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    let dirs: Vec<&str> = lower.split('/').collect();
+    let dirs = &dirs[..dirs.len().saturating_sub(1)];
+    let in_dir = |names: &[&str]| dirs.iter().any(|d| names.contains(d));
+    let ext = name.rsplit_once('.').map_or("", |(_, e)| e);
+    let stem_name = name.split('.').next().unwrap_or(name);
+    if [
+        "changelog",
+        "changes",
+        "history",
+        "news",
+        "release",
+        "authors",
+        "contributing",
+    ]
+    .iter()
+    .any(|p| stem_name.starts_with(p))
+    {
+        return if q.wants_docs { 1.0 } else { 0.15 };
+    }
+    let mut prior = 1.0f64;
+    let test = in_dir(&[
+        "test",
+        "tests",
+        "testing",
+        "__tests__",
+        "spec",
+        "specs",
+        "testdata",
+        "fixtures",
+        "e2e",
+    ]) || name.starts_with("test_")
+        || stem_name.ends_with("_test")
+        || stem_name.ends_with("_spec")
+        || name.contains(".test.")
+        || name.contains(".spec.")
+        || (ext == "java" && (stem_name.ends_with("test") || stem_name.ends_with("tests")))
+        || stem_name == "conftest";
+    if test && !q.wants_tests {
+        prior *= 0.4;
+    }
+    let doc = ["md", "rst", "txt", "adoc", "markdown", "html", "tex"].contains(&ext)
+        || in_dir(&["docs", "doc", "documentation", "site"]);
+    if doc && !q.wants_docs {
+        prior *= 0.35;
+    }
+    if in_dir(&[
+        "examples",
+        "example",
+        "samples",
+        "sample",
+        "demo",
+        "demos",
+        "_examples",
+    ]) && !q.wants_examples
+    {
+        prior *= 0.5;
+    }
+    if in_dir(&["bench", "benches", "benchmark", "benchmarks"]) && !q.wants_bench {
+        prior *= 0.5;
+    }
+    if in_dir(&["vendor", "third_party", "thirdparty", "external", "deps"]) {
+        prior *= 0.4;
+    }
+    if [
+        "json", "yaml", "yml", "toml", "xml", "csv", "lock", "cfg", "ini",
+    ]
+    .contains(&ext)
+    {
+        prior *= 0.6;
+    } else if !doc && !is_code_name(name, ext) {
+        // Man pages, prebuilt output, data: text, but not the code.
+        prior *= 0.5;
+    }
+    prior
+}
+
+/// Whether a file name is source code of some language (parsed or not).
+fn is_code_name(name: &str, ext: &str) -> bool {
+    const CODE: &[&str] = &[
+        "py", "pyi", "rs", "go", "js", "mjs", "cjs", "jsx", "ts", "mts", "cts", "tsx", "java", "c",
+        "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx", "rb", "rake", "gemspec", "php", "cs", "kt",
+        "kts", "swift", "scala", "sh", "bash", "zsh", "fish", "ps1", "lua", "ex", "exs", "erl",
+        "hrl", "hs", "ml", "mli", "clj", "cljs", "m", "mm", "r", "jl", "dart", "zig", "nim", "sql",
+        "y", "l", "yy", "ll", "jq", "proto", "vue", "svelte", "pl", "pm", "groovy", "gradle",
+        "cmake", "mk", "el", "vim", "v", "sv", "vhd", "asm", "s", "f90", "pas", "ada", "cr", "elm",
+        "fs", "fsx", "gleam", "odin", "sol", "tf", "nix", "hcl", "graphql", "gql", "wat",
+    ];
+    CODE.contains(&ext)
+        || matches!(
+            name,
+            "makefile" | "dockerfile" | "rakefile" | "gemfile" | "justfile"
+        )
+}
+
+/// The terms of a path's file name and of its directories.
+fn path_terms(path: &str) -> (Vec<String>, Vec<String>) {
+    let mut parts = path.split('/').collect::<Vec<_>>();
+    let name = parts.pop().unwrap_or("");
+    let stem_name = name.split('.').next().unwrap_or(name);
+    let mut file = Vec::new();
+    ident_terms(stem_name, &mut file);
+    if !file.contains(&stem_name.to_lowercase()) {
+        file.push(stem_name.to_lowercase());
+    }
+    let mut dirs = Vec::new();
+    for d in parts {
+        ident_terms(d, &mut dirs);
+    }
+    (file, dirs)
+}
+
+/// The `limit` best chunks for `q`, only in files under `under` when given (a relative
+/// directory, `/`-separated).
+pub fn search(index: &Index, q: &Query, limit: usize, under: Option<&str>) -> Vec<Hit> {
+    let ids: Vec<Option<u32>> = q.terms.iter().map(|t| index.term_id(&t.term)).collect();
+    if ids.iter().all(Option::is_none) && q.names.is_empty() {
+        return Vec::new();
+    }
+    let mut slot = vec![u8::MAX; index.vocab.len()];
+    for (qi, id) in ids.iter().enumerate() {
+        if let Some(id) = id {
+            if qi < u8::MAX as usize {
+                slot[*id as usize] = qi as u8;
+            }
+        }
+    }
+    let in_scope = |path: &str| match under {
+        None | Some("") | Some(".") => true,
+        Some(dir) => {
+            let dir = dir.trim_end_matches('/');
+            path.starts_with(dir) && path[dir.len()..].starts_with('/')
+        }
+    };
+    // One pass over every chunk: matches and document frequencies.
+    let mut df = vec![0u64; q.terms.len()];
+    let mut total_len = 0u64;
+    let mut n_chunks = 0u64;
+    let mut found: Vec<(usize, usize, Vec<(usize, u32)>)> = Vec::new();
+    for (fi, f) in index.files.iter().enumerate() {
+        for ci in 0..f.chunks.chunks.len() {
+            n_chunks += 1;
+            total_len += u64::from(f.chunks.chunks[ci].len);
+            let mut matched: Vec<(usize, u32)> = Vec::new();
+            for &packed in f.chunks.chunk_terms(ci) {
+                let s = slot[(packed >> 8) as usize];
+                if s != u8::MAX {
+                    matched.push((s as usize, packed & 0xff));
+                }
+            }
+            if matched.is_empty() {
+                continue;
+            }
+            for &(qi, _) in &matched {
+                df[qi] += 1;
+            }
+            if in_scope(&f.path) {
+                found.push((fi, ci, matched));
+            }
+        }
+    }
+    let n = n_chunks.max(1) as f64;
+    let avg_len = (total_len as f64 / n).max(1.0);
+    let idf: Vec<f64> = df
+        .iter()
+        .map(|&d| (1.0 + (n - d as f64 + 0.5) / (d as f64 + 0.5)).ln())
+        .collect();
+    // A term no chunk holds still counts as rare when it names a file.
+    let idf_of = |qi: usize| {
+        if df[qi] == 0 {
+            (1.0 + n).ln()
+        } else {
+            idf[qi]
+        }
+    };
+    let total_weight: f64 = q
+        .terms
+        .iter()
+        .enumerate()
+        .map(|(i, t)| t.weight * idf_of(i))
+        .sum::<f64>()
+        .max(1e-9);
+    let mut path_cache: HashMap<usize, (f64, Vec<usize>)> = HashMap::new();
+    let mut path_score = |fi: usize| -> (f64, Vec<usize>) {
+        path_cache
+            .entry(fi)
+            .or_insert_with(|| {
+                let (file, dirs) = path_terms(&index.files[fi].path);
+                let mut s = 0.0;
+                let mut hit = Vec::new();
+                for (qi, t) in q.terms.iter().enumerate() {
+                    if file.contains(&t.term) {
+                        s += W_FILE * t.weight * idf_of(qi);
+                        hit.push(qi);
+                    } else if dirs.contains(&t.term) {
+                        s += W_DIR * t.weight * idf_of(qi);
+                        hit.push(qi);
+                    }
+                }
+                (s, hit)
+            })
+            .clone()
+    };
+    let mut scored: Vec<Hit> = Vec::with_capacity(found.len());
+    let mut seen_files: Vec<bool> = vec![false; index.files.len()];
+    for (fi, ci, matched) in found {
+        seen_files[fi] = true;
+        let f = &index.files[fi];
+        let c = &f.chunks.chunks[ci];
+        let len = f64::from(c.len.max(1));
+        let mut score = 0.0;
+        let mut covered: Vec<usize> = Vec::new();
+        for &(qi, tf) in &matched {
+            let tf = f64::from(tf);
+            score += q.terms[qi].weight * idf[qi] * tf * (K1 + 1.0)
+                / (tf + K1 * (1.0 - B + B * len / avg_len));
+            covered.push(qi);
+        }
+        score += name_bonus(c, q, &idf_of, &mut covered);
+        let (ps, phit) = path_score(fi);
+        score += ps;
+        covered.extend(phit);
+        covered.sort_unstable();
+        covered.dedup();
+        scored.push(finish(f, ci, score, covered, q, &idf_of, total_weight, fi));
+    }
+    // Files named after the question whose chunks hold none of its words.
+    for fi in 0..index.files.len() {
+        if seen_files[fi] || !in_scope(&index.files[fi].path) {
+            continue;
+        }
+        let (ps, phit) = path_score(fi);
+        if ps <= 0.0 {
+            continue;
+        }
+        let f = &index.files[fi];
+        let Some(ci) = f
+            .chunks
+            .chunks
+            .iter()
+            .position(|c| c.is_definition())
+            .or((!f.chunks.chunks.is_empty()).then_some(0))
+        else {
+            continue;
+        };
+        scored.push(finish(f, ci, ps, phit, q, &idf_of, total_weight, fi));
+    }
+    diversify(scored, limit)
+}
+
+/// The name bonus of a chunk: its definition's name holds query words, or is the identifier
+/// the question names.
+fn name_bonus(
+    c: &super::chunk::Chunk,
+    q: &Query,
+    idf_of: &dyn Fn(usize) -> f64,
+    covered: &mut Vec<usize>,
+) -> f64 {
+    if c.name.is_empty() || c.kind == 0 {
+        return 0.0;
+    }
+    let short = c
+        .name
+        .rsplit([':', '.'])
+        .next()
+        .unwrap_or(&c.name)
+        .to_lowercase();
+    let mut parts = Vec::new();
+    ident_terms(&short, &mut parts);
+    ident_terms(&c.name, &mut parts);
+    let mut bonus = 0.0;
+    for (qi, t) in q.terms.iter().enumerate() {
+        if parts.contains(&t.term) {
+            bonus += W_NAME * t.weight * idf_of(qi);
+            covered.push(qi);
+        }
+    }
+    if !c.parent.is_empty() {
+        let mut outer = Vec::new();
+        ident_terms(&c.parent, &mut outer);
+        for (qi, t) in q.terms.iter().enumerate() {
+            if outer.contains(&t.term) && !parts.contains(&t.term) {
+                bonus += W_PARENT * t.weight * idf_of(qi);
+                covered.push(qi);
+            }
+        }
+        let parent_short = c
+            .parent
+            .rsplit([':', '.'])
+            .next()
+            .unwrap_or(&c.parent)
+            .to_lowercase();
+        if q.names.iter().any(|n| *n == parent_short) {
+            bonus += W_EXACT / 3.0;
+        }
+    }
+    let definition = c.kind != 1;
+    if definition
+        && q.names
+            .iter()
+            .any(|n| *n == short || *n == c.name.to_lowercase())
+    {
+        // An impl block is about the type, but the type's own definition answers "where is".
+        let exact = W_EXACT + 2.0 * (1.0 + q.terms.len() as f64).ln();
+        bonus += if c.kind_name() == "impl" {
+            exact / 2.0
+        } else {
+            exact
+        };
+    }
+    bonus
+}
+
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    f: &super::IndexedFile,
+    ci: usize,
+    score: f64,
+    covered: Vec<usize>,
+    q: &Query,
+    idf_of: &dyn Fn(usize) -> f64,
+    total_weight: f64,
+    fi: usize,
+) -> Hit {
+    let c = &f.chunks.chunks[ci];
+    let got: f64 = covered
+        .iter()
+        .map(|&qi| q.terms[qi].weight * idf_of(qi))
+        .sum();
+    // Chunks that hold more of the question count more than ones that repeat one word.
+    let coverage = 0.4 + 0.6 * (got / total_weight).min(1.0);
+    let kind = match c.kind_name() {
+        "lines" => 0.7,
+        "part" => 0.85,
+        k if q.wants_type
+            && [
+                "class",
+                "struct",
+                "enum",
+                "trait",
+                "interface",
+                "type",
+                "record",
+            ]
+            .contains(&k) =>
+        {
+            1.15
+        }
+        k if q.wants_function && ["function", "method", "constructor"].contains(&k) => 1.15,
+        _ => 1.0,
+    };
+    Hit {
+        file: fi,
+        chunk: ci,
+        score: score * coverage * kind * path_prior(&f.path, q),
+        matched: covered,
+    }
+}
+
+/// The best `limit` hits, a file's further chunks each counting [`SAME_FILE_DECAY`] less than
+/// the one before, so that a long file does not fill the list.
+fn diversify(mut scored: Vec<Hit>, limit: usize) -> Vec<Hit> {
+    #[derive(PartialEq)]
+    struct Entry(f64, usize, usize);
+    impl Eq for Entry {}
+    impl PartialOrd for Entry {
+        fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+            Some(self.cmp(other))
+        }
+    }
+    impl Ord for Entry {
+        fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+            self.0
+                .total_cmp(&other.0)
+                .then_with(|| other.1.cmp(&self.1))
+        }
+    }
+    scored.sort_by(|a, b| b.score.total_cmp(&a.score));
+    scored.truncate(limit.saturating_mul(20).max(200));
+    let mut heap: BinaryHeap<Entry> = scored
+        .iter()
+        .enumerate()
+        .map(|(i, h)| Entry(h.score, i, 0))
+        .collect();
+    let mut per_file: HashMap<usize, usize> = HashMap::new();
+    let mut out = Vec::new();
+    while let Some(Entry(s, i, seen)) = heap.pop() {
+        if out.len() >= limit {
+            break;
+        }
+        let h = &scored[i];
+        let count = per_file.get(&h.file).copied().unwrap_or(0);
+        if count != seen {
+            heap.push(Entry(
+                h.score * SAME_FILE_DECAY.powi(count as i32),
+                i,
+                count,
+            ));
+            continue;
+        }
+        let _ = s;
+        *per_file.entry(h.file).or_insert(0) += 1;
+        let mut hit = h.clone();
+        hit.score = s;
+        out.push(hit);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn questions_keep_code_words_and_drop_framing() {
+        let q = parse("Where is the `TypeAdapter` for a Context picked in Ecto.Repo?");
+        let terms: Vec<&str> = q.terms.iter().map(|t| t.term.as_str()).collect();
+        assert!(terms.contains(&"typeadapter"), "{terms:?}");
+        assert!(terms.contains(&"context"), "{terms:?}");
+        assert!(terms.contains(&"repo"), "{terms:?}");
+        assert!(terms.contains(&"pick"), "{terms:?}");
+        assert!(
+            !terms.contains(&"where") && !terms.contains(&"the"),
+            "{terms:?}"
+        );
+        assert!(q.names.contains(&"typeadapter".to_string()));
+    }
+
+    #[test]
+    fn tests_and_docs_sink_unless_asked() {
+        let q = parse("where is the session saved");
+        assert!(path_prior("tests/test_session.py", &q) < 0.5);
+        assert!(path_prior("docs/session.md", &q) < 0.5);
+        assert_eq!(path_prior("src/session.py", &q), 1.0);
+        let q = parse("which tests cover the session");
+        assert_eq!(path_prior("tests/test_session.py", &q), 1.0);
+    }
+}

@@ -1,0 +1,218 @@
+//! Words of code: identifiers split at camelCase and snake_case boundaries, lowercased and
+//! lightly stemmed, so that a question's words meet a name's parts as whole tokens (`marked`
+//! never matches inside `Benchmark`), while a whole identifier stays one exact token
+//! (`getAdapter` is `getadapter` as well as `get` and `adapter`).
+
+use std::collections::HashMap;
+
+/// Identifiers longer than this are cut (minified code, data blobs).
+const MAX_IDENT: usize = 64;
+
+/// Split a name into lowercase sub-words: `parseHTTPRequest_v2` → parse, http, request, v2.
+pub fn split_words(name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for chunk in name.split(|c: char| !c.is_alphanumeric()) {
+        let chars: Vec<char> = chunk.chars().collect();
+        let mut cur = String::new();
+        for (i, &c) in chars.iter().enumerate() {
+            let prev = if i > 0 { Some(chars[i - 1]) } else { None };
+            let next = chars.get(i + 1).copied();
+            let boundary = match prev {
+                None => false,
+                Some(p) => {
+                    (c.is_uppercase() && p.is_lowercase())
+                        || (c.is_uppercase()
+                            && p.is_uppercase()
+                            && next.is_some_and(char::is_lowercase))
+                        || (c.is_alphabetic() && p.is_ascii_digit() && cur.len() > 1)
+                }
+            };
+            if boundary && !cur.is_empty() {
+                out.push(std::mem::take(&mut cur).to_lowercase());
+            }
+            cur.push(c);
+        }
+        if !cur.is_empty() {
+            out.push(cur.to_lowercase());
+        }
+    }
+    out
+}
+
+/// A light stem: what a word's inflections and derivations start with (`parsing` → `pars`,
+/// `proxies` → `prox`, `configuration` → `configur`, `router` → `rout`).
+pub fn stem(word: &str) -> String {
+    let w = word.to_lowercase();
+    let n = w.len();
+    if !w.is_ascii() || n <= 3 {
+        return w;
+    }
+    let cut = |k: usize| w[..n - k].to_string();
+    let s = if n > 7 && w.ends_with("ation") {
+        cut(5)
+    } else if n > 7 && w.ends_with("ment") {
+        return stem(&cut(4));
+    } else if n > 4 && w.ends_with("ies") {
+        cut(3)
+    } else if n > 5 && w.ends_with("ing") {
+        undouble(&cut(3))
+    } else if n > 4 && w.ends_with("ed") {
+        undouble(&cut(2))
+    } else if n > 4
+        && ["ches", "shes", "sses", "xes", "zes"]
+            .iter()
+            .any(|e| w.ends_with(e))
+    {
+        cut(2)
+    } else if n > 3 && w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") {
+        return stem(&cut(1));
+    } else if n > 5 && (w.ends_with("er") || w.ends_with("or")) {
+        cut(2)
+    } else if n > 4 && (w.ends_with('e') || w.ends_with('y')) {
+        cut(1)
+    } else {
+        w.clone()
+    };
+    if s.len() < 3 {
+        w
+    } else {
+        s
+    }
+}
+
+fn undouble(s: &str) -> String {
+    let b = s.as_bytes();
+    if b.len() >= 4 && b[b.len() - 1] == b[b.len() - 2] && !b"aeiouls".contains(&b[b.len() - 1]) {
+        s[..s.len() - 1].to_string()
+    } else {
+        s.to_string()
+    }
+}
+
+/// A word as the index keeps it: Snowball's English stem of the lowercase word.
+pub fn index_stem(word: &str) -> String {
+    static STEMMER: std::sync::OnceLock<rust_stemmers::Stemmer> = std::sync::OnceLock::new();
+    let stemmer =
+        STEMMER.get_or_init(|| rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English));
+    let lower = word.to_lowercase();
+    let s = stemmer.stem(&lower);
+    if s.len() < 2 {
+        lower
+    } else {
+        s.into_owned()
+    }
+}
+
+/// The index terms of one identifier-like run: its parts stemmed and, when it has several
+/// parts, the whole lowercased. Pure numbers and one-letter parts give nothing.
+pub fn ident_terms(ident: &str, out: &mut Vec<String>) {
+    let ident = if ident.len() > MAX_IDENT {
+        let mut end = MAX_IDENT;
+        while !ident.is_char_boundary(end) {
+            end -= 1;
+        }
+        &ident[..end]
+    } else {
+        ident
+    };
+    let parts = split_words(ident);
+    let useful = |p: &str| p.len() >= 2 && !p.bytes().all(|b| b.is_ascii_digit());
+    if parts.len() > 1 {
+        let whole = ident.trim_matches('_').to_lowercase();
+        if useful(&whole) {
+            out.push(whole);
+        }
+    }
+    for p in parts {
+        if useful(&p) {
+            let s = index_stem(&p);
+            if !out.contains(&s) {
+                out.push(s);
+            }
+        }
+    }
+}
+
+/// The identifier-like runs of a text (letters, digits, `_`), in order.
+pub fn idents(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty() && w.chars().any(char::is_alphabetic))
+}
+
+/// Turns text into term ids, interning terms in its own vocabulary and remembering each
+/// identifier's terms (identifiers repeat: most are looked up, not split again).
+#[derive(Debug, Default)]
+pub struct Terms {
+    /// Term text → id.
+    ids: HashMap<String, u32>,
+    /// Id → term text.
+    pub vocab: Vec<String>,
+    /// Identifier → its term ids.
+    seen: HashMap<String, Vec<u32>>,
+}
+
+impl Terms {
+    /// The id of `term`, added when new.
+    pub fn id(&mut self, term: &str) -> u32 {
+        if let Some(&id) = self.ids.get(term) {
+            return id;
+        }
+        let id = self.vocab.len() as u32;
+        self.vocab.push(term.to_string());
+        self.ids.insert(term.to_string(), id);
+        id
+    }
+
+    /// Add the term ids of every identifier in `text` to `out` (repeats included: they are
+    /// term frequencies).
+    pub fn add_text(&mut self, text: &str, out: &mut Vec<u32>) {
+        let mut buf = Vec::new();
+        for word in idents(text) {
+            if let Some(ids) = self.seen.get(word) {
+                out.extend_from_slice(ids);
+                continue;
+            }
+            buf.clear();
+            ident_terms(word, &mut buf);
+            let ids: Vec<u32> = buf.iter().map(|t| self.id(t)).collect();
+            out.extend_from_slice(&ids);
+            if self.seen.len() < 1_000_000 {
+                self.seen.insert(word.to_string(), ids);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn terms(s: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for w in idents(s) {
+            ident_terms(w, &mut out);
+        }
+        out
+    }
+
+    #[test]
+    fn identifiers_are_whole_and_split() {
+        assert_eq!(terms("getAdapter"), ["getadapter", "get", "adapt"]);
+        assert_eq!(terms("suggestions"), terms("suggest"));
+        assert_eq!(
+            terms("set_join_waker"),
+            ["set_join_waker", "set", "join", "waker"]
+        );
+        assert_eq!(terms("Benchmark"), ["benchmark"]);
+        assert_eq!(terms("x = 42; HTTP2"), ["http2"]);
+    }
+
+    #[test]
+    fn interning_counts_repeats() {
+        let mut t = Terms::default();
+        let mut out = Vec::new();
+        t.add_text("session session Session", &mut out);
+        assert_eq!(out.len(), 3);
+        assert!(out.iter().all(|&i| t.vocab[i as usize] == "session"));
+    }
+}

@@ -1,0 +1,351 @@
+//! The scout over the code index: when the Search tool is offered, it asks the index once with
+//! the whole question, Reads the best places whole (as the budgets allow), and answers with up
+//! to [`MAX_EVIDENCE`] ranked places. Every place it cites it saw: a Read window, or the
+//! definition line the Search result showed. Every sentence is about what the tools returned.
+
+use serde_json::{json, Value};
+
+use super::query::task_body;
+use super::search::{reads, ReadWindow};
+use super::{calls_response, read_allowance, system_text, task_text};
+use crate::index::rank;
+use crate::index::text::{ident_terms, idents};
+use crate::llm::{ChatRequest, ChatResponse, Message, ToolCall};
+
+/// Places asked of the index.
+const SEARCH_LIMIT: u64 = 12;
+/// Places read whole before answering.
+const MAX_READS: usize = 3;
+/// Places cited, at most.
+pub const MAX_EVIDENCE: usize = 10;
+/// Fewest and most lines read per place.
+const READ_LINES: (u64, u64) = (12, 60);
+/// The call id of the scout's search.
+const SEARCH_ID: &str = "scout_search";
+
+/// Whether the request offers the Search tool.
+pub fn offered(request: &ChatRequest) -> bool {
+    request
+        .tools
+        .iter()
+        .any(|t| t["function"]["name"].as_str() == Some("Search"))
+}
+
+/// One place the Search result showed.
+#[derive(Debug, Clone)]
+struct Place {
+    file: String,
+    start: u64,
+    end: u64,
+    kind: String,
+    name: Option<String>,
+    lines: Vec<(u64, String)>,
+}
+
+/// The Search result in the conversation: its places, or why there are none.
+fn search_result(messages: &[Message]) -> Result<(Vec<Place>, Value), String> {
+    let content = messages
+        .iter()
+        .find_map(|m| match m {
+            Message::Tool {
+                tool_call_id,
+                content,
+                ..
+            } if tool_call_id == SEARCH_ID => Some(content.as_str()),
+            _ => None,
+        })
+        .ok_or_else(|| "the index search result is missing (cut to fit the context)".to_string())?;
+    let env: Value = serde_json::from_str(content)
+        .map_err(|_| "the index search result could not be read".to_string())?;
+    if env["status"].as_str() == Some("error") {
+        return Err(format!(
+            "the index search failed: {}",
+            env["error"]["message"].as_str().unwrap_or("unknown error")
+        ));
+    }
+    let places = env["data"]["hits"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|h| {
+            Some(Place {
+                file: h["file"].as_str()?.to_string(),
+                start: h["start"].as_u64()?,
+                end: h["end"].as_u64()?,
+                kind: h["kind"].as_str().unwrap_or("lines").to_string(),
+                name: h["name"].as_str().map(str::to_string),
+                lines: h["lines"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|l| Some((l["line"].as_u64()?, l["text"].as_str()?.to_string())))
+                    .collect(),
+            })
+        })
+        .collect();
+    Ok((places, env["data"].clone()))
+}
+
+/// The scout's next step when Search is offered.
+pub fn next_step(request: &ChatRequest) -> ChatResponse {
+    let messages = &request.messages;
+    let turns = messages
+        .iter()
+        .filter(|m| matches!(m, Message::Assistant { .. }))
+        .count();
+    let question = task_body(task_text(messages)).trim().to_string();
+    let reply = |content: String| ChatResponse {
+        content,
+        finish_reason: Some("stop".into()),
+        ..Default::default()
+    };
+    if turns == 0 && !request.tools.is_empty() {
+        if rank::parse(&question).terms.is_empty() {
+            return reply(answer(
+                &question,
+                Err("the task names no searchable word".into()),
+                &[],
+            ));
+        }
+        let call = ToolCall {
+            id: SEARCH_ID.into(),
+            name: "Search".into(),
+            arguments: json!({"query": question.chars().take(2_000).collect::<String>(), "limit": SEARCH_LIMIT}).to_string(),
+        };
+        return calls_response(vec![call], String::new());
+    }
+    let found = search_result(messages);
+    if turns == 1 && !request.tools.is_empty() {
+        if let Ok((places, _)) = &found {
+            let calls = read_calls(request, places);
+            if !calls.is_empty() {
+                return calls_response(calls, String::new());
+            }
+        }
+    }
+    reply(answer(&question, found, &reads(messages)))
+}
+
+/// Reads of the best distinct places, as many lines each as the budgets leave room for.
+fn read_calls(request: &ChatRequest, places: &[Place]) -> Vec<ToolCall> {
+    let mut targets: Vec<&Place> = Vec::new();
+    for p in places {
+        if targets.len() >= MAX_READS {
+            break;
+        }
+        let overlaps = targets
+            .iter()
+            .any(|t| t.file == p.file && t.start <= p.end && p.start <= t.end);
+        if !overlaps {
+            targets.push(p);
+        }
+    }
+    let avg_line = 60usize;
+    let allowance = read_allowance(request, 0);
+    let mut lines_each = 0u64;
+    while !targets.is_empty() {
+        lines_each =
+            (allowance / targets.len()).saturating_sub(400) as u64 / (avg_line + 12) as u64;
+        if lines_each >= READ_LINES.0 {
+            break;
+        }
+        targets.pop();
+    }
+    targets
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let want = (p.end - p.start + 1).clamp(1, READ_LINES.1.min(lines_each));
+            ToolCall {
+                id: format!("scout_read_{i}"),
+                name: "Read".into(),
+                arguments: json!({"path": p.file, "start_line": p.start, "limit": want})
+                    .to_string(),
+            }
+        })
+        .collect()
+}
+
+fn quote(text: &str) -> String {
+    let t: String = text.trim().chars().take(120).collect();
+    format!("`{}`", t.replace('`', "'"))
+}
+
+/// The words of the question that carry meaning, as index terms.
+fn key_terms(question: &str) -> Vec<String> {
+    rank::parse(question)
+        .terms
+        .into_iter()
+        .filter(|t| t.weight >= 1.0)
+        .map(|t| t.term)
+        .collect()
+}
+
+fn terms_in(lines: &[(u64, String)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (_, l) in lines {
+        for w in idents(l) {
+            ident_terms(w, &mut out);
+        }
+    }
+    out
+}
+
+/// The part of `place` a Read showed, as (start, end, lines).
+fn read_part<'a>(
+    place: &Place,
+    windows: &'a [ReadWindow],
+) -> Option<(u64, u64, &'a [(u64, String)])> {
+    windows.iter().find_map(|w| {
+        let first = w.lines.first()?.0;
+        let last = w.lines.last()?.0;
+        (w.file == place.file && first <= place.start && place.start <= last)
+            .then(|| (place.start, place.end.min(last), w.lines.as_slice()))
+    })
+}
+
+/// The ExploreResult: the ranked places as evidence (what was seen of each), findings that
+/// say what each is, and whether the best one plainly answers the question.
+fn answer(
+    question: &str,
+    found: Result<(Vec<Place>, Value), String>,
+    windows: &[ReadWindow],
+) -> String {
+    let intro = "Offline scout (no LLM configured): a ranked search of the code index (definitions found by parsers, BM25 over definition-sized chunks); no model interpreted the results.";
+    let (places, data) = match found {
+        Ok(found) => found,
+        Err(why) => {
+            return json!({
+                "status": "partial",
+                "summary": format!("{intro} Nothing was found: {why}."),
+                "findings": [],
+                "evidence": [],
+                "unresolved_questions": [format!("No place could be cited because {why}.")],
+            })
+            .to_string()
+        }
+    };
+    let mut evidence: Vec<String> = Vec::new();
+    let mut findings: Vec<String> = Vec::new();
+    let mut open: Vec<String> = Vec::new();
+    for p in &places {
+        if evidence.len() >= MAX_EVIDENCE || p.file.contains('\n') {
+            break;
+        }
+        let what = match &p.name {
+            Some(name) if p.kind != "lines" && p.kind != "part" => {
+                format!("`{name}` ({}) is defined at {}:{}", p.kind, p.file, p.start)
+            }
+            Some(name) if p.kind == "part" => format!("part of `{name}` in {}", p.file),
+            _ => format!("lines of {}", p.file),
+        };
+        match read_part(p, windows) {
+            Some((start, end, _)) => {
+                let cite = if end > start {
+                    format!("{}:{start}-{end}", p.file)
+                } else {
+                    format!("{}:{start}", p.file)
+                };
+                let clipped = if end < p.end {
+                    format!(" (read to line {end} of {})", p.end)
+                } else {
+                    String::new()
+                };
+                findings.push(format!("{cite}: {what}{clipped}."));
+                evidence.push(cite);
+            }
+            None => {
+                // Only the lines the search showed were seen: cite the first of them.
+                let Some((line, text)) = p.lines.first() else {
+                    continue;
+                };
+                let cite = format!("{}:{line}", p.file);
+                if evidence.contains(&cite) {
+                    continue;
+                }
+                findings.push(format!(
+                    "{cite}: {what}; line {line} reads {}.",
+                    quote(text)
+                ));
+                evidence.push(cite);
+            }
+        }
+    }
+    let keys = key_terms(question);
+    let named: Vec<String> = rank::parse(question).names;
+    let direct = match places.first() {
+        Some(best) => {
+            let named_def = best.kind != "lines"
+                && best.name.as_ref().is_some_and(|n| {
+                    let short = n.rsplit([':', '.']).next().unwrap_or(n).to_lowercase();
+                    named.iter().any(|x| *x == short || *x == n.to_lowercase())
+                });
+            let seen = match read_part(best, windows) {
+                Some((_, _, lines)) => terms_in(lines),
+                None => terms_in(&best.lines),
+            };
+            let missing: Vec<&str> = keys
+                .iter()
+                .filter(|k| !seen.contains(k))
+                .map(String::as_str)
+                .collect();
+            if !named_def && !missing.is_empty() {
+                open.push(format!(
+                    "The best match {}:{} does not show every key word of the question (not seen there: {}); a reader should confirm it answers the question.",
+                    best.file,
+                    best.start,
+                    missing.join(", ")
+                ));
+            }
+            named_def || missing.is_empty()
+        }
+        None => false,
+    };
+    if data["complete"].as_bool() == Some(false) {
+        open.push(format!(
+            "The index was incomplete ({} file(s) not indexed in time, {} over its file limit), so places in those files are missing.",
+            data["files_pending"].as_u64().unwrap_or(0),
+            data["files_over_limit"].as_u64().unwrap_or(0)
+        ));
+    }
+    let summary = match (places.first(), evidence.first()) {
+        (Some(best), Some(cite)) => {
+            let lead = match &best.name {
+                Some(name) if best.kind != "lines" && best.kind != "part" => format!(
+                    "Best match: `{name}` ({}) at {}:{}, cited as {cite}.",
+                    best.kind, best.file, best.start
+                ),
+                _ => format!("Best match: {cite}."),
+            };
+            let others: Vec<&str> = evidence
+                .iter()
+                .skip(1)
+                .take(4)
+                .map(String::as_str)
+                .collect();
+            let others = if others.is_empty() {
+                String::new()
+            } else {
+                format!(" Other candidates: {}.", others.join(", "))
+            };
+            format!("{intro} {lead}{others}")
+        }
+        _ => format!(
+            "{intro} The index ({} files) holds no place matching the question's words.",
+            data["files_indexed"].as_u64().unwrap_or(0)
+        ),
+    };
+    json!({
+        "status": if direct && !evidence.is_empty() { "completed" } else { "partial" },
+        "summary": summary,
+        "findings": findings,
+        "evidence": evidence,
+        "unresolved_questions": open,
+    })
+    .to_string()
+}
+
+/// Whether this request is a verification run (the scout does not judge those).
+pub fn is_verification(request: &ChatRequest) -> bool {
+    system_text(&request.messages).contains("\"verdict\"")
+}

@@ -1,0 +1,301 @@
+//! `Search`: ranked code search over the workspace's index ([`crate::index`]). A question or a
+//! few words in; the best definition-sized places out, each with its definition line and the
+//! lines that matched best, read from the file now (so what it shows is what the file says).
+//!
+//! The offline scout searches with it; a model may be offered it by naming it in a profile's
+//! tools. Like Grep it is read-only: it reads files only through the workspace (listed by the
+//! confined walk, opened beneath the root), and its cache lives outside the root.
+
+use std::borrow::Cow;
+use std::time::Instant;
+
+use serde_json::{json, Map, Value};
+
+use super::context::ToolContext;
+use super::envelope::{ErrorCode, ToolResult};
+use super::params;
+use super::tool::Tool;
+use crate::index::{self, rank, text};
+
+/// Places returned when `limit` is not given.
+pub const DEFAULT_LIMIT: u64 = 10;
+/// The most places one call returns.
+pub const MAX_LIMIT: u64 = 30;
+/// Lines shown per place: its definition line and the best-matching others.
+const LINES_PER_HIT: usize = 3;
+/// Characters kept of a shown line.
+const LINE_CHARS: usize = 200;
+
+/// The Search tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SearchTool;
+
+impl Tool for SearchTool {
+    fn name(&self) -> &'static str {
+        "Search"
+    }
+
+    fn description(&self) -> Cow<'static, str> {
+        "Ranked code search: give a question or a few words (identifiers work best as written, \
+         e.g. 'where is the session cookie signed', 'TypeAdapter getAdapter'). Returns the best \
+         places in the project, definition-sized (a function, method, class, or a block of \
+         lines), best first, each with its range, what it defines, and the lines that matched. \
+         Definitions of a named identifier and files named after the query rank first; tests, \
+         docs and examples last unless asked for. Read a place's range to see all of it."
+            .into()
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "query": {
+                    "type": "string",
+                    "description": "The question or words to search for."
+                },
+                "path": {
+                    "type": "string",
+                    "description": "Only places in this directory (relative to the project root).",
+                    "default": "."
+                },
+                "limit": {
+                    "type": "integer",
+                    "description": "Most places to return.",
+                    "default": DEFAULT_LIMIT,
+                    "minimum": 1,
+                    "maximum": MAX_LIMIT
+                }
+            },
+            "required": ["query"],
+            "additionalProperties": false
+        })
+    }
+
+    fn run(&self, ctx: &ToolContext, args: &Value) -> ToolResult {
+        search(ctx, args)
+    }
+}
+
+struct Request {
+    query: String,
+    path: Option<String>,
+    limit: usize,
+}
+
+fn parse(args: &Value) -> Result<Request, String> {
+    let obj = args.as_object().cloned().unwrap_or_default();
+    for key in obj.keys() {
+        if !["query", "path", "limit"].contains(&key.as_str()) {
+            return Err(format!(
+                "Unknown argument '{key}' for Search; expected query, path, limit."
+            ));
+        }
+    }
+    let query = match obj.get("query") {
+        Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
+        Some(Value::String(_)) => {
+            return Err("query is empty; give the words or question to search for.".into())
+        }
+        Some(other) => {
+            return Err(format!(
+                "query must be a string, got {}.",
+                params::json_type_name(other)
+            ))
+        }
+        None => return Err("query is required: the words or question to search for.".into()),
+    };
+    let limit = match obj.get("limit") {
+        None | Some(Value::Null) => DEFAULT_LIMIT,
+        Some(v) => match v.as_u64() {
+            Some(n) if (1..=MAX_LIMIT).contains(&n) => n,
+            _ => {
+                return Err(format!(
+                    "limit must be an integer from 1 to {MAX_LIMIT}, got {v}."
+                ))
+            }
+        },
+    } as usize;
+    let path = match obj.get("path") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.is_empty() || s == "." => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => {
+            return Err(format!(
+                "path must be a string, got {}.",
+                params::json_type_name(other)
+            ))
+        }
+    };
+    Ok(Request { query, path, limit })
+}
+
+fn search(ctx: &ToolContext, args: &Value) -> ToolResult {
+    let started = Instant::now();
+    if let Err(e) = params::object("Search", args) {
+        return *e;
+    }
+    let req = match parse(args) {
+        Ok(r) => r,
+        Err(msg) => return ToolResult::error(args, ErrorCode::InvalidParam, msg, 0),
+    };
+    let ws = &ctx.workspace;
+    // A directory filter must name a directory inside the workspace.
+    let under = match &req.path {
+        None => None,
+        Some(p) => match super::walk::search_root(ws, p, args, 0) {
+            Ok(r) if r.relative == "." => None,
+            Ok(r) => Some(r.relative.clone()),
+            Err(e) => return *e,
+        },
+    };
+    let (handle, refresh) = index::open(ws, ctx.deadline, &ctx.cancel);
+    let index = handle.lock().unwrap_or_else(|p| p.into_inner());
+    let q = rank::parse(&req.query);
+    let hits = rank::search(&index, &q, req.limit, under.as_deref());
+    let query_terms: Vec<String> = q.terms.iter().map(|t| t.term.clone()).collect();
+    let mut shown = Vec::new();
+    for h in &hits {
+        let f = &index.files[h.file];
+        let c = &f.chunks.chunks[h.chunk];
+        let Some(lines) = file_lines(ctx, &f.path, c.start, c.end) else {
+            continue;
+        };
+        let (kind, name) = if c.is_definition() && defines(&lines, c.start, &c.name) {
+            (c.kind_name(), c.name.as_str())
+        } else if c.kind_name() == "part" {
+            ("part", c.name.as_str())
+        } else {
+            ("lines", "")
+        };
+        let picked = pick_lines(&lines, c.start, c.is_definition(), &query_terms);
+        let mut hit = Map::new();
+        hit.insert("file".into(), json!(f.path));
+        hit.insert("start".into(), json!(c.start));
+        hit.insert("end".into(), json!(c.end));
+        hit.insert("kind".into(), json!(kind));
+        if !name.is_empty() {
+            hit.insert("name".into(), json!(name));
+        }
+        hit.insert("score".into(), json!((h.score * 100.0).round() / 100.0));
+        hit.insert(
+            "lines".into(),
+            Value::Array(
+                picked
+                    .into_iter()
+                    .map(|(n, t)| json!({"line": n, "text": t}))
+                    .collect(),
+            ),
+        );
+        shown.push(Value::Object(hit));
+    }
+    let cov = &index.coverage;
+    let mut data = Map::new();
+    let n = shown.len();
+    data.insert("hits".into(), Value::Array(shown));
+    data.insert("files_indexed".into(), json!(cov.files));
+    data.insert("chunks".into(), json!(index.chunk_count()));
+    data.insert("complete".into(), json!(cov.complete()));
+    if !cov.complete() {
+        data.insert("files_pending".into(), json!(cov.pending));
+        data.insert("files_over_limit".into(), json!(cov.over_limit));
+    }
+    let elapsed = started.elapsed().as_millis() as u64;
+    let summary = format!(
+        "{n} place{} for '{}' (index of {} files, {}).",
+        if n == 1 { "" } else { "s" },
+        req.query.chars().take(80).collect::<String>(),
+        cov.files,
+        refresh.source
+    );
+    let result = if cov.complete() {
+        ToolResult::success(args, data, summary, elapsed)
+    } else {
+        let why = if cov.pending > 0 {
+            format!(
+                "{} files were not indexed before the time limit; places in them are missing.",
+                cov.pending
+            )
+        } else {
+            format!(
+                "the tree has more than {} files; {} were left out.",
+                index::MAX_FILES,
+                cov.over_limit
+            )
+        };
+        ToolResult::partial(args, data, format!("{summary} Incomplete: {why}"), elapsed)
+    };
+    result
+        .with_stat("files_read", refresh.read as u64)
+        .with_stat("index_ms", refresh.ms)
+}
+
+/// Lines `start..=end` of the file (1-based, with their numbers), read through the workspace;
+/// None when it cannot be read now.
+fn file_lines(ctx: &ToolContext, rel: &str, start: u32, end: u32) -> Option<Vec<(u32, String)>> {
+    use std::io::Read;
+    let ws = &ctx.workspace;
+    let resolved = ws.resolve_file(rel).ok()?;
+    let (file, _) = ws.open(&resolved).ok()?;
+    let mut bytes = Vec::new();
+    file.take(index::MAX_FILE_BYTES)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let lines: Vec<(u32, String)> = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i as u32 + 1, l))
+        .filter(|(n, _)| *n >= start && *n <= end)
+        .map(|(n, l)| (n, l.chars().take(LINE_CHARS).collect()))
+        .collect();
+    (!lines.is_empty()).then_some(lines)
+}
+
+/// Whether the definition's first line names it (the file still says what the index says).
+fn defines(lines: &[(u32, String)], start: u32, name: &str) -> bool {
+    let short = name.rsplit([':', '.']).next().unwrap_or(name);
+    lines
+        .iter()
+        .find(|(n, _)| *n == start)
+        .is_some_and(|(_, l)| l.contains(short))
+}
+
+/// The lines to show of a place: its first line when it is a definition, then the lines that
+/// hold the most query terms, in line order.
+fn pick_lines(
+    lines: &[(u32, String)],
+    start: u32,
+    definition: bool,
+    query_terms: &[String],
+) -> Vec<(u32, String)> {
+    let mut scored: Vec<(usize, u32)> = Vec::new();
+    for (n, l) in lines {
+        if definition && *n == start {
+            continue;
+        }
+        let mut terms = Vec::new();
+        for w in text::idents(l) {
+            text::ident_terms(w, &mut terms);
+        }
+        let hits = query_terms.iter().filter(|t| terms.contains(t)).count();
+        if hits > 0 {
+            scored.push((hits, *n));
+        }
+    }
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut keep: Vec<u32> = scored
+        .into_iter()
+        .take(LINES_PER_HIT - usize::from(definition))
+        .map(|(_, n)| n)
+        .collect();
+    if definition || keep.is_empty() {
+        keep.push(start);
+    }
+    keep.sort_unstable();
+    keep.dedup();
+    lines
+        .iter()
+        .filter(|(n, _)| keep.contains(n))
+        .cloned()
+        .collect()
+}
