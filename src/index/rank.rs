@@ -14,7 +14,7 @@ const K1: f64 = 1.2;
 /// BM25 length normalisation.
 const B: f64 = 0.75;
 /// A query word that is a definition's name (or one of its parts), per idf.
-const W_NAME: f64 = 1.2;
+const W_NAME: f64 = 2.0;
 /// The exact identifier the question names is a definition's name.
 const W_EXACT: f64 = 6.0;
 /// A query word in the file's name, per idf.
@@ -23,6 +23,8 @@ const W_FILE: f64 = 1.5;
 const W_DIR: f64 = 0.5;
 /// A query word in the name of the definition that encloses a chunk (its class), per idf.
 const W_PARENT: f64 = 0.5;
+/// The share of a file's next best chunks its best chunk gains.
+const FILE_SHARE: f64 = 0.25;
 /// Each further chunk of a file already ranked counts this much less.
 const SAME_FILE_DECAY: f64 = 0.55;
 
@@ -158,6 +160,88 @@ const STOPWORDS: &[&str] = &[
     "works",
 ];
 
+/// Words a question uses and the shorter or other words code spells them with (matched by
+/// prefix of the lowercase word; the others are added at half weight).
+const ALIASES: &[(&str, &[&str])] = &[
+    ("configur", &["config", "conf", "cfg", "setting"]),
+    ("setting", &["config", "conf"]),
+    ("authenticat", &["auth"]),
+    ("authoriz", &["auth"]),
+    ("credential", &["auth", "password", "token"]),
+    ("director", &["dir"]),
+    ("folder", &["dir"]),
+    ("initializ", &["init"]),
+    ("initialis", &["init"]),
+    ("argument", &["arg", "args"]),
+    ("parameter", &["param", "params"]),
+    ("request", &["req"]),
+    ("respons", &["resp", "res"]),
+    ("messag", &["msg"]),
+    ("error", &["err"]),
+    ("exception", &["exc", "error", "err"]),
+    ("databas", &["db"]),
+    ("connect", &["conn"]),
+    ("environment", &["env"]),
+    ("variable", &["var"]),
+    ("temporar", &["tmp", "temp"]),
+    ("attribut", &["attr"]),
+    ("referenc", &["ref"]),
+    ("information", &["info"]),
+    ("statistic", &["stats", "stat"]),
+    ("document", &["doc"]),
+    ("applicat", &["app"]),
+    ("serializ", &["encode", "marshal", "dump"]),
+    ("deserializ", &["decode", "unmarshal", "load"]),
+    ("delet", &["remove", "del"]),
+    ("remov", &["delete", "del"]),
+    ("regular", &["regex"]),
+    ("expression", &["expr"]),
+    ("command", &["cmd"]),
+    ("templat", &["tmpl", "tpl"]),
+    ("librar", &["lib"]),
+    ("execut", &["exec", "run"]),
+    ("generat", &["gen"]),
+    ("calculat", &["calc", "compute"]),
+    ("position", &["pos"]),
+    ("buffer", &["buf"]),
+    ("memory", &["mem"]),
+    ("certificat", &["cert"]),
+    ("password", &["passwd", "pwd"]),
+    ("synchron", &["sync"]),
+    ("asynchron", &["async"]),
+    ("mistyp", &["suggest", "similar"]),
+    ("misspel", &["suggest", "similar"]),
+    ("typo", &["suggest", "similar"]),
+    ("compar", &["equal", "cmp", "eq"]),
+    ("number", &["num"]),
+    ("string", &["str"]),
+    ("character", &["char"]),
+    ("length", &["len"]),
+    ("maximum", &["max"]),
+    ("minimum", &["min"]),
+    ("previous", &["prev"]),
+    ("current", &["cur"]),
+    ("destination", &["dst", "dest"]),
+    ("source", &["src"]),
+    ("address", &["addr"]),
+    ("transaction", &["tx", "txn"]),
+    ("specification", &["spec"]),
+    ("dictionary", &["dict", "map"]),
+    ("callback", &["hook"]),
+    ("hook", &["callback"]),
+];
+
+/// Two words code spells as one name.
+const PHRASES: &[(&str, &str, &str)] = &[
+    ("command", "line", "cli"),
+    ("regular", "expression", "regex"),
+    ("look", "up", "lookup"),
+    ("set", "up", "setup"),
+    ("shut", "down", "shutdown"),
+    ("memory", "map", "mmap"),
+    ("did", "mean", "suggest"),
+];
+
 /// One term of a question.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueryTerm {
@@ -174,6 +258,9 @@ pub struct Query {
     pub terms: Vec<QueryTerm>,
     /// Identifiers it names (lowercased): a definition of that name is what it asks for.
     pub names: Vec<String>,
+    /// Qualified names it gives (`Gson.getAdapter`, `Foo::bar`, `Klass#meth`), as (outer, inner)
+    /// lowercased: a definition `inner` inside `outer` is what it asks for.
+    pub qualified: Vec<(String, String)>,
     /// It asks about tests.
     pub wants_tests: bool,
     /// It asks about docs, the changelog or the README.
@@ -235,6 +322,31 @@ pub fn parse(question: &str) -> Query {
             quoted.push(part.to_string());
         }
     }
+    // `Outer.inner`, `Outer::inner`, `Outer#inner` as written (quoted or not).
+    for token in body
+        .split(|c: char| c.is_whitespace() || matches!(c, '`' | '"' | '\'' | '(' | ')' | ',' | '?'))
+    {
+        let token = token.trim_end_matches(['.', ':', ';']);
+        let parts: Vec<&str> = token
+            .split(['.', '#'])
+            .flat_map(|p| p.split("::"))
+            .filter(|p| !p.is_empty())
+            .collect();
+        if parts.len() >= 2
+            && parts
+                .iter()
+                .all(|p| p.chars().all(|c| c.is_alphanumeric() || c == '_'))
+            && parts
+                .iter()
+                .any(|p| p.chars().next().is_some_and(char::is_uppercase) || is_identifier(p))
+        {
+            let outer = parts[parts.len() - 2].to_lowercase();
+            let inner = parts[parts.len() - 1].to_lowercase();
+            if !q.qualified.contains(&(outer.clone(), inner.clone())) {
+                q.qualified.push((outer, inner));
+            }
+        }
+    }
     let words: Vec<&str> = body
         .split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .filter(|w| !w.is_empty())
@@ -267,6 +379,21 @@ pub fn parse(question: &str) -> Query {
             }
         } else {
             add(&mut q, index_stem(&lw), 1.0);
+            for (prefix, others) in ALIASES {
+                if lw.starts_with(prefix) {
+                    for o in *others {
+                        add(&mut q, index_stem(o), 0.5);
+                    }
+                }
+            }
+        }
+    }
+    let lowered: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
+    for pair in lowered.windows(2) {
+        for (a, b, joined) in PHRASES {
+            if pair[0] == *a && pair[1].starts_with(b) {
+                add(&mut q, index_stem(joined), 1.0);
+            }
         }
     }
     q
@@ -540,7 +667,31 @@ pub fn search(index: &Index, q: &Query, limit: usize, under: Option<&str>) -> Ve
         };
         scored.push(finish(f, ci, ps, phit, q, &idf_of, total_weight, fi));
     }
+    accumulate(&mut scored);
     diversify(scored, limit)
+}
+
+/// Each file's best chunk gains a share of the file's next best ones: a file where several
+/// places match parts of the question beats a file where one place matches one striking word.
+fn accumulate(scored: &mut [Hit]) {
+    let mut by_file: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (i, h) in scored.iter().enumerate() {
+        by_file.entry(h.file).or_default().push(i);
+    }
+    for idx in by_file.values() {
+        if idx.len() < 2 {
+            continue;
+        }
+        let mut order = idx.clone();
+        order.sort_by(|&a, &b| scored[b].score.total_cmp(&scored[a].score));
+        let extra: f64 = order[1..]
+            .iter()
+            .take(3)
+            .map(|&i| scored[i].score)
+            .sum::<f64>()
+            * FILE_SHARE;
+        scored[order[0]].score += extra;
+    }
 }
 
 /// The name bonus of a chunk: its definition's name holds query words, or is the identifier
@@ -719,6 +870,14 @@ mod tests {
             "{terms:?}"
         );
         assert!(q.names.contains(&"typeadapter".to_string()));
+        let q = parse("How does `Gson.getAdapter` work, and Foo::bar?");
+        assert_eq!(
+            q.qualified,
+            vec![
+                ("gson".to_string(), "getadapter".to_string()),
+                ("foo".to_string(), "bar".to_string())
+            ]
+        );
     }
 
     #[test]
