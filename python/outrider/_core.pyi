@@ -326,10 +326,11 @@ def run_tool(
     runtime_mode: Literal["readonly_subagent", "main_agent"] | None = None,
     timeout: float | None = None,
 ) -> ToolEnvelope:
-    """Run one read-only tool (Read, Grep, Glob) confined to ``root`` and return the envelope the
-    model would see. Bad arguments, denied or unknown tools give an error envelope, never an
-    exception; only a bad ``root``, ``name`` type, ``runtime_mode`` (default
-    ``readonly_subagent``, a child's permissions) or ``timeout`` raises."""
+    """Run one read-only tool (Read, Grep, Glob, or Search: ranked search of the code index)
+    confined to ``root`` and return the envelope the model would see. Bad arguments, denied or
+    unknown tools give an error envelope, never an exception; only a bad ``root``, ``name`` type,
+    ``runtime_mode`` (default ``readonly_subagent``, a child's permissions) or ``timeout``
+    raises."""
 
 def tool_schemas(
     format: Literal["openai", "anthropic"] | None = None, names: Iterable[str] | None = None

@@ -123,7 +123,8 @@ fn is_lead_line(line: &str) -> bool {
 pub fn chunk_file(path: &str, text: &str, parser: &mut Parser, terms: &mut Terms) -> FileChunks {
     let lines: Vec<&str> = text.lines().collect();
     let n = lines.len();
-    let lang = Lang::of(path).filter(|_| text.len() <= MAX_PARSE_BYTES);
+    let lang = Lang::of(path)
+        .filter(|_| text.len() <= MAX_PARSE_BYTES && !super::rank::is_secondary_code(path));
     let defs: Vec<Def> = match lang {
         Some(l) => lang::definitions(l, text.as_bytes(), parser),
         None => Vec::new(),

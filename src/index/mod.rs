@@ -93,7 +93,7 @@ pub struct Index {
     pub coverage: Coverage,
     /// Term → id (rebuilt from `vocab` after loading).
     #[serde(skip)]
-    ids: HashMap<String, u32>,
+    ids: text::FxMap<String, u32>,
 }
 
 /// What one refresh did.

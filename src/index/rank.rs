@@ -416,6 +416,61 @@ pub struct Hit {
     pub matched: Vec<usize>,
 }
 
+const TEST_DIRS: &[&str] = &[
+    "test",
+    "tests",
+    "testing",
+    "__tests__",
+    "spec",
+    "specs",
+    "testdata",
+    "fixtures",
+    "e2e",
+];
+const EXAMPLE_DIRS: &[&str] = &[
+    "examples",
+    "example",
+    "samples",
+    "sample",
+    "demo",
+    "demos",
+    "_examples",
+];
+const BENCH_DIRS: &[&str] = &["bench", "benches", "benchmark", "benchmarks"];
+
+fn dirs_of(lower: &str) -> Vec<&str> {
+    let mut dirs: Vec<&str> = lower.split('/').collect();
+    dirs.pop();
+    dirs
+}
+
+/// Whether a path is a test (by its folder or its name, in the usual spellings).
+pub fn is_test_path(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    let ext = name.rsplit_once('.').map_or("", |(_, e)| e);
+    let stem_name = name.split('.').next().unwrap_or(name);
+    dirs_of(&lower).iter().any(|d| TEST_DIRS.contains(d))
+        || name.starts_with("test_")
+        || stem_name.ends_with("_test")
+        || stem_name.ends_with("_spec")
+        || name.contains(".test.")
+        || name.contains(".spec.")
+        || (ext == "java" && (stem_name.ends_with("test") || stem_name.ends_with("tests")))
+        || stem_name == "conftest"
+}
+
+/// Whether a path is a test, an example or a benchmark: code that ranks low unless asked
+/// for, and that the index splits into windows without parsing (over half of many trees'
+/// bytes; parsing it would double a cold build).
+pub fn is_secondary_code(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    is_test_path(path)
+        || dirs_of(&lower)
+            .iter()
+            .any(|d| EXAMPLE_DIRS.contains(d) || BENCH_DIRS.contains(d))
+}
+
 /// How a file's path weighs: tests, docs, examples, benchmarks, vendored and generated code
 /// sink unless the question asks for them.
 pub fn path_prior(path: &str, q: &Query) -> f64 {
@@ -441,24 +496,7 @@ pub fn path_prior(path: &str, q: &Query) -> f64 {
         return if q.wants_docs { 1.0 } else { 0.15 };
     }
     let mut prior = 1.0f64;
-    let test = in_dir(&[
-        "test",
-        "tests",
-        "testing",
-        "__tests__",
-        "spec",
-        "specs",
-        "testdata",
-        "fixtures",
-        "e2e",
-    ]) || name.starts_with("test_")
-        || stem_name.ends_with("_test")
-        || stem_name.ends_with("_spec")
-        || name.contains(".test.")
-        || name.contains(".spec.")
-        || (ext == "java" && (stem_name.ends_with("test") || stem_name.ends_with("tests")))
-        || stem_name == "conftest";
-    if test && !q.wants_tests {
+    if is_test_path(path) && !q.wants_tests {
         prior *= 0.4;
     }
     let doc = ["md", "rst", "txt", "adoc", "markdown", "html", "tex"].contains(&ext)
@@ -466,19 +504,10 @@ pub fn path_prior(path: &str, q: &Query) -> f64 {
     if doc && !q.wants_docs {
         prior *= 0.35;
     }
-    if in_dir(&[
-        "examples",
-        "example",
-        "samples",
-        "sample",
-        "demo",
-        "demos",
-        "_examples",
-    ]) && !q.wants_examples
-    {
+    if in_dir(EXAMPLE_DIRS) && !q.wants_examples {
         prior *= 0.5;
     }
-    if in_dir(&["bench", "benches", "benchmark", "benchmarks"]) && !q.wants_bench {
+    if in_dir(BENCH_DIRS) && !q.wants_bench {
         prior *= 0.5;
     }
     if in_dir(&["vendor", "third_party", "thirdparty", "external", "deps"]) {

@@ -14,6 +14,8 @@ use super::Index;
 
 /// Bumped whenever what the index stores or how it chunks changes.
 const FORMAT: &[u8] = b"outrider-index-v2\n";
+/// Cached indexes kept; past this the least recently written are deleted.
+pub const MAX_CACHED: usize = 32;
 /// Cache files bigger than this are not read.
 const MAX_CACHE_BYTES: u64 = 2 << 30;
 
@@ -149,5 +151,42 @@ pub fn save_to(path: &Path, root: &Path, index: &Index) {
     })();
     if written.is_err() {
         let _ = fs::remove_file(&tmp);
+    }
+    prune(dir);
+}
+
+/// Delete all but the [`MAX_CACHED`] most recently written index files of `dir` (and temporary
+/// files an interrupted save left behind an hour ago or more).
+pub fn prune(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let mut kept: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for e in entries.flatten() {
+        let path = e.path();
+        let Ok(meta) = fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let Ok(modified) = meta.modified() else {
+            continue;
+        };
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !meta.is_file() {
+            continue;
+        }
+        if name.ends_with(".tmp") && name.starts_with('.') {
+            if modified < hour_ago {
+                let _ = fs::remove_file(&path);
+            }
+        } else if name.ends_with(".idx") {
+            kept.push((modified, path));
+        }
+    }
+    if kept.len() > MAX_CACHED {
+        kept.sort_by(|a, b| b.0.cmp(&a.0));
+        for (_, path) in kept.drain(MAX_CACHED..) {
+            let _ = fs::remove_file(path);
+        }
     }
 }

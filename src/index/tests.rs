@@ -1,4 +1,4 @@
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use super::*;
@@ -131,4 +131,19 @@ fn the_disk_cache_round_trips_and_refuses_foreign_roots() {
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&file).expect("meta").permissions().mode();
     assert_eq!(mode & 0o077, 0, "cache file must be private: {mode:o}");
+}
+
+#[test]
+fn the_disk_cache_keeps_only_the_most_recent_indexes() {
+    let cache = tempfile::tempdir().expect("cache");
+    let index = Index::default();
+    for i in 0..(store::MAX_CACHED + 5) {
+        let root = PathBuf::from(format!("/tree/{i}"));
+        let file = store::cache_file_in(cache.path().to_path_buf(), &root).expect("file");
+        store::save_to(&file, &root, &index);
+    }
+    let left = std::fs::read_dir(cache.path().join("index"))
+        .expect("dir")
+        .count();
+    assert_eq!(left, store::MAX_CACHED);
 }

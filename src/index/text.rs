@@ -4,6 +4,37 @@
 //! (`getAdapter` is `getadapter` as well as `get` and `adapter`).
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A fast hash for short keys the index interns by the million (the Fx hash rustc uses):
+/// not resistant to chosen collisions, which only slow a build down.
+#[derive(Default, Clone, Copy)]
+pub struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.0 = (self.0.rotate_left(5) ^ u64::from(i)).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A map keyed by [`FxHasher`].
+pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// Identifiers longer than this are cut (minified code, data blobs).
 const MAX_IDENT: usize = 64;
@@ -144,11 +175,11 @@ pub fn idents(text: &str) -> impl Iterator<Item = &str> {
 #[derive(Debug, Default)]
 pub struct Terms {
     /// Term text → id.
-    ids: HashMap<String, u32>,
+    ids: FxMap<String, u32>,
     /// Id → term text.
     pub vocab: Vec<String>,
     /// Identifier → its term ids.
-    seen: HashMap<String, Vec<u32>>,
+    seen: FxMap<String, Vec<u32>>,
 }
 
 impl Terms {

@@ -1265,7 +1265,7 @@ async fn the_first_message_lists_likely_places_and_opens_the_first_unless_turned
     let first = last_user(&model, 0);
     assert_eq!(
         first,
-        "Where is the `main` function defined?\n\nLikely places (an offline search of the code index ranked them; unverified, they may not answer the task):\n1. src/app.py:1 (`main` (function) is defined at src/app.py:1)\n\nOpened for you (line number | text):\nsrc/app.py:\n   1 | def main():\n   2 |     return 1\n\nIf some of these lines answer the task, reply with the final JSON object citing the ones that do (relative/path:line); if none does, Read or Grep further."
+        "Where is the `main` function defined?\n\nLikely places (an offline search of the code index ranked them; unverified, they may not answer the task):\n1. src/app.py:1 (`main` is defined at src/app.py:1 (function))\n\nOpened for you (line number | text):\nsrc/app.py:\n   1 | def main():\n   2 |     return 1\n\nIf some of these lines answer the task, reply with the final JSON object citing the ones that do (relative/path:line); if none does, Read or Grep further."
     );
     // The opened lines were seen, and that look counts as the one tool call explore asks
     // for: the answer citing src/app.py:1-2 is completed on the first call, with no tool call

@@ -97,7 +97,8 @@ pub fn run_tool_until(
         }
         ctx = ctx.with_timeout(Duration::from_secs_f64(t));
     }
-    let registry = ToolRegistry::readonly();
+    // Search too: a user may ask the code index directly.
+    let registry = ToolRegistry::readonly().with_search();
     let permissions = PermissionContext::new(mode);
     let mut result = match ctx.deadline {
         None => execute(&registry, name, &args, &ctx, &permissions),

@@ -299,3 +299,137 @@ fn pick_lines(
         .cloned()
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::workspace::Workspace;
+
+    fn ctx(files: &[(&str, &str)]) -> (tempfile::TempDir, ToolContext) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for (path, text) in files {
+            let p = dir.path().join(path);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            std::fs::write(p, text).expect("write");
+        }
+        let ws = Workspace::new(dir.path()).expect("workspace");
+        (dir, ToolContext::new(ws))
+    }
+
+    const TREE: &[(&str, &str)] = &[
+        (
+            "src/sessions.py",
+            "import hmac\n\n\nclass SessionInterface:\n    \"\"\"Signs the session cookie.\"\"\"\n\n    def save_session(self, app, session, response):\n        value = self.sign(session)\n        response.set_cookie(app.cookie_name, value)\n",
+        ),
+        ("src/app.py", "def run(app):\n    return app\n"),
+        ("tests/test_sessions.py", "def test_save_session():\n    save_session()\n"),
+    ];
+
+    #[test]
+    fn ranked_places_with_their_definition_line_read_from_the_file() {
+        let (_d, ctx) = ctx(TREE);
+        let r = SearchTool
+            .run(
+                &ctx,
+                &json!({"query": "where is the session cookie saved on the response?"}),
+            )
+            .to_value();
+        assert_eq!(r["status"], "success", "{r}");
+        let first = &r["data"]["hits"][0];
+        assert_eq!(
+            (
+                first["file"].as_str(),
+                first["start"].as_u64(),
+                first["kind"].as_str(),
+                first["name"].as_str()
+            ),
+            (
+                Some("src/sessions.py"),
+                Some(7),
+                Some("method"),
+                Some("save_session")
+            ),
+            "{r}"
+        );
+        assert_eq!(
+            first["lines"][0],
+            json!({"line": 7, "text": "    def save_session(self, app, session, response):"})
+        );
+        // The test file ranks below the source it tests.
+        let files: Vec<&str> = r["data"]["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|h| h["file"].as_str())
+            .collect();
+        let src = files.iter().position(|f| *f == "src/sessions.py");
+        let test = files.iter().position(|f| *f == "tests/test_sessions.py");
+        assert!(src < test || test.is_none(), "{files:?}");
+        assert_eq!(r["data"]["complete"], true);
+    }
+
+    #[test]
+    fn bad_arguments_name_the_value_and_what_was_expected() {
+        let (_d, ctx) = ctx(TREE);
+        for (args, says) in [
+            (json!({}), "query is required"),
+            (json!({"query": "  "}), "query is empty"),
+            (json!({"query": 3}), "query must be a string, got integer"),
+            (
+                json!({"query": "x", "limit": 0}),
+                "limit must be an integer from 1 to 30, got 0",
+            ),
+            (
+                json!({"query": "x", "limit": "9"}),
+                "limit must be an integer from 1 to 30, got \"9\"",
+            ),
+            (
+                json!({"query": "x", "glob": "*.py"}),
+                "Unknown argument 'glob'",
+            ),
+        ] {
+            let r = SearchTool.run(&ctx, &args).to_value();
+            assert_eq!(r["status"], "error", "{args}");
+            assert!(
+                r["error"]["message"].as_str().unwrap().contains(says),
+                "{args}: {r}"
+            );
+        }
+        let r = SearchTool
+            .run(&ctx, &json!({"query": "x", "path": "../.."}))
+            .to_value();
+        assert_eq!(r["status"], "error", "{r}");
+    }
+
+    #[test]
+    fn a_directory_filter_keeps_places_inside_it() {
+        let (_d, ctx) = ctx(TREE);
+        let r = SearchTool
+            .run(&ctx, &json!({"query": "save_session", "path": "tests"}))
+            .to_value();
+        let files: Vec<&str> = r["data"]["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|h| h["file"].as_str())
+            .collect();
+        assert_eq!(files, ["tests/test_sessions.py"], "{r}");
+    }
+
+    #[test]
+    fn a_deadline_before_the_index_is_built_gives_a_partial_result_that_says_so() {
+        let (_d, ctx) = ctx(&[("src/only.py", "def unique_name_for_deadline():\n    pass\n")]);
+        let ctx = ctx.with_deadline(Instant::now());
+        let r = SearchTool
+            .run(&ctx, &json!({"query": "unique_name_for_deadline"}))
+            .to_value();
+        assert_eq!(r["status"], "partial", "{r}");
+        assert!(
+            r["text"]
+                .as_str()
+                .unwrap()
+                .contains("not indexed before the time limit"),
+            "{r}"
+        );
+    }
+}

@@ -266,7 +266,8 @@ fn present(kws: &[Keyword], text: &str) -> Vec<(usize, String)> {
         .collect()
 }
 
-fn quote(text: &str) -> String {
+/// A line as the scout quotes it: «text», cut at 160 characters with an ellipsis.
+pub(crate) fn quote(text: &str) -> String {
     let t = text.trim();
     let shown: String = t.chars().take(160).collect();
     if shown.len() < t.len() {

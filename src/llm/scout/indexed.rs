@@ -5,6 +5,7 @@
 
 use serde_json::{json, Value};
 
+use super::answer::quote;
 use super::query::task_body;
 use super::search::{reads, ReadWindow};
 use super::{calls_response, read_allowance, system_text, task_text};
@@ -166,11 +167,6 @@ fn read_calls(request: &ChatRequest, places: &[Place]) -> Vec<ToolCall> {
         .collect()
 }
 
-fn quote(text: &str) -> String {
-    let t: String = text.trim().chars().take(120).collect();
-    format!("`{}`", t.replace('`', "'"))
-}
-
 /// The words of the question that carry meaning, as index terms.
 fn key_terms(question: &str) -> Vec<String> {
     rank::parse(question)
@@ -234,7 +230,7 @@ fn answer(
         }
         let what = match &p.name {
             Some(name) if p.kind != "lines" && p.kind != "part" => {
-                format!("`{name}` ({}) is defined at {}:{}", p.kind, p.file, p.start)
+                format!("`{name}` is defined at {}:{} ({})", p.file, p.start, p.kind)
             }
             Some(name) if p.kind == "part" => format!("part of `{name}` in {}", p.file),
             _ => format!("lines of {}", p.file),
@@ -312,8 +308,8 @@ fn answer(
         (Some(best), Some(cite)) => {
             let lead = match &best.name {
                 Some(name) if best.kind != "lines" && best.kind != "part" => format!(
-                    "Best match: `{name}` ({}) at {}:{}, cited as {cite}.",
-                    best.kind, best.file, best.start
+                    "Best match: `{name}` is defined at {}:{} ({}), cited as {cite}.",
+                    best.file, best.start, best.kind
                 ),
                 _ => format!("Best match: {cite}."),
             };

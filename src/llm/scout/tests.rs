@@ -32,8 +32,24 @@ fn owned(files: &[(&str, &str)]) -> Vec<(String, String)> {
 }
 
 async fn explore(dir: &tempfile::TempDir, task: &str) -> (RunOutcome, ExploreResult) {
+    explore_with(dir, task, false).await
+}
+
+/// The scout with the Search tool (the code index), as the launcher gives it.
+async fn explore_indexed(dir: &tempfile::TempDir, task: &str) -> (RunOutcome, ExploreResult) {
+    explore_with(dir, task, true).await
+}
+
+async fn explore_with(
+    dir: &tempfile::TempDir,
+    task: &str,
+    indexed: bool,
+) -> (RunOutcome, ExploreResult) {
     let profile = explore_profile();
-    let registry = ToolRegistry::readonly().filtered(profile.tool_allowlist.iter().cloned());
+    let mut registry = ToolRegistry::readonly().filtered(profile.tool_allowlist.iter().cloned());
+    if indexed {
+        registry = registry.with_search();
+    }
     let runner = RuntimeRunner {
         model: Arc::new(OfflineScout),
         tool_schemas: Arc::new(registry.openai_tools()),
@@ -344,4 +360,48 @@ async fn the_scout_cites_only_lines_it_saw_in_paths_evidence_can_carry() {
             r.evidence
         );
     }
+}
+
+#[tokio::test]
+async fn with_the_index_the_scout_cites_the_definition_it_read_and_every_sentence_is_true() {
+    let files = owned(&[
+        (
+            "src/flask/sessions.py",
+            "import hmac\n\n\nclass SecureCookieSessionInterface:\n    \"\"\"Stores the session in a signed cookie.\"\"\"\n\n    def open_session(self, app, request):\n        return None\n\n    def save_session(self, app, session, response):\n        val = self.get_signing_serializer(app).dumps(dict(session))\n        response.set_cookie(app.config[\"SESSION_COOKIE_NAME\"], val)\n",
+        ),
+        ("src/flask/app.py", "class Flask:\n    def run(self):\n        pass\n"),
+        ("tests/test_sessions.py", "def test_save_session():\n    assert save_session\n"),
+        ("CHANGES.rst", "Session cookies are now saved and signed.\n"),
+    ]);
+    let dir = tree(&files);
+    let (out, r) = explore_indexed(
+        &dir,
+        "Where is the session cookie signed and saved on the response?",
+    )
+    .await;
+    assert_eq!(out.terminal_reason, TerminalReason::Completed, "{r:?}");
+    assert!(
+        out.ungrounded_evidence.is_empty(),
+        "{:?}",
+        out.ungrounded_evidence
+    );
+    assert_eq!(r.evidence[0], "src/flask/sessions.py:10-12", "{r:?}");
+    assert_eq!(
+        r.status,
+        crate::contract::SubagentStatus::Completed,
+        "{r:?}"
+    );
+    assert!(
+        out.tool_usage.contains_key("Search"),
+        "{:?}",
+        out.tool_usage
+    );
+    assert!(check_sentences(&dir, &r) >= 2, "{r:?}");
+    // Asked for a name that nothing defines, it does not claim an answer.
+    let (_, r) = explore_indexed(&dir, "Where is `TotallyMissingThing` defined?").await;
+    assert_ne!(
+        r.status,
+        crate::contract::SubagentStatus::Completed,
+        "{r:?}"
+    );
 }

@@ -1,0 +1,140 @@
+"""The code index through the Python API: the Search tool, the scout that uses it, and the cache
+that keeps it warm outside the explored tree (issue #19)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pathlib
+import time
+
+import pytest
+
+import outrider
+
+SOURCES = {
+    "src/auth/session.py": (
+        "import hmac\n\n\n"
+        "class SessionStore:\n"
+        '    """Keeps sessions in signed cookies."""\n\n'
+        "    def save(self, response, session):\n"
+        "        token = hmac.new(self.key, session.encode()).hexdigest()\n"
+        "        response.set_cookie('session', token)\n"
+    ),
+    "src/app.py": "from auth.session import SessionStore\n\n\ndef main():\n    return SessionStore()\n",
+    "tests/test_session.py": "def test_save():\n    SessionStore().save(None, '')\n",
+    "docs/sessions.md": "# Sessions\nSessions are saved in cookies.\n",
+}
+
+
+def make_tree(root: pathlib.Path, files: dict[str, str]) -> pathlib.Path:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return root
+
+
+def digest(root: pathlib.Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        h.update(str(p.relative_to(root)).encode())
+        if p.is_file():
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+@pytest.fixture
+def cache(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.Path:
+    d = tmp_path / "cache"
+    monkeypatch.setenv("OUTRIDER_CACHE_DIR", str(d))
+    return d
+
+
+def test_search_ranks_the_definition_first_and_shows_its_line(
+    tmp_path: pathlib.Path, cache: pathlib.Path
+) -> None:
+    root = make_tree(tmp_path / "repo", SOURCES)
+    env = outrider.run_tool(root, "Search", {"query": "where is the session cookie saved?"})
+    assert env["status"] == "success", env
+    first = env["data"]["hits"][0]
+    assert (first["file"], first["start"], first["kind"], first["name"]) == (
+        "src/auth/session.py",
+        7,
+        "method",
+        "save",
+    )
+    assert first["lines"][0] == {"line": 7, "text": "    def save(self, response, session):"}
+    files = [h["file"] for h in env["data"]["hits"]]
+    assert files.index("src/auth/session.py") < files.index("tests/test_session.py")
+
+
+def test_bad_search_arguments_are_named(tmp_path: pathlib.Path, cache: pathlib.Path) -> None:
+    root = make_tree(tmp_path / "repo", SOURCES)
+    env = outrider.run_tool(root, "Search", {"query": "x", "limit": 500})
+    assert env["status"] == "error"
+    assert "limit must be an integer from 1 to 30, got 500" in env["error"]["message"]
+
+
+def test_the_index_is_cached_outside_the_tree_and_updated_for_changed_files(
+    tmp_path: pathlib.Path, cache: pathlib.Path
+) -> None:
+    root = make_tree(tmp_path / "repo", SOURCES)
+    before = digest(root)
+    first = outrider.run_tool(root, "Search", {"query": "SessionStore"})
+    assert first["stats"]["files_read"] == 4, first["stats"]
+    # Cached on disk, privately, and nothing written inside the tree.
+    stored = list((cache / "index").glob("*.idx"))
+    assert len(stored) == 1
+    assert stored[0].stat().st_mode & 0o077 == 0
+    assert digest(root) == before
+    again = outrider.run_tool(root, "Search", {"query": "SessionStore"})
+    assert again["stats"]["files_read"] == 0
+    assert "memory" in again["text"]
+    # A changed file is read again; the others are not.
+    time.sleep(0.01)
+    (root / "src/app.py").write_text("def launch_rockets():\n    return 1\n")
+    changed = outrider.run_tool(root, "Search", {"query": "launch_rockets"})
+    assert changed["stats"]["files_read"] == 1
+    assert changed["data"]["hits"][0]["name"] == "launch_rockets"
+
+
+def test_a_cache_dir_inside_the_tree_is_never_written(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_tree(tmp_path / "repo", SOURCES)
+    monkeypatch.setenv("OUTRIDER_CACHE_DIR", str(root / ".cache"))
+    before = digest(root)
+    env = outrider.run_tool(root, "Search", {"query": "SessionStore"})
+    assert env["status"] == "success"
+    assert digest(root) == before
+    assert not (root / ".cache").exists()
+
+
+def test_the_scout_answers_from_the_index_and_cites_only_what_it_saw(
+    tmp_path: pathlib.Path, cache: pathlib.Path
+) -> None:
+    root = make_tree(tmp_path / "repo", SOURCES)
+    before = digest(root)
+    launcher = outrider.SubagentLauncher(root, outrider.OfflineScout(), trace_dir=False)
+    result = launcher.launch(outrider.SubagentRequest(task="Where is the session cookie saved?"))
+    assert result.status == "completed", result.explore
+    assert result.explore.evidence[0] == "src/auth/session.py:7-9"
+    assert result.tool_usage.get("Search") == 1
+    assert not result.ungrounded_evidence
+    assert digest(root) == before
+    # A second question on the same tree reuses the index (no file read again).
+    again = launcher.launch(outrider.SubagentRequest(task="Where is main defined?"))
+    assert again.explore.evidence[0].startswith("src/app.py:4")
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
+def test_links_out_of_the_tree_are_not_indexed(
+    tmp_path: pathlib.Path, cache: pathlib.Path
+) -> None:
+    outside = make_tree(tmp_path / "outside", {"secret.py": "def leaked_secret_function():\n    pass\n"})
+    root = make_tree(tmp_path / "repo", SOURCES)
+    os.symlink(outside, root / "linked_dir")
+    os.symlink(outside / "secret.py", root / "linked.py")
+    env = outrider.run_tool(root, "Search", {"query": "leaked_secret_function"})
+    assert all("leaked" not in str(h) for h in env["data"]["hits"]), env
