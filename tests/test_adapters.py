@@ -27,7 +27,8 @@ FINAL = final(
     findings=["main() returns 1"],
     evidence=["app.py:1"],
 )
-TASK = "Where is main defined?"
+# No word of it is in the tree, so the offline scout hints at no place (the hint is tested elsewhere).
+TASK = "Where is the entry point?"
 
 
 @pytest.fixture

@@ -129,10 +129,10 @@ def test_the_scout_answers_from_the_index_and_cites_only_what_it_saw(
 
 
 @pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
-def test_links_out_of_the_tree_are_not_indexed(
-    tmp_path: pathlib.Path, cache: pathlib.Path
-) -> None:
-    outside = make_tree(tmp_path / "outside", {"secret.py": "def leaked_secret_function():\n    pass\n"})
+def test_links_out_of_the_tree_are_not_indexed(tmp_path: pathlib.Path, cache: pathlib.Path) -> None:
+    outside = make_tree(
+        tmp_path / "outside", {"secret.py": "def leaked_secret_function():\n    pass\n"}
+    )
     root = make_tree(tmp_path / "repo", SOURCES)
     os.symlink(outside, root / "linked_dir")
     os.symlink(outside / "secret.py", root / "linked.py")

@@ -44,7 +44,11 @@ def traces(tmp_path: pathlib.Path) -> pathlib.Path:
 
 
 def launch(
-    repo: pathlib.Path, traces: pathlib.Path, llm: Any, task: str = "Find main", **profile: Any
+    repo: pathlib.Path,
+    traces: pathlib.Path,
+    llm: Any,
+    task: str = "Find the entry point",
+    **profile: Any,
 ) -> outrider.SubagentLaunchResult:
     profiles = [EXPLORE_PROFILE.replace(name="test", **profile)] if profile else None
     launcher = SubagentLauncher(repo, llm, trace_dir=traces, profiles=profiles)
@@ -84,7 +88,7 @@ def test_happy_path_with_scripted_llm(repo: pathlib.Path, traces: pathlib.Path) 
     assert d["child_session_id"].startswith("child-") and len(d["child_session_id"]) == 38
     first = llm.requests[0]
     assert [m["role"] for m in first["messages"]] == ["system", "user"]
-    assert first["messages"][1]["content"] == "Find main\n\nStructured context:\n{}"
+    assert first["messages"][1]["content"] == "Find the entry point\n\nStructured context:\n{}"
     # The first request asks for a tool call (the child owes min_tool_calls=1), the next one not.
     assert [r["tool_choice"] for r in llm.requests] == ["required", "auto"]
     assert sorted(t["function"]["name"] for t in first["tools"]) == ["Glob", "Grep", "Read"]

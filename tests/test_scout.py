@@ -73,9 +73,11 @@ def test_scout_cites_the_definition_and_every_checkable_sentence_is_true(
                 assert form.strip("'") in text, s
             checked += 1
     assert checked >= 2
-    # The definition search for "feedback" stopped at its limit: said so, and no count claimed.
-    assert any("stopped at its limit" in q for q in r.result.unresolved_questions)
+    # The code index ranks every chunk: no search was cut, so no note says one was, and no
+    # count is claimed.
+    assert not any("stopped at its limit" in q for q in r.result.unresolved_questions)
     assert not any("definitions named after" in f for f in r.result.findings)
+    assert r.tool_usage.get("Search") == 1
 
 
 def test_the_readme_question_finds_the_gate_on_this_repository() -> None:

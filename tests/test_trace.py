@@ -32,7 +32,7 @@ def child_launch(repo: pathlib.Path, trace_dir: pathlib.Path) -> outrider.Subage
         ]
     )
     launcher = outrider.SubagentLauncher(repo, llm, trace_dir=trace_dir)
-    return launcher.launch(outrider.SubagentRequest(task="Find main"))
+    return launcher.launch(outrider.SubagentRequest(task="Find the entry point"))
 
 
 def test_a_child_trace_reads_back_with_steps_tool_calls_and_totals(
@@ -69,7 +69,7 @@ def test_a_child_trace_reads_back_with_steps_tool_calls_and_totals(
         status="completed", summary="main is in app.py", evidence=["app.py:1"]
     )
     assert trace.profile == "explore"
-    assert trace.task == "Find main\n\nStructured context:\n{}"
+    assert trace.task == "Find the entry point\n\nStructured context:\n{}"
     assert trace.terminal_reason == result.terminal_reason == "completed"
     assert trace.error is None
     assert trace.tool_usage == result.tool_usage == {"Glob": 1, "Grep": 1, "Read": 1}
