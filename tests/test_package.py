@@ -67,3 +67,31 @@ def test_export_lists_agree() -> None:
         obj = getattr(outrider.exceptions, name)
         if isinstance(obj, type) and issubclass(obj, Exception):
             assert issubclass(obj, outrider.OutriderError), name
+
+
+def test_every_missing_extra_error_is_one_type() -> None:
+    """Each "install the X extra" error is a MissingExtraError (#22.5): a raise whose message
+    says how to install something builds that type, which stays an ImportError and a
+    ConfigError (what those places raised before), so old except clauses still catch it."""
+    import ast
+
+    assert issubclass(outrider.MissingExtraError, ImportError)
+    assert issubclass(outrider.MissingExtraError, outrider.ConfigError)
+    pkg = pathlib.Path(outrider.__file__).parent
+    offenders = []
+    for file in sorted(pkg.rglob("*.py")):
+        source = file.read_text()
+        for node in ast.walk(ast.parse(source)):
+            if not isinstance(node, ast.Raise) or not isinstance(node.exc, ast.Call):
+                continue
+            text = ast.get_source_segment(source, node) or ""
+            if "install_hint" not in text and "pip install" not in text:
+                continue
+            if not ast.unparse(node.exc.func).startswith("MissingExtraError"):
+                offenders.append(f"{file.name}:{node.lineno}")
+    assert offenders == []
+    error = outrider.MissingExtraError.needs("Thing()", "pkg", "extra", ImportError("gone"))
+    assert str(error).startswith(
+        "Thing() needs the pkg package, which could not be imported (gone)"
+    )
+    assert "; install it with: pip install" in str(error) and error.extra == "extra"

@@ -22,7 +22,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from outrider._aio import envelope_json
-from outrider.exceptions import MissingExtraError, install_hint
+from outrider.exceptions import MissingExtraError
 
 if TYPE_CHECKING:
     from agents import FunctionTool
@@ -50,11 +50,7 @@ def _require(module: str, extra: str, package: str, feature: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as err:
-        raise MissingExtraError(
-            f"{feature} needs the {package} package, which could not be imported ({err}); "
-            f"install it with: {install_hint(extra)}",
-            extra=extra,
-        ) from err
+        raise MissingExtraError.needs(feature, package, extra, err) from err
 
 
 _OPENAI_AGENTS = ("openai-agents", "openai-agents", "TaskTool.as_openai_agents_tool()")

@@ -22,7 +22,7 @@ from typing import Any
 
 from outrider import _core
 from outrider._core import _redact
-from outrider.exceptions import MissingExtraError, install_hint
+from outrider.exceptions import MissingExtraError
 
 __all__ = ["instrument", "uninstrument"]
 
@@ -199,10 +199,8 @@ def instrument(tracer_provider: Any = None) -> None:
     try:
         from opentelemetry import trace
     except ImportError as error:
-        raise MissingExtraError(
-            "outrider.otel.instrument() needs the opentelemetry-api package, which could not be "
-            f"imported ({error}); install it with: {install_hint('otel')}",
-            "otel",
+        raise MissingExtraError.needs(
+            "outrider.otel.instrument()", "opentelemetry-api", "otel", error
         ) from error
     tracer = trace.get_tracer("outrider", _core.__version__, tracer_provider=tracer_provider)
     uninstrument()

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from outrider.exceptions import ArgumentTypeError, ConfigError, TraceError, install_hint
+from outrider.exceptions import ArgumentTypeError, ConfigError, MissingExtraError, TraceError
 
 if TYPE_CHECKING:
     import pandas as _pandas  # private, so stubtest does not look for it at runtime
@@ -807,9 +807,7 @@ class Trace(_Span):
         try:
             import pandas as pd
         except ImportError as err:
-            raise ImportError(
-                f"Trace.to_pandas() needs pandas, which is not installed: {install_hint('jupyter')}"
-            ) from err
+            raise MissingExtraError.needs("Trace.to_pandas()", "pandas", "jupyter", err) from err
         frame = pd.DataFrame.from_records(self.to_records(), columns=list(RECORD_COLUMNS))
         frame["ts"] = pd.to_datetime(frame["ts"], utc=True)
         return frame
