@@ -784,6 +784,11 @@ class _ModelInbox:
     def put(self, job: Callable[[], None]) -> None: ...
     def get(self, timeout: float) -> Callable[[], None] | None: ...
 
+_TRACE_EVENTS: tuple[str, ...]
+"""Every trace event name, in the core's order (``EventKind::ALL``)."""
+_TERMINAL_REASONS: tuple[str, ...]
+"""Every terminal reason, in the core's order (``TerminalReason::ALL``)."""
+
 def _redact(text: str) -> str:
     """``text`` with every secret the core knows of removed."""
 

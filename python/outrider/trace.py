@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from outrider import _core
 from outrider.exceptions import ArgumentTypeError, ConfigError, MissingExtraError, TraceError
 
 if TYPE_CHECKING:
@@ -115,12 +116,9 @@ _FILE_KINDS = (
 _NON_SPACE = re.compile(rb"[^ \t\n\r\x0b\x0c]")
 _EXPECTED = "expected one JSON object per line with ts, session_id, step, event and payload"
 
-_SUBAGENT_EVENTS = (
-    "subagent_requested",
-    "subagent_started",
-    "subagent_completed",
-    "subagent_failed",
-)
+# The event names are the core's (``_core._TRACE_EVENTS``); a parent's record of a child is
+# every ``subagent_*`` one.
+_SUBAGENT_EVENTS = tuple(e for e in _core._TRACE_EVENTS if e.startswith("subagent_"))
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ mod task;
 mod tools;
 
 use pyo3::prelude::*;
-use pyo3::types::PyFrozenSet;
+use pyo3::types::{PyFrozenSet, PyTuple};
 
 /// A frozen Python class over a core value: the struct, one-line getters (`name: Type = |inner|
 /// expression`, after their doc comments), `repr` from the core type's `Display`, and any
@@ -153,6 +153,12 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "_register_secret",
         wrap_pyfunction!(observe::_register_secret, m)?,
     )?;
+    // The trace vocabulary, named once in the core: `outrider.types` and `outrider.trace` are
+    // checked against (or built from) these.
+    let events = crate::api::EventKind::ALL.map(|e| e.as_str());
+    m.setattr("_TRACE_EVENTS", PyTuple::new(m.py(), events)?)?;
+    let reasons = crate::api::TerminalReason::ALL.map(|r| r.as_str());
+    m.setattr("_TERMINAL_REASONS", PyTuple::new(m.py(), reasons)?)?;
     // Threads the core started must be out of Python before the interpreter finalizes.
     let at_exit = wrap_pyfunction!(enter::_at_exit, m)?;
     m.py()
