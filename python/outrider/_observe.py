@@ -17,7 +17,8 @@ from outrider._core import _redact
 from outrider.exceptions import MissingExtraError, install_hint
 
 if TYPE_CHECKING:
-    from outrider._core import SubagentLauncher, SubagentLaunchResult, SubagentRequest
+    from outrider._core import SubagentLaunchResult, SubagentRequest
+    from outrider._entry import SubagentLauncher
 
 logger = logging.getLogger("outrider")
 

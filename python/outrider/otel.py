@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from outrider import _core
+from outrider import _core, _entry
 from outrider._core import _redact
 from outrider.exceptions import MissingExtraError
 
@@ -30,12 +30,12 @@ _PATCHED: dict[tuple[type, str], Any] = {}
 # An attribute is for reading, not for holding a whole file a model pasted into a call.
 _MAX_ARGUMENTS = 4096
 _METHODS = (
-    (_core.SubagentLauncher, "launch"),
-    (_core.SubagentLauncher, "launch_async"),
-    (_core.SubagentLauncher, "launch_many"),
-    (_core.SubagentLauncher, "launch_many_async"),
-    (_core.MainAgent, "run"),
-    (_core.MainAgent, "run_async"),
+    (_entry.SubagentLauncher, "launch"),
+    (_entry.SubagentLauncher, "launch_async"),
+    (_entry.SubagentLauncher, "launch_many"),
+    (_entry.SubagentLauncher, "launch_many_async"),
+    (_entry.MainAgent, "run"),
+    (_entry.MainAgent, "run_async"),
 )
 
 

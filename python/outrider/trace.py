@@ -34,6 +34,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from outrider import _core
+from outrider._views import Viewed
 from outrider.exceptions import ArgumentTypeError, ConfigError, MissingExtraError, TraceError
 
 if TYPE_CHECKING:
@@ -478,7 +479,7 @@ def _status(event: TraceEvent) -> str | None:
     return value if isinstance(value, str) else None
 
 
-class Trace(_Span):
+class Trace(_Span, Viewed):
     """A trace file, read: its events, grouped into steps, its tool calls and its children.
 
     Build one with :meth:`load`. Attributes are computed from :attr:`events` on first use.
@@ -809,16 +810,6 @@ class Trace(_Span):
         frame = pd.DataFrame.from_records(self.to_records(), columns=list(RECORD_COLUMNS))
         frame["ts"] = pd.to_datetime(frame["ts"], utc=True)
         return frame
-
-    def _repr_html_(self) -> str:
-        from outrider._display import trace_html
-
-        return trace_html(self)
-
-    def _repr_markdown_(self) -> str:
-        from outrider._display import trace_md
-
-        return trace_md(self)
 
     def __iter__(self) -> Iterator[TraceEvent]:
         return iter(self.events)
