@@ -39,7 +39,8 @@ frozen_class! {
         })
     }
 
-    /// The native half of `run` and `run_async` (`outrider._entry`): the run's dict, blocking or as an asyncio future.
+    /// The native half of `run` and `run_async` (`outrider._entry`): the run's dict, blocking or
+    /// as an asyncio future.
     fn _run(
         &self,
         py: Python<'_>,

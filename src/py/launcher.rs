@@ -239,8 +239,8 @@ frozen_class! {
         finish(py, &self.inner.cancel, awaitable, launch)
     }
 
-    /// The native half of `launch_many` and `launch_many_async`: results in input order, at most `max_concurrency`
-    /// children at a time; `on_finished` is called once per finished child.
+    /// The native half of `launch_many` and `launch_many_async`: results in input order, at most
+    /// `max_concurrency` children at a time; `on_finished` is called once per finished child.
     fn _launch_many(
         &self,
         py: Python<'_>,

@@ -22,10 +22,10 @@ use pyo3::types::{PyFrozenSet, PyTuple};
 
 /// A frozen Python class over a core value: the struct, one-line getters (`name: Type = |inner|
 /// expression`, after their doc comments), `repr` from the core type's `Display`, and any
-/// further methods, in one `#[pymethods]` block; the core value converts to it. `$py(shared T)` is a class over a core
-/// object that only Python creates (no conversion), `$py(subclassed T)` one that a Python class
-/// of the same name extends (the class users get: `outrider._entry`). Flags before the getters add more from the
-/// core type: `value` gives `==`, `hash` and copies that are the object itself; `record` gives
+/// further methods, in one `#[pymethods]` block; the core value converts to it. `$py(shared T)`
+/// is a class over a core object that only Python creates (no conversion), `$py(subclassed T)`
+/// one that a Python class of the same name extends (the class users get: `outrider._entry`).
+/// Flags before the getters add more from the core type: `value` gives `==`, `hash` and copies that are the object itself; `record` gives
 /// `to_dict`, `from_dict` and pickling through them ([`crate::api::Record`]); `record_from`
 /// the last two only; `views` gives `to_json`, pydantic support and the Jupyter views, and
 /// `views_eq` those and `==`/`hash` over `to_dict()`, all with Python bodies ([`in_python`]).

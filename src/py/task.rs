@@ -83,8 +83,9 @@ frozen_class! {
     fn anthropic_schema(&self) -> Plain<serde_json::Value> {
         Plain(self.inner.anthropic_schema())
     }
-    /// The native half of `run`, `run_json` and `run_async` (`outrider._entry`): validate, launch, and return the envelope dict
-    /// (never raises for bad arguments), blocking or as an asyncio future.
+    /// The native half of `run`, `run_json` and `run_async` (`outrider._entry`): validate,
+    /// launch, and return the envelope dict (never raises for bad arguments), blocking or as an
+    /// asyncio future.
     fn _run(
         &self,
         py: Python<'_>,
