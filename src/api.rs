@@ -50,4 +50,7 @@ pub use crate::tools::run::{run_tool, run_tool_blocking, tool_schemas, ToolArgs}
 pub use crate::tools::run::{RUN_TOOL_PARAMS, TOOL_SCHEMAS_PARAMS};
 pub use crate::tools::workspace::Workspace;
 pub use crate::trace::{EventSink, TraceEvent, TraceRetention, SPAN_TARGET};
+// The trace vocabulary a front end checks its own names against.
+pub use crate::runner::TerminalReason;
+pub use crate::trace::EventKind;
 pub use crate::VERSION;

@@ -299,7 +299,7 @@ def test_a_launcher_collected_mid_run_cancels_its_children(repo: pathlib.Path) -
 
     async def main() -> outrider.SubagentLaunchResult:
         ln = launcher(repo, looping)
-        future = ln._launch(req(), None, True)  # type: ignore[attr-defined]  # holds no launcher
+        future = ln._launch(req(), None, True)  # holds no launcher
         await asyncio.sleep(0.3)
         del ln
         gc.collect()

@@ -304,3 +304,24 @@ def test_timestamps_without_z_and_tool_call_without_result(tmp_path: pathlib.Pat
         )
     ]
     assert trace.tool_calls[0].elapsed_ms is None
+
+
+def test_the_trace_vocabulary_is_the_cores() -> None:
+    """Event and terminal-reason names are named once, in the core (#22.4): the typed names
+    in outrider.types are the core's, in its order, and every event reads as a sentence."""
+    import typing
+
+    from outrider import _core, types
+    from outrider.trace import describe
+
+    assert typing.get_args(types.TraceEventName) == _core._TRACE_EVENTS
+    assert typing.get_args(types.TerminalReason) == _core._TERMINAL_REASONS
+    for name in _core._TRACE_EVENTS:
+        event = outrider.trace.TraceEvent(
+            ts=datetime(2026, 1, 1, tzinfo=timezone.utc),
+            session_id="child-x",
+            step=0,
+            event=name,
+            payload={},
+        )
+        assert isinstance(describe(event), str)

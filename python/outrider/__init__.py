@@ -15,29 +15,26 @@ from __future__ import annotations
 
 import logging as _logging
 
-import outrider._accessors  # noqa: F401  (attaches SubagentLaunchResult.explore / .verification)
-from outrider import _aio, _core, _display, _interop
-from outrider import frameworks as _frameworks
+# The Jupyter views register themselves in their one table (outrider._views).
+from outrider import _display  # noqa: F401
 from outrider._core import (
     EXPLORE_PROFILE,
     READONLY_TOOLS,
     VERIFICATION_PROFILE,
     CompletionVerdict,
     ExploreResult,
-    MainAgent,
     OfflineScout,
     OpenAICompatible,
     RuntimeProfile,
-    SubagentLauncher,
     SubagentLaunchResult,
     SubagentRequest,
-    TaskTool,
     VerificationResult,
     __version__,
     check_evidence,
     run_tool,
     tool_schemas,
 )
+from outrider._entry import MainAgent, SubagentLauncher, TaskTool
 from outrider._mainrun import MainRunResult
 from outrider.batch import aexplore_many, explore_many
 from outrider.exceptions import (
@@ -59,12 +56,6 @@ from outrider.exceptions import (
 from outrider.trace import Trace
 from outrider.types import EvidenceCheck
 
-_aio.install(_core)
-# Jupyter display, to_json, ==, pickling and pydantic support for the native result types.
-_display.install()
-_interop.install()
-# The framework-tool methods of TaskTool (as_openai_agents_tool, ...) live in Python.
-_frameworks.install(TaskTool)
 # A library's warnings go where the application's logging sends them, not to stderr through
 # logging's last-resort handler when the application configured none.
 _logging.getLogger("outrider").addHandler(_logging.NullHandler())

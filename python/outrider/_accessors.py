@@ -1,4 +1,5 @@
-"""Typed accessors attached to the native result classes (declared in ``_core.pyi``).
+"""The Python bodies of ``SubagentLaunchResult.explore``, ``.verification`` and ``.output(cls)``
+(declared on the native class in ``src/py/launcher.rs`` and in ``_core.pyi``).
 
 ``launch_result.result`` is ``ExploreResult | VerificationResult | None``, or the caller's own
 type with an ``output_schema``: ``.explore``, ``.verification`` and ``.output(cls)`` narrow it
@@ -35,15 +36,15 @@ def _narrow(launch: SubagentLaunchResult, kind: type[_R], accessor: str) -> _R:
     )
 
 
-def _explore(self: SubagentLaunchResult) -> ExploreResult:
+def explore(self: SubagentLaunchResult) -> ExploreResult:
     return _narrow(self, ExploreResult, "explore")
 
 
-def _verification(self: SubagentLaunchResult) -> VerificationResult:
+def verification(self: SubagentLaunchResult) -> VerificationResult:
     return _narrow(self, VerificationResult, "verification")
 
 
-def _output(self: SubagentLaunchResult, cls: type[_T]) -> _T:
+def output(self: SubagentLaunchResult, cls: type[_T]) -> _T:
     result: Any = self.result
     if isinstance(result, cls):
         return result
@@ -69,26 +70,3 @@ def _output(self: SubagentLaunchResult, cls: type[_T]) -> _T:
         f"output: the {self.profile_name!r} child returned a {type(result).__name__}, not "
         f"{article} {cls.__name__}"
     )
-
-
-_output.__doc__ = (
-    "``result`` as an instance of ``cls`` (the pydantic class given as ``output_schema``, or "
-    "``dict`` for a JSON-schema dict), typed as such. A result held as a dict (a JSON-schema "
-    "child's, or one rebuilt by ``from_dict`` or a pickle) is validated into a pydantic ``cls``. "
-    ":class:`outrider.ResultError` otherwise."
-)
-_output.__name__ = "output"
-
-_explore.__doc__ = (
-    "``result`` as an :class:`ExploreResult`; :class:`outrider.ResultError` when the child "
-    "failed (no result) or returned a verification verdict."
-)
-_verification.__doc__ = (
-    "``result`` as a :class:`VerificationResult`; :class:`outrider.ResultError` otherwise."
-)
-
-# setattr, not assignment: the native class is final to the type checker, and these are
-# declared in _core.pyi as its properties.
-setattr(SubagentLaunchResult, "explore", property(_explore))  # noqa: B010
-setattr(SubagentLaunchResult, "verification", property(_verification))  # noqa: B010
-setattr(SubagentLaunchResult, "output", _output)  # noqa: B010

@@ -1,4 +1,46 @@
-"""How outrider runs a Python model callable for the native core.
+"""How a Python model callable is called from the Rust loop, sync and async.
+
+This module owns the Python half of every model call; ``src/py/model.rs`` (the Rust half) and
+``src/host/callback.rs`` (the core's side) point here. One call, in order:
+
+1. **Entry.** A launch starts from a blocking entry point (``launcher.launch``,
+   ``agent.run``, ``task_tool.run``) or an async one (``launch_async``, ``run_async``, ...;
+   ``async def`` methods, in :mod:`outrider._entry`). Both reach the native half
+   (``_launch``, ``_launch_many``, ``_run``), which calls ``finish`` (``src/py/runtime.rs``):
+   it records the **caller** (a copy of its ``contextvars`` context; for an async entry point
+   its running event loop; for a blocking one called in a thread whose loop runs, a
+   :class:`Blocked`) and runs the work on the core's tokio runtime. Blocking: with the GIL
+   released, Ctrl-C heard. Async: the entry point awaits an asyncio future of the caller's
+   loop, which :func:`resolve` completes from a runtime thread.
+2. **The loop asks.** The runner's ReAct loop (``src/runner``) calls ``ChatModel::complete``
+   of a ``CallbackModel`` (``src/host/callback.rs``): the request, serialised once as the
+   OpenAI chat-completions JSON body, goes to the host's ``start`` with a ``Reply`` to answer
+   through, and the loop's task awaits that reply (``spin_first``: briefly spinning first,
+   since a quick callable answers within a millisecond).
+3. **Into Python.** ``PyCallable::start`` (``src/py/model.rs``) takes the GIL and calls
+   :func:`call` here with the callable, the body, the caller's context, event loop and
+   :class:`Blocked`, the launcher's :class:`Home` and a native ``Done`` callback. :func:`call`
+   returns a :class:`Handle`, the inbox of :class:`_Pool` and the job; the Rust side releases
+   the GIL and only then puts the job in the inbox, so the model thread taking it does not
+   wait for the GIL.
+4. **The call.** On an ``outrider-model`` daemon thread the job runs ``fn(json.loads(body))``
+   inside the caller's context copy. A plain value is converted (:func:`to_chat_response`, in
+   ``_returns.py``) and reported at once. An awaitable goes to the launcher's :class:`Home`
+   loop (the caller's loop when the first launch was async, else a private loop thread) with
+   ``asyncio.run_coroutine_threadsafe``; its future reports when it ends. A coroutine that
+   would need the loop a blocking launch is stalling is closed unrun and reported as a
+   ``LaunchError`` (:class:`Blocked` raises it once the launch returns).
+5. **The answer.** ``done(kind, payload)`` is called exactly once: ``("ok", json_text)``,
+   ``("value", value)`` for an answer that is not plain JSON (the core converts or refuses
+   it), ``("raised", (type, message, http_status))`` (:func:`_raised`: an SDK error's status
+   and cause kept), or ``("unusable", (type, repr))``. ``Done`` sends the outcome through the
+   ``Reply``; the loop's task wakes and turns it into a response or a ``ModelError`` naming
+   the callable (``Outcome::into_response``).
+6. **Abandon.** When the run stops first (cancel, timeout, Ctrl-C), the core drops the call
+   and runs its abandon action, which calls :meth:`Handle.cancel`: a coroutine's future is
+   cancelled; a sync call runs to its end and its report is ignored.
+
+Threads and loops:
 
 * Sync callables run on outrider's own daemon threads (pure Python threads: a thread with native
   frames on its stack must never be inside a user's call when the interpreter finalizes), with
@@ -12,8 +54,6 @@
   loop on a daemon thread. A sync launch from a thread whose running loop is the home (a
   notebook cell after an ``await`` cell) would stall it: that launch stops at its first model call
   and raises :class:`~outrider.LaunchError` saying what to do (:class:`Blocked`).
-
-The core waits for ``done(kind, payload)``; an abandoned call is cancelled through the handle.
 """
 
 from __future__ import annotations
@@ -25,7 +65,7 @@ import inspect
 import json
 import os
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sized
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from outrider import _core
@@ -315,103 +355,3 @@ def envelope_json(task: Any, envelope: Any) -> str:
     if getattr(task, "reference_format", False):
         return json.dumps(envelope, ensure_ascii=False, indent=2)
     return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
-
-
-def install(core: Any) -> None:
-    """Give the native classes their entry points. Each native half (``_launch``,
-    ``_launch_many``, ``_run``) either blocks (GIL released, Ctrl-C heard) or returns an asyncio
-    future of the running loop; the coroutine methods are ``async def``, so ``asyncio.run``,
-    ``create_task`` and ``TaskGroup`` take them as they are."""
-
-    def launch(self: Any, request: Any, *, on_event: Any = None, output_schema: Any = None) -> Any:
-        """Run one child to the end (GIL released; Ctrl-C cancels it and raises).
-        ``output_schema`` (a pydantic model class or a JSON-schema dict) replaces the request's
-        and the profile's result shape for this child."""
-        return self._launch(request, on_event, False, output_schema)
-
-    async def launch_async(
-        self: Any, request: Any, *, on_event: Any = None, output_schema: Any = None
-    ) -> Any:
-        """The same as ``launch`` from async code; cancelling it cancels the child."""
-        return await self._launch(request, on_event, True, output_schema)
-
-    def launch_many(
-        self: Any,
-        requests: Any,
-        max_concurrency: int | None = None,
-        *,
-        on_event: Any = None,
-        progress: bool = False,
-    ) -> list[Any]:
-        """Run children concurrently, at most ``max_concurrency`` at a time; results in input
-        order. ``progress=True`` shows a tqdm bar."""
-        if not progress:
-            result: list[Any] = self._launch_many(requests, max_concurrency, on_event, None, False)
-            return result
-        from outrider._observe import progress_bar
-
-        if isinstance(requests, Iterable) and not isinstance(requests, (str, bytes)):
-            requests = list(requests)  # counted for the bar; a bad value is refused natively
-        bar = progress_bar(len(requests) if isinstance(requests, Sized) else 0)
-        try:
-            result = self._launch_many(
-                requests, max_concurrency, on_event, lambda: bar.update(1), False
-            )
-        finally:
-            bar.close()
-        return result
-
-    async def launch_many_async(
-        self: Any, requests: Any, max_concurrency: int | None = None, *, on_event: Any = None
-    ) -> list[Any]:
-        """The same as ``launch_many`` from async code; cancelling it cancels every child."""
-        result: list[Any] = await self._launch_many(requests, max_concurrency, on_event, None, True)
-        return result
-
-    def stream(self: Any, request: Any) -> Any:
-        """Launch from async code, yielding each trace event dict as it happens, then the result."""
-        from outrider._observe import stream
-
-        return stream(self, request)
-
-    def run(self: Any, task: Any, *, on_event: Any = None) -> Any:
-        """Run the main agent on ``task`` (GIL released; Ctrl-C cancels it and its children)."""
-        from outrider._mainrun import MainRunResult
-
-        return MainRunResult.from_dict(self._run(task, on_event, False))
-
-    async def run_async(self: Any, task: Any, *, on_event: Any = None) -> Any:
-        """The same as ``run`` from async code; cancelling it cancels the run."""
-        from outrider._mainrun import MainRunResult
-
-        return MainRunResult.from_dict(await self._run(task, on_event, True))
-
-    def task_run(self: Any, args: Any) -> Any:
-        """Validate, launch, and return the envelope dict (never raises for bad arguments)."""
-        return self._run(args, False)
-
-    def task_run_json(self: Any, args: Any) -> str:
-        """``run``, serialised as the tool message content: compact JSON (indent 2 with
-        ``reference_format=True``), non-ASCII kept."""
-        return envelope_json(self, self._run(args, False))
-
-    async def task_run_async(self: Any, args: Any) -> Any:
-        """``run`` from async code: the envelope dict; cancelling it cancels the child."""
-        return await self._run(args, True)
-
-    for cls, name, fn in (
-        (core.SubagentLauncher, "launch", launch),
-        (core.SubagentLauncher, "launch_async", launch_async),
-        (core.SubagentLauncher, "launch_many", launch_many),
-        (core.SubagentLauncher, "launch_many_async", launch_many_async),
-        (core.SubagentLauncher, "stream", stream),
-        (core.MainAgent, "run", run),
-        (core.MainAgent, "run_async", run_async),
-        (core.TaskTool, "run", task_run),
-        (core.TaskTool, "run_json", task_run_json),
-        (core.TaskTool, "run_async", task_run_async),
-    ):
-        fn.__name__ = name
-        fn.__qualname__ = f"{cls.__name__}.{name}"
-        fn.__module__ = cls.__module__
-        setattr(cls, name, fn)

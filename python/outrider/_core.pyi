@@ -1,24 +1,19 @@
 """Type stubs for the native core, ``outrider._core`` (hand-written; checked by mypy.stubtest)."""
 
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from os import PathLike
 from typing import Any, Final, Literal, TypeVar, final
 
-from agents import FunctionTool
-from langchain_core.tools import BaseTool
-from pydantic_ai import Tool
+from typing_extensions import Self, disjoint_base
 
-from outrider._mainrun import MainRunResult
 from outrider.types import (
     EvidenceCheck,
     ModelCallable,
     ModelSettings,
     OnEvent,
     OutputSchema,
-    TaskEnvelope,
     TerminalReason,
     ToolEnvelope,
-    TraceEvent,
 )
 
 __all__ = [
@@ -534,7 +529,8 @@ class SubagentLaunchResult:
         """Equal when every field is (:meth:`to_dict`)."""
     def __hash__(self) -> int: ...
 
-@final
+# Extended by outrider._entry.SubagentLauncher, the class users get.
+@disjoint_base
 class SubagentLauncher:
     """Launches sandboxed read-only children over ``project_root``.
 
@@ -560,7 +556,7 @@ class SubagentLauncher:
         model_settings: ModelSettings | None = None,
         trace_retention: int | str | Literal[False] | None = None,
         env_file: str | PathLike[str] | Literal[False] | None = None,
-    ) -> SubagentLauncher:
+    ) -> Self:
         """``max_concurrency`` bounds the children running at once through this launcher
         (default 8; a ``launch_many`` call's own ``max_concurrency`` overrides the default, not
         a value given here). ``main_model``/``light_model`` name the model each route's requests carry
@@ -575,48 +571,6 @@ class SubagentLauncher:
         default models read when ``main_llm``/``light_llm`` are None (as
         :meth:`OpenAICompatible.from_env`; ``./.env`` is not read when it lies inside
         ``project_root``)."""
-    def launch(
-        self,
-        request: SubagentRequest,
-        *,
-        on_event: OnEvent | None = None,
-        output_schema: OutputSchema | None = None,
-    ) -> SubagentLaunchResult:
-        """Run one child to the end (GIL released; Ctrl-C cancels it and raises). ``on_event``
-        receives each event of the child's trace as it happens (see :data:`outrider.types.OnEvent`).
-        ``output_schema`` replaces the request's and the profile's result shape; with the
-        offline scout (no model) it raises :class:`outrider.LaunchError`."""
-    async def launch_async(
-        self,
-        request: SubagentRequest,
-        *,
-        on_event: OnEvent | None = None,
-        output_schema: OutputSchema | None = None,
-    ) -> SubagentLaunchResult:
-        """The same from async code; cancelling it cancels the child. Async model callables run
-        on the caller's running loop, sync ones with the caller's ``contextvars``."""
-    async def launch_many_async(
-        self,
-        requests: Iterable[SubagentRequest],
-        max_concurrency: int | None = None,
-        *,
-        on_event: OnEvent | None = None,
-    ) -> list[SubagentLaunchResult]:
-        """``launch_many`` from async code; cancelling it cancels every child."""
-    def stream(self, request: SubagentRequest) -> AsyncIterator[TraceEvent | SubagentLaunchResult]:
-        """Launch from async code and yield each trace event dict as it happens, then, last, the
-        :class:`SubagentLaunchResult`. Leaving the loop early cancels the child."""
-    def launch_many(
-        self,
-        requests: Iterable[SubagentRequest],
-        max_concurrency: int | None = None,
-        *,
-        on_event: OnEvent | None = None,
-        progress: bool = False,
-    ) -> list[SubagentLaunchResult]:
-        """Run children concurrently; results in input order, one failure does not touch others.
-        ``on_event`` receives every child's events; ``progress=True`` shows a tqdm bar that ticks
-        once per finished child (it needs ``tqdm``: ``pip install '.[progress]'``)."""
     def verify(
         self,
         candidate: str,
@@ -634,6 +588,23 @@ class SubagentLauncher:
     def profiles(self) -> list[str]: ...
     @property
     def has_light_model(self) -> bool: ...
+    # The native halves of the entry points in outrider._entry: each blocks (GIL released,
+    # Ctrl-C heard) or, with ``awaitable``, returns an asyncio future of the running loop.
+    def _launch(
+        self,
+        request: SubagentRequest,
+        on_event: OnEvent | None,
+        awaitable: bool,
+        output_schema: OutputSchema | None = None,
+    ) -> Any: ...
+    def _launch_many(
+        self,
+        requests: Iterable[SubagentRequest],
+        max_concurrency: int | None,
+        on_event: OnEvent | None,
+        on_finished: Callable[[], object] | None,
+        awaitable: bool,
+    ) -> Any: ...
 
 @final
 class CompletionVerdict:
@@ -678,7 +649,8 @@ class OfflineScout:
     def terms(task: str) -> list[str]:
         """The search terms the scout takes from ``task``."""
 
-@final
+# Extended by outrider._entry.TaskTool, the class users get.
+@disjoint_base
 class TaskTool:
     """The Task tool for a main agent: validates arguments (reference messages and order),
     launches a child, and returns the standard envelope. ``launcher`` may be a zero-argument
@@ -699,7 +671,7 @@ class TaskTool:
         subagent_types: Iterable[str] | None = None,
         reference_format: bool = False,
         output_schema: OutputSchema | None = None,
-    ) -> TaskTool: ...
+    ) -> Self: ...
     @property
     def reference_format(self) -> bool:
         """Whether envelopes follow the reference's format (see the class docs)."""
@@ -716,33 +688,11 @@ class TaskTool:
     def subagent_types(self) -> list[str]: ...
     def openai_schema(self) -> dict[str, Any]: ...
     def anthropic_schema(self) -> dict[str, Any]: ...
-    def run(self, args: Mapping[str, Any] | str) -> TaskEnvelope:
-        """The envelope dict: ``success`` (a completed or partial answer), ``unverified`` (the
-        child's evidence is not in the files: ``data.ungrounded_evidence`` lists it), or an error
-        (bad arguments give INVALID_PARAM, a failed child INTERNAL_ERROR); never an exception."""
-    def run_json(self, args: Mapping[str, Any] | str) -> str:
-        """The envelope as the tool message carries it: compact JSON (indent 2 with
-        ``reference_format=True``), non-ASCII kept."""
-    async def run_async(self, args: Mapping[str, Any] | str) -> TaskEnvelope: ...
-    # Defined in outrider.frameworks (Python) and attached when outrider is imported; each
-    # framework is imported on first use (MissingExtraError names the extra when it is missing).
-    def as_openai_agents_tool(
-        self, *, name: str | None = None, description: str | None = None
-    ) -> FunctionTool:
-        """An openai-agents ``FunctionTool``: JSON envelope out, the child's tokens added to the
-        run's usage."""
-    def as_pydantic_ai_tool(
-        self, *, name: str | None = None, description: str | None = None
-    ) -> Tool[Any]:
-        """A pydantic-ai ``Tool``: the envelope dict out, the child's tokens added to
-        ``ctx.usage``."""
-    def as_langchain_tool(
-        self, *, name: str | None = None, description: str | None = None
-    ) -> BaseTool:
-        """A LangChain ``BaseTool`` (content: JSON envelope, artifact: the envelope); the child's
-        tokens are reported as a chat-model run nested under the tool run."""
+    def _run(self, args: Mapping[str, Any] | str, awaitable: bool) -> Any:
+        """The native half of ``run``, ``run_json`` and ``run_async`` (``outrider._entry``)."""
 
-@final
+# Extended by outrider._entry.MainAgent, the class users get.
+@disjoint_base
 class MainAgent:
     """A main agent (``main_agent`` mode) with Read, Grep, Glob and the Task tool, running the same
     loop as a child, so a whole parent-to-child exploration runs in one call. Its trace links to
@@ -765,18 +715,11 @@ class MainAgent:
         light_model: str | None = None,
         model_settings: ModelSettings | None = None,
         trace_retention: int | str | Literal[False] | None = None,
-    ) -> MainAgent:
+    ) -> Self:
         """``model``, ``light_model``, ``model_settings`` and ``trace_retention`` as for
         :class:`SubagentLauncher`; they reach the children too."""
-    def run(self, task: str, *, on_event: OnEvent | None = None) -> MainRunResult:
-        """A :class:`~outrider.MainRunResult`: the answer, usage, the children's launch results
-        and the run's total tokens; still the dict ``{session_id, final_text, terminal_reason,
-        error, steps, model_calls, tool_usage, token_usage, input_tokens, output_tokens,
-        trace_path, trace_error, ...}`` (a subclass). ``on_event`` receives each event of the
-        main agent's trace and of its children's, as it happens."""
-    async def run_async(self, task: str, *, on_event: OnEvent | None = None) -> MainRunResult:
-        """``run`` from async code: async model callables (the main model and the children's)
-        run on the caller's running loop; cancelling it cancels the run and its children."""
+    def _run(self, task: str, on_event: OnEvent | None, awaitable: bool) -> Any:
+        """The native half of ``run`` and ``run_async`` (``outrider._entry``)."""
 
 @final
 class _ModelInbox:
@@ -784,6 +727,11 @@ class _ModelInbox:
 
     def put(self, job: Callable[[], None]) -> None: ...
     def get(self, timeout: float) -> Callable[[], None] | None: ...
+
+_TRACE_EVENTS: tuple[str, ...]
+"""Every trace event name, in the core's order (``EventKind::ALL``)."""
+_TERMINAL_REASONS: tuple[str, ...]
+"""Every terminal reason, in the core's order (``TerminalReason::ALL``)."""
 
 def _redact(text: str) -> str:
     """``text`` with every secret the core knows of removed."""

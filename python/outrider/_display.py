@@ -1,5 +1,6 @@
-"""Rich display in Jupyter: ``_repr_html_`` and ``_repr_markdown_`` for results, verdicts, launch
-results and traces.
+"""Rich display in Jupyter: the HTML and Markdown views of results, verdicts, launch results,
+main-agent runs and traces, registered in one table at the end of this module (see
+:mod:`outrider._views`, through which each class's ``_repr_html_`` finds its view).
 
 Everything that comes from a model, a file or a trace is escaped, and bounded: one text is
 embedded up to :data:`MAX_TEXT` characters, a list up to :data:`MAX_ITEMS` items (the objects
@@ -13,14 +14,15 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from outrider import _core
+from outrider import _core, _views
+from outrider._mainrun import MainRunResult
 from outrider.exceptions import TraceError
 from outrider.trace import Trace, _load_recorded, describe
 
-__all__ = ["MAX_ITEMS", "MAX_TEXT", "STATUS_COLOURS", "install", "launch_html", "trace_html"]
+__all__ = ["MAX_ITEMS", "MAX_TEXT", "STATUS_COLOURS", "launch_html", "trace_html"]
 
 STATUS_COLOURS: dict[str, str] = {
     "completed": "#2da44e",
@@ -706,23 +708,14 @@ def trace_md(t: Trace) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _method(render: Callable[[Any], str]) -> Callable[[Any], str]:
-    def method(self: Any) -> str:
-        return render(self)
-
-    method.__name__ = method.__qualname__ = render.__name__
-    method.__doc__ = render.__doc__
-    return method
-
-
-def install() -> None:
-    """Attach the Jupyter display methods to the native types (idempotent)."""
-    pairs: list[tuple[type[Any], Any, Any]] = [
-        (_core.ExploreResult, explore_html, explore_md),
-        (_core.VerificationResult, verification_html, verification_md),
-        (_core.SubagentLaunchResult, launch_html, launch_md),
-        (_core.CompletionVerdict, verdict_html, verdict_md),
-    ]
-    for cls, to_html, to_md in pairs:
-        cls._repr_html_ = _method(to_html)
-        cls._repr_markdown_ = _method(to_md)
+# The one table of Jupyter views: every outrider type that shows itself, with its renderers.
+_views.register(
+    {
+        _core.ExploreResult: (explore_html, explore_md),
+        _core.VerificationResult: (verification_html, verification_md),
+        _core.SubagentLaunchResult: (launch_html, launch_md),
+        _core.CompletionVerdict: (verdict_html, verdict_md),
+        Trace: (trace_html, trace_md),
+        MainRunResult: (main_run_html, main_run_md),
+    }
+)

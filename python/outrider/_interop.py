@@ -1,9 +1,9 @@
-"""Plain-Python behaviour attached to the native result types: JSON, equality, pickling and
-pydantic.
+"""The Python bodies of the native result types' ``to_json``, ``==``/``hash`` (for the two
+without a core equality) and pydantic support: what only needs their ``to_dict()``.
 
-The native classes in :mod:`outrider._core` are PyO3 types; methods that only need their
-``to_dict()`` are added here, once, when :mod:`outrider` is imported. A method the core already
-defines is never replaced.
+The methods themselves are declared on the native classes (``src/py/contract.rs`` and
+``launcher.rs``, through ``crate::py::in_python``), which call these functions; see
+:mod:`outrider._views` for why the native classes stay the classes users get.
 """
 
 from __future__ import annotations
@@ -14,19 +14,10 @@ from typing import Any
 
 from outrider import _core
 
-__all__ = ["RESULT_TYPES", "install"]
-
-RESULT_TYPES: tuple[type[Any], ...] = (
-    _core.ExploreResult,
-    _core.VerificationResult,
-    _core.SubagentLaunchResult,
-    _core.CompletionVerdict,
-)
-"""The types that get ``to_json``, pydantic support and (where the core lacks them) ``==``,
-``hash`` and pickling."""
+__all__ = ["eq", "hash_of", "pydantic_schema", "to_json"]
 
 
-def _to_json(self: Any, *, indent: int | None = None) -> str:
+def to_json(self: Any, indent: int | str | None = None) -> str:
     """:meth:`to_dict` as JSON text (non-ASCII kept; ``indent`` as for :func:`json.dumps`)."""
     return json.dumps(self.to_dict(), ensure_ascii=False, indent=indent)
 
@@ -40,24 +31,17 @@ def _state(obj: Any) -> str:
     return json.dumps(data, sort_keys=True, ensure_ascii=False)
 
 
-def _eq(self: Any, other: object, /) -> object:
+def eq(self: Any, other: object) -> object:
     if type(other) is not type(self):
         return NotImplemented
     return _state(self) == _state(other)
 
 
-def _hash(self: Any) -> int:
+def hash_of(self: Any) -> int:
     return hash((type(self).__name__, _state(self)))
 
 
-def _reduce(self: Any) -> tuple[Any, ...]:
-    data: dict[str, Any] = self.to_dict()
-    if isinstance(self, _core.CompletionVerdict):
-        data["launch"] = self.launch
-    return (type(self).from_dict, (data,))
-
-
-def _pydantic_schema(cls: type[Any], source: Any, handler: Any) -> Any:
+def pydantic_schema(cls: type[Any], source: Any, handler: Any) -> Any:
     """Validate an instance as is, or a dict (any mapping) through ``from_dict``; serialise
     with ``to_dict()``. Every refusal is a ``ValueError``, which pydantic reports as a
     ``ValidationError`` (a ``TypeError`` would escape it)."""
@@ -135,18 +119,3 @@ def _dict_shape(cls: type[Any], cs: Any) -> Any:
     else:
         return cs.dict_schema(cs.str_schema(), cs.any_schema())
     return cs.typed_dict_schema(fields, cls_name=cls.__name__)
-
-
-def install() -> None:
-    """Attach the methods (idempotent)."""
-    for cls in RESULT_TYPES:
-        own = vars(cls)
-        if "to_json" not in own:
-            cls.to_json = _to_json
-        if "__eq__" not in own:
-            setattr(cls, "__eq__", _eq)  # noqa: B010 - mypy refuses a plain assignment here
-            setattr(cls, "__hash__", _hash)  # noqa: B010
-        if "__reduce__" not in own and hasattr(cls, "from_dict"):
-            setattr(cls, "__reduce__", _reduce)  # noqa: B010
-        if "__get_pydantic_core_schema__" not in own:
-            cls.__get_pydantic_core_schema__ = classmethod(_pydantic_schema)

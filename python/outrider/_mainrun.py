@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from outrider import _core
+from outrider._views import Viewed
 
 _KEYS = (
     "session_id",
@@ -31,7 +32,7 @@ _KEYS = (
 )
 
 
-class MainRunResult(dict[str, Any]):
+class MainRunResult(dict[str, Any], Viewed):
     """One main-agent run. It is the plain dict earlier versions returned (``run["final_text"]``,
     ``json.dumps(run)``, ``run == {...}``; the children in it as dicts), with the new keys, and
     typed attributes besides: ``run.children`` holds :class:`SubagentLaunchResult` objects and
@@ -169,13 +170,3 @@ class MainRunResult(dict[str, Any]):
             f"{len(self.children)}, total_token_usage={self.total_token_usage}, final_text="
             f"{text!r})"
         )
-
-    def _repr_html_(self) -> str:
-        from outrider._display import main_run_html
-
-        return main_run_html(self)
-
-    def _repr_markdown_(self) -> str:
-        from outrider._display import main_run_md
-
-        return main_run_md(self)

@@ -14,10 +14,11 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from outrider._core import _redact
-from outrider.exceptions import ConfigError, install_hint
+from outrider.exceptions import MissingExtraError, install_hint
 
 if TYPE_CHECKING:
-    from outrider._core import SubagentLauncher, SubagentLaunchResult, SubagentRequest
+    from outrider._core import SubagentLaunchResult, SubagentRequest
+    from outrider._entry import SubagentLauncher
 
 logger = logging.getLogger("outrider")
 
@@ -60,9 +61,11 @@ def progress_bar(total: int) -> Any:
     try:
         from tqdm.auto import tqdm  # type: ignore[import-untyped,unused-ignore]
     except ImportError as e:
-        raise ConfigError(
+        # Worded as the ConfigError on the ``progress`` argument it was (and still is).
+        raise MissingExtraError(
             "progress: True needs the tqdm package, which is not installed; "
-            f"{install_hint('progress')}, or pass progress=False"
+            f"{install_hint('progress')}, or pass progress=False",
+            "progress",
         ) from e
     return tqdm(total=total, desc="outrider", unit="child")
 

@@ -31,7 +31,7 @@ from typing import Any, TypeAlias
 
 from outrider._core import _register_secret
 from outrider._returns import to_chat_response
-from outrider.exceptions import install_hint
+from outrider.exceptions import MissingExtraError, install_hint
 
 __all__ = ["anthropic", "litellm", "openai", "to_anthropic_request"]
 
@@ -47,9 +47,11 @@ def _require(module: str, adapter: str) -> Any:
     try:
         return __import__(module)
     except ImportError as e:
-        raise ImportError(
+        # The wording predates MissingExtraError.needs and is kept as documented.
+        raise MissingExtraError(
             f"outrider.adapters.{adapter}() needs the {module} package, which is not installed: "
-            f"{install_hint(module)}"
+            f"{install_hint(module)}",
+            module,
         ) from e
 
 

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 import outrider
-from outrider.trace import describe
+from outrider.trace import _SUBAGENT_EVENTS, describe
 
 # C0 controls but tab (newline too, unless kept), DEL, C1 controls, bidirectional marks,
 # embeddings, overrides and isolates, and lone surrogates (not printable as UTF-8).
@@ -233,14 +233,6 @@ def _trace(args: argparse.Namespace) -> int:
             "mid-line) and is not shown"
         )
     return 0
-
-
-_SUBAGENT_EVENTS = (
-    "subagent_requested",
-    "subagent_started",
-    "subagent_completed",
-    "subagent_failed",
-)
 
 
 def _clip(value: Any, width: int) -> str:

@@ -155,15 +155,34 @@ def install_hint(extra: str) -> str:
     return f"pip install {packages} (outrider's '{extra}' extra; {checkout})"
 
 
-class MissingExtraError(OutriderError, ImportError):
+class MissingExtraError(ConfigError, ImportError):
     """An optional feature needs a package that is not installed. The message says how to
     install it (:func:`install_hint`: the packages, or the extra from a checkout, ``pip install
-    '.[langchain]'``); ``extra`` names the extra."""
+    '.[langchain]'``); ``extra`` names the extra.
+
+    Every "install the X extra" error outrider raises is this one type (build it with
+    :meth:`needs`). It is an ``ImportError`` (what a missing package raised before) and a
+    :class:`ConfigError` (what ``launch_many(progress=True)`` without tqdm raised), so an
+    ``except`` clause written for either still catches it."""
 
     def __init__(self, message: str, extra: str) -> None:
         super().__init__(message)
         self.extra = extra
         """The outrider extra that installs what is missing."""
+
+    @classmethod
+    def needs(
+        cls, feature: str, package: str, extra: str, error: BaseException | None = None
+    ) -> MissingExtraError:
+        """The error for ``feature`` (``"TaskTool.as_langchain_tool()"``) without ``package``,
+        in the one message format: what needs which package, why it could not be imported,
+        and :func:`install_hint`'s command."""
+        why = f"could not be imported ({error})" if error is not None else "is not installed"
+        return cls(
+            f"{feature} needs the {package} package, which {why}; install it with: "
+            f"{install_hint(extra)}",
+            extra,
+        )
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (str(self), self.extra))

@@ -11,7 +11,8 @@ cancelling the tool call cancels the child), returns the envelope, and adds the 
 to the framework's usage accounting. The frameworks are optional: each is imported on first use,
 and a missing one raises :class:`~outrider.MissingExtraError` naming the pip extra to install.
 
-These functions are also the ``TaskTool`` methods of the same names (attached on import).
+These functions are the bodies of the ``TaskTool`` methods of the same names (declared on the
+native class in ``src/py/task.rs``, which calls them).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from outrider._aio import envelope_json
-from outrider.exceptions import MissingExtraError, install_hint
+from outrider.exceptions import MissingExtraError
 
 if TYPE_CHECKING:
     from agents import FunctionTool
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
     from pydantic_ai import RunContext, Tool
 
-    from outrider._core import TaskTool
+    from outrider._entry import TaskTool
 
 __all__ = [
     "ChildUsage",
@@ -50,11 +51,7 @@ def _require(module: str, extra: str, package: str, feature: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as err:
-        raise MissingExtraError(
-            f"{feature} needs the {package} package, which could not be imported ({err}); "
-            f"install it with: {install_hint(extra)}",
-            extra=extra,
-        ) from err
+        raise MissingExtraError.needs(feature, package, extra, err) from err
 
 
 _OPENAI_AGENTS = ("openai-agents", "openai-agents", "TaskTool.as_openai_agents_tool()")
@@ -287,10 +284,3 @@ def as_langchain_tool(
         task=self,
     )
     return tool
-
-
-def install(task_tool_class: Any) -> None:
-    """Attach the ``as_*_tool`` methods to ``TaskTool`` (a native class without a ``__dict__``
-    per instance, but whose type accepts new attributes)."""
-    for method in (as_openai_agents_tool, as_pydantic_ai_tool, as_langchain_tool):
-        setattr(task_tool_class, method.__name__, method)

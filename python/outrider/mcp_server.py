@@ -36,7 +36,7 @@ from typing import IO, TYPE_CHECKING, Any, Final, TypeVar
 
 import outrider
 from outrider._aio import envelope_json
-from outrider.exceptions import MissingExtraError, install_hint
+from outrider.exceptions import MissingExtraError
 
 if TYPE_CHECKING:
     from anyio import CapacityLimiter
@@ -83,11 +83,7 @@ def _mcp() -> tuple[Any, Any, Any]:
         from mcp.server import Server
         from mcp.shared.exceptions import MCPError
     except ImportError as err:
-        raise MissingExtraError(
-            f"outrider mcp needs the mcp package, which could not be imported ({err}); "
-            f"install it with: {install_hint('mcp')}",
-            extra="mcp",
-        ) from err
+        raise MissingExtraError.needs("outrider mcp", "mcp", "mcp", err) from err
     return types, Server, MCPError
 
 

@@ -20,9 +20,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from outrider import _core
+from outrider import _core, _entry
 from outrider._core import _redact
-from outrider.exceptions import MissingExtraError, install_hint
+from outrider.exceptions import MissingExtraError
 
 __all__ = ["instrument", "uninstrument"]
 
@@ -30,12 +30,12 @@ _PATCHED: dict[tuple[type, str], Any] = {}
 # An attribute is for reading, not for holding a whole file a model pasted into a call.
 _MAX_ARGUMENTS = 4096
 _METHODS = (
-    (_core.SubagentLauncher, "launch"),
-    (_core.SubagentLauncher, "launch_async"),
-    (_core.SubagentLauncher, "launch_many"),
-    (_core.SubagentLauncher, "launch_many_async"),
-    (_core.MainAgent, "run"),
-    (_core.MainAgent, "run_async"),
+    (_entry.SubagentLauncher, "launch"),
+    (_entry.SubagentLauncher, "launch_async"),
+    (_entry.SubagentLauncher, "launch_many"),
+    (_entry.SubagentLauncher, "launch_many_async"),
+    (_entry.MainAgent, "run"),
+    (_entry.MainAgent, "run_async"),
 )
 
 
@@ -199,10 +199,8 @@ def instrument(tracer_provider: Any = None) -> None:
     try:
         from opentelemetry import trace
     except ImportError as error:
-        raise MissingExtraError(
-            "outrider.otel.instrument() needs the opentelemetry-api package, which could not be "
-            f"imported ({error}); install it with: {install_hint('otel')}",
-            "otel",
+        raise MissingExtraError.needs(
+            "outrider.otel.instrument()", "opentelemetry-api", "otel", error
         ) from error
     tracer = trace.get_tracer("outrider", _core.__version__, tracer_provider=tracer_provider)
     uninstrument()

@@ -33,7 +33,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from outrider.exceptions import ArgumentTypeError, ConfigError, TraceError, install_hint
+from outrider import _core
+from outrider._views import Viewed
+from outrider.exceptions import ArgumentTypeError, ConfigError, MissingExtraError, TraceError
 
 if TYPE_CHECKING:
     import pandas as _pandas  # private, so stubtest does not look for it at runtime
@@ -115,12 +117,9 @@ _FILE_KINDS = (
 _NON_SPACE = re.compile(rb"[^ \t\n\r\x0b\x0c]")
 _EXPECTED = "expected one JSON object per line with ts, session_id, step, event and payload"
 
-_SUBAGENT_EVENTS = (
-    "subagent_requested",
-    "subagent_started",
-    "subagent_completed",
-    "subagent_failed",
-)
+# The event names are the core's (``_core._TRACE_EVENTS``); a parent's record of a child is
+# every ``subagent_*`` one.
+_SUBAGENT_EVENTS = tuple(e for e in _core._TRACE_EVENTS if e.startswith("subagent_"))
 
 
 @dataclass(frozen=True)
@@ -480,7 +479,7 @@ def _status(event: TraceEvent) -> str | None:
     return value if isinstance(value, str) else None
 
 
-class Trace(_Span):
+class Trace(_Span, Viewed):
     """A trace file, read: its events, grouped into steps, its tool calls and its children.
 
     Build one with :meth:`load`. Attributes are computed from :attr:`events` on first use.
@@ -807,22 +806,10 @@ class Trace(_Span):
         try:
             import pandas as pd
         except ImportError as err:
-            raise ImportError(
-                f"Trace.to_pandas() needs pandas, which is not installed: {install_hint('jupyter')}"
-            ) from err
+            raise MissingExtraError.needs("Trace.to_pandas()", "pandas", "jupyter", err) from err
         frame = pd.DataFrame.from_records(self.to_records(), columns=list(RECORD_COLUMNS))
         frame["ts"] = pd.to_datetime(frame["ts"], utc=True)
         return frame
-
-    def _repr_html_(self) -> str:
-        from outrider._display import trace_html
-
-        return trace_html(self)
-
-    def _repr_markdown_(self) -> str:
-        from outrider._display import trace_md
-
-        return trace_md(self)
 
     def __iter__(self) -> Iterator[TraceEvent]:
         return iter(self.events)

@@ -133,7 +133,8 @@ TraceEventName = Literal[
     "subagent_completed",
     "subagent_failed",
 ]
-"""The names of trace events (``src/trace/event.rs``)."""
+"""The names of trace events: the core's ``EventKind`` (``outrider._core._TRACE_EVENTS``, which
+``tests/test_trace.py`` checks this list against)."""
 
 
 class TraceEvent(TypedDict):
@@ -163,7 +164,8 @@ TerminalReason: TypeAlias = Literal[
     "rate_limited",
     "runtime_error",
 ]
-"""Why a child stopped. ``runtime_error`` is what every failed child reports (as the reference
+"""Why a child stopped: the core's ``TerminalReason`` (``outrider._core._TERMINAL_REASONS``,
+checked against this list by ``tests/test_trace.py``). ``runtime_error`` is what every failed child reports (as the reference
 does); ``SubagentLaunchResult.failure_reason`` then holds one of the others."""
 
 

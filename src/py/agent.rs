@@ -13,7 +13,7 @@ use crate::py::runtime::{finish, Plain};
 
 frozen_class! {
     /// A main agent with Read/Grep/Glob and the Task tool (see the stub).
-    PyMainAgent(shared std::sync::Arc<MainAgent>) as "MainAgent",
+    PyMainAgent(subclassed std::sync::Arc<MainAgent>) as "MainAgent",
     getters {}
     #[new]
     #[pyo3(
@@ -39,7 +39,8 @@ frozen_class! {
         })
     }
 
-    /// `run` and `run_async` (`outrider._aio`): the run's dict, blocking or as an asyncio future.
+    /// The native half of `run` and `run_async` (`outrider._entry`): the run's dict, blocking or
+    /// as an asyncio future.
     fn _run(
         &self,
         py: Python<'_>,

@@ -28,7 +28,7 @@ macro_rules! result_class {
     ($py:ident, $core:ty, $name:literal, $params:expr, $new_sig:literal, $sig:literal, getters { $($getters:tt)* } $($methods:tt)*) => {
         frozen_class! {
             #[doc = concat!("The validated `", $name, "` of a child (frozen).")]
-            $py($core) as $name, value, record,
+            $py($core) as $name, value, views, record,
             getters {
                 tool_usage: ToolUsage = |r| r.tool_usage.clone(),
                 terminal_reason: String = |r| r.terminal_reason.clone(),

@@ -16,6 +16,7 @@ use crate::py::contract::{PyExploreResult, PyVerificationResult};
 use crate::py::convert::{bind, bounded, one, req_str};
 use crate::py::convert::{wrong_type, Args};
 use crate::py::frozen_class;
+use crate::py::in_python;
 use crate::py::model::callable_model;
 use crate::py::observe::{observer, refresh_level};
 use crate::py::profile::PyRuntimeProfile;
@@ -61,7 +62,7 @@ frozen_class! {
 
 frozen_class! {
     /// What a launch produced (frozen).
-    PySubagentLaunchResult(SubagentLaunchResult) as "SubagentLaunchResult", record,
+    PySubagentLaunchResult(SubagentLaunchResult) as "SubagentLaunchResult", views_eq, record,
     getters {
         status: &'static str = |r| r.status.as_str(),
         profile_name: String = |r| r.profile_name.clone(),
@@ -100,6 +101,24 @@ frozen_class! {
     #[getter]
     fn output_schema(&self) -> Option<String> {
         self.inner.output_schema.clone()
+    }
+    /// `result` as an `ExploreResult`; `outrider.ResultError` when the child failed (no
+    /// result) or returned a verification verdict.
+    #[getter]
+    fn explore<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        in_python::call(slf.py(), ("outrider._accessors", "explore"), (slf,))
+    }
+    /// `result` as a `VerificationResult`; `outrider.ResultError` otherwise.
+    #[getter]
+    fn verification<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        in_python::call(slf.py(), ("outrider._accessors", "verification"), (slf,))
+    }
+    /// `result` as an instance of `cls` (the pydantic class given as `output_schema`, or
+    /// `dict` for a JSON-schema dict), typed as such. A result held as a dict (a JSON-schema
+    /// child's, or one rebuilt by `from_dict` or a pickle) is validated into a pydantic `cls`.
+    /// `outrider.ResultError` otherwise.
+    fn output<'py>(slf: &Bound<'py, Self>, cls: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        in_python::call(slf.py(), ("outrider._accessors", "output"), (slf, cls))
     }
 }
 
@@ -174,7 +193,7 @@ fn requests_arg(requests: &Bound<'_, PyAny>) -> PyResult<Vec<SubagentRequest>> {
 frozen_class! {
     /// Launches read-only children (see the stub for the full documentation). Dropping it
     /// cancels the children still running.
-    PySubagentLauncher(shared Owner<SubagentLauncher>) as "SubagentLauncher",
+    PySubagentLauncher(subclassed Owner<SubagentLauncher>) as "SubagentLauncher",
     getters {
         /// Names of the registered profiles.
         profiles: Vec<String> = |l| l.profile_names(),
@@ -200,7 +219,8 @@ frozen_class! {
         Ok(PySubagentLauncher { inner })
     }
 
-    /// `launch` and `launch_async` (`outrider._aio`): one child, blocking or as an asyncio future.
+    /// The native half of `launch` and `launch_async` (`outrider._entry`): one child, blocking
+    /// or as an asyncio future.
     #[pyo3(signature = (request, on_event, awaitable, output_schema=None))]
     fn _launch(
         &self,
@@ -219,8 +239,8 @@ frozen_class! {
         finish(py, &self.inner.cancel, awaitable, launch)
     }
 
-    /// `launch_many` and `launch_many_async`: results in input order, at most `max_concurrency`
-    /// children at a time; `on_finished` is called once per finished child.
+    /// The native half of `launch_many` and `launch_many_async`: results in input order, at most
+    /// `max_concurrency` children at a time; `on_finished` is called once per finished child.
     fn _launch_many(
         &self,
         py: Python<'_>,
@@ -259,7 +279,7 @@ frozen_class! {
 
 frozen_class! {
     /// The verdict of `SubagentLauncher.verify` (frozen); pickled with its launch.
-    PyCompletionVerdict(Verification) as "CompletionVerdict", record,
+    PyCompletionVerdict(Verification) as "CompletionVerdict", views_eq, record,
     getters {
         verdict: &'static str = |v| v.verdict.verdict,
         reasons: Vec<String> = |v| v.verdict.reasons.clone(),

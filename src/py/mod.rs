@@ -6,6 +6,7 @@ mod contract;
 mod convert;
 mod enter;
 mod errors;
+mod in_python;
 mod launcher;
 mod model;
 mod observe;
@@ -17,16 +18,66 @@ mod task;
 mod tools;
 
 use pyo3::prelude::*;
-use pyo3::types::PyFrozenSet;
+use pyo3::types::{PyFrozenSet, PyTuple};
 
 /// A frozen Python class over a core value: the struct, one-line getters (`name: Type = |inner|
 /// expression`, after their doc comments), `repr` from the core type's `Display`, and any
-/// further methods, in one `#[pymethods]` block; the core value converts to it. `$py(shared T)` is a class over a core
-/// object that only Python creates (no conversion). Flags before the getters add more from the
-/// core type: `value` gives `==`, `hash` and copies that are the object itself; `record` gives
+/// further methods, in one `#[pymethods]` block; the core value converts to it. `$py(shared T)`
+/// is a class over a core object that only Python creates (no conversion), `$py(subclassed T)`
+/// one that a Python class of the same name extends (the class users get: `outrider._entry`).
+/// Flags before the getters add more from the core type: `value` gives `==`, `hash` and copies that are the object itself; `record` gives
 /// `to_dict`, `from_dict` and pickling through them ([`crate::api::Record`]); `record_from`
-/// the last two only.
+/// the last two only; `views` gives `to_json`, pydantic support and the Jupyter views, and
+/// `views_eq` those and `==`/`hash` over `to_dict()`, all with Python bodies ([`in_python`]).
 macro_rules! frozen_class {
+    ($(#[$doc:meta])* $py:ident($($core:tt)+) as $name:literal, views_eq, $($rest:tt)*) => {
+        $crate::py::frozen_class! { $(#[$doc])* $py($($core)+) as $name, views, $($rest)*
+            /// Equal when every field is (`to_dict()`, and a verdict's launch).
+            fn __eq__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+                $crate::py::in_python::call(slf.py(), ("outrider._interop", "eq"), (slf, other))
+            }
+            fn __ne__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+                let py = slf.py();
+                let eq = $crate::py::in_python::call(py, ("outrider._interop", "eq"), (slf, other))?;
+                if eq.is(&py.NotImplemented()) {
+                    return Ok(eq.unbind());
+                }
+                Ok(pyo3::types::PyBool::new(py, !eq.is_truthy()?).to_owned().into_any().unbind())
+            }
+            fn __hash__(slf: &Bound<'_, Self>) -> PyResult<isize> {
+                let body = ("outrider._interop", "hash_of");
+                $crate::py::in_python::call(slf.py(), body, (slf,))?.extract()
+            }
+        }
+    };
+    ($(#[$doc:meta])* $py:ident($($core:tt)+) as $name:literal, views, $($rest:tt)*) => {
+        $crate::py::frozen_class! { $(#[$doc])* $py($($core)+) as $name, $($rest)*
+            /// `to_dict()` as JSON text (non-ASCII kept; `indent` as for `json.dumps`).
+            #[pyo3(signature = (*, indent = None))]
+            fn to_json<'py>(slf: &Bound<'py, Self>, indent: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+                $crate::py::in_python::call(slf.py(), ("outrider._interop", "to_json"), (slf, indent))
+            }
+            /// pydantic support: an instance validates as is, a dict through `from_dict`;
+            /// serialises as `to_dict()`.
+            #[classmethod]
+            fn __get_pydantic_core_schema__<'py>(
+                cls: &Bound<'py, pyo3::types::PyType>,
+                source: &Bound<'py, PyAny>,
+                handler: &Bound<'py, PyAny>,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                let body = ("outrider._interop", "pydantic_schema");
+                $crate::py::in_python::call(cls.py(), body, (cls, source, handler))
+            }
+            /// Jupyter: an HTML view (escaped, theme-neutral colours, long parts folded).
+            fn _repr_html_<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+                $crate::py::in_python::call(slf.py(), ("outrider._views", "html"), (slf,))
+            }
+            /// Jupyter: the same as Markdown.
+            fn _repr_markdown_<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+                $crate::py::in_python::call(slf.py(), ("outrider._views", "markdown"), (slf,))
+            }
+        }
+    };
     ($(#[$doc:meta])* $py:ident($($core:tt)+) as $name:literal, value, $($rest:tt)*) => {
         $crate::py::frozen_class! { $(#[$doc])* $py($($core)+) as $name, $($rest)*
             fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
@@ -72,11 +123,14 @@ macro_rules! frozen_class {
             }
         }
     };
+    ($(#[$doc:meta])* $py:ident(subclassed $core:ty) as $name:literal, $($rest:tt)*) => {
+        $crate::py::frozen_class! { @class [subclass,] $(#[$doc])* $py($core) as $name, $($rest)* }
+    };
     ($(#[$doc:meta])* $py:ident(shared $core:ty) as $name:literal, $($rest:tt)*) => {
-        $crate::py::frozen_class! { @class $(#[$doc])* $py($core) as $name, $($rest)* }
+        $crate::py::frozen_class! { @class [] $(#[$doc])* $py($core) as $name, $($rest)* }
     };
     ($(#[$doc:meta])* $py:ident($core:ty) as $name:literal, $($rest:tt)*) => {
-        $crate::py::frozen_class! { @class $(#[$doc])* $py($core) as $name, $($rest)* }
+        $crate::py::frozen_class! { @class [] $(#[$doc])* $py($core) as $name, $($rest)* }
 
         /// The core value goes to Python as this class.
         impl<'py> IntoPyObject<'py> for $core {
@@ -88,11 +142,11 @@ macro_rules! frozen_class {
             }
         }
     };
-    (@class $(#[$doc:meta])* $py:ident($core:ty) as $name:literal,
+    (@class [$($flag:tt)*] $(#[$doc:meta])* $py:ident($core:ty) as $name:literal,
      getters { $($(#[$gdoc:meta])* $get:ident: $ty:ty = |$s:ident| $expr:expr),* $(,)? }
      $($methods:tt)*) => {
         $(#[$doc])*
-        #[pyclass(frozen, module = "outrider._core", name = $name)]
+        #[pyclass(frozen, $($flag)* module = "outrider._core", name = $name)]
         pub struct $py {
             pub inner: $core,
         }
@@ -153,6 +207,12 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "_register_secret",
         wrap_pyfunction!(observe::_register_secret, m)?,
     )?;
+    // The trace vocabulary, named once in the core: `outrider.types` and `outrider.trace` are
+    // checked against (or built from) these.
+    let events = crate::api::EventKind::ALL.map(|e| e.as_str());
+    m.setattr("_TRACE_EVENTS", PyTuple::new(m.py(), events)?)?;
+    let reasons = crate::api::TerminalReason::ALL.map(|r| r.as_str());
+    m.setattr("_TERMINAL_REASONS", PyTuple::new(m.py(), reasons)?)?;
     // Threads the core started must be out of Python before the interpreter finalizes.
     let at_exit = wrap_pyfunction!(enter::_at_exit, m)?;
     m.py()

@@ -1,7 +1,8 @@
 //! Any Python callable as a model: the core's [`CallbackModel`] with Python as its host.
 //! `outrider._aio.call` runs the callable (sync ones on outrider's own Python threads, coroutines
 //! on the caller's loop or a private one, both with the caller's `contextvars`) and reports to
-//! [`Done`].
+//! [`Done`]. The whole Python <-> Rust sequence of one model call, sync and async, is written
+//! down once, in the docstring of `python/outrider/_aio.py`.
 
 use std::sync::Arc;
 

@@ -34,7 +34,7 @@ fn factory(callable: Py<PyAny>) -> LauncherFactory {
 
 frozen_class! {
     /// The Task tool (see the stub for documentation).
-    PyTaskTool(shared TaskTool) as "TaskTool",
+    PyTaskTool(subclassed TaskTool) as "TaskTool",
     getters {
         /// "Task".
         name: &'static str = |_t| TASK_TOOL_NAME,
@@ -83,8 +83,9 @@ frozen_class! {
     fn anthropic_schema(&self) -> Plain<serde_json::Value> {
         Plain(self.inner.anthropic_schema())
     }
-    /// `run`, `run_json` and `run_async` (`outrider._aio`): validate, launch, and return the
-    /// envelope dict (never raises for bad arguments), blocking or as an asyncio future.
+    /// The native half of `run`, `run_json` and `run_async` (`outrider._entry`): validate,
+    /// launch, and return the envelope dict (never raises for bad arguments), blocking or as an
+    /// asyncio future.
     fn _run(
         &self,
         py: Python<'_>,

@@ -127,11 +127,7 @@ class RayExecutor(Executor):
         try:
             import ray
         except ImportError as e:
-            raise MissingExtraError(
-                "RayExecutor needs the ray package, which is not installed: pip install "
-                "'outrider[ray]'",
-                "ray",
-            ) from e
+            raise MissingExtraError.needs("RayExecutor", "ray", "ray", e) from e
         return ray
 
     def start(self) -> Any:
