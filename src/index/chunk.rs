@@ -231,41 +231,30 @@ pub fn chunk_file(path: &str, text: &str, parser: &mut Parser, terms: &mut Terms
             continue;
         }
         let end = (d.end as usize).min(n) as u32;
-        if body.len() <= MAX_OWN_LINES {
+        let whole = body.len() <= MAX_OWN_LINES;
+        for (k, part) in body
+            .chunks(if whole { body.len() } else { PART_LINES })
+            .enumerate()
+        {
+            // The first part is the definition (its whole range); later ones are its parts.
+            let (start, end, kind) = if k == 0 {
+                (d.start, end, kind_code(d.kind))
+            } else {
+                (
+                    part[0] as u32 + 1,
+                    part[part.len() - 1] as u32 + 1,
+                    kind_code("part"),
+                )
+            };
             pending.push((
-                d.start,
+                start,
                 end,
-                kind_code(d.kind),
+                kind,
                 d.name.clone(),
                 parents[i].clone(),
                 d.depth,
-                body.clone(),
+                part.to_vec(),
             ));
-            continue;
-        }
-        for (k, part) in body.chunks(PART_LINES).enumerate() {
-            let (first, last) = (part[0] as u32 + 1, part[part.len() - 1] as u32 + 1);
-            if k == 0 {
-                pending.push((
-                    d.start,
-                    end,
-                    kind_code(d.kind),
-                    d.name.clone(),
-                    parents[i].clone(),
-                    d.depth,
-                    part.to_vec(),
-                ));
-            } else {
-                pending.push((
-                    first,
-                    last,
-                    kind_code("part"),
-                    d.name.clone(),
-                    parents[i].clone(),
-                    d.depth,
-                    part.to_vec(),
-                ));
-            }
         }
     }
     // Windows over runs of loose lines.

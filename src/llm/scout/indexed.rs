@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use super::answer::quote;
 use super::query::task_body;
 use super::search::{reads, ReadWindow};
-use super::{calls_response, read_allowance, system_text, task_text};
+use super::{calls_response, fit_reads, read_allowance, system_text, task_text};
 use crate::index::rank;
 use crate::index::text::{ident_terms, idents};
 use crate::llm::{ChatRequest, ChatResponse, Message, ToolCall};
@@ -141,17 +141,7 @@ fn read_calls(request: &ChatRequest, places: &[Place]) -> Vec<ToolCall> {
             targets.push(p);
         }
     }
-    let avg_line = 60usize;
-    let allowance = read_allowance(request, 0);
-    let mut lines_each = 0u64;
-    while !targets.is_empty() {
-        lines_each =
-            (allowance / targets.len()).saturating_sub(400) as u64 / (avg_line + 12) as u64;
-        if lines_each >= READ_LINES.0 {
-            break;
-        }
-        targets.pop();
-    }
+    let lines_each = fit_reads(&mut targets, read_allowance(request, 0), 60, READ_LINES.0);
     targets
         .iter()
         .enumerate()

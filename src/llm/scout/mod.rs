@@ -96,6 +96,19 @@ fn read_allowance(request: &ChatRequest, notes_chars: usize) -> usize {
     by_total.min(by_context)
 }
 
+/// How many lines each of `targets` may be read with `allowance` characters (lines of about
+/// `avg_line` characters): the last targets are dropped until each gets at least `fewest`.
+fn fit_reads<T>(targets: &mut Vec<T>, allowance: usize, avg_line: usize, fewest: u64) -> u64 {
+    while !targets.is_empty() {
+        let each = (allowance / targets.len()).saturating_sub(400) as u64 / (avg_line + 12) as u64;
+        if each >= fewest {
+            return each;
+        }
+        targets.pop();
+    }
+    0
+}
+
 fn calls_response(calls: Vec<ToolCall>, content: String) -> ChatResponse {
     ChatResponse {
         content,
@@ -248,16 +261,7 @@ fn next_step(request: &ChatRequest) -> ChatResponse {
             targets.push(c);
         }
     }
-    let mut lines_each = 0u64;
-    while !targets.is_empty() {
-        lines_each =
-            (allowance / targets.len()).saturating_sub(400) as u64 / (avg_line + 12) as u64;
-        if lines_each >= READ_LINES.0 {
-            break;
-        }
-        targets.pop();
-    }
-    let lines_each = lines_each.min(READ_LINES.1);
+    let lines_each = fit_reads(&mut targets, allowance, avg_line, READ_LINES.0).min(READ_LINES.1);
     calls.extend(targets.iter().enumerate().map(|(i, c)| {
         ToolCall {
             id: format!("scout_read_{i}"),
