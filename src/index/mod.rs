@@ -31,6 +31,9 @@ use text::Terms;
 pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
 /// The most files one index holds; a bigger tree is indexed in part (and says so).
 pub const MAX_FILES: usize = 200_000;
+/// The most bytes of text one index reads (its memory grows with them); past this, files are
+/// left out as over the limit (and the result says so).
+pub const MAX_TOTAL_BYTES: u64 = 1 << 30;
 /// File names that are never worth searching (lock files, minified bundles, source maps).
 const NOISE_SUFFIXES: [&str; 12] = [
     ".lock",
@@ -172,15 +175,17 @@ impl Index {
         let mut todo: Vec<Listed> = Vec::new();
         let mut skipped = 0usize;
         let mut over_limit = 0usize;
+        let mut total = 0u64;
         for l in listed {
             if l.size > MAX_FILE_BYTES || is_noise(&l.path) {
                 skipped += 1;
                 continue;
             }
-            if keep.len() + todo.len() >= MAX_FILES {
+            if keep.len() + todo.len() >= MAX_FILES || total + l.size > MAX_TOTAL_BYTES {
                 over_limit += 1;
                 continue;
             }
+            total += l.size;
             match old.remove(&l.path) {
                 Some(f) if f.size == l.size && f.mtime == l.mtime => keep.push(f),
                 _ => todo.push(l),

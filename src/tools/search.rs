@@ -217,8 +217,9 @@ fn search(ctx: &ToolContext, args: &Value) -> ToolResult {
             )
         } else {
             format!(
-                "the tree has more than {} files; {} were left out.",
+                "the tree is over the index's limits ({} files, {} MiB of text); {} files were left out.",
                 index::MAX_FILES,
+                index::MAX_TOTAL_BYTES >> 20,
                 cov.over_limit
             )
         };
