@@ -1052,6 +1052,42 @@ def ignore_cases() -> list[Case]:
     return cases
 
 
+def search_cases() -> list[Case]:
+    """Search (the code index) over the hostile and huge trees: the index is built by the same
+    confined walk and opens, so nothing outside may show, nothing may hang, and nothing may be
+    written inside the root (its cache lives outside). Run through ``run_tool`` only: the
+    explore child's tools stay Read, Grep and Glob."""
+    dirs = codes("ACCESS_DENIED", "NOT_FOUND", "INVALID_PARAM")
+    return [
+        Case(
+            "search-hostile-everything",
+            "hostile",
+            "Search",
+            {"query": f"{MARK_CONTENT} {MARK_NAME} root password secret visible", "limit": 30},
+            SUCCESS,
+        ),
+        Case("search-hostile-path-out", "hostile", "Search", {"query": "x", "path": "../outside"}, dirs),
+        Case("search-hostile-path-abs", "hostile", "Search", {"query": "x", "path": "{base}"}, dirs),
+        Case("search-hostile-path-link", "hostile", "Search", {"query": "x", "path": "link_dir_out"}, dirs),
+        Case("search-huge", "huge", "Search", {"query": "bottom deep sparse line"}, SUCCESS),
+        Case(
+            "search-huge-short-timeout",
+            "huge",
+            "Search",
+            {"query": "bottom"},
+            codes(OK, "TIMEOUT"),
+            timeout=0.2,
+        ),
+        Case("search-args-query-int", "hostile", "Search", {"query": 7}, INVALID),
+        Case("search-args-limit-over", "hostile", "Search", {"query": "a", "limit": 31}, INVALID),
+        Case("search-args-unknown", "hostile", "Search", {"query": "a", "pattern": "b"}, INVALID),
+        Case("search-args-path-list", "hostile", "Search", {"query": "a", "path": ["src"]}, INVALID),
+        Case("search-args-none", "hostile", "Search", {}, INVALID),
+    ]
+
+
+SEARCH_CASES: list[Case] = search_cases()
+
 CASES: list[Case] = (
     read_cases()
     + grep_glob_path_cases()

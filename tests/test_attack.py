@@ -7,7 +7,16 @@ import pathlib
 from collections.abc import Iterator
 
 import pytest
-from attack_cases import CASES, Case, Outcome, Trees, run_child_case, run_tool_case, workspace
+from attack_cases import (
+    CASES,
+    SEARCH_CASES,
+    Case,
+    Outcome,
+    Trees,
+    run_child_case,
+    run_tool_case,
+    workspace,
+)
 
 
 @pytest.fixture(scope="module")
@@ -38,3 +47,8 @@ def test_tool(arena: tuple[Trees, pathlib.Path], case: Case) -> None:
 def test_child(arena: tuple[Trees, pathlib.Path], case: Case) -> None:
     trees, traces = arena
     verdict(run_child_case(case, trees, traces))
+
+
+@pytest.mark.parametrize("case", SEARCH_CASES, ids=lambda c: c.id)
+def test_search(arena: tuple[Trees, pathlib.Path], case: Case) -> None:
+    verdict(run_tool_case(case, arena[0]))

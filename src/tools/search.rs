@@ -203,7 +203,7 @@ fn search(ctx: &ToolContext, args: &Value) -> ToolResult {
     let summary = format!(
         "{n} place{} for '{}' (index of {} files, {}).",
         if n == 1 { "" } else { "s" },
-        req.query.chars().take(80).collect::<String>(),
+        shorten(&req.query, 200),
         cov.files,
         refresh.source
     );
@@ -228,6 +228,15 @@ fn search(ctx: &ToolContext, args: &Value) -> ToolResult {
     result
         .with_stat("files_read", refresh.read as u64)
         .with_stat("index_ms", refresh.ms)
+}
+
+/// `text` itself when it has at most `max` characters, else its first `max` and an ellipsis.
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        format!("{}…", text.chars().take(max).collect::<String>())
+    }
 }
 
 /// Lines `start..=end` of the file (1-based, with their numbers), read through the workspace;
