@@ -26,6 +26,7 @@ macro_rules! debug_as_display {
 pub mod agent;
 pub mod api;
 pub mod args;
+pub mod cancel;
 pub mod contract;
 pub mod error;
 pub mod evidence;
@@ -46,6 +47,7 @@ pub use agent::{
     ModelRoute, RequestInit, SubagentLaunchResult, SubagentLauncher, SubagentRequest, TaskTool,
     TraceDirSetting, Verification,
 };
+pub use cancel::CancelToken;
 pub use contract::{
     ContractError, ExploreResult, Repair, SubagentStatus, ToolUsage, VerificationResult,
 };
@@ -58,8 +60,8 @@ pub use profile::{
     explore_profile, verification_profile, BudgetPolicy, ModelChoice, ProfileError, ResultContract,
     RuntimeProfile, READONLY_TOOLS,
 };
-pub use runner::{CancelToken, TerminalReason};
 pub use tools::workspace::{PathError, Workspace};
+pub use trace::TerminalReason;
 
 #[cfg(feature = "python")]
 mod py;

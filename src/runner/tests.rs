@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
+use std::time::Instant;
 
 use serde_json::json;
 
@@ -9,8 +10,8 @@ use super::*;
 
 use crate::contract::{Repair, SubagentStatus};
 use crate::llm::{
-    estimate_tokens, BoxFuture, ChatRequest, ChatResponse, ModelError, ModelErrorKind, ToolCall,
-    Usage,
+    estimate_tokens, BoxFuture, ChatRequest, ChatResponse, Message, ModelError, ModelErrorKind,
+    ToolCall, Usage,
 };
 use crate::profile::explore_profile;
 use crate::trace::EventKind;

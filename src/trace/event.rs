@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use crate::contract::Repair;
 use crate::llm::error::ModelErrorKind;
 use crate::llm::message::{ToolCall, Usage};
-use crate::runner::outcome::TerminalReason;
+use crate::trace::terminal::TerminalReason;
 
 /// The name of a trace event, written as `event` on every line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

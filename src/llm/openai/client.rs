@@ -32,7 +32,7 @@ fn install_crypto_provider() {
 }
 
 /// The largest successful response body read: a run refuses answers over
-/// [`crate::runner::MAX_ANSWER_BYTES`] (1 MiB) anyway, and a body past this is refused as it
+/// the runner's `MAX_ANSWER_BYTES` (1 MiB) anyway, and a body past this is refused as it
 /// streams in rather than held in memory.
 pub const MAX_RESPONSE_BYTES: usize = 8 << 20;
 /// How much of an error response's body is read: enough for the provider's message.
@@ -432,7 +432,7 @@ impl OpenAICompatible {
         {
             error.message = error.message.replace(secret.as_str(), "[REDACTED]");
         }
-        error.message = crate::trace::redact_str(&error.message);
+        error.message = crate::redact::redact_str(&error.message);
         error
     }
 }
