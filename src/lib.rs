@@ -23,6 +23,81 @@ macro_rules! debug_as_display {
     )+};
 }
 
+/// Declares an enum whose values have fixed wire names, each written once: `ALL` and
+/// `WIRE_NAMES` (declaration order), `as_str`, `from_wire` (exact match), `Display`, and serde
+/// under the same names. `parse_error: |s| -> Error { ... }` after the variants adds `FromStr`,
+/// whose error is built from the unknown string `s`; `enum Name as "what"` is the short form
+/// whose error is a [`profile::UnknownValue`] for `what`.
+macro_rules! wire_enum {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident as $what:literal { $($body:tt)* }
+    ) => {
+        wire_enum! {
+            $(#[$meta])*
+            $vis enum $name { $($body)* }
+            parse_error: |s| -> $crate::profile::UnknownValue {
+                $crate::profile::UnknownValue {
+                    what: $what,
+                    value: s.to_string(),
+                    expected: $name::WIRE_NAMES,
+                }
+            }
+        }
+    };
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $($(#[$vmeta:meta])* $variant:ident = $wire:literal),+ $(,)?
+        }
+        $(parse_error: |$s:ident| -> $err:ty $make:block)?
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+        $vis enum $name {
+            $($(#[$vmeta])* #[serde(rename = $wire)] $variant,)+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: [$name; <[&str]>::len(&[$($wire),+])] = [$($name::$variant),+];
+            /// Every wire name, in declaration order.
+            pub const WIRE_NAMES: &'static [&'static str] = &[$($wire),+];
+
+            /// The wire name.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $wire,)+
+                }
+            }
+
+            /// The value whose wire name is `s` (exact match).
+            pub fn from_wire(s: &str) -> Option<Self> {
+                match s {
+                    $($wire => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        $(
+            impl std::str::FromStr for $name {
+                type Err = $err;
+
+                fn from_str($s: &str) -> Result<Self, $err> {
+                    Self::from_wire($s).ok_or_else(|| $make)
+                }
+            }
+        )?
+    };
+}
+
 pub mod agent;
 pub mod api;
 pub mod args;

@@ -1,9 +1,6 @@
 //! The completion gate: a final answer must meet the profile's contract (after the allowed
 //! repairs) and cite evidence that exists in the workspace.
 
-use std::fmt;
-use std::str::FromStr;
-
 use crate::contract::{
     repair_object, ContractError, ExploreResult, LocItem, Repair, ToolUsage, VerificationMeta,
     VerificationResult, Violation,
@@ -475,28 +472,6 @@ pub(crate) fn downgraded(mut result: ParsedResult, exploring: bool) -> ParsedRes
         ParsedResult::Text(_) => {}
     }
     result
-}
-
-impl fmt::Display for Repair {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A repair name other than `fence` or `extract`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("'{0}' is not a repair; expected fence or extract")]
-pub struct UnknownRepair(pub String);
-
-impl FromStr for Repair {
-    type Err = UnknownRepair;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        [Repair::Fence, Repair::Extract]
-            .into_iter()
-            .find(|r| r.as_str() == s)
-            .ok_or_else(|| UnknownRepair(s.to_owned()))
-    }
 }
 
 #[cfg(test)]

@@ -33,7 +33,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 pub use crate::cancel::{CancelToken, Owner};
-pub use gate::UnknownRepair;
+pub use crate::contract::UnknownRepair;
 pub use outcome::{ParsedResult, RunOutcome, TerminalReason, UnknownTerminalReason};
 pub use state::{ANSWER_RESERVE_TOKENS, MAX_ANSWER_BYTES};
 
