@@ -13,9 +13,9 @@
 //!
 //! The parts: [`outcome`] (what a run produced), `turn` (one model call and its tool
 //! calls), `gate` (the completion gate), `state` (what a run
-//! accumulates), [`context`] (fitting the history into the context budget).
+//! accumulates), [`compaction`] (fitting the history into the context budget).
 
-pub mod context;
+pub mod compaction;
 mod ending;
 mod gate;
 mod lead;
@@ -64,7 +64,7 @@ pub const SCOUT_TIME_CAP: Duration = Duration::from_secs(30);
 pub(crate) const WRAP_UP_NOTE_CHARS: usize = 600;
 /// Characters of history a wrap-up may carry when it has to be compacted hard: the compacted
 /// summary and one shortened observation.
-pub(crate) const WRAP_UP_HISTORY_CHARS: usize = context::SUMMARY_CHARS + context::KEEP_CHARS;
+pub(crate) const WRAP_UP_HISTORY_CHARS: usize = compaction::SUMMARY_CHARS + compaction::KEEP_CHARS;
 
 /// What one run needs.
 pub struct RuntimeRunner {

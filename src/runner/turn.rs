@@ -11,7 +11,7 @@ use crate::llm::{
     estimate_tokens, ChatRequest, ChatResponse, Message, ModelError, ModelErrorKind, ToolCall,
     Usage,
 };
-use crate::runner::context;
+use crate::runner::compaction;
 use crate::runner::outcome::TerminalReason;
 use crate::runner::state::{CallSpec, State, Stop, ANSWER_RESERVE_TOKENS, MAX_ANSWER_BYTES};
 use crate::runner::RuntimeRunner;
@@ -195,7 +195,7 @@ impl RuntimeRunner {
         } else {
             context_budget
         };
-        let (view, compaction) = context::fit(&messages, spec.schema_chars, budget).map_err(|needed| {
+        let (view, compaction) = compaction::fit(&messages, spec.schema_chars, budget).map_err(|needed| {
             if spec.wrap_up {
                 Stop::Terminal(
                     TerminalReason::TokenBudget,
