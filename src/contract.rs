@@ -674,9 +674,10 @@ impl Answer for ExploreResult {
         lenient: bool,
     ) -> Result<(Self, Option<Repair>), crate::Error> {
         let (usage, reason) = explore_meta(meta)?;
-        Ok(match lenient {
-            true => Self::repair(text, usage, &reason)?,
-            false => (Self::from_json(text, usage, &reason)?, None),
+        Ok(if lenient {
+            Self::repair(text, usage, &reason)?
+        } else {
+            (Self::from_json(text, usage, &reason)?, None)
         })
     }
 }
@@ -690,9 +691,10 @@ impl Answer for VerificationResult {
         lenient: bool,
     ) -> Result<(Self, Option<Repair>), crate::Error> {
         let meta = VerificationMeta::from_kwargs(meta)?;
-        Ok(match lenient {
-            true => Self::repair(text, meta)?,
-            false => (Self::from_json(text, meta)?, None),
+        Ok(if lenient {
+            Self::repair(text, meta)?
+        } else {
+            (Self::from_json(text, meta)?, None)
         })
     }
 }

@@ -539,9 +539,10 @@ impl SubagentLauncher {
             let mut common =
                 self.parent_payload(&request, &profile, &child_session_id, route, &trace);
             self.parent_event(EventKind::SubagentRequested, common.clone());
-            let _permit = match launcher_limit {
-                true => self.semaphore.acquire().await.ok(),
-                false => None,
+            let _permit = if launcher_limit {
+                self.semaphore.acquire().await.ok()
+            } else {
+                None
             };
             self.parent_event(EventKind::SubagentStarted, common.clone());
             let (registry, tool_schemas) = self.tools[&profile.name].clone();

@@ -678,7 +678,7 @@ impl TaskTool {
             }
         };
         let mut request = valid.to_request();
-        request.output_schema = self.output_schema.clone();
+        request.output_schema.clone_from(&self.output_schema);
         if let Some((session, run)) = &self.parent {
             request.parent_session_id = Some(session.clone());
             request.parent_run_id = Some(run.clone());

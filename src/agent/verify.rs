@@ -209,7 +209,7 @@ pub fn deterministic_verdict(
         }));
     }
     match requirements.get("requires_verification") {
-        None | Some(Value::Null) | Some(Value::Bool(true)) => Ok(None),
+        None | Some(Value::Null | Value::Bool(true)) => Ok(None),
         Some(Value::Bool(false)) => Ok(Some(CompletionVerdict {
             verdict: "PASS",
             reasons: vec!["verification_not_required".into()],

@@ -148,7 +148,7 @@ fn leniently(text: &str, e: &ContractError) -> Option<(ParsedResult, Option<Repa
         return None;
     };
     let mut no_status = true;
-    for (key, value) in items.iter_mut() {
+    for (key, value) in &mut items {
         // One string where a list belongs: a list of that one string.
         if matches!(
             key.as_str(),

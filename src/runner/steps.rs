@@ -41,6 +41,16 @@ struct Plan {
     example: Option<String>,
 }
 
+impl Plan {
+    /// The stop for a run that used all its steps (a wrap-up may follow).
+    fn steps_spent(&self) -> Stop {
+        Stop::Exhausted(
+            TerminalReason::MaxSteps,
+            format!("used all {} steps", self.max_steps),
+        )
+    }
+}
+
 /// The retries a run has used so far.
 #[derive(Default)]
 struct Retries {
@@ -60,7 +70,7 @@ enum Next {
     /// Leave the loop: end now, or wrap up.
     Stop(Stop),
     /// End the run now.
-    End(Ending),
+    End(Box<Ending>),
     /// End the run with the places the child saw as leads (reason, error).
     Leads(TerminalReason, String),
 }
@@ -101,7 +111,7 @@ impl RuntimeRunner {
             match self.step(step, &mut st, &plan, &mut retries).await {
                 Next::Continue => {}
                 Next::Stop(stop) => break stop,
-                Next::End(ending) => return self.finish(st, step, ending),
+                Next::End(ending) => return self.finish(st, step, *ending),
                 Next::Leads(reason, error) => {
                     return self.partial_from_seen(st, step, reason, error)
                 }
@@ -208,12 +218,8 @@ impl RuntimeRunner {
                     tool_calls: vec![],
                 });
                 self.trace.emit(step, &event::GateVerdict::Pass { repair });
-                Next::End(Ending::answered(
-                    TerminalReason::Completed,
-                    text,
-                    result,
-                    repair,
-                ))
+                let ending = Ending::answered(TerminalReason::Completed, text, result, repair);
+                Next::End(Box::new(ending))
             }
             Gate::Reject {
                 feedback,
@@ -314,17 +320,9 @@ impl RuntimeRunner {
         }
         self.trace.flush();
         if step >= plan.max_steps {
-            return Next::Stop(self.steps_spent(plan));
+            return Next::Stop(plan.steps_spent());
         }
         Next::Continue
-    }
-
-    /// The stop for a run that used all its steps (a wrap-up may follow).
-    fn steps_spent(&self, plan: &Plan) -> Stop {
-        Stop::Exhausted(
-            TerminalReason::MaxSteps,
-            format!("used all {} steps", plan.max_steps),
-        )
     }
 
     /// The completion gate's verdict on the final text `text`, recorded on its own span.
@@ -409,7 +407,7 @@ impl RuntimeRunner {
             content: refusal.feedback,
         });
         if step >= plan.max_steps {
-            return Next::Stop(self.steps_spent(plan));
+            return Next::Stop(plan.steps_spent());
         }
         Next::Continue
     }
@@ -424,17 +422,13 @@ impl RuntimeRunner {
                 // Nothing it cites is false; it explored too little or cited nothing: it
                 // stands as partial, saying why.
                 let result = gate::downgraded(result, refusal.exploring);
-                return Next::End(Ending::answered(
-                    TerminalReason::Completed,
-                    text,
-                    result,
-                    repair,
-                ));
+                let ending = Ending::answered(TerminalReason::Completed, text, result, repair);
+                return Next::End(Box::new(ending));
             }
             let ending =
                 Ending::answered(TerminalReason::CompletedUnverified, text, result, repair)
                     .with_ungrounded(ungrounded);
-            return Next::End(ending);
+            return Next::End(Box::new(ending));
         }
         if out_of_time {
             return Next::Stop(self.out_of_time());

@@ -259,7 +259,7 @@ impl RuntimeRunner {
         let call = self.model.complete(request).instrument(span.clone());
         let outcome = tokio::select! {
             r = tokio::time::timeout_at(deadline.into(), call) => r,
-            _ = self.cancel.cancelled() => {
+            () = self.cancel.cancelled() => {
                 span.record("status", "cancelled");
                 return Err(cancelled());
             }

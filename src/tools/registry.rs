@@ -206,7 +206,7 @@ impl ToolRegistry {
                 ErrorCode::InvalidParam,
                 format!(
                     "{name} arguments must be a JSON object; got {}.",
-                    json_type_name(&args)
+                    json_type_name(args)
                 ),
                 ms(),
             );

@@ -110,8 +110,8 @@ impl OpenAICompatible {
     pub fn new(mut config: OpenAICompatibleConfig) -> Result<Self, Error> {
         config.validate()?;
         let base = parse_base_url(&config.base_url)?;
-        config.base_url = base.to_string().trim_end_matches('/').to_owned();
-        config.model = config.model.trim().to_owned();
+        config.base_url = base.to_string().trim_end_matches('/').to_string();
+        config.model = config.model.trim().to_string();
         let mut endpoint = base.clone();
         let path = format!("{}/chat/completions", base.path().trim_end_matches('/'));
         endpoint.set_path(&path);
@@ -515,7 +515,7 @@ fn wait_within(
 
 /// A wait in words: seconds, or "forever" for a saturated one.
 fn describe_wait(wait: Duration) -> String {
-    if wait >= Duration::from_secs(u32::MAX as u64) {
+    if wait >= Duration::from_secs(u64::from(u32::MAX)) {
         "practically forever".into()
     } else {
         format!("{} s", wait.as_secs_f64())
