@@ -15,12 +15,12 @@
 //! calls), `gate` (the completion gate), `state` (what a run
 //! accumulates), [`compaction`] (fitting the history into the context budget).
 
-pub mod compaction;
+pub(crate) mod compaction;
 mod ending;
 mod gate;
 mod lead;
-pub mod observed;
-pub mod outcome;
+pub(crate) mod observed;
+pub(crate) mod outcome;
 mod render;
 mod state;
 mod steps;
