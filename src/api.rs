@@ -12,6 +12,7 @@ pub use crate::agent::{
 };
 pub use crate::agent::{verify_args, LAUNCHER_PARAMS, MAIN_AGENT_PARAMS, TASK_TOOL_PARAMS};
 pub use crate::args::{seconds, within_bounds, Kwargs, Opaque, Params, Record};
+pub use crate::cancel::{CancelToken, Owner};
 pub use crate::contract::{
     answer_text, explore_meta, Answer, ContractError, ExploreResult, LocItem, Repair,
     SubagentStatus, ToolUsage, VerificationMeta, VerificationResult, EXPLORE_META, EXPLORE_PARAMS,
@@ -40,7 +41,7 @@ pub use crate::profile::{
 };
 pub use crate::pyjson::{py_repr_str, Json};
 pub use crate::redact::{redact_str, register_secret};
-pub use crate::runner::{CancelToken, Owner, ParsedResult};
+pub use crate::runner::ParsedResult;
 pub use crate::schema::{
     AnswerValidator, CustomResult, OutputSchema, SchemaViolation,
     EXPECTED as OUTPUT_SCHEMA_EXPECTED,

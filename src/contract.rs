@@ -17,98 +17,48 @@ use crate::args::{Kwargs, Params};
 pub use crate::error::{ContractError, LocItem, Violation};
 use crate::pyjson::{self as json, py_repr_str, py_strip, Json};
 
-/// Status of a sub-agent run or result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SubagentStatus {
-    /// The child answered with a complete result.
-    Completed,
-    /// The child answered with what it found before running out.
-    Partial,
-    /// No result.
-    Failed,
-    /// Verification could not decide.
-    Unverified,
-}
-
-impl SubagentStatus {
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SubagentStatus::Completed => "completed",
-            SubagentStatus::Partial => "partial",
-            SubagentStatus::Failed => "failed",
-            SubagentStatus::Unverified => "unverified",
-        }
-    }
-
-    /// Parse a wire value (exact, lower case).
-    pub fn parse(value: &str) -> Option<Self> {
-        Some(match value {
-            "completed" => SubagentStatus::Completed,
-            "partial" => SubagentStatus::Partial,
-            "failed" => SubagentStatus::Failed,
-            "unverified" => SubagentStatus::Unverified,
-            _ => return None,
-        })
+wire_enum! {
+    /// Status of a sub-agent run or result.
+    pub enum SubagentStatus {
+        /// The child answered with a complete result.
+        Completed = "completed",
+        /// The child answered with what it found before running out.
+        Partial = "partial",
+        /// No result.
+        Failed = "failed",
+        /// Verification could not decide.
+        Unverified = "unverified",
     }
 }
 
-/// Verdict of a verification child.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum VerificationVerdict {
-    /// The candidate meets the requirements.
-    Pass,
-    /// It does not.
-    Fail,
-    /// It meets some of them.
-    Partial,
-    /// The child could not tell.
-    Unverified,
-}
-
-impl VerificationVerdict {
-    /// The wire value (upper case).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            VerificationVerdict::Pass => "PASS",
-            VerificationVerdict::Fail => "FAIL",
-            VerificationVerdict::Partial => "PARTIAL",
-            VerificationVerdict::Unverified => "UNVERIFIED",
-        }
-    }
-
-    /// Parse a wire value (exact, upper case).
-    pub fn parse(value: &str) -> Option<Self> {
-        Some(match value {
-            "PASS" => VerificationVerdict::Pass,
-            "FAIL" => VerificationVerdict::Fail,
-            "PARTIAL" => VerificationVerdict::Partial,
-            "UNVERIFIED" => VerificationVerdict::Unverified,
-            _ => return None,
-        })
+wire_enum! {
+    /// Verdict of a verification child.
+    pub enum VerificationVerdict {
+        /// The candidate meets the requirements.
+        Pass = "PASS",
+        /// It does not.
+        Fail = "FAIL",
+        /// It meets some of them.
+        Partial = "PARTIAL",
+        /// The child could not tell.
+        Unverified = "UNVERIFIED",
     }
 }
 
-/// Which repair `repair` had to make to get a JSON object out of an answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Repair {
-    /// The answer was wrapped in a markdown code fence.
-    Fence,
-    /// The object was pulled out of surrounding prose.
-    Extract,
-}
+/// A repair name other than `fence` or `extract`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{0}' is not a repair; expected fence or extract")]
+pub struct UnknownRepair(pub String);
 
-impl Repair {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Repair::Fence => "fence",
-            Repair::Extract => "extract",
-        }
+wire_enum! {
+    /// Which repair `repair` had to make to get a JSON object out of an answer.
+    pub enum Repair {
+        /// The answer was wrapped in a markdown code fence.
+        Fence = "fence",
+        /// The object was pulled out of surrounding prose.
+        Extract = "extract",
     }
+    parse_error: |s| -> UnknownRepair { UnknownRepair(s.to_owned()) }
 }
 
 /// The reference's object parse: strip, refuse a leading fence, parse the whole string, require
@@ -360,7 +310,7 @@ impl ExploreResult {
         let mut violations = Vec::new();
         let (raw_status, status_input) = field_str(obj, "status");
         let lowered = raw_status.to_lowercase();
-        let status = match SubagentStatus::parse(&lowered) {
+        let status = match SubagentStatus::from_wire(&lowered) {
             None => {
                 let msg = if obj.get("status").is_none() {
                     "status is missing; expected 'completed' or 'partial'".to_string()
@@ -493,7 +443,7 @@ impl VerificationResult {
         let mut violations = Vec::new();
         let (raw_verdict, input) = field_str(obj, "verdict");
         let upper = raw_verdict.to_uppercase();
-        let verdict = VerificationVerdict::parse(&upper);
+        let verdict = VerificationVerdict::from_wire(&upper);
         if verdict.is_none() {
             violations.push(Violation {
                 loc: vec![LocItem::Key("verdict".into())],
@@ -724,9 +674,10 @@ impl Answer for ExploreResult {
         lenient: bool,
     ) -> Result<(Self, Option<Repair>), crate::Error> {
         let (usage, reason) = explore_meta(meta)?;
-        Ok(match lenient {
-            true => Self::repair(text, usage, &reason)?,
-            false => (Self::from_json(text, usage, &reason)?, None),
+        Ok(if lenient {
+            Self::repair(text, usage, &reason)?
+        } else {
+            (Self::from_json(text, usage, &reason)?, None)
         })
     }
 }
@@ -740,9 +691,10 @@ impl Answer for VerificationResult {
         lenient: bool,
     ) -> Result<(Self, Option<Repair>), crate::Error> {
         let meta = VerificationMeta::from_kwargs(meta)?;
-        Ok(match lenient {
-            true => Self::repair(text, meta)?,
-            false => (Self::from_json(text, meta)?, None),
+        Ok(if lenient {
+            Self::repair(text, meta)?
+        } else {
+            (Self::from_json(text, meta)?, None)
         })
     }
 }

@@ -54,6 +54,7 @@ pub fn inherit_caller_sync<R>(f: impl FnOnce() -> R) -> impl FnOnce() -> R {
 /// One per process: a child made by `fork()` has none of its parent's worker threads, so it gets
 /// a runtime of its own on first use (the parent's is leaked there: dropping it would wait for
 /// threads that do not exist).
+#[allow(unsafe_code)] // the leaked runtime, read back through its pointer
 pub fn runtime() -> &'static tokio::runtime::Runtime {
     static CURRENT: AtomicPtr<tokio::runtime::Runtime> = AtomicPtr::new(std::ptr::null_mut());
     static OWNER: AtomicU32 = AtomicU32::new(0);

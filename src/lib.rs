@@ -10,6 +10,7 @@
 //! assert_eq!(result.evidence, vec!["src/auth.py:12".to_string()]);
 //! ```
 #![deny(missing_docs)]
+#![deny(unsafe_code)]
 
 /// `Debug` shown as the type's `Display` (its Python repr), which is what a person debugging
 /// wants to see of these objects.
@@ -23,19 +24,95 @@ macro_rules! debug_as_display {
     )+};
 }
 
+/// Declares an enum whose values have fixed wire names, each written once: `ALL` and
+/// `WIRE_NAMES` (declaration order), `as_str`, `from_wire` (exact match), `Display`, and serde
+/// under the same names. `parse_error: |s| -> Error { ... }` after the variants adds `FromStr`,
+/// whose error is built from the unknown string `s`; `enum Name as "what"` is the short form
+/// whose error is a [`profile::UnknownValue`] for `what`.
+macro_rules! wire_enum {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident as $what:literal { $($body:tt)* }
+    ) => {
+        wire_enum! {
+            $(#[$meta])*
+            $vis enum $name { $($body)* }
+            parse_error: |s| -> $crate::profile::UnknownValue {
+                $crate::profile::UnknownValue {
+                    what: $what,
+                    value: s.to_string(),
+                    expected: $name::WIRE_NAMES,
+                }
+            }
+        }
+    };
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $($(#[$vmeta:meta])* $variant:ident = $wire:literal),+ $(,)?
+        }
+        $(parse_error: |$s:ident| -> $err:ty $make:block)?
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+        $vis enum $name {
+            $($(#[$vmeta])* #[serde(rename = $wire)] $variant,)+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: [$name; <[&str]>::len(&[$($wire),+])] = [$($name::$variant),+];
+            /// Every wire name, in declaration order.
+            pub const WIRE_NAMES: &'static [&'static str] = &[$($wire),+];
+
+            /// The wire name.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $wire,)+
+                }
+            }
+
+            /// The value whose wire name is `s` (exact match).
+            pub fn from_wire(s: &str) -> Option<Self> {
+                match s {
+                    $($wire => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        $(
+            impl std::str::FromStr for $name {
+                type Err = $err;
+
+                fn from_str($s: &str) -> Result<Self, $err> {
+                    Self::from_wire($s).ok_or_else(|| $make)
+                }
+            }
+        )?
+    };
+}
+
 pub mod agent;
 pub mod api;
 pub mod args;
+pub(crate) mod cancel;
 pub mod contract;
 pub mod error;
 pub mod evidence;
-pub mod exec;
-pub mod host;
+pub(crate) mod exec;
+pub(crate) mod host;
 pub mod index;
 pub mod llm;
 pub mod profile;
 pub mod pyjson;
-pub mod redact;
+pub(crate) mod redact;
 pub mod runner;
 pub mod schema;
 pub mod tools;
@@ -47,6 +124,7 @@ pub use agent::{
     ModelRoute, RequestInit, SubagentLaunchResult, SubagentLauncher, SubagentRequest, TaskTool,
     TraceDirSetting, Verification,
 };
+pub use cancel::CancelToken;
 pub use contract::{
     ContractError, ExploreResult, Repair, SubagentStatus, ToolUsage, VerificationResult,
 };
@@ -59,10 +137,12 @@ pub use profile::{
     explore_profile, verification_profile, BudgetPolicy, ModelChoice, ProfileError, ResultContract,
     RuntimeProfile, READONLY_TOOLS,
 };
-pub use runner::{CancelToken, TerminalReason};
 pub use tools::workspace::{PathError, Workspace};
+pub use trace::TerminalReason;
 
 #[cfg(feature = "python")]
+// The binding is being rewritten (#22.1, #22.3); pedantic lints follow that rewrite.
+#[allow(clippy::pedantic)]
 mod py;
 
 // The loop allocates many small strings and JSON values per step; mimalloc's thread-local

@@ -55,51 +55,6 @@ pub const READONLY_TOOLS: [&str; 3] = ["Glob", "Grep", "Read"];
 
 pub use crate::error::ProfileError;
 
-/// Declares a domain enum whose string forms are fixed wire names: `as_str`, `Display`,
-/// `FromStr` (exact match) and serde all use the same names.
-macro_rules! wire_enum {
-    ($(#[$meta:meta])* $name:ident, $what:literal { $($(#[$vmeta:meta])* $variant:ident = $wire:literal),+ $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
-        pub enum $name {
-            $($(#[$vmeta])* #[serde(rename = $wire)] $variant,)+
-        }
-
-        impl $name {
-            /// Every value, in declaration order.
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            /// The wire name.
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => $wire,)+
-                }
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl std::str::FromStr for $name {
-            type Err = $crate::profile::UnknownValue;
-            fn from_str(s: &str) -> Result<Self, $crate::profile::UnknownValue> {
-                match s {
-                    $($wire => Ok($name::$variant),)+
-                    _ => Err($crate::profile::UnknownValue {
-                        what: $what,
-                        value: s.to_string(),
-                        expected: &[$($wire),+],
-                    }),
-                }
-            }
-        }
-    };
-}
-pub(crate) use wire_enum;
-
 /// A string that is not one of a domain enum's wire names.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
@@ -126,7 +81,7 @@ fn quoted(names: &[&str]) -> String {
 
 wire_enum! {
     /// The model route a profile or request asks for.
-    ModelChoice, "model choice" {
+    pub enum ModelChoice as "model choice" {
         /// The cheaper model (falls back to main when none is configured).
         Light = "light",
         /// The main model.
@@ -136,7 +91,7 @@ wire_enum! {
 
 wire_enum! {
     /// The contract a child's final answer must meet.
-    ResultContract, "result contract" {
+    pub enum ResultContract as "result contract" {
         /// `ExploreResult`: status, summary, findings, evidence, unresolved questions.
         Explore = "ExploreResult",
         /// `VerificationResult`: verdict, reasons, findings, evidence.
@@ -146,7 +101,7 @@ wire_enum! {
 
 wire_enum! {
     /// What a child does when its step or token budget runs out.
-    BudgetPolicy, "on_budget_exhausted" {
+    pub enum BudgetPolicy as "on_budget_exhausted" {
         /// One last tool-less call asks for the result, which comes back `partial`.
         Partial = "partial",
         /// Stop without a result, as the reference does.
@@ -156,7 +111,7 @@ wire_enum! {
 
 wire_enum! {
     /// How tool results are rendered for the model.
-    ToolResultFormat, "tool_result_format" {
+    pub enum ToolResultFormat as "tool_result_format" {
         /// The reference's JSON envelope `{status, data, text, stats, context[, error]}`.
         Json = "json",
         /// Plain text: `path:line:text` lines for Grep, numbered lines for Read, one path per

@@ -382,6 +382,25 @@ impl SubagentLauncher {
         })
     }
 
+    /// The tools of a profile's children: its registry and schemas, with Search added for the
+    /// offline scout wherever Grep is allowed (the scout searches the code index).
+    fn tools_for(
+        &self,
+        profile: &str,
+        model: &dyn ChatModel,
+    ) -> (Arc<ToolRegistry>, Arc<Vec<serde_json::Value>>) {
+        let (registry, schemas) = self.tools[profile].clone();
+        if model.route_label() != Some("offline") || registry.names().contains(&"Search") {
+            return (registry, schemas);
+        }
+        let with = registry.with_search();
+        if with.names().contains(&"Search") {
+            let schemas = Arc::new(with.openai_tools());
+            return (Arc::new(with), schemas);
+        }
+        (registry, schemas)
+    }
+
     /// The confined root.
     pub fn workspace(&self) -> &Workspace {
         &self.workspace
@@ -499,17 +518,18 @@ impl SubagentLauncher {
         cancel: CancelToken,
         observer: &LaunchObserver,
     ) -> Result<SubagentLaunchResult, Error> {
-        self.launch_gated(request, cancel, observer, true).await
+        self.launch_limited(request, cancel, observer, true).await
     }
 
-    /// [`SubagentLauncher::launch_observed`]; `gated` says whether the child also waits for the
-    /// launcher's own limit (a `launch_many` call with its own limit bounds its children itself).
-    async fn launch_gated(
+    /// [`SubagentLauncher::launch_observed`]; `launcher_limit` says whether the child also
+    /// waits for the launcher's own concurrency limit (a `launch_many` call with its own limit
+    /// bounds its children itself).
+    async fn launch_limited(
         &self,
         request: SubagentRequest,
         cancel: CancelToken,
         observer: &LaunchObserver,
-        gated: bool,
+        launcher_limit: bool,
     ) -> Result<SubagentLaunchResult, Error> {
         let started = Instant::now();
         let (profile, requested) = self.child_profile(&request)?;
@@ -528,64 +548,24 @@ impl SubagentLauncher {
             elapsed_ms = tracing::field::Empty,
         );
         let run = async {
-            // A trace file that cannot be created does not stop the child: it runs with an
-            // in-memory trace and the result says why nothing was written.
-            let trace = Arc::new(
-                match &self.trace_dir {
-                    Some(dir) => {
-                        Trace::to_file(child_session_id.clone(), dir).unwrap_or_else(|e| {
-                            Trace::unwritten(
-                                child_session_id.clone(),
-                                format!(
-                                    "the trace file in '{}' cannot be created: {e}",
-                                    dir.path().display()
-                                ),
-                            )
-                        })
-                    }
-                    None => Trace::in_memory(child_session_id.clone()),
-                }
-                .observed(observer.on_event.clone()),
-            );
+            let trace = self.child_trace(&child_session_id, observer);
             tracing::info!(
                 session_id = %child_session_id,
                 profile = %profile.name,
                 route = %route,
                 "child started"
             );
-            let parent_session = request
-                .parent_session_id
-                .clone()
-                .or_else(|| self.parent_session_id().map(str::to_string));
-            let mut common = json!({
-                "parent_session_id": parent_session,
-                "parent_run_id": request.parent_run_id.clone().unwrap_or_default(),
-                "profile": profile.name, "max_steps": profile.max_steps,
-                "context_token_budget": profile.context_token_budget,
-                "total_token_budget": profile.total_token_budget,
-                "child_session_id": child_session_id, "child_run_id": CHILD_RUN_ID,
-                "model": route.as_str(),
-                "trace_path": trace.path().map(|p| p.display().to_string()),
-            });
-            if let (Some(id), Some(c)) = (&request.parent_tool_call_id, common.as_object_mut()) {
-                c.insert("parent_tool_call_id".into(), json!(id));
-            }
+            let mut common =
+                self.parent_payload(&request, &profile, &child_session_id, route, &trace);
             self.parent_event(EventKind::SubagentRequested, common.clone());
-            let _permit = match gated {
-                true => self.semaphore.acquire().await.ok(),
-                false => None,
+            let _permit = if launcher_limit {
+                self.semaphore.acquire().await.ok()
+            } else {
+                None
             };
             self.parent_event(EventKind::SubagentStarted, common.clone());
 
-            let (mut registry, mut tool_schemas) = self.tools[&profile.name].clone();
-            // The offline scout searches the code index wherever it may Grep.
-            if model.route_label() == Some("offline") && !registry.names().contains(&"Search") {
-                let with = registry.with_search();
-                if with.names().contains(&"Search") {
-                    tool_schemas = Arc::new(with.openai_tools());
-                    registry = Arc::new(with);
-                }
-            }
+            let (registry, tool_schemas) = self.tools_for(&profile.name, model.as_ref());
             let runner = RuntimeRunner {
                 model,
                 profile: profile.clone(),
@@ -599,52 +579,71 @@ impl SubagentLauncher {
             };
             let outcome = runner.run(&request.render()).await;
             let what = (route, model_name.clone(), redact_str(&request.task));
-            let result = assemble(&profile, what, &child_session_id, outcome, started, &trace);
-
-            let reason = result.failure_reason.unwrap_or(result.terminal_reason);
-            let extra = if result.status == SubagentStatus::Failed {
-                json!({"terminal_reason": result.terminal_reason.as_str(),
-                       "failure_reason": reason.as_str(), "tool_usage": result.tool_usage,
-                       "token_usage": result.token_usage, "elapsed_ms": result.elapsed_ms,
-                       "error": result.error})
-            } else {
-                json!({"terminal_reason": reason.as_str(), "tool_usage": result.tool_usage,
-                       "token_usage": result.token_usage, "verdict": result.answer_verdict(),
-                       "elapsed_ms": result.elapsed_ms})
-            };
+            let mut result = assemble(&profile, what, &child_session_id, outcome, started, &trace);
+            let (event, extra) = finished_payload(&result);
             if let (Some(c), Value::Object(e)) = (common.as_object_mut(), extra) {
                 c.extend(e);
             }
-            let event = if result.status == SubagentStatus::Failed {
-                EventKind::SubagentFailed
-            } else {
-                EventKind::SubagentCompleted
-            };
             self.parent_event(event, common);
             trace.finalize();
-            let mut result = result;
             result.trace_error = trace.write_error();
-            let span = tracing::Span::current();
-            span.record("status", result.status.as_str());
-            span.record("terminal_reason", reason.as_str());
-            span.record("tokens", result.token_usage);
-            span.record("elapsed_ms", result.elapsed_ms);
-            tracing::info!(
-                session_id = %child_session_id,
-                status = result.status.as_str(),
-                terminal_reason = reason.as_str(),
-                tokens = result.token_usage,
-                input_tokens = result.input_tokens,
-                output_tokens = result.output_tokens,
-                elapsed_ms = result.elapsed_ms,
-                "child finished"
-            );
+            record_finished(&result, &child_session_id);
             if let Some(done) = &observer.on_finished {
                 done(&result);
             }
             result
         };
         Ok(run.instrument(span).await)
+    }
+
+    /// The child's trace: a file in the trace directory, or in memory without one. A trace
+    /// file that cannot be created does not stop the child: it runs with an in-memory trace
+    /// and the result says why nothing was written.
+    fn child_trace(&self, child_session_id: &str, observer: &LaunchObserver) -> Arc<Trace> {
+        let id = child_session_id.to_string();
+        let trace = match &self.trace_dir {
+            Some(dir) => Trace::to_file(id.clone(), dir).unwrap_or_else(|e| {
+                Trace::unwritten(
+                    id,
+                    format!(
+                        "the trace file in '{}' cannot be created: {e}",
+                        dir.path().display()
+                    ),
+                )
+            }),
+            None => Trace::in_memory(id),
+        };
+        Arc::new(trace.observed(observer.on_event.clone()))
+    }
+
+    /// What every parent event about this child says: who asked, the profile and its
+    /// budgets, the child's ids, its model route and trace file.
+    fn parent_payload(
+        &self,
+        request: &SubagentRequest,
+        profile: &RuntimeProfile,
+        child_session_id: &str,
+        route: ModelRoute,
+        trace: &Trace,
+    ) -> Value {
+        let parent_session = request
+            .parent_session_id
+            .clone()
+            .or_else(|| self.parent_session_id().map(str::to_string));
+        let mut common = json!({
+            "parent_session_id": parent_session,
+            "parent_run_id": request.parent_run_id.clone().unwrap_or_default(),
+            "profile": profile.name, "max_steps": profile.max_steps,
+            "context_token_budget": profile.context_token_budget,
+            "total_token_budget": profile.total_token_budget,
+            "child_session_id": child_session_id, "child_run_id": CHILD_RUN_ID,
+            "model": route.as_str(),
+            "trace_path": trace.path().map(|p| p.display().to_string()),
+        });
+        if let (Some(id), Some(c)) = (&request.parent_tool_call_id, common.as_object_mut()) {
+            c.insert("parent_tool_call_id".into(), json!(id));
+        }
+        common
     }
 
     /// Launch many children at once, at most `max_concurrency` of them at a time; results come
@@ -683,7 +682,7 @@ impl SubagentLauncher {
         };
         // A call's own limit is not capped by the launcher's default (16 children asked for
         // ran 8 at a time); a limit the launcher was given still holds across all its launches.
-        let gated = max_concurrency.is_none() || self.limit_given;
+        let launcher_limit = max_concurrency.is_none() || self.limit_given;
         let sem = Arc::new(Semaphore::new(limit));
         let handles: Vec<_> = requests
             .into_iter()
@@ -693,7 +692,9 @@ impl SubagentLauncher {
                 tokio::spawn(
                     crate::exec::inherit_caller(async move {
                         let _permit = sem.acquire_owned().await.ok();
-                        launcher.launch_gated(req, c, &observer, gated).await
+                        launcher
+                            .launch_limited(req, c, &observer, launcher_limit)
+                            .await
                     })
                     .in_current_span(),
                 )
@@ -728,6 +729,44 @@ impl std::fmt::Display for SubagentLauncher {
             self.max_concurrency
         )
     }
+}
+
+/// The parent event for a finished child (`subagent_failed` or `subagent_completed`) and what
+/// it adds to the common payload: how the child ended, what it used, and its verdict (or error).
+fn finished_payload(result: &SubagentLaunchResult) -> (EventKind, Value) {
+    let reason = result.failure_reason.unwrap_or(result.terminal_reason);
+    if result.status == SubagentStatus::Failed {
+        let extra = json!({"terminal_reason": result.terminal_reason.as_str(),
+               "failure_reason": reason.as_str(), "tool_usage": result.tool_usage,
+               "token_usage": result.token_usage, "elapsed_ms": result.elapsed_ms,
+               "error": result.error});
+        (EventKind::SubagentFailed, extra)
+    } else {
+        let extra = json!({"terminal_reason": reason.as_str(), "tool_usage": result.tool_usage,
+               "token_usage": result.token_usage, "verdict": result.answer_verdict(),
+               "elapsed_ms": result.elapsed_ms});
+        (EventKind::SubagentCompleted, extra)
+    }
+}
+
+/// Record how the child ended on the current (`launch`) span and in the log.
+fn record_finished(result: &SubagentLaunchResult, child_session_id: &str) {
+    let reason = result.failure_reason.unwrap_or(result.terminal_reason);
+    let span = tracing::Span::current();
+    span.record("status", result.status.as_str());
+    span.record("terminal_reason", reason.as_str());
+    span.record("tokens", result.token_usage);
+    span.record("elapsed_ms", result.elapsed_ms);
+    tracing::info!(
+        session_id = %child_session_id,
+        status = result.status.as_str(),
+        terminal_reason = reason.as_str(),
+        tokens = result.token_usage,
+        input_tokens = result.input_tokens,
+        output_tokens = result.output_tokens,
+        elapsed_ms = result.elapsed_ms,
+        "child finished"
+    );
 }
 
 /// Open (append) the parent trace file, refusing one inside the explored root, however spelled.
@@ -766,117 +805,22 @@ fn assemble(
     profile: &RuntimeProfile,
     (route, model_name, task): (ModelRoute, String, String),
     child_session_id: &str,
-    outcome: RunOutcome,
+    mut outcome: RunOutcome,
     started: Instant,
     trace: &Trace,
 ) -> SubagentLaunchResult {
     let reason = outcome.terminal_reason;
-    let mut result = outcome.result;
-    // The child's answer goes to the parent (and its model): a credential the child read is
-    // reported by where it is, never by its value.
-    let scrub = |items: &mut Vec<String>| {
-        for s in items.iter_mut() {
-            *s = redact_str(s);
-        }
-    };
-    match &mut result {
-        Some(ParsedResult::Explore(r)) => {
-            r.summary = redact_str(&r.summary);
-            scrub(&mut r.findings);
-            scrub(&mut r.evidence);
-            scrub(&mut r.unresolved_questions);
-            // The same open question said twice (the scout notes a capped search per keyword)
-            // is read once.
-            let mut seen = std::collections::HashSet::new();
-            r.unresolved_questions.retain(|q| seen.insert(q.clone()));
-            r.tool_usage = outcome.tool_usage.clone();
-            r.terminal_reason = reason.as_str().into();
-        }
-        Some(ParsedResult::Verification(r)) => {
-            scrub(&mut r.reasons);
-            scrub(&mut r.findings);
-            scrub(&mut r.evidence);
-            r.tool_usage = outcome.tool_usage.clone();
-            r.terminal_reason = reason.as_str().into();
-            r.child_session_id = Some(child_session_id.into());
-            r.child_run_id = Some(CHILD_RUN_ID.into());
-            r.token_usage = outcome.token_usage;
-        }
-        Some(ParsedResult::Custom(r)) => {
-            for v in r.value.values_mut() {
-                redact_value(v);
-            }
-            scrub(&mut r.evidence);
-        }
-        Some(ParsedResult::Text(t)) => *t = redact_str(t),
-        None => {}
-    }
+    let mut result = outcome.result.take();
+    scrub_answer(&mut result, &outcome, child_session_id);
     // The summary the parent reads is held to the profile's cap, saying so when cut.
     if let (Some(cap), Some(ParsedResult::Explore(r))) = (profile.max_summary_chars, &mut result) {
         if let Some(cut) = crate::profile::cap_summary(&r.summary, cap) {
             r.summary = cut;
         }
     }
-    // A run that ran out of steps, tokens or time still answers (the wrap-up): partial.
-    // So does a child whose answers the gate kept refusing, when it saw something: its result
-    // lists those places as leads (`completion_gate_blocked` says why).
-    let budget_ran_out = matches!(
-        reason,
-        TerminalReason::MaxSteps
-            | TerminalReason::TokenBudget
-            | TerminalReason::Timeout
-            | TerminalReason::CompletionGateBlocked
-    );
-    let status = match (&result, reason.is_success() || budget_ran_out) {
-        (Some(ParsedResult::Explore(r)), true) => r.status,
-        (Some(ParsedResult::Verification(v)), true) => match v.verdict {
-            VerificationVerdict::Pass => SubagentStatus::Completed,
-            VerificationVerdict::Unverified => SubagentStatus::Unverified,
-            VerificationVerdict::Fail | VerificationVerdict::Partial => SubagentStatus::Partial,
-        },
-        (Some(ParsedResult::Custom(c)), true) => c.status,
-        (Some(ParsedResult::Text(_)), true) => SubagentStatus::Completed,
-        _ => SubagentStatus::Failed,
-    };
-    let status = match status {
-        SubagentStatus::Completed if budget_ran_out => SubagentStatus::Partial,
-        // An answer whose evidence could not be grounded is never reported as a success.
-        SubagentStatus::Completed | SubagentStatus::Partial
-            if reason == TerminalReason::CompletedUnverified
-                || !outcome.ungrounded_evidence.is_empty() =>
-        {
-            SubagentStatus::Unverified
-        }
-        other => other,
-    };
+    let status = launch_status(result.as_ref(), reason, &outcome);
     let failed = status == SubagentStatus::Failed;
-    let error = failed.then(|| match &outcome.error {
-        Some(detail) => format!(
-            "child terminal reason: {}: {}",
-            reason.as_str(),
-            crate::redact::redact_cow(detail)
-        ),
-        None => format!("child terminal reason: {}", reason.as_str()),
-    });
-    // A caller's own answer object has no place for outrider's notes (an ExploreResult keeps
-    // them in its open questions): why it is not completed goes into `error`.
-    let error = match (&result, error) {
-        (Some(ParsedResult::Custom(c)), None) if status != SubagentStatus::Completed => {
-            let mut why = c.notes.clone();
-            if let Some(detail) = &outcome.error {
-                why.push(format!(
-                    "the child stopped ({}): {}",
-                    reason.as_str(),
-                    crate::redact::redact_cow(detail)
-                ));
-            }
-            if !outcome.ungrounded_evidence.is_empty() {
-                why.push("outrider: some evidence is not grounded in what the child saw (see ungrounded_evidence)".into());
-            }
-            (!why.is_empty()).then(|| why.join("; "))
-        }
-        (_, error) => error,
-    };
+    let error = launch_error(result.as_ref(), status, &outcome);
     SubagentLaunchResult {
         status,
         profile_name: profile.name.clone(),
@@ -908,6 +852,129 @@ fn assemble(
         output_schema: profile.output_schema.as_ref().map(|s| s.name().to_string()),
         schema: profile.output_schema.clone(),
     }
+}
+
+/// The child's answer as the parent gets it: every credential it read reported by where it
+/// is, never by its value; the run's metrics and terminal reason written into it.
+fn scrub_answer(result: &mut Option<ParsedResult>, outcome: &RunOutcome, child_session_id: &str) {
+    let reason = outcome.terminal_reason;
+    let scrub = |items: &mut Vec<String>| {
+        for s in items.iter_mut() {
+            *s = redact_str(s);
+        }
+    };
+    match result {
+        Some(ParsedResult::Explore(r)) => {
+            r.summary = redact_str(&r.summary);
+            scrub(&mut r.findings);
+            scrub(&mut r.evidence);
+            scrub(&mut r.unresolved_questions);
+            // The same open question said twice (the scout notes a capped search per keyword)
+            // is read once.
+            let mut seen = std::collections::HashSet::new();
+            r.unresolved_questions.retain(|q| seen.insert(q.clone()));
+            r.tool_usage = outcome.tool_usage.clone();
+            r.terminal_reason = reason.as_str().into();
+        }
+        Some(ParsedResult::Verification(r)) => {
+            scrub(&mut r.reasons);
+            scrub(&mut r.findings);
+            scrub(&mut r.evidence);
+            r.tool_usage = outcome.tool_usage.clone();
+            r.terminal_reason = reason.as_str().into();
+            r.child_session_id = Some(child_session_id.into());
+            r.child_run_id = Some(CHILD_RUN_ID.into());
+            r.token_usage = outcome.token_usage;
+        }
+        Some(ParsedResult::Custom(r)) => {
+            for v in r.value.values_mut() {
+                redact_value(v);
+            }
+            scrub(&mut r.evidence);
+        }
+        Some(ParsedResult::Text(t)) => *t = redact_str(t),
+        None => {}
+    }
+}
+
+/// The launch's status: the answer's own, partial when a budget ran out, unverified when its
+/// evidence could not be grounded, failed without an answer or after an error.
+fn launch_status(
+    result: Option<&ParsedResult>,
+    reason: TerminalReason,
+    outcome: &RunOutcome,
+) -> SubagentStatus {
+    // A run that ran out of steps, tokens or time still answers (the wrap-up): partial.
+    // So does a child whose answers the gate kept refusing, when it saw something: its result
+    // lists those places as leads (`completion_gate_blocked` says why).
+    let budget_ran_out = matches!(
+        reason,
+        TerminalReason::MaxSteps
+            | TerminalReason::TokenBudget
+            | TerminalReason::Timeout
+            | TerminalReason::CompletionGateBlocked
+    );
+    let status = match (result, reason.is_success() || budget_ran_out) {
+        (Some(ParsedResult::Explore(r)), true) => r.status,
+        (Some(ParsedResult::Verification(v)), true) => match v.verdict {
+            VerificationVerdict::Pass => SubagentStatus::Completed,
+            VerificationVerdict::Unverified => SubagentStatus::Unverified,
+            VerificationVerdict::Fail | VerificationVerdict::Partial => SubagentStatus::Partial,
+        },
+        (Some(ParsedResult::Custom(c)), true) => c.status,
+        (Some(ParsedResult::Text(_)), true) => SubagentStatus::Completed,
+        _ => SubagentStatus::Failed,
+    };
+    match status {
+        SubagentStatus::Completed if budget_ran_out => SubagentStatus::Partial,
+        // An answer whose evidence could not be grounded is never reported as a success.
+        SubagentStatus::Completed | SubagentStatus::Partial
+            if reason == TerminalReason::CompletedUnverified
+                || !outcome.ungrounded_evidence.is_empty() =>
+        {
+            SubagentStatus::Unverified
+        }
+        other => other,
+    }
+}
+
+/// The launch's error: for a failed child, its terminal reason and cause; for a caller's own
+/// answer object that is not completed, why (it has no place for outrider's notes, which an
+/// ExploreResult keeps in its open questions).
+fn launch_error(
+    result: Option<&ParsedResult>,
+    status: SubagentStatus,
+    outcome: &RunOutcome,
+) -> Option<String> {
+    let reason = outcome.terminal_reason;
+    if status == SubagentStatus::Failed {
+        return Some(match &outcome.error {
+            Some(detail) => format!(
+                "child terminal reason: {}: {}",
+                reason.as_str(),
+                crate::redact::redact_cow(detail)
+            ),
+            None => format!("child terminal reason: {}", reason.as_str()),
+        });
+    }
+    let Some(ParsedResult::Custom(c)) = result else {
+        return None;
+    };
+    if status == SubagentStatus::Completed {
+        return None;
+    }
+    let mut why = c.notes.clone();
+    if let Some(detail) = &outcome.error {
+        why.push(format!(
+            "the child stopped ({}): {}",
+            reason.as_str(),
+            crate::redact::redact_cow(detail)
+        ));
+    }
+    if !outcome.ungrounded_evidence.is_empty() {
+        why.push("outrider: some evidence is not grounded in what the child saw (see ungrounded_evidence)".into());
+    }
+    (!why.is_empty()).then(|| why.join("; "))
 }
 
 /// Every string in `v` with credentials redacted.

@@ -19,7 +19,7 @@ use crate::error::Error;
 use crate::llm::ChatModel;
 use crate::profile::{explore_profile, BudgetPolicy, ModelChoice, RuntimeProfile};
 use crate::pyjson::Json;
-use crate::runner::{CancelToken, ParsedResult, RuntimeRunner, TerminalReason};
+use crate::runner::{CancelToken, ParsedResult, RunOutcome, RuntimeRunner, TerminalReason};
 use crate::tools::context::ToolContext;
 use crate::tools::envelope::{ErrorCode, ToolResult};
 use crate::tools::permissions::PermissionContext;
@@ -324,51 +324,9 @@ impl MainAgent {
             return Err(Error::config("task", "must be a non-empty string"));
         }
         let session = format!("main-{}", new_child_id().trim_start_matches("child-"));
-        let trace = Arc::new(
-            match &self.trace_dir {
-                Some(dir) => Trace::to_file(session.clone(), dir).map_err(|e| {
-                    Error::config("trace_dir", format!("cannot write the trace: {e}"))
-                })?,
-                None => Trace::in_memory(session.clone()),
-            }
-            .observed(on_event.clone()),
-        );
-        let launcher = match &self.options.launcher {
-            Some(l) => l.clone(),
-            None => Arc::new(SubagentLauncher::with_workspace(
-                self.workspace.clone(),
-                LauncherOptions {
-                    main_model: Some(self.model.clone()),
-                    light_model: self.options.light_model.clone(),
-                    routes: self.options.routes.clone(),
-                    trace_dir: match &self.trace_dir {
-                        Some(d) => TraceDirSetting::Held(d.clone()),
-                        None => TraceDirSetting::Off,
-                    },
-                    parent_trace_handle: Some(trace.clone()),
-                    ..LauncherOptions::default()
-                },
-            )?),
-        };
-        let children = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let collected = children.clone();
-        let observer = LaunchObserver {
-            on_event,
-            on_finished: Some(Arc::new(move |r: &SubagentLaunchResult| {
-                collected
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(r.clone());
-            })),
-        };
-        let task_tool = TaskTool::new(launcher, Some(self.reachable.clone()))?
-            .with_parent(trace.session_id().to_string())
-            .with_observer(observer);
-        let mut registry = ToolRegistry::readonly();
-        registry.register(Arc::new(TaskToolAdapter {
-            task: task_tool,
-            cancel: cancel.clone(),
-        }));
+        let trace = self.main_trace(&session, on_event.clone())?;
+        let children: Children = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let registry = self.registry(&trace, on_event, &children, &cancel)?;
         let schemas = Arc::new(registry.openai_tools());
         let model = self.options.routes.main(&self.model);
         let model_name =
@@ -397,38 +355,113 @@ impl MainAgent {
             "main agent finished"
         );
         trace.finalize();
-        let final_text = match &out.result {
-            Some(ParsedResult::Text(t)) => Some(t.clone()),
-            _ => out.final_text.clone(),
-        }
-        .map(|t| crate::redact::redact_str(&t));
         let children = std::mem::take(&mut *children.lock().unwrap_or_else(|p| p.into_inner()));
-        let sum = |f: fn(&SubagentLaunchResult) -> u64| children.iter().map(f).sum::<u64>();
-        let (child_total, child_in, child_out) = (
-            sum(|c| c.token_usage),
-            sum(|c| c.input_tokens),
-            sum(|c| c.output_tokens),
-        );
-        Ok(MainRun {
-            task: crate::redact::redact_str(task),
-            model_name,
-            total_token_usage: out.token_usage + child_total,
-            total_input_tokens: out.input_tokens + child_in,
-            total_output_tokens: out.output_tokens + child_out,
-            children,
-            session_id: session,
-            final_text,
-            terminal_reason: out.terminal_reason,
-            error: out.error.map(|e| crate::redact::redact_str(&e)),
-            steps: out.steps,
-            model_calls: out.model_calls,
-            tool_usage: out.tool_usage,
-            token_usage: out.token_usage,
-            input_tokens: out.input_tokens,
-            output_tokens: out.output_tokens,
-            trace_path: trace.path().map(PathBuf::from),
-            trace_error: trace.write_error(),
-        })
+        Ok(main_run(task, session, model_name, out, children, &trace))
+    }
+
+    /// The main agent's own trace: a file in the trace directory (an error when it cannot be
+    /// written), or in memory without one.
+    fn main_trace(&self, session: &str, on_event: Option<EventSink>) -> Result<Arc<Trace>, Error> {
+        let trace = match &self.trace_dir {
+            Some(dir) => Trace::to_file(session.to_string(), dir)
+                .map_err(|e| Error::config("trace_dir", format!("cannot write the trace: {e}")))?,
+            None => Trace::in_memory(session.to_string()),
+        };
+        Ok(Arc::new(trace.observed(on_event)))
+    }
+
+    /// The main agent's tools: the read-only ones and Task, whose children go through the
+    /// configured launcher or one built for this run (linked to its trace), each finished
+    /// child's result kept in `children`.
+    fn registry(
+        &self,
+        trace: &Arc<Trace>,
+        on_event: Option<EventSink>,
+        children: &Children,
+        cancel: &CancelToken,
+    ) -> Result<ToolRegistry, Error> {
+        let launcher = match &self.options.launcher {
+            Some(l) => l.clone(),
+            None => Arc::new(SubagentLauncher::with_workspace(
+                self.workspace.clone(),
+                LauncherOptions {
+                    main_model: Some(self.model.clone()),
+                    light_model: self.options.light_model.clone(),
+                    routes: self.options.routes.clone(),
+                    trace_dir: match &self.trace_dir {
+                        Some(d) => TraceDirSetting::Held(d.clone()),
+                        None => TraceDirSetting::Off,
+                    },
+                    parent_trace_handle: Some(trace.clone()),
+                    ..LauncherOptions::default()
+                },
+            )?),
+        };
+        let collected = children.clone();
+        let observer = LaunchObserver {
+            on_event,
+            on_finished: Some(Arc::new(move |r: &SubagentLaunchResult| {
+                collected
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(r.clone());
+            })),
+        };
+        let task_tool = TaskTool::new(launcher, Some(self.reachable.clone()))?
+            .with_parent(trace.session_id().to_string())
+            .with_observer(observer);
+        let mut registry = ToolRegistry::readonly();
+        registry.register(Arc::new(TaskToolAdapter {
+            task: task_tool,
+            cancel: cancel.clone(),
+        }));
+        Ok(registry)
+    }
+}
+
+/// The results of the children a main agent's Task calls launched, as they finish.
+type Children = Arc<std::sync::Mutex<Vec<SubagentLaunchResult>>>;
+
+/// What a main agent's run produced: its answer (redacted), its counts, and its children's
+/// results with the token totals over them all.
+fn main_run(
+    task: &str,
+    session: String,
+    model_name: String,
+    out: RunOutcome,
+    children: Vec<SubagentLaunchResult>,
+    trace: &Trace,
+) -> MainRun {
+    let final_text = match &out.result {
+        Some(ParsedResult::Text(t)) => Some(t.clone()),
+        _ => out.final_text.clone(),
+    }
+    .map(|t| crate::redact::redact_str(&t));
+    let sum = |f: fn(&SubagentLaunchResult) -> u64| children.iter().map(f).sum::<u64>();
+    let (child_total, child_in, child_out) = (
+        sum(|c| c.token_usage),
+        sum(|c| c.input_tokens),
+        sum(|c| c.output_tokens),
+    );
+    MainRun {
+        task: crate::redact::redact_str(task),
+        model_name,
+        total_token_usage: out.token_usage + child_total,
+        total_input_tokens: out.input_tokens + child_in,
+        total_output_tokens: out.output_tokens + child_out,
+        children,
+        session_id: session,
+        final_text,
+        terminal_reason: out.terminal_reason,
+        error: out.error.map(|e| crate::redact::redact_str(&e)),
+        steps: out.steps,
+        model_calls: out.model_calls,
+        tool_usage: out.tool_usage,
+        token_usage: out.token_usage,
+        input_tokens: out.input_tokens,
+        output_tokens: out.output_tokens,
+        trace_path: trace.path().map(PathBuf::from),
+        trace_error: trace.write_error(),
     }
 }
 

@@ -9,7 +9,6 @@ use serde_json::{json, Value};
 
 use crate::contract::{Repair, SubagentStatus, ToolUsage};
 use crate::evidence::EvidenceCheck;
-use crate::profile::wire_enum;
 use crate::runner::{ParsedResult, TerminalReason};
 use crate::schema::{CustomResult, OutputSchema};
 
@@ -18,7 +17,7 @@ pub const CHILD_RUN_ID: &str = "run-1";
 
 wire_enum! {
     /// The model route a child actually used.
-    ModelRoute, "model route" {
+    pub enum ModelRoute as "model route" {
         /// The light model.
         Light = "light",
         /// The main model (also when light was asked for but none is configured).

@@ -290,48 +290,18 @@ pub fn launch_envelope(
     }
 }
 
+/// The reference's envelope for a launch: an error envelope for a failed child, else the
+/// child's result (unverified when its evidence could not be grounded) with its counts.
 fn reference_envelope(
     launched: &SubagentLaunchResult,
     params_input: &Value,
     elapsed_ms: u64,
     max_summary_chars: Option<i64>,
 ) -> ToolResult {
-    let (text, _) = envelope_text(launched, max_summary_chars);
-    let tool_calls = match &launched.result {
-        Some(ParsedResult::Explore(r)) => r.tool_usage.values().sum::<u64>(),
-        Some(ParsedResult::Verification(v)) => v.tool_usage.values().sum::<u64>(),
-        Some(ParsedResult::Custom(_) | ParsedResult::Text(_)) => launched.tool_calls(),
-        None => 0,
-    };
     if launched.status == SubagentStatus::Failed || launched.result.is_none() {
-        let why = launched
-            .error
-            .clone()
-            .unwrap_or_else(|| launched.terminal_reason.as_str().to_string());
-        let mut failed = ToolResult::error(
-            params_input,
-            ErrorCode::InternalError,
-            format!(
-                "{} subagent failed: {why}",
-                capitalised(&launched.profile_name)
-            ),
-            elapsed_ms.max(1),
-        );
-        // What the child did before it failed stays visible to the parent (the reference
-        // lost it): its ids, the precise cause, its tools and tokens, its trace.
-        if let Some(err) = &mut failed.error {
-            let d = &mut err.details;
-            d.insert("child_session_id".into(), json!(launched.child_session_id));
-            d.insert("terminal_reason".into(), json!(launched.terminal_reason));
-            d.insert("failure_reason".into(), json!(launched.failure_reason));
-            d.insert("tool_usage".into(), json!(launched.tool_usage));
-            d.insert("token_usage".into(), json!(launched.token_usage));
-            d.insert("input_tokens".into(), json!(launched.input_tokens));
-            d.insert("output_tokens".into(), json!(launched.output_tokens));
-            d.insert("trace_path".into(), json!(launched.trace_path));
-        }
-        return failed;
+        return failed_envelope(launched, params_input, elapsed_ms);
     }
+    let (text, _) = envelope_text(launched, max_summary_chars);
     let mut data = Map::new();
     data.insert("status".into(), json!(launched.status.as_str()));
     data.insert("profile".into(), json!(launched.profile_name));
@@ -364,6 +334,52 @@ fn reference_envelope(
     } else {
         ToolResult::success(params_input, data, text, elapsed_ms.max(1))
     };
+    add_launch_stats(&mut out, launched);
+    out
+}
+
+/// The error envelope for a failed child. What it did before it failed stays visible to the
+/// parent (the reference lost it): its ids, the precise cause, its tools and tokens, its trace.
+fn failed_envelope(
+    launched: &SubagentLaunchResult,
+    params_input: &Value,
+    elapsed_ms: u64,
+) -> ToolResult {
+    let why = launched
+        .error
+        .clone()
+        .unwrap_or_else(|| launched.terminal_reason.as_str().to_string());
+    let mut failed = ToolResult::error(
+        params_input,
+        ErrorCode::InternalError,
+        format!(
+            "{} subagent failed: {why}",
+            capitalised(&launched.profile_name)
+        ),
+        elapsed_ms.max(1),
+    );
+    if let Some(err) = &mut failed.error {
+        let d = &mut err.details;
+        d.insert("child_session_id".into(), json!(launched.child_session_id));
+        d.insert("terminal_reason".into(), json!(launched.terminal_reason));
+        d.insert("failure_reason".into(), json!(launched.failure_reason));
+        d.insert("tool_usage".into(), json!(launched.tool_usage));
+        d.insert("token_usage".into(), json!(launched.token_usage));
+        d.insert("input_tokens".into(), json!(launched.input_tokens));
+        d.insert("output_tokens".into(), json!(launched.output_tokens));
+        d.insert("trace_path".into(), json!(launched.trace_path));
+    }
+    failed
+}
+
+/// The envelope's `stats` for a launch: the child's tool calls, tokens and model route.
+fn add_launch_stats(out: &mut ToolResult, launched: &SubagentLaunchResult) {
+    let tool_calls = match &launched.result {
+        Some(ParsedResult::Explore(r)) => r.tool_usage.values().sum::<u64>(),
+        Some(ParsedResult::Verification(v)) => v.tool_usage.values().sum::<u64>(),
+        Some(ParsedResult::Custom(_) | ParsedResult::Text(_)) => launched.tool_calls(),
+        None => 0,
+    };
     out.stats.insert("tool_calls".into(), json!(tool_calls));
     out.stats
         .insert("token_usage".into(), json!(launched.token_usage));
@@ -379,7 +395,6 @@ fn reference_envelope(
     }
     out.stats
         .insert("model".into(), json!(launched.model_used.as_str()));
-    out
 }
 
 /// The tool description the parent model reads: when to delegate, and the boundaries.
@@ -678,7 +693,7 @@ impl TaskTool {
             }
         };
         let mut request = valid.to_request();
-        request.output_schema = self.output_schema.clone();
+        request.output_schema.clone_from(&self.output_schema);
         if let Some((session, run)) = &self.parent {
             request.parent_session_id = Some(session.clone());
             request.parent_run_id = Some(run.clone());

@@ -1031,7 +1031,7 @@ fn an_observer_sees_every_trace_event_as_recorded_and_each_finished_child() {
         on_finished: Some(Arc::new({
             let finished = finished.clone();
             move |r: &SubagentLaunchResult| {
-                finished.lock().unwrap().push(r.child_session_id.clone())
+                finished.lock().unwrap().push(r.child_session_id.clone());
             }
         })),
     };

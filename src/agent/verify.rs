@@ -1,4 +1,6 @@
-//! Completion verification: the reference's optional completion gate (§2.14). Deterministic
+//! Completion verification: the reference's optional check of a main agent's finished work
+//! (§2.14, which the reference calls a completion gate; here "gate" is only the runner's check
+//! of a child's final answer). Deterministic
 //! checks run first and decide alone when they can; only then does a verification child
 //! independently check the candidate against its requirements and evidence.
 
@@ -15,7 +17,7 @@ use crate::runner::{CancelToken, ParsedResult};
 /// The task the verification child receives.
 pub const VERIFY_TASK: &str = "Independently verify this completion candidate.";
 
-/// The verdict of a verification gate.
+/// The verdict of a completion verification.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CompletionVerdict {
     /// `PASS`, `FAIL` or `UNVERIFIED`.
@@ -132,7 +134,7 @@ impl crate::args::Record for Verification {
 /// verification child checks the candidate against.
 pub const REQUIREMENT_KEYS: [&str; 3] = ["todos", "requires_verification", "criteria"];
 
-/// The deterministic part of the gate (§2.14 steps 1-2), which needs no model: an incomplete
+/// The deterministic part of the verification (§2.14 steps 1-2), which needs no model: an incomplete
 /// todo fails the candidate, and `requires_verification: false` passes it without a child.
 /// Returns None when a verification child must decide; an error when `todos` is not a list of
 /// objects or `requires_verification` not a bool.
@@ -207,7 +209,7 @@ pub fn deterministic_verdict(
         }));
     }
     match requirements.get("requires_verification") {
-        None | Some(Value::Null) | Some(Value::Bool(true)) => Ok(None),
+        None | Some(Value::Null | Value::Bool(true)) => Ok(None),
         Some(Value::Bool(false)) => Ok(Some(CompletionVerdict {
             verdict: "PASS",
             reasons: vec!["verification_not_required".into()],

@@ -3,8 +3,8 @@
 use std::future::Future;
 use std::time::Duration;
 
+use crate::cancel::CancelToken;
 use crate::error::Error;
-use crate::runner::CancelToken;
 
 /// How often [`block_on_interruptible`] asks whether the host was interrupted.
 pub const INTERRUPT_POLL: Duration = Duration::from_millis(50);

@@ -81,8 +81,7 @@ pub fn load_from(path: &Path, root: &Path) -> Option<Index> {
         .open(path)
         .ok()?;
     let meta = file.metadata().ok()?;
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
+    let me = rustix::process::geteuid().as_raw();
     if !meta.is_file() || meta.uid() != me || meta.len() > MAX_CACHE_BYTES {
         return None;
     }

@@ -1,53 +1,33 @@
 //! How a model call fails: the classification that decides retries, and the errors themselves.
 
-use serde::{Deserialize, Serialize};
-
 /// A response that cannot be understood; the message says what was returned.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct BadResponse(pub String);
 
-/// What kind of failure a model call had; decides retries and the message the user sees.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ModelErrorKind {
-    /// 401/403: the key is wrong or lacks access. Not retried.
-    Auth,
-    /// 429: slow down. Retried with backoff, honouring Retry-After.
-    RateLimit,
-    /// The prompt is larger than the model's context window. Not retried.
-    ContextTooLong,
-    /// 5xx (and 408/409): the provider failed. Retried.
-    Server,
-    /// No answer in time. Retried.
-    Timeout,
-    /// The connection failed. Retried.
-    Connection,
-    /// Another 4xx: the request was refused. Not retried.
-    InvalidRequest,
-    /// The answer could not be understood. Not retried.
-    BadResponse,
-    /// A user-supplied model (a Python callable) raised or returned something unusable.
-    Callback,
-    /// The call was cancelled.
-    Cancelled,
-}
-
-impl ModelErrorKind {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ModelErrorKind::Auth => "auth",
-            ModelErrorKind::RateLimit => "rate_limit",
-            ModelErrorKind::ContextTooLong => "context_too_long",
-            ModelErrorKind::Server => "server",
-            ModelErrorKind::Timeout => "timeout",
-            ModelErrorKind::Connection => "connection",
-            ModelErrorKind::InvalidRequest => "invalid_request",
-            ModelErrorKind::BadResponse => "bad_response",
-            ModelErrorKind::Callback => "callback",
-            ModelErrorKind::Cancelled => "cancelled",
-        }
+wire_enum! {
+    /// What kind of failure a model call had; decides retries and the message the user sees.
+    pub enum ModelErrorKind {
+        /// 401/403: the key is wrong or lacks access. Not retried.
+        Auth = "auth",
+        /// 429: slow down. Retried with backoff, honouring Retry-After.
+        RateLimit = "rate_limit",
+        /// The prompt is larger than the model's context window. Not retried.
+        ContextTooLong = "context_too_long",
+        /// 5xx (and 408/409): the provider failed. Retried.
+        Server = "server",
+        /// No answer in time. Retried.
+        Timeout = "timeout",
+        /// The connection failed. Retried.
+        Connection = "connection",
+        /// Another 4xx: the request was refused. Not retried.
+        InvalidRequest = "invalid_request",
+        /// The answer could not be understood. Not retried.
+        BadResponse = "bad_response",
+        /// A user-supplied model (a Python callable) raised or returned something unusable.
+        Callback = "callback",
+        /// The call was cancelled.
+        Cancelled = "cancelled",
     }
 }
 

@@ -103,7 +103,7 @@ impl ModelSettings {
                             .filter(|m| !m.trim().is_empty())
                             .ok_or_else(|| bad("a non-empty str"))?
                             .to_owned(),
-                    )
+                    );
                 }
                 "temperature" => {
                     s.temperature = Some(
@@ -111,7 +111,7 @@ impl ModelSettings {
                             .as_f64()
                             .filter(|t| (0.0..=2.0).contains(t))
                             .ok_or_else(|| bad("a number from 0 to 2"))?,
-                    )
+                    );
                 }
                 "top_p" => {
                     s.top_p = Some(
@@ -119,7 +119,7 @@ impl ModelSettings {
                             .as_f64()
                             .filter(|t| (0.0..=1.0).contains(t))
                             .ok_or_else(|| bad("a number from 0 to 1"))?,
-                    )
+                    );
                 }
                 "max_tokens" => {
                     s.max_tokens = Some(
@@ -127,11 +127,11 @@ impl ModelSettings {
                             .as_u64()
                             .filter(|n| *n >= 1)
                             .ok_or_else(|| bad("an int of at least 1"))?,
-                    )
+                    );
                 }
                 "seed" => s.seed = Some(value.as_i64().ok_or_else(|| bad("an int"))?),
                 "extra_body" => {
-                    s.extra_body = value.as_object().cloned().ok_or_else(|| bad("a mapping"))?
+                    s.extra_body = value.as_object().cloned().ok_or_else(|| bad("a mapping"))?;
                 }
                 _ => {
                     return Err(Error::config(

@@ -44,8 +44,7 @@ pub(crate) fn content_text(v: Option<&Value>) -> Result<String, BadResponse> {
                 Value::Object(o) => o.get("text").and_then(Value::as_str).map(str::to_owned),
                 _ => None,
             })
-            .collect::<Vec<_>>()
-            .join("")),
+            .collect::<String>()),
         Some(other) => Err(BadResponse(format!(
             "model response content must be a string or a list of text parts, got {}",
             describe(other)

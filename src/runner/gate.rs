@@ -1,9 +1,6 @@
 //! The completion gate: a final answer must meet the profile's contract (after the allowed
 //! repairs) and cite evidence that exists in the workspace.
 
-use std::fmt;
-use std::str::FromStr;
-
 use crate::contract::{
     repair_object, ContractError, ExploreResult, LocItem, Repair, ToolUsage, VerificationMeta,
     VerificationResult, Violation,
@@ -151,7 +148,7 @@ fn leniently(text: &str, e: &ContractError) -> Option<(ParsedResult, Option<Repa
         return None;
     };
     let mut no_status = true;
-    for (key, value) in items.iter_mut() {
+    for (key, value) in &mut items {
         // One string where a list belongs: a list of that one string.
         if matches!(
             key.as_str(),
@@ -283,133 +280,177 @@ pub(crate) async fn check(
     seen: &Exploration<'_>,
 ) -> Gate {
     let contract = profile.answer_shape();
-    let (result, repair) = match parse_answer(profile, text) {
-        Ok(ok) => ok,
-        Err(_) if seen.successful_tools < profile.min_tool_calls.max(0) as u64 => {
-            let offered: Vec<&str> = profile.tool_allowlist.iter().map(String::as_str).collect();
-            if let Some(call) = crate::runner::text_calls::embedded(text, &offered) {
-                return Gate::Reject {
-                    exploring: true,
-                    feedback: format!(
-                        "Your reply wrote a tool call inside other text, so no tool ran. To call a tool, reply with nothing but the call, for example:\n{call}"
-                    ),
-                    parsed: None,
-                };
-            }
-            return contract_refusal(profile, text);
-        }
-        Err(_) => return contract_refusal(profile, text),
+    let Ok((result, repair)) = parse_answer(profile, text) else {
+        return unparsed(profile, text, seen);
     };
-    if let ParsedResult::Explore(r) = &result {
-        let copied = std::iter::once(&r.summary)
-            .chain(&r.findings)
-            .chain(&r.unresolved_questions)
-            .find(|t| is_template_text(t));
-        if let Some(text) = copied {
+    if let Some(feedback) = copied_template(&result, contract) {
+        return Gate::Reject {
+            exploring: false,
+            feedback,
+            parsed: None,
+        };
+    }
+    let ungrounded = grounding(workspace, result.evidence(), deadline, seen.observed).await;
+    if result.is_structured() {
+        if let Some(feedback) = too_little_exploration(profile, seen) {
             return Gate::Reject {
-                exploring: false,
+                exploring: true,
+                feedback,
+                parsed: Some((result, repair, ungrounded)),
+            };
+        }
+    }
+    if !ungrounded.is_empty() {
+        return Gate::Reject {
+            exploring: false,
+            feedback: ungrounded_feedback(contract, &ungrounded, seen.observed),
+            parsed: Some((result, repair, ungrounded)),
+        };
+    }
+    if let Some(feedback) = missing_evidence(profile, &result) {
+        return Gate::Reject {
+            exploring: false,
+            feedback,
+            parsed: Some((result, repair, Vec::new())),
+        };
+    }
+    Gate::Accept(result, repair)
+}
+
+/// The refusal of an answer that does not parse. Decides whether it is a tool call written
+/// inside other text by a child that still owes tool calls (told how to call it), or an
+/// answer that does not meet the contract.
+fn unparsed(profile: &RuntimeProfile, text: &str, seen: &Exploration<'_>) -> Gate {
+    if seen.successful_tools < profile.min_tool_calls.max(0) as u64 {
+        let offered: Vec<&str> = profile.tool_allowlist.iter().map(String::as_str).collect();
+        if let Some(call) = crate::runner::text_calls::embedded(text, &offered) {
+            return Gate::Reject {
+                exploring: true,
                 feedback: format!(
-                    "Your answer repeats the example from the instructions ({text:?}) instead of what you found. Replace every <...> with your own words about the lines you saw, and return the {contract} JSON object."
+                    "Your reply wrote a tool call inside other text, so no tool ran. To call a tool, reply with nothing but the call, for example:\n{call}"
                 ),
                 parsed: None,
             };
         }
     }
-    let ungrounded = grounding(workspace, result.evidence(), deadline, seen.observed).await;
+    contract_refusal(profile, text)
+}
+
+/// The feedback for an explore answer that repeats the example from the instructions instead
+/// of what the child found; None when it does not.
+fn copied_template(result: &ParsedResult, contract: &str) -> Option<String> {
+    let ParsedResult::Explore(r) = result else {
+        return None;
+    };
+    let text = std::iter::once(&r.summary)
+        .chain(&r.findings)
+        .chain(&r.unresolved_questions)
+        .find(|t| is_template_text(t))?;
+    Some(format!(
+        "Your answer repeats the example from the instructions ({text:?}) instead of what you found. Replace every <...> with your own words about the lines you saw, and return the {contract} JSON object."
+    ))
+}
+
+/// The feedback for a child that answered before the tool calls `min_tool_calls` asks for,
+/// suggesting a first call (the repo-map hint's, else one of the tools it has); None when it
+/// made enough.
+fn too_little_exploration(profile: &RuntimeProfile, seen: &Exploration<'_>) -> Option<String> {
     let min = profile.min_tool_calls.max(0) as u64;
-    if result.is_structured() && seen.successful_tools < min {
-        let made = match seen.successful_tools {
-            0 => "no successful tool call".to_string(),
-            n => format!("only {n} successful tool call(s)"),
-        };
-        let offered: Vec<&str> = profile.tool_allowlist.iter().map(String::as_str).collect();
-        let example = match seen.example {
-            Some(e) => e.to_string(),
-            None if offered.contains(&"Grep") => {
-                "Grep with {\"pattern\": \"<a name or phrase from the task>\"}".into()
-            }
-            None if offered.contains(&"Glob") => {
-                "Glob with {\"pattern\": \"**/*<a word from the task>*\"}".into()
-            }
-            None => "Read with {\"path\": \"<a file the task names>\"}".into(),
-        };
-        let tools = match offered.as_slice() {
-            [one] => one.to_string(),
-            [init @ .., last] => format!("{} or {last}", init.join(", ")),
-            [] => "a tool".into(),
-        };
-        return Gate::Reject {
-            exploring: true,
-            feedback: format!(
-                "You answered after {made}, but this task needs at least {min}: search before answering. Call {tools} now (as a tool call; for example, call {example}), then reply with the {contract} JSON object citing the lines you saw."
-            ),
-            parsed: Some((result, repair, ungrounded)),
-        };
+    if seen.successful_tools >= min {
+        return None;
     }
-    if !ungrounded.is_empty() {
-        let listed: Vec<String> = ungrounded
-            .iter()
-            .map(|c| {
-                // A range the child saw only part of: name the part it can cite.
-                let part = match (c.reason, &c.path, c.start_line, c.end_line) {
-                    (Some("unobserved"), Some(path), Some(start), Some(end)) => {
-                        seen.observed.seen_part(path, start, end)
-                    }
-                    _ => None,
-                };
-                match (part, &c.path) {
-                    (Some((a, b)), Some(path)) => {
-                        let cite = if a == b {
-                            format!("{path}:{a}")
-                        } else {
-                            format!("{path}:{a}-{b}")
-                        };
-                        format!(
-                            "{} You saw {cite} of it: cite that, or Read the rest first.",
-                            c.message
-                        )
-                    }
-                    _ => c.message.clone(),
+    let contract = profile.answer_shape();
+    let made = match seen.successful_tools {
+        0 => "no successful tool call".to_string(),
+        n => format!("only {n} successful tool call(s)"),
+    };
+    let offered: Vec<&str> = profile.tool_allowlist.iter().map(String::as_str).collect();
+    let example = match seen.example {
+        Some(e) => e.to_string(),
+        None if offered.contains(&"Grep") => {
+            "Grep with {\"pattern\": \"<a name or phrase from the task>\"}".into()
+        }
+        None if offered.contains(&"Glob") => {
+            "Glob with {\"pattern\": \"**/*<a word from the task>*\"}".into()
+        }
+        None => "Read with {\"path\": \"<a file the task names>\"}".into(),
+    };
+    let tools = match offered.as_slice() {
+        [one] => (*one).to_string(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+        [] => "a tool".into(),
+    };
+    Some(format!(
+        "You answered after {made}, but this task needs at least {min}: search before answering. Call {tools} now (as a tool call; for example, call {example}), then reply with the {contract} JSON object citing the lines you saw."
+    ))
+}
+
+/// The feedback for evidence that is not grounded: each item's problem (with the part of a
+/// range the child did see, which it may cite), and the lines it has seen so far.
+fn ungrounded_feedback(
+    contract: &str,
+    ungrounded: &[EvidenceCheck],
+    observed: &Observed,
+) -> String {
+    let listed: Vec<String> = ungrounded
+        .iter()
+        .map(|c| {
+            // A range the child saw only part of: name the part it can cite.
+            let part = match (c.reason, &c.path, c.start_line, c.end_line) {
+                (Some("unobserved"), Some(path), Some(start), Some(end)) => {
+                    observed.seen_part(path, start, end)
                 }
-            })
-            .collect();
-        let seen_so_far = match seen.observed.ranges(6) {
-            r if r.is_empty() => "You have not seen any lines yet: Read or Grep first.".to_string(),
-            r => format!("Lines you have seen so far: {}.", r.join(", ")),
-        };
-        return Gate::Reject {
-            exploring: false,
-            feedback: format!(
-                "Return only a valid {contract} JSON object: some evidence is not grounded in what you saw. {} Cite only files and lines you have read or matched in this run, as relative/path:line or relative/path:start-end. {seen_so_far}",
-                listed.join(" ")
-            ),
-            parsed: Some((result, repair, ungrounded)),
-        };
-    }
-    let completed_without_evidence = match &result {
+                _ => None,
+            };
+            match (part, &c.path) {
+                (Some((a, b)), Some(path)) => {
+                    let cite = if a == b {
+                        format!("{path}:{a}")
+                    } else {
+                        format!("{path}:{a}-{b}")
+                    };
+                    format!(
+                        "{} You saw {cite} of it: cite that, or Read the rest first.",
+                        c.message
+                    )
+                }
+                _ => c.message.clone(),
+            }
+        })
+        .collect();
+    let seen_so_far = match observed.ranges(6) {
+        r if r.is_empty() => "You have not seen any lines yet: Read or Grep first.".to_string(),
+        r => format!("Lines you have seen so far: {}.", r.join(", ")),
+    };
+    format!(
+        "Return only a valid {contract} JSON object: some evidence is not grounded in what you saw. {} Cite only files and lines you have read or matched in this run, as relative/path:line or relative/path:start-end. {seen_so_far}",
+        listed.join(" ")
+    )
+}
+
+/// The feedback for a `completed` answer that cites nothing; None when it is not one.
+fn missing_evidence(profile: &RuntimeProfile, result: &ParsedResult) -> Option<String> {
+    let completed_without_evidence = match result {
         ParsedResult::Explore(r) => r.status == SubagentStatus::Completed && r.evidence.is_empty(),
         ParsedResult::Custom(r) => r.status == SubagentStatus::Completed && r.evidence.is_empty(),
         _ => false,
     };
-    if completed_without_evidence {
-        let has_status = match &profile.output_schema {
-            None => true,
-            Some(s) => s.schema()["properties"].get("status").is_some(),
-        };
-        let otherwise = if has_status {
-            format!(", or, if you could not find it, reply with status \"partial\" and say what remains open in the {contract} JSON object.")
-        } else {
-            format!(" to the {contract} JSON object.")
-        };
-        return Gate::Reject {
-            exploring: false,
-            feedback: format!(
-                "A \"completed\" answer must cite at least one line you saw (relative/path:line from a Read or Grep result). Add that evidence{otherwise}"
-            ),
-            parsed: Some((result, repair, Vec::new())),
-        };
+    if !completed_without_evidence {
+        return None;
     }
-    Gate::Accept(result, repair)
+    let contract = profile.answer_shape();
+    let has_status = match &profile.output_schema {
+        None => true,
+        Some(s) => s.schema()["properties"].get("status").is_some(),
+    };
+    let otherwise = if has_status {
+        format!(", or, if you could not find it, reply with status \"partial\" and say what remains open in the {contract} JSON object.")
+    } else {
+        format!(" to the {contract} JSON object.")
+    };
+    Some(format!(
+        "A \"completed\" answer must cite at least one line you saw (relative/path:line from a Read or Grep result). Add that evidence{otherwise}"
+    ))
 }
 
 /// The evidence items that are not grounded: missing, out of range, not checked before
@@ -475,28 +516,6 @@ pub(crate) fn downgraded(mut result: ParsedResult, exploring: bool) -> ParsedRes
         ParsedResult::Text(_) => {}
     }
     result
-}
-
-impl fmt::Display for Repair {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A repair name other than `fence` or `extract`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("'{0}' is not a repair; expected fence or extract")]
-pub struct UnknownRepair(pub String);
-
-impl FromStr for Repair {
-    type Err = UnknownRepair;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        [Repair::Fence, Repair::Extract]
-            .into_iter()
-            .find(|r| r.as_str() == s)
-            .ok_or_else(|| UnknownRepair(s.to_owned()))
-    }
 }
 
 #[cfg(test)]

@@ -98,6 +98,7 @@ impl Observed {
     }
 
     /// Whether the child saw line `line` of `path`.
+    #[cfg(test)]
     pub fn saw(&self, path: &str, line: u64) -> bool {
         self.lines
             .get(&normalize(path))

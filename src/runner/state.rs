@@ -49,6 +49,30 @@ pub(crate) struct State {
     pub(crate) last_failure: Option<(String, String, u64, String)>,
 }
 
+impl State {
+    /// A run's state before its first call: the system prompt and the first user message.
+    pub(crate) fn new(system: String, first: String) -> Self {
+        Self {
+            messages: vec![
+                Message::System { content: system },
+                Message::User { content: first },
+            ],
+            tokens: 0,
+            input_tokens: 0,
+            output_tokens: 0,
+            cached_tokens: 0,
+            estimated: false,
+            calls: 0,
+            tool_usage: BTreeMap::new(),
+            read_memory: crate::tools::context::ReadMemory::new(),
+            observed: crate::runner::observed::Observed::default(),
+            successful_tools: 0,
+            given_looks: 0,
+            last_failure: None,
+        }
+    }
+}
+
 /// `ExploreResult` is a few hundred tokens, a tool-call turn fewer.
 pub const ANSWER_RESERVE_TOKENS: u64 = 1_000;
 

@@ -1,14 +1,17 @@
 //! The loop driven end to end by a scripted model over real tools on a temporary tree.
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
+use std::time::Instant;
 
 use serde_json::json;
 
 use super::*;
-use crate::contract::Repair;
+
+use crate::contract::{Repair, SubagentStatus};
 use crate::llm::{
-    estimate_tokens, BoxFuture, ChatRequest, ChatResponse, ModelError, ModelErrorKind, ToolCall,
-    Usage,
+    estimate_tokens, BoxFuture, ChatRequest, ChatResponse, Message, ModelError, ModelErrorKind,
+    ToolCall, Usage,
 };
 use crate::profile::explore_profile;
 use crate::trace::EventKind;

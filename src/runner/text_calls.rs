@@ -112,14 +112,12 @@ fn blocks(text: &str, open: &str, close: &str, cut: bool) -> Option<Vec<Value>> 
         if open == "```" {
             // A fence's first line names its language: json, or none.
             let (lang, json) = body.split_once('\n').unwrap_or(("", body));
-            if !(lang.trim().is_empty() || lang.trim().eq_ignore_ascii_case("json")) {
-                if lang.trim_start().starts_with(['{', '[']) {
-                    body = body.trim();
-                } else {
-                    return None;
-                }
-            } else {
+            if lang.trim().is_empty() || lang.trim().eq_ignore_ascii_case("json") {
                 body = json.trim();
+            } else if lang.trim_start().starts_with(['{', '[']) {
+                body = body.trim();
+            } else {
+                return None;
             }
         }
         let body = unfenced(body).unwrap_or(body);

@@ -50,22 +50,13 @@ impl Default for OutputBudget {
     }
 }
 
-/// Why a result was replaced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TruncationReason {
-    /// It alone was over the per-result limit.
-    ResultBytes,
-    /// It was among the largest of a batch over the batch limit.
-    BatchBytes,
-}
-
-impl TruncationReason {
-    /// The wire name: `result_bytes` or `batch_bytes`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TruncationReason::ResultBytes => "result_bytes",
-            TruncationReason::BatchBytes => "batch_bytes",
-        }
+wire_enum! {
+    /// Why a result was replaced.
+    pub enum TruncationReason {
+        /// It alone was over the per-result limit.
+        ResultBytes = "result_bytes",
+        /// It was among the largest of a batch over the batch limit.
+        BatchBytes = "batch_bytes",
     }
 }
 

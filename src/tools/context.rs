@@ -182,9 +182,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ctx = ToolContext::new(Workspace::new(dir.path()).unwrap());
         assert_eq!(ctx.interrupted(), None);
-        let late = ctx
-            .clone()
-            .with_deadline(Instant::now() - Duration::from_millis(1));
+        let late = ctx.clone().with_deadline(
+            Instant::now()
+                .checked_sub(Duration::from_millis(1))
+                .unwrap(),
+        );
         assert_eq!(late.interrupted(), Some(Interrupt::Deadline));
         let shared = ctx.clone();
         ctx.cancel.store(true, Ordering::Relaxed);

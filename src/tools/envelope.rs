@@ -20,83 +20,46 @@
 
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// How a tool call ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolStatus {
-    /// The whole answer.
-    Success,
-    /// A usable but incomplete answer (truncated, or decoded with replacement characters).
-    Partial,
-    /// No answer; `error` says why.
-    Error,
-    /// An answer whose evidence could not be found in the files (only the Task tool gives it):
-    /// usable as a lead, not as a verified finding.
-    Unverified,
-}
-
-impl ToolStatus {
-    /// The wire name: `success`, `partial` or `error`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolStatus::Success => "success",
-            ToolStatus::Partial => "partial",
-            ToolStatus::Error => "error",
-            ToolStatus::Unverified => "unverified",
-        }
+wire_enum! {
+    /// How a tool call ended.
+    pub enum ToolStatus {
+        /// The whole answer.
+        Success = "success",
+        /// A usable but incomplete answer (truncated, or decoded with replacement characters).
+        Partial = "partial",
+        /// No answer; `error` says why.
+        Error = "error",
+        /// An answer whose evidence could not be found in the files (only the Task tool gives it):
+        /// usable as a lead, not as a verified finding.
+        Unverified = "unverified",
     }
 }
 
-/// The machine-readable error codes of the reference (the ones the read-only tools can produce).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum ErrorCode {
-    /// The file or directory does not exist.
-    NotFound,
-    /// The path is absolute or leaves the root.
-    AccessDenied,
-    /// The permission core or the allow-list refused the tool.
-    PermissionDenied,
-    /// An argument is missing, of the wrong type, or out of range.
-    InvalidParam,
-    /// The deadline passed or the call was cancelled.
-    Timeout,
-    /// A bug or an unexpected I/O failure.
-    InternalError,
-    /// The tool ran but failed.
-    ExecutionError,
-    /// A directory where a file was wanted.
-    IsDirectory,
-    /// A binary file where text was wanted.
-    BinaryFile,
-    /// The file changed while it was being read.
-    Conflict,
-}
-
-impl ErrorCode {
-    /// The wire name, e.g. `NOT_FOUND`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::NotFound => "NOT_FOUND",
-            ErrorCode::AccessDenied => "ACCESS_DENIED",
-            ErrorCode::PermissionDenied => "PERMISSION_DENIED",
-            ErrorCode::InvalidParam => "INVALID_PARAM",
-            ErrorCode::Timeout => "TIMEOUT",
-            ErrorCode::InternalError => "INTERNAL_ERROR",
-            ErrorCode::ExecutionError => "EXECUTION_ERROR",
-            ErrorCode::IsDirectory => "IS_DIRECTORY",
-            ErrorCode::BinaryFile => "BINARY_FILE",
-            ErrorCode::Conflict => "CONFLICT",
-        }
-    }
-}
-
-impl std::fmt::Display for ErrorCode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+wire_enum! {
+    /// The machine-readable error codes of the reference (the ones the read-only tools can produce).
+    pub enum ErrorCode {
+        /// The file or directory does not exist.
+        NotFound = "NOT_FOUND",
+        /// The path is absolute or leaves the root.
+        AccessDenied = "ACCESS_DENIED",
+        /// The permission core or the allow-list refused the tool.
+        PermissionDenied = "PERMISSION_DENIED",
+        /// An argument is missing, of the wrong type, or out of range.
+        InvalidParam = "INVALID_PARAM",
+        /// The deadline passed or the call was cancelled.
+        Timeout = "TIMEOUT",
+        /// A bug or an unexpected I/O failure.
+        InternalError = "INTERNAL_ERROR",
+        /// The tool ran but failed.
+        ExecutionError = "EXECUTION_ERROR",
+        /// A directory where a file was wanted.
+        IsDirectory = "IS_DIRECTORY",
+        /// A binary file where text was wanted.
+        BinaryFile = "BINARY_FILE",
+        /// The file changed while it was being read.
+        Conflict = "CONFLICT",
     }
 }
 

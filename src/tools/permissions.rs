@@ -13,57 +13,29 @@
 //! assert_eq!(classify("mcp__web", &json!({}), &child).action, PermissionAction::Deny);
 //! ```
 
-use std::fmt;
-use std::str::FromStr;
 use std::sync::OnceLock;
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// Where a tool call comes from: the main agent, or a read-only child.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RuntimeMode {
-    /// The main agent: Edit and Bash are classified by rule, Task is allowed.
-    #[default]
-    MainAgent,
-    /// A sub-agent: only read-only tools; Edit, Bash, Task and unknown names are denied.
-    ReadonlySubagent,
-}
-
-impl RuntimeMode {
-    /// The wire name: `main_agent` or `readonly_subagent`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RuntimeMode::MainAgent => "main_agent",
-            RuntimeMode::ReadonlySubagent => "readonly_subagent",
-        }
+wire_enum! {
+    /// Where a tool call comes from: the main agent, or a read-only child.
+    #[derive(Default)]
+    pub enum RuntimeMode {
+        /// The main agent: Edit and Bash are classified by rule, Task is allowed.
+        #[default]
+        MainAgent = "main_agent",
+        /// A sub-agent: only read-only tools; Edit, Bash, Task and unknown names are denied.
+        ReadonlySubagent = "readonly_subagent",
     }
-}
-
-impl fmt::Display for RuntimeMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
+    parse_error: |s| -> UnknownRuntimeMode { UnknownRuntimeMode(s.to_string()) }
 }
 
 /// A runtime mode name that is not `main_agent` or `readonly_subagent`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown runtime_mode {}; expected 'main_agent' or 'readonly_subagent'", crate::pyjson::py_repr_str(.0))]
 pub struct UnknownRuntimeMode(pub String);
-
-impl FromStr for RuntimeMode {
-    type Err = UnknownRuntimeMode;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "main_agent" => Ok(RuntimeMode::MainAgent),
-            "readonly_subagent" => Ok(RuntimeMode::ReadonlySubagent),
-            other => Err(UnknownRuntimeMode(other.to_string())),
-        }
-    }
-}
 
 /// What to do with an ASK decision when nobody can be asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -105,52 +77,29 @@ impl PermissionContext {
     }
 }
 
-/// The classifier's verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PermissionAction {
-    /// Run it.
-    Allow,
-    /// Refuse it.
-    Deny,
-    /// Needs a person; becomes allow or deny through [`AskPolicy`].
-    Ask,
-}
-
-impl PermissionAction {
-    /// The wire name: `allow`, `deny` or `ask`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PermissionAction::Allow => "allow",
-            PermissionAction::Deny => "deny",
-            PermissionAction::Ask => "ask",
-        }
+wire_enum! {
+    /// The classifier's verdict.
+    pub enum PermissionAction {
+        /// Run it.
+        Allow = "allow",
+        /// Refuse it.
+        Deny = "deny",
+        /// Needs a person; becomes allow or deny through [`AskPolicy`].
+        Ask = "ask",
     }
 }
 
-/// How much harm a call could do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RiskLevel {
-    /// Reads only.
-    Low,
-    /// Changes files in a way a person can review.
-    Medium,
-    /// Could destroy data or cross a trust boundary.
-    High,
-    /// Could not be judged (missing input, unknown tool).
-    Unknown,
-}
-
-impl RiskLevel {
-    /// The wire name: `low`, `medium`, `high` or `unknown`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RiskLevel::Low => "low",
-            RiskLevel::Medium => "medium",
-            RiskLevel::High => "high",
-            RiskLevel::Unknown => "unknown",
-        }
+wire_enum! {
+    /// How much harm a call could do.
+    pub enum RiskLevel {
+        /// Reads only.
+        Low = "low",
+        /// Changes files in a way a person can review.
+        Medium = "medium",
+        /// Could destroy data or cross a trust boundary.
+        High = "high",
+        /// Could not be judged (missing input, unknown tool).
+        Unknown = "unknown",
     }
 }
 

@@ -31,7 +31,7 @@ use super::context::{FileStamp, Interrupt, ToolContext};
 use super::envelope::{elapsed_ms, ErrorCode, ToolResult};
 use super::params;
 use super::tool::Tool;
-use super::workspace::{EntryKind, PathError};
+use super::workspace::{EntryKind, PathError, Resolved};
 
 /// Lines returned when `limit` is not given.
 pub const READ_DEFAULT_LIMIT: i64 = 500;
@@ -106,76 +106,148 @@ impl Tool for ReadTool {
     }
 }
 
+/// Read's arguments, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ReadArgs<'a> {
+    /// The file, as the model wrote it.
+    pub(crate) path: &'a str,
+    /// The first line to show, 1-based.
+    pub(crate) start_line: u64,
+    /// How many lines to show.
+    pub(crate) limit: u64,
+}
+
+impl<'a> ReadArgs<'a> {
+    /// Read and check Read's arguments; the error is the message the model gets.
+    pub(crate) fn parse(params: &'a Value) -> Result<Self, String> {
+        let args = params.as_object().ok_or_else(|| {
+            format!(
+                "Read arguments must be a JSON object; got {}.",
+                params::json_type_name(params)
+            )
+        })?;
+        let required = || Err("Parameter 'path' is required.".to_string());
+        let path = match params::get(args, "path") {
+            None | Some(Value::Bool(false)) => return required(),
+            Some(Value::String(s)) if s.is_empty() => return required(),
+            Some(Value::Number(n)) if n.as_f64() == Some(0.0) => return required(),
+            Some(Value::Array(a)) if a.is_empty() => return required(),
+            Some(Value::Object(o)) if o.is_empty() => return required(),
+            Some(Value::String(s)) => s.as_str(),
+            Some(_) => return Err("Path must be a non-empty relative string.".into()),
+        };
+        let Ok(start_line) = params::int_in(args, "start_line", 1, 1, i64::MAX) else {
+            return Err("start_line must be a positive integer (>= 1).".into());
+        };
+        let Ok(limit) = params::int_in(args, "limit", READ_DEFAULT_LIMIT, 1, READ_MAX_LIMIT) else {
+            return Err("limit must be an integer between 1 and 2000.".into());
+        };
+        if let Some(msg) = params::unknown_arguments("Read", args, &ACCEPTED) {
+            return Err(msg);
+        }
+        Ok(Self {
+            path,
+            start_line: start_line as u64,
+            limit: limit as u64,
+        })
+    }
+}
+
+/// The lines of a window as shown: numbered, CRLF's `\r` dropped, bytes that are not UTF-8
+/// replaced.
+struct Shown {
+    content: String,
+    /// Lines shown.
+    n: u64,
+    /// The last line shown.
+    end: u64,
+    /// More lines follow the window.
+    truncated: bool,
+    /// Some byte anywhere in the file is not UTF-8 (those shown were replaced).
+    replaced: bool,
+}
+
 fn read(ctx: &ToolContext, params: &Value) -> ToolResult {
     let started = Instant::now();
-    let invalid = |msg: &str| ToolResult::error(params, ErrorCode::InvalidParam, msg, 0);
-    let args = match params::object("Read", params) {
+    let args = match ReadArgs::parse(params) {
         Ok(a) => a,
+        Err(msg) => return ToolResult::error(params, ErrorCode::InvalidParam, msg, 0),
+    };
+    let (resolved, file, meta) = match open(ctx, &args, params) {
+        Ok(opened) => opened,
         Err(e) => return *e,
     };
-    let path = match params::get(args, "path") {
-        None | Some(Value::Bool(false)) => return invalid("Parameter 'path' is required."),
-        Some(Value::String(s)) if s.is_empty() => return invalid("Parameter 'path' is required."),
-        Some(Value::Number(n)) if n.as_f64() == Some(0.0) => {
-            return invalid("Parameter 'path' is required.")
+    let fail_at = |code, msg: String| {
+        ToolResult::error(params, code, msg, 0).with_path_resolved(resolved.relative.clone())
+    };
+    let window = match window(ctx, file, &args) {
+        Ok(w) => w,
+        Err((code, msg, total)) => {
+            let failed = fail_at(code, msg);
+            return match total {
+                Some(total) => failed.with_context("total_lines", total),
+                None => failed,
+            };
         }
-        Some(Value::Array(a)) if a.is_empty() => return invalid("Parameter 'path' is required."),
-        Some(Value::Object(o)) if o.is_empty() => return invalid("Parameter 'path' is required."),
-        Some(Value::String(s)) => s.as_str(),
-        Some(_) => return invalid("Path must be a non-empty relative string."),
     };
-    let Ok(start_line) = params::int_in(args, "start_line", 1, 1, i64::MAX) else {
-        return invalid("start_line must be a positive integer (>= 1).");
-    };
-    let Ok(limit) = params::int_in(args, "limit", READ_DEFAULT_LIMIT, 1, READ_MAX_LIMIT) else {
-        return invalid("limit must be an integer between 1 and 2000.");
-    };
-    if let Some(msg) = params::unknown_arguments("Read", args, &ACCEPTED) {
-        return invalid(&msg);
-    }
-    let (start_line, limit) = (start_line as u64, limit as u64);
-    let ws = &ctx.workspace;
+    let shown = show(&window, args.start_line);
+    // Only reads that showed content set the baseline, so a failed read never hides a change.
+    let modified = ctx
+        .read_memory
+        .observe(&resolved.path, FileStamp::of(&meta));
+    let time_ms = elapsed_ms(started);
+    let text = summary(&args, &window, &shown, modified, time_ms);
+    envelope(params, &window, shown, modified, &meta, text, time_ms)
+        .with_path_resolved(resolved.relative)
+}
 
-    let fail = |code, msg: String| ToolResult::error(params, code, msg, 0);
-    let resolved = match ws.resolve(path) {
-        Ok(r) => r,
-        Err(e) => {
-            return match e {
-                PathError::Absolute | PathError::Outside => fail(
-                    ErrorCode::AccessDenied,
-                    format!("Access denied. Path '{path}' is outside project root."),
-                ),
-                PathError::InvalidPath(m) => fail(ErrorCode::InvalidParam, m),
-                PathError::NotFound(_) => fail(
-                    ErrorCode::NotFound,
-                    format!("File '{path}' does not exist."),
-                ),
-                other => fail(ErrorCode::InternalError, other.to_string()),
-            }
-        }
+/// The file `args.path` names, resolved inside the workspace and opened, with its metadata; or
+/// the error envelope that says why it cannot be read (outside the root, missing, a directory,
+/// not a regular file).
+fn open(
+    ctx: &ToolContext,
+    args: &ReadArgs<'_>,
+    params: &Value,
+) -> Result<(Resolved, std::fs::File, std::fs::Metadata), Box<ToolResult>> {
+    let path = args.path;
+    let fail = |code, msg: String| Box::new(ToolResult::error(params, code, msg, 0));
+    let resolved = ctx.workspace.resolve(path).map_err(|e| match e {
+        PathError::Absolute | PathError::Outside => fail(
+            ErrorCode::AccessDenied,
+            format!("Access denied. Path '{path}' is outside project root."),
+        ),
+        PathError::InvalidPath(m) => fail(ErrorCode::InvalidParam, m),
+        PathError::NotFound(_) => fail(
+            ErrorCode::NotFound,
+            format!("File '{path}' does not exist."),
+        ),
+        other => fail(ErrorCode::InternalError, other.to_string()),
+    })?;
+    let fail_at = |code, msg: String| {
+        Box::new(
+            ToolResult::error(params, code, msg, 0).with_path_resolved(resolved.relative.clone()),
+        )
     };
-    let rel = resolved.relative.clone();
-    let fail_at = |code, msg: String| fail(code, msg).with_path_resolved(rel.clone());
     match resolved.kind {
         EntryKind::File => {}
         EntryKind::Missing => {
-            return fail_at(ErrorCode::NotFound, format!("File '{path}' does not exist."))
+            return Err(fail_at(ErrorCode::NotFound, format!("File '{path}' does not exist.")))
         }
         EntryKind::Directory => {
-            return fail_at(
+            return Err(fail_at(
                 ErrorCode::IsDirectory,
                 format!("Path '{path}' is a directory. Use Glob to explore it."),
-            )
+            ))
         }
         EntryKind::Special => {
-            return fail_at(
+            return Err(fail_at(
                 ErrorCode::InvalidParam,
                 format!("Path '{path}' is not a regular file (a FIFO, socket or device); only regular files can be read."),
-            )
+            ))
         }
     }
-    let (file, meta) = match ws.open(&resolved) {
-        Ok(f) => f,
+    match ctx.workspace.open(&resolved) {
+        Ok((file, meta)) => Ok((resolved, file, meta)),
         Err(e) => {
             let code = match e {
                 PathError::NotFound(_) => ErrorCode::NotFound,
@@ -186,17 +258,28 @@ fn read(ctx: &ToolContext, params: &Value) -> ToolResult {
                 PathError::NotFound(_) => format!("File '{path}' does not exist."),
                 other => other.to_string(),
             };
-            return fail_at(code, msg);
+            Err(fail_at(code, msg))
         }
-    };
+    }
+}
 
-    let window = match scan(ctx, file, start_line, limit) {
+/// The window `args` asks for, from one pass over `file`; or why there is none (its code,
+/// message, and the file's line count when the window starts past its end): a binary file, an
+/// interrupted or failed read, a `start_line` past the end.
+fn window(
+    ctx: &ToolContext,
+    file: std::fs::File,
+    args: &ReadArgs<'_>,
+) -> Result<Window, (ErrorCode, String, Option<u64>)> {
+    let (path, start_line) = (args.path, args.start_line);
+    let window = match scan(ctx, file, start_line, args.limit) {
         Ok(Some(w)) => w,
         Ok(None) => {
-            return fail_at(
+            return Err((
                 ErrorCode::BinaryFile,
                 format!("File '{path}' appears to be binary. Cannot read as text."),
-            )
+                None,
+            ))
         }
         Err(Scan::Interrupted(why)) => {
             let msg = match why {
@@ -205,33 +288,38 @@ fn read(ctx: &ToolContext, params: &Value) -> ToolResult {
                 }
                 Interrupt::Cancelled => format!("Read of '{path}' was cancelled."),
             };
-            return fail_at(ErrorCode::Timeout, msg);
+            return Err((ErrorCode::Timeout, msg, None));
         }
         Err(Scan::Io(e)) => {
-            return fail_at(
+            return Err((
                 ErrorCode::InternalError,
                 format!("Could not read '{path}': {e}"),
-            )
+                None,
+            ))
         }
     };
     let total = window.total_lines;
     if total == 0 && start_line > 1 {
-        return fail_at(
+        return Err((
             ErrorCode::InvalidParam,
             "start_line exceeds file length (file is empty). Valid start_line is 1.".into(),
-        )
-        .with_context("total_lines", 0);
+            Some(0),
+        ));
     }
     if total > 0 && start_line > total {
-        return fail_at(
+        return Err((
             ErrorCode::InvalidParam,
             format!(
                 "start_line ({start_line}) exceeds file length ({total} lines). Valid range: 1 to {total}."
             ),
-        )
-        .with_context("total_lines", total);
+            Some(total),
+        ));
     }
+    Ok(window)
+}
 
+/// The window's lines numbered from `start_line`.
+fn show(window: &Window, start_line: u64) -> Shown {
     let mut content = String::new();
     let mut replaced = window.invalid_utf8_line.is_some();
     for (i, raw) in window.lines.iter().enumerate() {
@@ -242,13 +330,26 @@ fn read(ctx: &ToolContext, params: &Value) -> ToolResult {
     }
     let n = window.lines.len() as u64;
     let end = start_line + n.saturating_sub(1);
-    let truncated = total > 0 && end < total;
-    // Only reads that showed content set the baseline, so a failed read never hides a change.
-    let modified = ctx
-        .read_memory
-        .observe(&resolved.path, FileStamp::of(&meta));
-    let time_ms = elapsed_ms(started);
+    Shown {
+        content,
+        n,
+        end,
+        truncated: window.total_lines > 0 && end < window.total_lines,
+        replaced,
+    }
+}
 
+/// The result's text: what was read, how to continue, and notes on a change since the last
+/// read, bytes that are not UTF-8 and lines cut for length.
+fn summary(
+    args: &ReadArgs<'_>,
+    window: &Window,
+    shown: &Shown,
+    modified: bool,
+    time_ms: u64,
+) -> String {
+    let (path, start_line) = (args.path, args.start_line);
+    let (n, end, total) = (shown.n, shown.end, window.total_lines);
     let mut text = Vec::new();
     if modified {
         text.push(format!("Note: '{path}' was modified externally."));
@@ -261,14 +362,14 @@ fn read(ctx: &ToolContext, params: &Value) -> ToolResult {
         ));
     }
     text.push(format!("(Took {time_ms}ms)"));
-    if truncated {
+    if shown.truncated {
         text.push(format!(
             "[Truncated: Showing {n} of {total} lines. Use start_line={} to continue ({} lines remaining).]",
             end + 1,
             total - end
         ));
     }
-    if replaced {
+    if shown.replaced {
         text.push(
             "[Warning: Encoding issues detected. Some characters may be corrupted (using replacement).]"
                 .into(),
@@ -286,10 +387,23 @@ fn read(ctx: &ToolContext, params: &Value) -> ToolResult {
             "[Note: lines longer than {MAX_LINE_BYTES} bytes were cut to their first {MAX_LINE_BYTES} bytes.]"
         ));
     }
+    text.join("\n")
+}
 
-    let chars_read = content.chars().count();
+/// The envelope of a window read: partial when it is truncated or bytes were replaced.
+fn envelope(
+    params: &Value,
+    window: &Window,
+    shown: Shown,
+    modified: bool,
+    meta: &std::fs::Metadata,
+    text: String,
+    time_ms: u64,
+) -> ToolResult {
+    let chars_read = shown.content.chars().count();
+    let (truncated, replaced, n) = (shown.truncated, shown.replaced, shown.n);
     let mut data = Map::new();
-    data.insert("content".into(), Value::from(content));
+    data.insert("content".into(), Value::from(shown.content));
     data.insert("truncated".into(), Value::from(truncated));
     if replaced {
         data.insert("fallback_encoding".into(), Value::from("replace"));
@@ -299,9 +413,9 @@ fn read(ctx: &ToolContext, params: &Value) -> ToolResult {
     }
     let mtime_ms = meta.mtime() * 1000 + meta.mtime_nsec() / 1_000_000;
     let result = if truncated || replaced {
-        ToolResult::partial(params, data, text.join("\n"), time_ms)
+        ToolResult::partial(params, data, text, time_ms)
     } else {
-        ToolResult::success(params, data, text.join("\n"), time_ms)
+        ToolResult::success(params, data, text, time_ms)
     };
     let result = match window.invalid_utf8_line {
         Some(line) => result.with_stat("first_invalid_utf8_line", line),
@@ -310,14 +424,13 @@ fn read(ctx: &ToolContext, params: &Value) -> ToolResult {
     result
         .with_stat("lines_read", n)
         .with_stat("chars_read", chars_read)
-        .with_stat("total_lines", total)
+        .with_stat("total_lines", window.total_lines)
         .with_stat("file_size_bytes", meta.len())
         .with_stat("file_mtime_ms", mtime_ms)
         .with_stat(
             "encoding",
             if replaced { "utf-8 (replace)" } else { "utf-8" },
         )
-        .with_path_resolved(rel)
 }
 
 enum Scan {
@@ -342,14 +455,7 @@ fn scan(
         return Ok(None);
     }
     let mut reader = BufReader::with_capacity(64 * 1024, Cursor::new(head).chain(file));
-    let mut window_end = start.saturating_add(limit - 1);
-    let mut lines: Vec<Vec<u8>> = Vec::new();
-    let mut current: Vec<u8> = Vec::new();
-    let mut cut = false; // the current line reached MAX_LINE_BYTES
-    let mut kept_bytes = 0usize;
-    let mut long_lines = false;
-    let mut line_no = 1u64; // the line the next byte belongs to
-    let mut newlines = 0u64;
+    let mut lines = LineCollector::new(start, limit);
     let mut last: Option<u8> = None;
     let mut utf8 = Utf8Check::default();
     loop {
@@ -360,62 +466,113 @@ fn scan(
         if buf.is_empty() {
             break;
         }
-        utf8.feed(buf, line_no);
+        utf8.feed(buf, lines.line_no);
         let n = buf.len();
         last = Some(buf[n - 1]);
+        lines.feed(buf);
+        reader.consume(n);
+    }
+    let unterminated = last.is_some_and(|b| b != b'\n');
+    Ok(Some(lines.finish(unterminated, utf8.finish())))
+}
+
+/// The lines of one window, collected from a stream of chunks, and the count of all lines.
+struct LineCollector {
+    start: u64,
+    /// The last line of the window (earlier when the window reached [`MAX_WINDOW_BYTES`]).
+    window_end: u64,
+    lines: Vec<Vec<u8>>,
+    current: Vec<u8>,
+    /// The current line reached [`MAX_LINE_BYTES`].
+    cut: bool,
+    kept_bytes: usize,
+    long_lines: bool,
+    /// The line the next byte belongs to.
+    line_no: u64,
+    newlines: u64,
+}
+
+impl LineCollector {
+    /// A collector of lines `start..start+limit`.
+    fn new(start: u64, limit: u64) -> Self {
+        Self {
+            start,
+            window_end: start.saturating_add(limit - 1),
+            lines: Vec::new(),
+            current: Vec::new(),
+            cut: false,
+            kept_bytes: 0,
+            long_lines: false,
+            line_no: 1,
+            newlines: 0,
+        }
+    }
+
+    /// Take the next chunk: keep what falls in the window (each line cut at
+    /// [`MAX_LINE_BYTES`]), count the newlines past it.
+    fn feed(&mut self, buf: &[u8]) {
+        let n = buf.len();
         let mut pos = 0;
         while pos < n {
-            if line_no > window_end {
+            if self.line_no > self.window_end {
                 let c = memchr::memchr_iter(b'\n', &buf[pos..]).count() as u64;
-                newlines += c;
-                line_no += c;
+                self.newlines += c;
+                self.line_no += c;
                 break;
             }
-            let in_window = line_no >= start;
+            let in_window = self.line_no >= self.start;
             let (piece, ended) = match memchr::memchr(b'\n', &buf[pos..]) {
                 Some(i) => (&buf[pos..pos + i], true),
                 None => (&buf[pos..], false),
             };
-            if in_window && !cut {
-                let room = MAX_LINE_BYTES - current.len();
-                if piece.len() > room {
-                    long_lines = true;
-                    cut = true;
-                    current.extend_from_slice(&piece[..room]);
-                    if is_continuation(piece[room]) {
-                        drop_partial_char(&mut current);
-                    }
-                } else {
-                    current.extend_from_slice(piece);
-                }
+            if in_window && !self.cut {
+                self.keep(piece);
             }
             pos += piece.len();
             if ended {
                 pos += 1;
-                newlines += 1;
+                self.newlines += 1;
                 if in_window {
-                    kept_bytes += current.len();
-                    lines.push(std::mem::take(&mut current));
-                    cut = false;
-                    if kept_bytes >= MAX_WINDOW_BYTES {
-                        window_end = line_no;
+                    self.kept_bytes += self.current.len();
+                    self.lines.push(std::mem::take(&mut self.current));
+                    self.cut = false;
+                    if self.kept_bytes >= MAX_WINDOW_BYTES {
+                        self.window_end = self.line_no;
                     }
                 }
-                line_no += 1;
+                self.line_no += 1;
             }
         }
-        reader.consume(n);
     }
-    let unterminated = last.is_some_and(|b| b != b'\n');
-    if unterminated && line_no >= start && line_no <= window_end {
-        lines.push(current);
+
+    /// Add `piece` to the current line, up to [`MAX_LINE_BYTES`] (a cut never splits a
+    /// character).
+    fn keep(&mut self, piece: &[u8]) {
+        let room = MAX_LINE_BYTES - self.current.len();
+        if piece.len() > room {
+            self.long_lines = true;
+            self.cut = true;
+            self.current.extend_from_slice(&piece[..room]);
+            if is_continuation(piece[room]) {
+                drop_partial_char(&mut self.current);
+            }
+        } else {
+            self.current.extend_from_slice(piece);
+        }
     }
-    Ok(Some(Window {
-        lines,
-        total_lines: newlines + unterminated as u64,
-        long_lines,
-        invalid_utf8_line: utf8.finish(),
-    }))
+
+    /// The window, once the stream ended (`unterminated`: its last byte was not a newline).
+    fn finish(mut self, unterminated: bool, invalid_utf8_line: Option<u64>) -> Window {
+        if unterminated && self.line_no >= self.start && self.line_no <= self.window_end {
+            self.lines.push(self.current);
+        }
+        Window {
+            lines: self.lines,
+            total_lines: self.newlines + u64::from(unterminated),
+            long_lines: self.long_lines,
+            invalid_utf8_line,
+        }
+    }
 }
 
 fn is_continuation(b: u8) -> bool {

@@ -193,37 +193,36 @@ impl ToolRegistry {
         ctx: &ToolContext,
         permissions: &PermissionContext,
     ) -> ToolResult {
+        let raw = raw_args.into();
+        match parse_tool_arguments(raw) {
+            Ok(args) => self.execute_parsed(name, &args, ctx, permissions),
+            Err(e) => unparsable_arguments(raw, &e),
+        }
+    }
+
+    /// [`Self::execute`] on arguments already parsed by [`parse_tool_arguments`].
+    pub fn execute_parsed(
+        &self,
+        name: &str,
+        args: &Value,
+        ctx: &ToolContext,
+        permissions: &PermissionContext,
+    ) -> ToolResult {
         let started = Instant::now();
         let ms = || started.elapsed().as_millis() as u64;
-        let raw = raw_args.into();
-        let args = match parse_tool_arguments(raw) {
-            Ok(v) => v,
-            Err(e) => {
-                let echo = match raw {
-                    RawArguments::Text(s) => Value::from(s.unwrap_or_default()),
-                    RawArguments::Value(v) => v.clone(),
-                };
-                return ToolResult::error(
-                    &echo,
-                    ErrorCode::InvalidParam,
-                    format!("Tool arguments parse error: {e}"),
-                    ms(),
-                );
-            }
-        };
         if !args.is_object() {
             return ToolResult::error(
-                &args,
+                args,
                 ErrorCode::InvalidParam,
                 format!(
                     "{name} arguments must be a JSON object; got {}.",
-                    json_type_name(&args)
+                    json_type_name(args)
                 ),
                 ms(),
             );
         }
         let mode = permissions.runtime_mode.as_str();
-        let decision = classify(name, &args, permissions);
+        let decision = classify(name, args, permissions);
         let effective = decision.effective_action(permissions);
         if effective != PermissionAction::Allow {
             let msg = if decision.action == PermissionAction::Ask {
@@ -231,7 +230,7 @@ impl ToolRegistry {
             } else {
                 format!("Tool '{name}' denied by permission core.")
             };
-            return denied(&args, msg, &decision, effective, mode, ms());
+            return denied(args, msg, &decision, effective, mode, ms());
         }
         let Some(tool) = self.tools.get(name) else {
             if self.blocked.contains(name) {
@@ -243,17 +242,17 @@ impl ToolRegistry {
                     input_summary: decision.input_summary,
                 };
                 let msg = format!("Tool '{name}' denied by permission core.");
-                return denied(&args, msg, &decision, PermissionAction::Deny, mode, ms());
+                return denied(args, msg, &decision, PermissionAction::Deny, mode, ms());
             }
             let available = self.names().join(", ");
             return ToolResult::error(
-                &args,
+                args,
                 ErrorCode::NotFound,
                 format!("No tool named '{name}' is available; available: {available}."),
                 ms(),
             );
         };
-        match catch_unwind(AssertUnwindSafe(|| tool.run(ctx, &args))) {
+        match catch_unwind(AssertUnwindSafe(|| tool.run(ctx, args))) {
             Ok(result) => result,
             Err(panic) => {
                 let what = panic
@@ -262,7 +261,7 @@ impl ToolRegistry {
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "unknown panic".into());
                 ToolResult::error(
-                    &args,
+                    args,
                     ErrorCode::InternalError,
                     format!("Tool '{name}' failed unexpectedly: {what}"),
                     ms(),
@@ -270,6 +269,21 @@ impl ToolRegistry {
             }
         }
     }
+}
+
+/// The INVALID_PARAM envelope for arguments that are not JSON (`error` is the parser's
+/// message), echoing them as sent.
+pub fn unparsable_arguments(raw: RawArguments<'_>, error: &str) -> ToolResult {
+    let echo = match raw {
+        RawArguments::Text(s) => Value::from(s.unwrap_or_default()),
+        RawArguments::Value(v) => v.clone(),
+    };
+    ToolResult::error(
+        &echo,
+        ErrorCode::InvalidParam,
+        format!("Tool arguments parse error: {error}"),
+        0,
+    )
 }
 
 fn denied(

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::cancel::CancelToken;
 use crate::error::Error;
-use crate::runner::cancel::CancelToken;
 use crate::tools::budget::OutputBudget;
 use crate::tools::context::ToolContext;
 use crate::tools::envelope::{ErrorCode, ToolResult};

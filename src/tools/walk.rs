@@ -424,7 +424,7 @@ impl<'w> Walk<'w> {
         if !self.rules.include_ignored {
             let mut above = PathBuf::new();
             let mut label = self.ws.root().to_path_buf();
-            for name in start.beneath().iter() {
+            for name in start.beneath() {
                 let at = self
                     .ws
                     .open_beneath(&above, OFlags::PATH | OFlags::DIRECTORY)?;

@@ -5,11 +5,13 @@
 
 use std::ffi::CString;
 use std::fs::File;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
+
+use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
 
 use crate::error::TraceDirError;
 
@@ -67,39 +69,29 @@ fn c_path(path: &Path) -> Result<CString, std::io::Error> {
     })
 }
 
+/// `openat(dir, name, flags | O_CLOEXEC, mode)`, from the working directory without `dir`.
 fn open_at(
     dir: Option<&OwnedFd>,
     name: &CString,
-    flags: libc::c_int,
-    mode: libc::c_uint,
+    flags: OFlags,
+    mode: Mode,
 ) -> std::io::Result<OwnedFd> {
-    let at = dir.map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
-    // SAFETY: name is NUL-terminated; the returned descriptor is owned by us alone.
-    let fd = unsafe { libc::openat(at, name.as_ptr(), flags | libc::O_CLOEXEC, mode) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: fd was just returned by openat and is not owned elsewhere.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    let flags = flags | OFlags::CLOEXEC;
+    Ok(match dir {
+        Some(dir) => rustix::fs::openat(dir, name.as_c_str(), flags, mode)?,
+        None => rustix::fs::openat(rustix::fs::CWD, name.as_c_str(), flags, mode)?,
+    })
 }
 
 /// `flock(file, operation)`: the lock lives as long as the open file.
-fn lock(file: &File, operation: libc::c_int) -> std::io::Result<()> {
-    // SAFETY: the descriptor is open for the duration of the call.
-    match unsafe { libc::flock(file.as_raw_fd(), operation) } {
-        0 => Ok(()),
-        _ => Err(std::io::Error::last_os_error()),
-    }
+fn lock(file: &File, operation: FlockOperation) -> std::io::Result<()> {
+    Ok(rustix::fs::flock(file, operation)?)
 }
 
 /// The identity of `rel` (`.`, `..`, `../..`, ...) resolved from the directory behind `fd`.
 fn identity_at(fd: &OwnedFd, rel: &str) -> std::io::Result<Identity> {
     let c_rel = CString::new(rel).map_err(|_| std::io::Error::other("a NUL byte in a path"))?;
-    // SAFETY: fstatat writes only into the zeroed struct we pass; fd is open, c_rel is a C string.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    if unsafe { libc::fstatat(fd.as_raw_fd(), c_rel.as_ptr(), &mut st, 0) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    let st = rustix::fs::statat(fd, c_rel.as_c_str(), AtFlags::empty())?;
     Ok((st.st_dev as u64, st.st_ino as u64))
 }
 
@@ -156,8 +148,8 @@ impl TraceDir {
                 open_at(
                     None,
                     &p,
-                    libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
-                    0,
+                    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW,
+                    Mode::empty(),
                 )
             })
             .map_err(|e| {
@@ -195,7 +187,7 @@ impl TraceDir {
         }
     }
 
-    fn open(&self, name: &str, flags: libc::c_int) -> std::io::Result<File> {
+    fn open(&self, name: &str, flags: OFlags) -> std::io::Result<File> {
         if name.is_empty() || name == "." || name == ".." || name.contains('/') {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
@@ -209,8 +201,8 @@ impl TraceDir {
         open_at(
             Some(&self.fd),
             &c_name,
-            libc::O_WRONLY | libc::O_NOFOLLOW | flags,
-            0o600,
+            OFlags::WRONLY | OFlags::NOFOLLOW | flags,
+            Mode::RUSR | Mode::WUSR,
         )
         .map(File::from)
     }
@@ -238,23 +230,17 @@ impl TraceDir {
     /// locked, and only then linked under `name`, so no pruner ever sees it unlocked.
     pub fn create_new(&self, name: &str) -> std::io::Result<File> {
         let hidden = format!(".{name}.{}.new", std::process::id());
-        let file = self.open(&hidden, libc::O_CREAT | libc::O_EXCL)?;
+        let file = self.open(&hidden, OFlags::CREATE | OFlags::EXCL)?;
         let c_hidden = CString::new(hidden).map_err(std::io::Error::other)?;
-        let unlink_hidden = || {
-            // SAFETY: the descriptor is open and c_hidden is a C string.
-            unsafe { libc::unlinkat(self.fd.as_raw_fd(), c_hidden.as_ptr(), 0) };
-        };
-        let linked = lock(&file, libc::LOCK_SH).and_then(|()| {
+        let dir: &OwnedFd = &self.fd;
+        let linked = lock(&file, FlockOperation::LockShared).and_then(|()| {
             let c_name = CString::new(name).map_err(std::io::Error::other)?;
-            let fd = self.fd.as_raw_fd();
-            // SAFETY: both names are C strings relative to the open directory; linkat refuses an
-            // existing `name` (EEXIST), as O_EXCL did.
-            match unsafe { libc::linkat(fd, c_hidden.as_ptr(), fd, c_name.as_ptr(), 0) } {
-                0 => Ok(()),
-                _ => Err(std::io::Error::last_os_error()),
-            }
+            // Both names relative to the open directory; linkat refuses an existing `name`
+            // (EEXIST), as O_EXCL did.
+            let (from, to) = (c_hidden.as_c_str(), c_name.as_c_str());
+            Ok(rustix::fs::linkat(dir, from, dir, to, AtFlags::empty())?)
         });
-        unlink_hidden();
+        let _ = rustix::fs::unlinkat(dir, c_hidden.as_c_str(), AtFlags::empty());
         linked.map(|()| file)
     }
 
@@ -272,18 +258,19 @@ impl TraceDir {
         for name in retention.expired(&files, std::time::SystemTime::now()) {
             let c_name =
                 CString::new(name).map_err(|_| std::io::Error::other("a NUL byte in a name"))?;
-            let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK;
-            let Ok(held) = open_at(Some(&self.fd), &c_name, flags, 0).map(File::from) else {
+            let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK;
+            let opened = open_at(Some(&self.fd), &c_name, flags, Mode::empty());
+            let Ok(held) = opened.map(File::from) else {
                 continue;
             };
             let regular = held.metadata().is_ok_and(|m| m.is_file());
             // Held until the unlink is done, so a writer cannot start on it in between.
-            if !regular || lock(&held, libc::LOCK_EX | libc::LOCK_NB).is_err() {
+            if !regular || lock(&held, FlockOperation::NonBlockingLockExclusive).is_err() {
                 continue;
             }
-            // SAFETY: the descriptor is open and c_name is a C string; unlinkat does not follow a
-            // symlink in the last component, and the names come from this directory's listing.
-            if unsafe { libc::unlinkat(self.fd.as_raw_fd(), c_name.as_ptr(), 0) } == 0 {
+            // unlinkat does not follow a symlink in the last component, and the names come from
+            // this directory's listing.
+            if rustix::fs::unlinkat(&*self.fd, c_name.as_c_str(), AtFlags::empty()).is_ok() {
                 deleted += 1;
             }
         }
@@ -293,38 +280,20 @@ impl TraceDir {
     /// The regular files in the directory named like outrider traces, with their modification
     /// times, listed through the held handle.
     fn trace_files(&self) -> std::io::Result<Vec<(String, std::time::SystemTime)>> {
-        let dot = CString::new(".").map_err(std::io::Error::other)?;
-        let listing = open_at(Some(&self.fd), &dot, libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
-        // SAFETY: fdopendir takes ownership of the descriptor (released from the OwnedFd), and
-        // closedir below closes it exactly once.
-        let dir = unsafe { libc::fdopendir(std::os::fd::IntoRawFd::into_raw_fd(listing)) };
-        if dir.is_null() {
-            return Err(std::io::Error::last_os_error());
-        }
+        // A fresh descriptor for "." of the held directory, so the listing starts at its top.
+        let dir = rustix::fs::Dir::read_from(&*self.fd)?;
         let mut out = Vec::new();
-        loop {
-            // SAFETY: dir is a valid DIR* until closedir; the entry is read before the next call.
-            let entry = unsafe { libc::readdir(dir) };
-            if entry.is_null() {
-                break;
-            }
-            // SAFETY: d_name is a NUL-terminated name inside the entry readdir returned.
-            let c_name = unsafe { std::ffi::CStr::from_ptr((*entry).d_name.as_ptr()) };
+        for entry in dir {
+            let Ok(entry) = entry else { break };
+            let c_name = entry.file_name();
             let Ok(name) = c_name.to_str() else { continue };
             if !super::retention::is_trace_name(name) {
                 continue;
             }
-            // SAFETY: fstatat writes only into the zeroed struct; fd is open, c_name a C string.
-            let mut st: libc::stat = unsafe { std::mem::zeroed() };
-            let rc = unsafe {
-                libc::fstatat(
-                    self.fd.as_raw_fd(),
-                    c_name.as_ptr(),
-                    &mut st,
-                    libc::AT_SYMLINK_NOFOLLOW,
-                )
+            let Ok(st) = rustix::fs::statat(&*self.fd, c_name, AtFlags::SYMLINK_NOFOLLOW) else {
+                continue;
             };
-            if rc != 0 || (st.st_mode & libc::S_IFMT) != libc::S_IFREG {
+            if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
                 continue;
             }
             let written = std::time::UNIX_EPOCH
@@ -334,8 +303,6 @@ impl TraceDir {
                 );
             out.push((name.to_string(), written));
         }
-        // SAFETY: dir came from fdopendir and is closed once.
-        unsafe { libc::closedir(dir) };
         Ok(out)
     }
 
@@ -343,9 +310,9 @@ impl TraceDir {
     /// checking the directory is still outside the root.
     /// While open, it holds a shared lock when it can, so that [`TraceDir::prune`] leaves it.
     pub fn open_append(&self, name: &str) -> std::io::Result<File> {
-        let file = self.open(name, libc::O_CREAT | libc::O_APPEND)?;
+        let file = self.open(name, OFlags::CREATE | OFlags::APPEND)?;
         // Best effort: a file some pruner holds this instant is appended to all the same.
-        let _ = lock(&file, libc::LOCK_SH | libc::LOCK_NB);
+        let _ = lock(&file, FlockOperation::NonBlockingLockShared);
         Ok(file)
     }
 }

@@ -3,107 +3,53 @@
 //! Each payload serialises to exactly the JSON the trace has always held (field order included),
 //! so traces read by other tools do not change.
 
-use std::fmt;
-use std::str::FromStr;
-
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::contract::Repair;
 use crate::llm::error::ModelErrorKind;
 use crate::llm::message::{ToolCall, Usage};
-use crate::runner::outcome::TerminalReason;
+use crate::trace::terminal::TerminalReason;
 
-/// The name of a trace event, written as `event` on every line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EventKind {
-    /// A run began: profile, budgets, tools, model.
-    RunStart,
-    /// The task the run was given.
-    UserInput,
-    /// The history was compacted to fit the context budget.
-    ContextCompaction,
-    /// A model answer, with usage.
-    ModelOutput,
-    /// A model call failed.
-    ModelError,
-    /// The model answered with nothing; the step is retried once with a hint.
-    EmptyResponseRetry,
-    /// The model asked for a tool.
-    ToolCall,
-    /// A tool's result envelope.
-    ToolResult,
-    /// The completion gate accepted or refused a final answer.
-    CompletionGateVerdict,
-    /// A budget ran out; one tool-less call asks for the result.
-    WrapUp,
-    /// Why the run stopped.
-    Terminal,
-    /// The run is over.
-    RunEnd,
-    /// The totals of a session, written when its trace is finalised.
-    SessionSummary,
-    /// (Parent trace) a child was asked for.
-    SubagentRequested,
-    /// (Parent trace) a child started running.
-    SubagentStarted,
-    /// (Parent trace) a child finished with a result.
-    SubagentCompleted,
-    /// (Parent trace) a child finished without one.
-    SubagentFailed,
-}
-
-impl EventKind {
-    /// Every event name, in declaration order.
-    pub const ALL: [EventKind; 17] = [
-        EventKind::RunStart,
-        EventKind::UserInput,
-        EventKind::ContextCompaction,
-        EventKind::ModelOutput,
-        EventKind::ModelError,
-        EventKind::EmptyResponseRetry,
-        EventKind::ToolCall,
-        EventKind::ToolResult,
-        EventKind::CompletionGateVerdict,
-        EventKind::WrapUp,
-        EventKind::Terminal,
-        EventKind::RunEnd,
-        EventKind::SessionSummary,
-        EventKind::SubagentRequested,
-        EventKind::SubagentStarted,
-        EventKind::SubagentCompleted,
-        EventKind::SubagentFailed,
-    ];
-
-    /// The wire name (`model_output`, `tool_call`, ...).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventKind::RunStart => "run_start",
-            EventKind::UserInput => "user_input",
-            EventKind::ContextCompaction => "context_compaction",
-            EventKind::ModelOutput => "model_output",
-            EventKind::ModelError => "model_error",
-            EventKind::EmptyResponseRetry => "empty_response_retry",
-            EventKind::ToolCall => "tool_call",
-            EventKind::ToolResult => "tool_result",
-            EventKind::CompletionGateVerdict => "completion_gate_verdict",
-            EventKind::WrapUp => "wrap_up",
-            EventKind::Terminal => "terminal",
-            EventKind::RunEnd => "run_end",
-            EventKind::SessionSummary => "session_summary",
-            EventKind::SubagentRequested => "subagent_requested",
-            EventKind::SubagentStarted => "subagent_started",
-            EventKind::SubagentCompleted => "subagent_completed",
-            EventKind::SubagentFailed => "subagent_failed",
-        }
+wire_enum! {
+    /// The name of a trace event, written as `event` on every line.
+    pub enum EventKind {
+        /// A run began: profile, budgets, tools, model.
+        RunStart = "run_start",
+        /// The task the run was given.
+        UserInput = "user_input",
+        /// The history was compacted to fit the context budget.
+        ContextCompaction = "context_compaction",
+        /// A model answer, with usage.
+        ModelOutput = "model_output",
+        /// A model call failed.
+        ModelError = "model_error",
+        /// The model answered with nothing; the step is retried once with a hint.
+        EmptyResponseRetry = "empty_response_retry",
+        /// The model asked for a tool.
+        ToolCall = "tool_call",
+        /// A tool's result envelope.
+        ToolResult = "tool_result",
+        /// The completion gate accepted or refused a final answer.
+        CompletionGateVerdict = "completion_gate_verdict",
+        /// A budget ran out; one tool-less call asks for the result.
+        WrapUp = "wrap_up",
+        /// Why the run stopped.
+        Terminal = "terminal",
+        /// The run is over.
+        RunEnd = "run_end",
+        /// The totals of a session, written when its trace is finalised.
+        SessionSummary = "session_summary",
+        /// (Parent trace) a child was asked for.
+        SubagentRequested = "subagent_requested",
+        /// (Parent trace) a child started running.
+        SubagentStarted = "subagent_started",
+        /// (Parent trace) a child finished with a result.
+        SubagentCompleted = "subagent_completed",
+        /// (Parent trace) a child finished without one.
+        SubagentFailed = "subagent_failed",
     }
-}
-
-impl fmt::Display for EventKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
+    parse_error: |s| -> UnknownEvent { UnknownEvent(s.to_owned()) }
 }
 
 impl PartialEq<&str> for EventKind {
@@ -118,17 +64,6 @@ impl PartialEq<&str> for EventKind {
     "'{0}' is not a trace event name; expected one such as model_output, tool_call or terminal"
 )]
 pub struct UnknownEvent(pub String);
-
-impl FromStr for EventKind {
-    type Err = UnknownEvent;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        EventKind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| UnknownEvent(s.to_owned()))
-    }
-}
 
 /// A payload that knows which event it is.
 pub trait EventPayload: Serialize {

@@ -7,6 +7,7 @@
 mod dir;
 pub mod event;
 mod retention;
+mod terminal;
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -18,10 +19,11 @@ use std::time::SystemTime;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-pub use crate::redact::{redact, redact_in_place, redact_str, SECRET_KEYS};
+use crate::redact::redact_in_place;
 pub use dir::{resolve, TraceDir};
 pub use event::{EventKind, EventPayload, SessionSummary, UnknownEvent};
 pub use retention::{TraceRetention, DEFAULT_KEEP_DAYS, DEFAULT_KEEP_FILES, TRACE_KEEP_ENV};
+pub use terminal::{TerminalReason, UnknownTerminalReason};
 
 /// The `tracing` target of every span the core opens (launch, step, model_call, tool_call,
 /// completion_gate, wrap_up, main_agent). Events keep their module's target, so a log bridge

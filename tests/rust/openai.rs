@@ -189,7 +189,7 @@ async fn serve(mut stream: TcpStream, recorded: Arc<Mutex<Vec<Recorded>>>, scrip
                     std.as_raw_fd(),
                     libc::SOL_SOCKET,
                     libc::SO_LINGER,
-                    &linger as *const libc::linger as *const libc::c_void,
+                    (&raw const linger).cast::<libc::c_void>(),
                     std::mem::size_of::<libc::linger>() as libc::socklen_t,
                 );
             }

@@ -693,10 +693,11 @@ fn grep_skips_symlinks_and_special_files() {
 #[test]
 fn deadline_and_cancel_give_timeout() {
     let t = tree(&[("a.txt", b"x\n")]);
-    let late = t
-        .ctx
-        .clone()
-        .with_deadline(Instant::now() - Duration::from_millis(1));
+    let late = t.ctx.clone().with_deadline(
+        Instant::now()
+            .checked_sub(Duration::from_millis(1))
+            .unwrap(),
+    );
     let reg = ToolRegistry::readonly();
     let perm = PermissionContext::readonly_subagent();
     let r = reg.execute("Grep", r#"{"pattern": "x"}"#, &late, &perm);

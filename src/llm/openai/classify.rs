@@ -57,7 +57,7 @@ pub(crate) fn status_failure(
     let (kind, message) = match code {
             401 | 403 => (
                 ModelErrorKind::Auth,
-                format!("{url} answered HTTP {code}: {said}; check the API key and that it may use model '{}'", model),
+                format!("{url} answered HTTP {code}: {said}; check the API key and that it may use model '{model}'"),
             ),
             429 => (
                 ModelErrorKind::RateLimit,
@@ -69,7 +69,7 @@ pub(crate) fn status_failure(
             ),
             404 => (
                 ModelErrorKind::InvalidRequest,
-                format!("{url} answered HTTP 404: {said}; check the base URL and the model id '{}'", model),
+                format!("{url} answered HTTP 404: {said}; check the base URL and the model id '{model}'"),
             ),
             408 | 409 | 500..=599 => (
                 ModelErrorKind::Server,

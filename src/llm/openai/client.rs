@@ -32,7 +32,7 @@ fn install_crypto_provider() {
 }
 
 /// The largest successful response body read: a run refuses answers over
-/// [`crate::runner::MAX_ANSWER_BYTES`] (1 MiB) anyway, and a body past this is refused as it
+/// the runner's `MAX_ANSWER_BYTES` (1 MiB) anyway, and a body past this is refused as it
 /// streams in rather than held in memory.
 pub const MAX_RESPONSE_BYTES: usize = 8 << 20;
 /// How much of an error response's body is read: enough for the provider's message.
@@ -110,8 +110,8 @@ impl OpenAICompatible {
     pub fn new(mut config: OpenAICompatibleConfig) -> Result<Self, Error> {
         config.validate()?;
         let base = parse_base_url(&config.base_url)?;
-        config.base_url = base.to_string().trim_end_matches('/').to_owned();
-        config.model = config.model.trim().to_owned();
+        config.base_url = base.to_string().trim_end_matches('/').to_string();
+        config.model = config.model.trim().to_string();
         let mut endpoint = base.clone();
         let path = format!("{}/chat/completions", base.path().trim_end_matches('/'));
         endpoint.set_path(&path);
@@ -432,7 +432,7 @@ impl OpenAICompatible {
         {
             error.message = error.message.replace(secret.as_str(), "[REDACTED]");
         }
-        error.message = crate::trace::redact_str(&error.message);
+        error.message = crate::redact::redact_str(&error.message);
         error
     }
 }
@@ -515,7 +515,7 @@ fn wait_within(
 
 /// A wait in words: seconds, or "forever" for a saturated one.
 fn describe_wait(wait: Duration) -> String {
-    if wait >= Duration::from_secs(u32::MAX as u64) {
+    if wait >= Duration::from_secs(u64::from(u32::MAX)) {
         "practically forever".into()
     } else {
         format!("{} s", wait.as_secs_f64())

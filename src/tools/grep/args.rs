@@ -159,7 +159,7 @@ pub(crate) fn parse(params: &Value) -> Result<Request, String> {
     let mut context = [0usize; 3];
     for (slot, key) in context.iter_mut().zip(["context", "before", "after"]) {
         *slot = params::int_in(args, key, 0, 0, MAX_CONTEXT_LINES)
-            .map_err(|_| format!("{key} must be an integer between 0 and {MAX_CONTEXT_LINES}."))?
+            .map_err(|()| format!("{key} must be an integer between 0 and {MAX_CONTEXT_LINES}."))?
             as usize;
     }
     let before = if params::get(args, "before").is_some() {

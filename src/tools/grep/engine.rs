@@ -25,22 +25,13 @@ pub const MAX_PATTERN_BYTES: usize = 4096;
 /// Most patterns compile under this: tried first, so the memo can count them as small.
 const SMALL_SIZE_LIMIT: usize = 256 << 10;
 
-/// Which engine a search used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EngineKind {
-    /// ripgrep's finite-automata engine: linear time, no look-around or backreferences.
-    Plain,
-    /// The backtracking fallback (`fancy-regex`), bounded by [`FANCY_BACKTRACK_LIMIT`].
-    Fancy,
-}
-
-impl EngineKind {
-    /// The name reported in a Grep result's `data.engine` (only the fallback is reported).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EngineKind::Plain => "plain",
-            EngineKind::Fancy => "fancy",
-        }
+wire_enum! {
+    /// Which engine a search used.
+    pub enum EngineKind {
+        /// ripgrep's finite-automata engine: linear time, no look-around or backreferences.
+        Plain = "plain",
+        /// The backtracking fallback (`fancy-regex`), bounded by [`FANCY_BACKTRACK_LIMIT`].
+        Fancy = "fancy",
     }
 }
 

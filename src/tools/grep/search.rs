@@ -92,13 +92,10 @@ pub(crate) fn search(
                 *shared.interrupted.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
                 return Visit::Quit;
             }
-            let entry = match entry {
-                Ok(entry) => entry,
-                Err(_) => {
-                    // A directory that cannot be opened or listed.
-                    shared.io_errors.fetch_add(1, Ordering::Relaxed);
-                    return Visit::Continue;
-                }
+            let Ok(entry) = entry else {
+                // A directory that cannot be opened or listed.
+                shared.io_errors.fetch_add(1, Ordering::Relaxed);
+                return Visit::Continue;
             };
             let rel = walk::rel_str(entry.path(), ws_root);
             if entry.kind() == Kind::Dir {
@@ -122,12 +119,9 @@ pub(crate) fn search(
             if shared.beyond_cutoff(&rel) {
                 return Visit::Continue;
             }
-            let file = match entry.open_file() {
-                Ok(f) => f,
-                Err(_) => {
-                    shared.io_errors.fetch_add(1, Ordering::Relaxed);
-                    return Visit::Continue;
-                }
+            let Ok(file) = entry.open_file() else {
+                shared.io_errors.fetch_add(1, Ordering::Relaxed);
+                return Visit::Continue;
             };
             shared.searched.fetch_add(1, Ordering::Relaxed);
             let mut sink = FileSink::new(req.mode, pool, req.after);

@@ -1,0 +1,308 @@
+//! How a run ends: the wrap-up after a budget ran out, a partial answer built from what the
+//! child saw, and the one place that writes the terminal events and builds the outcome.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tracing::Instrument;
+
+use crate::contract::{ExploreResult, Repair, SubagentStatus, ToolUsage};
+use crate::evidence::EvidenceCheck;
+use crate::llm::Message;
+use crate::profile::{BudgetPolicy, ResultContract};
+use crate::runner::gate;
+use crate::runner::outcome::{ParsedResult, RunOutcome, TerminalReason};
+use crate::runner::state::{CallSpec, State, Stop};
+use crate::runner::RuntimeRunner;
+use crate::trace::event;
+
+/// The most places a partial answer built without the model cites.
+const SEEN_CITES: usize = 5;
+
+/// How a run ends: why, and what the outcome carries (the answer, its repair, the error, the
+/// evidence that could not be grounded).
+pub(super) struct Ending {
+    reason: TerminalReason,
+    final_text: Option<String>,
+    result: Option<ParsedResult>,
+    repair: Option<Repair>,
+    error: Option<String>,
+    ungrounded: Vec<EvidenceCheck>,
+}
+
+impl Ending {
+    /// A run that stopped for `reason` without an answer; `error` says why.
+    pub(super) fn stopped(reason: TerminalReason, error: String) -> Self {
+        Self {
+            reason,
+            final_text: None,
+            result: None,
+            repair: None,
+            error: Some(error),
+            ungrounded: Vec::new(),
+        }
+    }
+
+    /// A run that ends with the model's answer `text`, parsed as `result`.
+    pub(super) fn answered(
+        reason: TerminalReason,
+        text: String,
+        result: ParsedResult,
+        repair: Option<Repair>,
+    ) -> Self {
+        Self {
+            reason,
+            final_text: Some(text),
+            result: Some(result),
+            repair,
+            error: None,
+            ungrounded: Vec::new(),
+        }
+    }
+
+    /// The same ending, with `error` saying why the answer is not a completed one.
+    fn with_error(self, error: String) -> Self {
+        Self {
+            error: Some(error),
+            ..self
+        }
+    }
+
+    /// The same ending, with the cited evidence the child was not shown.
+    pub(super) fn with_ungrounded(self, ungrounded: Vec<EvidenceCheck>) -> Self {
+        Self { ungrounded, ..self }
+    }
+
+    /// The same ending, with an answer built without the model's text.
+    fn with_result(self, result: ParsedResult) -> Self {
+        Self {
+            result: Some(result),
+            ..self
+        }
+    }
+}
+
+impl RuntimeRunner {
+    /// The stop for a run that reached the end of its exploring time: a wrap-up when the
+    /// profile allows one, else the end.
+    pub(crate) fn out_of_time(&self) -> Stop {
+        if self.profile.on_budget_exhausted == BudgetPolicy::Partial {
+            Stop::Exhausted(TerminalReason::Timeout, self.timeout_message())
+        } else {
+            Stop::Terminal(TerminalReason::Timeout, self.timeout_message())
+        }
+    }
+
+    /// After a budget ran out: one tool-less call for the JSON result (policy `partial`). When
+    /// that call cannot be made or gives no valid answer, an explore child's partial answer is
+    /// built from the places it saw.
+    pub(super) async fn wrap_up(
+        &self,
+        mut st: State,
+        step: u64,
+        reason: TerminalReason,
+        error: String,
+        deadline: Instant,
+    ) -> RunOutcome {
+        if self.profile.on_budget_exhausted != BudgetPolicy::Partial || self.cancel.is_cancelled() {
+            return self.finish(st, step, Ending::stopped(reason, error));
+        }
+        let contract = self.profile.answer_shape().to_string();
+        let text = match self
+            .wrap_up_answer(&mut st, step, reason, &error, deadline)
+            .await
+        {
+            Ok(text) => text,
+            Err(why) => {
+                return self.partial_from_seen(st, step, reason, format!("{error}; {why}"));
+            }
+        };
+        st.messages.push(Message::Assistant {
+            content: text.clone(),
+            tool_calls: vec![],
+        });
+        match gate::parse_answer(&self.profile, &text) {
+            Ok((mut result, repair)) => {
+                match &mut result {
+                    ParsedResult::Explore(r) => r.status = SubagentStatus::Partial,
+                    ParsedResult::Custom(r) => r.status = SubagentStatus::Partial,
+                    _ => {}
+                }
+                // A partial answer is held to the same evidence rule as a final one.
+                let ungrounded =
+                    gate::grounding(&self.workspace, result.evidence(), deadline, &st.observed)
+                        .await;
+                let ending = Ending::answered(reason, text, result, repair)
+                    .with_error(error)
+                    .with_ungrounded(ungrounded);
+                self.finish(st, step, ending)
+            }
+            Err(e) => {
+                let why = format!("{error}; the wrap-up answer was not a valid {contract}: {e}");
+                self.partial_from_seen(st, step, reason, why)
+            }
+        }
+    }
+
+    /// The wrap-up call: the instruction to answer now without tools, and the model's answer
+    /// to it; the error says why there is none (an empty answer, a failed call).
+    async fn wrap_up_answer(
+        &self,
+        st: &mut State,
+        step: u64,
+        reason: TerminalReason,
+        error: &str,
+        deadline: Instant,
+    ) -> Result<String, String> {
+        let contract = self.profile.answer_shape();
+        let partial = if self.profile.result_contract == Some(ResultContract::Explore)
+            && self.profile.output_schema.is_none()
+        {
+            " with status \"partial\""
+        } else {
+            ""
+        };
+        st.messages.push(Message::User {
+            content: format!(
+                "Budget exhausted ({error}). Do not call tools. Reply now with the {contract} JSON object{partial}: what you found so far, the evidence you actually saw, and what remains open."
+            ),
+        });
+        self.trace.emit(step, &event::WrapUp { reason });
+        let span = tracing::info_span!(target: crate::trace::SPAN_TARGET,
+            "wrap_up",
+            session_id = %self.trace.session_id(),
+            step,
+            reason = reason.as_str()
+        );
+        let spec = CallSpec {
+            tools: &Arc::new(Vec::new()),
+            schema_chars: 0,
+            hint: None,
+            reserve: 0,
+            wrap_up: true,
+            tool_choice: "auto",
+        };
+        match self.call(step, st, spec, deadline).instrument(span).await {
+            Ok(r) if !r.content.trim().is_empty() => Ok(r.content.trim().to_string()),
+            Ok(_) => Err("the wrap-up answer was empty".into()),
+            Err(Stop::Terminal(_, e) | Stop::Exhausted(_, e) | Stop::Refused(e)) => {
+                Err(format!("the wrap-up call failed: {e}"))
+            }
+        }
+    }
+
+    /// The end of a run whose wrap-up gave no answer: for an explore child that saw something,
+    /// a partial answer listing the places it saw (each one a line it was shown), else none.
+    pub(super) fn partial_from_seen(
+        &self,
+        st: State,
+        step: u64,
+        reason: TerminalReason,
+        error: String,
+    ) -> RunOutcome {
+        // Only a child that searched itself has places of its own to give.
+        // A caller's own schema gets its own answer or none: leads in ExploreResult's shape
+        // would not be the type it asked for.
+        if self.profile.result_contract != Some(ResultContract::Explore)
+            || self.profile.output_schema.is_some()
+            || st.observed.is_empty()
+            || st.successful_tools <= st.given_looks
+        {
+            return self.finish(st, step, Ending::stopped(reason, error));
+        }
+        let (findings, evidence) = seen_places(&st);
+        let result = ExploreResult {
+            status: SubagentStatus::Partial,
+            summary: format!(
+                "The child stopped ({}) before it could give an answer; these are the places it searched and read, as leads, not an answer.",
+                reason.as_str()
+            ),
+            findings,
+            evidence,
+            unresolved_questions: vec![format!(
+                "outrider: the task is not answered: {error}"
+            )],
+            tool_usage: ToolUsage::new(),
+            terminal_reason: reason.as_str().into(),
+        };
+        let ending = Ending::stopped(reason, error).with_result(ParsedResult::Explore(result));
+        self.finish(st, step, ending)
+    }
+
+    /// Write the terminal events, flush the trace, and build the outcome from what the run
+    /// accumulated and how it ended.
+    pub(super) fn finish(&self, st: State, step: u64, ending: Ending) -> RunOutcome {
+        let Ending {
+            reason,
+            final_text,
+            result,
+            repair,
+            error,
+            ungrounded,
+        } = ending;
+        self.trace.emit(
+            step,
+            &event::Terminal {
+                reason,
+                details: event::TerminalDetails {
+                    error: error.as_deref(),
+                    has_result: result.is_some(),
+                    repair,
+                    total_tokens: st.tokens,
+                    usage_estimated: st.estimated,
+                },
+            },
+        );
+        self.trace.emit(
+            step,
+            &event::RunEnd {
+                model_calls: st.calls,
+            },
+        );
+        self.trace.flush();
+        RunOutcome {
+            terminal_reason: reason,
+            final_text,
+            result,
+            repair,
+            error,
+            model_calls: st.calls,
+            steps: step,
+            tool_usage: st.tool_usage,
+            token_usage: st.tokens,
+            input_tokens: st.input_tokens,
+            output_tokens: st.output_tokens,
+            cached_input_tokens: st.cached_tokens,
+            usage_estimated: st.estimated,
+            ungrounded_evidence: ungrounded,
+            messages: st.messages,
+        }
+    }
+}
+
+/// The places a child saw, as findings and their citations (at most [`SEEN_CITES`]): the Grep
+/// matches first, then one line of each file it read that no match cites.
+fn seen_places(st: &State) -> (Vec<String>, Vec<String>) {
+    let mut evidence: Vec<String> = Vec::new();
+    let mut findings: Vec<String> = Vec::new();
+    for (path, line, text) in st.observed.hits() {
+        if evidence.len() >= SEEN_CITES {
+            break;
+        }
+        let cite = format!("{path}:{line}");
+        if !evidence.contains(&cite) {
+            findings.push(format!("{cite}: {}", text.trim()));
+            evidence.push(cite);
+        }
+    }
+    for (path, line) in st.observed.files() {
+        if evidence.len() >= SEEN_CITES {
+            break;
+        }
+        if !evidence.iter().any(|e| e.starts_with(&format!("{path}:"))) {
+            findings.push(format!("{path}:{line}: read"));
+            evidence.push(format!("{path}:{line}"));
+        }
+    }
+    (findings, evidence)
+}

@@ -1,0 +1,444 @@
+//! The loop: one step after another (a model answer, then its tool calls or the completion
+//! gate's verdict on its final text) until the run stops.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tracing::field::Empty;
+use tracing::Instrument;
+
+use crate::contract::Repair;
+use crate::evidence::EvidenceCheck;
+use crate::llm::{estimate_tokens, ChatResponse, Message};
+use crate::profile::BudgetPolicy;
+use crate::runner::ending::Ending;
+use crate::runner::gate::{self, Gate};
+use crate::runner::lead::{Lead, ScoutRun};
+use crate::runner::outcome::{ParsedResult, RunOutcome, TerminalReason};
+use crate::runner::state::{CallSpec, State, Stop, ANSWER_RESERVE_TOKENS};
+use crate::runner::{
+    RuntimeRunner, EMPTY_RESPONSE_HINT, WRAP_UP_HISTORY_CHARS, WRAP_UP_NOTE_CHARS,
+    WRAP_UP_TIME_CAP, WRAP_UP_TIME_SHARE,
+};
+use crate::trace::event;
+
+/// What the loop fixes before its first step.
+struct Plan {
+    /// The run's wall-clock limit.
+    deadline: Instant,
+    /// When exploring stops (before `deadline` by the wrap-up's share, under policy `partial`).
+    explore_deadline: Instant,
+    /// The tool schemas offered, and their size in characters.
+    tools: Arc<Vec<Value>>,
+    schema_chars: usize,
+    /// Tokens each call leaves unspent for the wrap-up.
+    wrap_reserve: u64,
+    max_steps: u64,
+    /// The tool calls the child owes before its answer is taken (`min_tool_calls`).
+    min_tools: u64,
+    /// The next call the repo-map hint suggests, quoted in the gate's feedback.
+    example: Option<String>,
+}
+
+impl Plan {
+    /// The stop for a run that used all its steps (a wrap-up may follow).
+    fn steps_spent(&self) -> Stop {
+        Stop::Exhausted(
+            TerminalReason::MaxSteps,
+            format!("used all {} steps", self.max_steps),
+        )
+    }
+}
+
+/// The retries a run has used so far.
+#[derive(Default)]
+struct Retries {
+    /// The one retry of an empty answer.
+    empty_retry_used: bool,
+    /// The provider refused `tool_choice: "required"`: `auto` from then on.
+    required_refused: bool,
+    /// The gate's refusals, for too little exploration and for anything else.
+    gate_blocks: i64,
+    explore_blocks: i64,
+}
+
+/// What one step decided.
+enum Next {
+    /// Go on with the next step.
+    Continue,
+    /// Leave the loop: end now, or wrap up.
+    Stop(Stop),
+    /// End the run now.
+    End(Box<Ending>),
+    /// End the run with the places the child saw as leads (reason, error).
+    Leads(TerminalReason, String),
+}
+
+/// The gate's refusal of a final answer (see [`Gate::Reject`]).
+struct Refusal {
+    exploring: bool,
+    feedback: String,
+    parsed: Option<(ParsedResult, Option<Repair>, Vec<EvidenceCheck>)>,
+}
+
+impl RuntimeRunner {
+    /// The model's loop on `task` until it stops; `scout` is the offline scout's run, whose
+    /// places are the repo-map hint.
+    pub(super) async fn run_model(&self, task: &str, scout: Option<&ScoutRun>) -> RunOutcome {
+        let (deadline, explore_deadline) = self.deadlines();
+        let lead = self.lead(scout);
+        let first = match &lead {
+            Some(lead) => format!("{task}\n\n{}", lead.hint),
+            None => task.to_string(),
+        };
+        let mut st = self.first_state(&first, lead.as_ref());
+        let plan = Plan {
+            deadline,
+            explore_deadline,
+            schema_chars: self.tool_schemas.iter().map(|t| t.to_string().len()).sum(),
+            tools: self.tool_schemas.clone(),
+            wrap_reserve: self.wrap_reserve(&st),
+            max_steps: self.profile.max_steps.max(1) as u64,
+            min_tools: self.profile.min_tool_calls.max(0) as u64,
+            example: lead.and_then(|l| l.example),
+        };
+        self.emit_run_start(&first);
+        let mut retries = Retries::default();
+        let mut step = 0u64;
+        let stop = loop {
+            step += 1;
+            match self.step(step, &mut st, &plan, &mut retries).await {
+                Next::Continue => {}
+                Next::Stop(stop) => break stop,
+                Next::End(ending) => return self.finish(st, step, *ending),
+                Next::Leads(reason, error) => {
+                    return self.partial_from_seen(st, step, reason, error)
+                }
+            }
+        };
+        match stop {
+            Stop::Terminal(reason, error) => self.finish(st, step, Ending::stopped(reason, error)),
+            Stop::Refused(error) => {
+                self.finish(st, step, Ending::stopped(TerminalReason::ModelError, error))
+            }
+            Stop::Exhausted(reason, error) => self.wrap_up(st, step, reason, error, deadline).await,
+        }
+    }
+
+    /// The run's wall-clock deadline, and when exploring stops: under policy `partial`, early
+    /// enough for the wrap-up to answer, so that a run that reaches its time limit still
+    /// returns what it found (partial) instead of nothing.
+    fn deadlines(&self) -> (Instant, Instant) {
+        let deadline = Instant::now() + Duration::from_secs_f64(self.profile.timeout_seconds);
+        let explore_deadline = if self.profile.on_budget_exhausted == BudgetPolicy::Partial {
+            let keep = Duration::from_secs_f64(self.profile.timeout_seconds * WRAP_UP_TIME_SHARE)
+                .min(WRAP_UP_TIME_CAP);
+            deadline.checked_sub(keep).unwrap_or(deadline)
+        } else {
+            deadline
+        };
+        (deadline, explore_deadline)
+    }
+
+    /// The state before the first call: the system prompt (with any extra system text) and the
+    /// first user message. The windows the hint opened count as seen, and as the one look
+    /// `min_tool_calls` gives for them.
+    fn first_state(&self, first: &str, lead: Option<&Lead>) -> State {
+        let mut system = self.profile.rendered_system_prompt();
+        if let Some(extra) = &self.extra_system {
+            system.push_str("\n\n");
+            system.push_str(extra);
+        }
+        let mut st = State::new(system, first.to_string());
+        if let Some(lead) = lead.filter(|l| !l.opened.is_empty()) {
+            // The windows opened for the child are in its first message: it has seen those
+            // lines, and that look counts as one of the tool calls `min_tool_calls` asks for.
+            for shown in &lead.opened {
+                st.observed.record("Read", shown);
+            }
+            st.successful_tools = 1;
+            st.given_looks = 1;
+        }
+        st
+    }
+
+    /// The tokens every call before the wrap-up leaves unspent (policy `partial`), so that the
+    /// wrap-up (system prompt, task, compacted history, answer) can always be made.
+    fn wrap_reserve(&self, st: &State) -> u64 {
+        if self.profile.on_budget_exhausted != BudgetPolicy::Partial {
+            return 0;
+        }
+        let fixed: usize = st.messages.iter().map(Message::char_len).sum();
+        estimate_tokens(fixed + WRAP_UP_NOTE_CHARS + WRAP_UP_HISTORY_CHARS) + ANSWER_RESERVE_TOKENS
+    }
+
+    /// The run's first events: its budgets, tools and model, and the first user message.
+    fn emit_run_start(&self, first: &str) {
+        self.trace.emit(
+            0,
+            &event::RunStart {
+                profile: &self.profile.name,
+                max_steps: self.profile.max_steps,
+                context_token_budget: self.profile.context_token_budget,
+                total_token_budget: self.profile.total_token_budget,
+                tools: self.registry.names(),
+                model: &self.model.describe(),
+                model_id: self.model.model_id().map(|m| crate::redact::redact_str(&m)),
+            },
+        );
+        self.trace.emit(0, &event::UserInput { content: first });
+    }
+
+    /// One step: the model's answer, then either its tool calls run or its final text judged
+    /// by the completion gate. Decides whether the loop goes on.
+    async fn step(&self, step: u64, st: &mut State, plan: &Plan, retries: &mut Retries) -> Next {
+        tracing::debug!(session_id = %self.trace.session_id(), step, "step");
+        let span = tracing::info_span!(target: crate::trace::SPAN_TARGET, "step", session_id = %self.trace.session_id(), step);
+        let resp = match self.answer(step, st, plan, retries, &span).await {
+            Ok(r) => r,
+            Err(stop) => return Next::Stop(stop),
+        };
+        if !resp.tool_calls.is_empty() {
+            return self.act(step, st, plan, resp, &span).await;
+        }
+        let text = resp.content.trim().to_string();
+        match self.judge(st, plan, &text, &span).await {
+            Gate::Accept(result, repair) => {
+                if let Some(r) = repair {
+                    tracing::warn!(
+                        session_id = %self.trace.session_id(),
+                        step,
+                        repair = r.as_str(),
+                        "the final answer was repaired to fit the contract"
+                    );
+                }
+                st.messages.push(Message::Assistant {
+                    content: text.clone(),
+                    tool_calls: vec![],
+                });
+                self.trace.emit(step, &event::GateVerdict::Pass { repair });
+                let ending = Ending::answered(TerminalReason::Completed, text, result, repair);
+                Next::End(Box::new(ending))
+            }
+            Gate::Reject {
+                feedback,
+                parsed,
+                exploring,
+            } => {
+                let refusal = Refusal {
+                    exploring,
+                    feedback,
+                    parsed,
+                };
+                self.refused(step, st, plan, retries, text, refusal)
+            }
+        }
+    }
+
+    /// The model's answer for this step. Decides the `tool_choice` (`required` while the child
+    /// still owes a tool call, unless the provider refused it), and retries once, with a hint,
+    /// an answer with neither content nor tool calls.
+    async fn answer(
+        &self,
+        step: u64,
+        st: &mut State,
+        plan: &Plan,
+        retries: &mut Retries,
+        span: &tracing::Span,
+    ) -> Result<ChatResponse, Stop> {
+        let mut hint = None;
+        loop {
+            let tool_choice = if st.successful_tools < plan.min_tools && !retries.required_refused {
+                "required"
+            } else {
+                "auto"
+            };
+            let spec = CallSpec {
+                tools: &plan.tools,
+                schema_chars: plan.schema_chars,
+                hint,
+                reserve: plan.wrap_reserve,
+                wrap_up: false,
+                tool_choice,
+            };
+            let called = self
+                .call(step, st, spec, plan.explore_deadline)
+                .instrument(span.clone())
+                .await;
+            match called {
+                Err(Stop::Refused(_)) if tool_choice == "required" => {
+                    retries.required_refused = true;
+                }
+                Err(Stop::Refused(e)) => return Err(Stop::Terminal(TerminalReason::ModelError, e)),
+                Err(stop) => return Err(stop),
+                Ok(r) if r.tool_calls.is_empty() && r.content.trim().is_empty() => {
+                    if retries.empty_retry_used {
+                        return Err(Stop::Terminal(
+                            TerminalReason::EmptyResponseFailed,
+                            "the model returned no content and no tool calls twice".into(),
+                        ));
+                    }
+                    retries.empty_retry_used = true;
+                    tracing::warn!(
+                        session_id = %self.trace.session_id(),
+                        step,
+                        "the model answered with nothing; retrying the step once"
+                    );
+                    self.trace.emit(
+                        step,
+                        &event::EmptyResponseRetry {
+                            finish_reason: r.finish_reason.as_deref(),
+                        },
+                    );
+                    hint = Some(EMPTY_RESPONSE_HINT);
+                }
+                Ok(r) => return Ok(r),
+            }
+        }
+    }
+
+    /// Run the answer's tool calls and keep their results. Decides whether the steps ran out.
+    async fn act(
+        &self,
+        step: u64,
+        st: &mut State,
+        plan: &Plan,
+        resp: ChatResponse,
+        span: &tracing::Span,
+    ) -> Next {
+        st.messages.push(Message::Assistant {
+            content: resp.content,
+            tool_calls: resp.tool_calls.clone(),
+        });
+        if let Err(stop) = self
+            .run_tools(step, st, &resp.tool_calls, plan.explore_deadline)
+            .instrument(span.clone())
+            .await
+        {
+            return Next::Stop(stop);
+        }
+        self.trace.flush();
+        if step >= plan.max_steps {
+            return Next::Stop(plan.steps_spent());
+        }
+        Next::Continue
+    }
+
+    /// The completion gate's verdict on the final text `text`, recorded on its own span.
+    async fn judge(&self, st: &State, plan: &Plan, text: &str, step_span: &tracing::Span) -> Gate {
+        let span = tracing::info_span!(target: crate::trace::SPAN_TARGET,
+            parent: step_span,
+            "completion_gate",
+            verdict = Empty,
+            repair = Empty,
+            duration_ms = Empty
+        );
+        let started = Instant::now();
+        let seen = gate::Exploration {
+            observed: &st.observed,
+            successful_tools: st.successful_tools,
+            example: plan.example.as_deref(),
+        };
+        let verdict = gate::check(&self.profile, &self.workspace, text, plan.deadline, &seen)
+            .instrument(span.clone())
+            .await;
+        span.record("duration_ms", started.elapsed().as_millis() as u64);
+        match &verdict {
+            Gate::Accept(_, repair) => {
+                span.record("verdict", "pass");
+                if let Some(r) = repair {
+                    span.record("repair", r.as_str());
+                }
+            }
+            Gate::Reject { .. } => {
+                span.record("verdict", "fail");
+            }
+        }
+        verdict
+    }
+
+    /// A final answer the gate refused. Decides whether the child gets another try (its
+    /// feedback), or whether its refusals are spent (or its exploring time is up), and then
+    /// how the run ends.
+    fn refused(
+        &self,
+        step: u64,
+        st: &mut State,
+        plan: &Plan,
+        retries: &mut Retries,
+        text: String,
+        refusal: Refusal,
+    ) -> Next {
+        // Too little exploration gets one more chance than other refusals (a small model often
+        // needs telling twice to call a tool), unless the profile allows no retries at all.
+        let allowed = self.profile.gate_retries;
+        let spent = if refusal.exploring {
+            retries.explore_blocks += 1;
+            retries.explore_blocks > if allowed == 0 { 0 } else { allowed + 1 }
+        } else {
+            retries.gate_blocks += 1;
+            retries.gate_blocks > allowed
+        };
+        let blocks = retries.gate_blocks + retries.explore_blocks;
+        tracing::warn!(
+            session_id = %self.trace.session_id(),
+            step,
+            blocks,
+            feedback = %refusal.feedback,
+            "the completion gate refused the final answer"
+        );
+        self.trace.emit(
+            step,
+            &event::GateVerdict::Fail {
+                feedback: &refusal.feedback,
+                blocks,
+            },
+        );
+        st.messages.push(Message::Assistant {
+            content: text.clone(),
+            tool_calls: vec![],
+        });
+        let out_of_time = Instant::now() >= plan.explore_deadline;
+        if spent || out_of_time {
+            return self.last_refusal(text, refusal, out_of_time);
+        }
+        st.messages.push(Message::User {
+            content: refusal.feedback,
+        });
+        if step >= plan.max_steps {
+            return Next::Stop(plan.steps_spent());
+        }
+        Next::Continue
+    }
+
+    /// The end after the gate's last allowed refusal (or at the end of the exploring time).
+    /// Decides what stands: an answer that met the contract and cites nothing false, as
+    /// partial; one with evidence the child was not shown, as unverified; without one, the
+    /// wrap-up (out of time) or the places the child saw, as leads.
+    fn last_refusal(&self, text: String, refusal: Refusal, out_of_time: bool) -> Next {
+        if let Some((result, repair, ungrounded)) = refusal.parsed {
+            if ungrounded.is_empty() {
+                // Nothing it cites is false; it explored too little or cited nothing: it
+                // stands as partial, saying why.
+                let result = gate::downgraded(result, refusal.exploring);
+                let ending = Ending::answered(TerminalReason::Completed, text, result, repair);
+                return Next::End(Box::new(ending));
+            }
+            let ending =
+                Ending::answered(TerminalReason::CompletedUnverified, text, result, repair)
+                    .with_ungrounded(ungrounded);
+            return Next::End(Box::new(ending));
+        }
+        if out_of_time {
+            return Next::Stop(self.out_of_time());
+        }
+        // No answer met the contract: what the child saw is still worth returning, as leads
+        // (or nothing, when it saw nothing).
+        let error = format!(
+            "the model's answers never met the contract; the last refusal: {}",
+            refusal.feedback
+        );
+        Next::Leads(TerminalReason::CompletionGateBlocked, error)
+    }
+}
