@@ -1066,9 +1066,23 @@ def search_cases() -> list[Case]:
             {"query": f"{MARK_CONTENT} {MARK_NAME} root password secret visible", "limit": 30},
             SUCCESS,
         ),
-        Case("search-hostile-path-out", "hostile", "Search", {"query": "x", "path": "../outside"}, dirs),
-        Case("search-hostile-path-abs", "hostile", "Search", {"query": "x", "path": "{base}"}, dirs),
-        Case("search-hostile-path-link", "hostile", "Search", {"query": "x", "path": "link_dir_out"}, dirs),
+        Case(
+            "search-hostile-path-out",
+            "hostile",
+            "Search",
+            {"query": "x", "path": "../outside"},
+            dirs,
+        ),
+        Case(
+            "search-hostile-path-abs", "hostile", "Search", {"query": "x", "path": "{base}"}, dirs
+        ),
+        Case(
+            "search-hostile-path-link",
+            "hostile",
+            "Search",
+            {"query": "x", "path": "link_dir_out"},
+            dirs,
+        ),
         Case("search-huge", "huge", "Search", {"query": "bottom deep sparse line"}, SUCCESS),
         Case(
             "search-huge-short-timeout",
@@ -1081,7 +1095,9 @@ def search_cases() -> list[Case]:
         Case("search-args-query-int", "hostile", "Search", {"query": 7}, INVALID),
         Case("search-args-limit-over", "hostile", "Search", {"query": "a", "limit": 31}, INVALID),
         Case("search-args-unknown", "hostile", "Search", {"query": "a", "pattern": "b"}, INVALID),
-        Case("search-args-path-list", "hostile", "Search", {"query": "a", "path": ["src"]}, INVALID),
+        Case(
+            "search-args-path-list", "hostile", "Search", {"query": "a", "path": ["src"]}, INVALID
+        ),
         Case("search-args-none", "hostile", "Search", {}, INVALID),
     ]
 

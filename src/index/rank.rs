@@ -252,6 +252,7 @@ pub struct QueryTerm {
 }
 
 /// A question, read for the index.
+#[allow(clippy::struct_excessive_bools)] // what the question asks about, one flag each
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Query {
     /// Its terms.
@@ -402,6 +403,9 @@ pub fn parse(question: &str) -> Query {
 fn parts_len(w: &str) -> usize {
     super::text::split_words(w).len()
 }
+
+/// A chunk that holds query terms: its file, its index, and (query term, count) pairs.
+type Found = (usize, usize, Vec<(usize, u32)>);
 
 /// One ranked chunk.
 #[derive(Debug, Clone, PartialEq)]
@@ -577,7 +581,7 @@ pub fn search(index: &Index, q: &Query, limit: usize, under: Option<&str>) -> Ve
         }
     }
     let in_scope = |path: &str| match under {
-        None | Some("") | Some(".") => true,
+        None | Some("" | ".") => true,
         Some(dir) => {
             let dir = dir.trim_end_matches('/');
             path.starts_with(dir) && path[dir.len()..].starts_with('/')
@@ -587,7 +591,8 @@ pub fn search(index: &Index, q: &Query, limit: usize, under: Option<&str>) -> Ve
     let mut df = vec![0u64; q.terms.len()];
     let mut total_len = 0u64;
     let mut n_chunks = 0u64;
-    let mut found: Vec<(usize, usize, Vec<(usize, u32)>)> = Vec::new();
+    // (file, chunk, the query terms it holds with their counts)
+    let mut found: Vec<Found> = Vec::new();
     for (fi, f) in index.files.iter().enumerate() {
         for ci in 0..f.chunks.chunks.len() {
             n_chunks += 1;
@@ -676,8 +681,8 @@ pub fn search(index: &Index, q: &Query, limit: usize, under: Option<&str>) -> Ve
         scored.push(finish(f, ci, score, covered, q, &idf_of, total_weight, fi));
     }
     // Files named after the question whose chunks hold none of its words.
-    for fi in 0..index.files.len() {
-        if seen_files[fi] || !in_scope(&index.files[fi].path) {
+    for (fi, seen) in seen_files.iter().enumerate() {
+        if *seen || !in_scope(&index.files[fi].path) {
             continue;
         }
         let (ps, phit) = path_score(fi);
@@ -765,7 +770,7 @@ fn name_bonus(
             .next()
             .unwrap_or(&c.parent)
             .to_lowercase();
-        if q.names.iter().any(|n| *n == parent_short) {
+        if q.names.contains(&parent_short) {
             bonus += W_EXACT / 3.0;
         }
     }

@@ -174,16 +174,17 @@ pub fn prune(dir: &Path) {
         if !meta.is_file() {
             continue;
         }
-        if name.ends_with(".tmp") && name.starts_with('.') {
+        let ext = Path::new(&name).extension().and_then(|e| e.to_str());
+        if ext == Some("tmp") && name.starts_with('.') {
             if modified < hour_ago {
                 let _ = fs::remove_file(&path);
             }
-        } else if name.ends_with(".idx") {
+        } else if ext == Some("idx") {
             kept.push((modified, path));
         }
     }
     if kept.len() > MAX_CACHED {
-        kept.sort_by(|a, b| b.0.cmp(&a.0));
+        kept.sort_by_key(|k| std::cmp::Reverse(k.0));
         for (_, path) in kept.drain(MAX_CACHED..) {
             let _ = fs::remove_file(path);
         }

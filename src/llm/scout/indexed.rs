@@ -177,11 +177,11 @@ fn terms_in(lines: &[(u64, String)]) -> Vec<String> {
     out
 }
 
-/// The part of `place` a Read showed, as (start, end, lines).
-fn read_part<'a>(
-    place: &Place,
-    windows: &'a [ReadWindow],
-) -> Option<(u64, u64, &'a [(u64, String)])> {
+/// A stretch of a place a Read showed: (start, end, the numbered lines of the window).
+type Shown<'a> = (u64, u64, &'a [(u64, String)]);
+
+/// The part of `place` a Read showed.
+fn read_part<'a>(place: &Place, windows: &'a [ReadWindow]) -> Option<Shown<'a>> {
     windows.iter().find_map(|w| {
         let first = w.lines.first()?.0;
         let last = w.lines.last()?.0;
