@@ -20,6 +20,8 @@ use crate::tools::registry::ToolRegistry;
 /// The places the repo-map hint opens for the child, and the fewest and most lines of each.
 const OPENED_PLACES: usize = 3;
 const OPENED_LINES: (u64, u64) = (8, 16);
+/// Most lines shown of the first place.
+const FIRST_OPENED_LINES: u64 = 32;
 
 /// The offline scout's search made before the model's first call.
 pub(super) struct ScoutRun {
@@ -318,7 +320,9 @@ impl ScoutSearch {
                 continue;
             }
             let from = start.saturating_sub(1).max(1);
-            let limit = (end.saturating_sub(from) + 1).clamp(OPENED_LINES.0, OPENED_LINES.1);
+            // The best place is shown whole when it is short; the others as a first look.
+            let most = if opened.is_empty() { FIRST_OPENED_LINES } else { OPENED_LINES.1 };
+            let limit = (end.saturating_sub(from) + 1).clamp(OPENED_LINES.0, most);
             let args = serde_json::json!({"path": path, "start_line": from, "limit": limit});
             let shown = self
                 .registry

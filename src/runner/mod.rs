@@ -54,7 +54,7 @@ pub const WRAP_UP_TIME_SHARE: f64 = 0.2;
 /// The most time kept for the wrap-up answer.
 pub const WRAP_UP_TIME_CAP: Duration = Duration::from_secs(60);
 /// Likely places listed with `repo_map_hint`.
-pub const REPO_MAP_LINES: usize = 5;
+pub const REPO_MAP_LINES: usize = 3;
 /// The share of `timeout_seconds` the offline scout may spend before the model's first call.
 pub const SCOUT_TIME_SHARE: f64 = 0.1;
 /// The most time the offline scout spends before the model's first call.
