@@ -321,7 +321,11 @@ impl ScoutSearch {
             }
             let from = start.saturating_sub(1).max(1);
             // The best place is shown whole when it is short; the others as a first look.
-            let most = if opened.is_empty() { FIRST_OPENED_LINES } else { OPENED_LINES.1 };
+            let most = if opened.is_empty() {
+                FIRST_OPENED_LINES
+            } else {
+                OPENED_LINES.1
+            };
             let limit = (end.saturating_sub(from) + 1).clamp(OPENED_LINES.0, most);
             let args = serde_json::json!({"path": path, "start_line": from, "limit": limit});
             let shown = self
