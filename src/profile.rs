@@ -50,8 +50,11 @@ pub const PROFILE_PARAMS: crate::args::Params = crate::args::Params {
     required: 0,
 };
 
-/// The only tools a formal sub-agent may be given.
+/// The tools a formal sub-agent is given by default (the reference's read-only set).
 pub const READONLY_TOOLS: [&str; 3] = ["Glob", "Grep", "Read"];
+/// Read-only tools a profile may add to [`READONLY_TOOLS`]: `Search`, ranked search of the
+/// code index (the offline scout has it wherever Grep is allowed).
+pub const OPTIONAL_TOOLS: [&str; 1] = ["Search"];
 
 pub use crate::error::ProfileError;
 
@@ -288,11 +291,11 @@ impl RuntimeProfile {
             .tool_allowlist
             .iter()
             .map(String::as_str)
-            .filter(|t| !READONLY_TOOLS.contains(t))
+            .filter(|t| !READONLY_TOOLS.contains(t) && !OPTIONAL_TOOLS.contains(t))
             .collect();
         if !unknown.is_empty() {
             return Err(ProfileError(format!(
-                "formal subagent profiles may only use Glob, Grep and Read; got {}",
+                "formal subagent profiles may only use Glob, Grep, Read and Search; got {}",
                 unknown
                     .iter()
                     .map(|t| format!("'{t}'"))
@@ -787,7 +790,7 @@ mod tests {
         );
         assert_eq!(
             err(json!({"tool_allowlist": ["TodoWrite"], "result_contract": "Other"})),
-            "formal subagent profiles may only use Glob, Grep and Read; got 'TodoWrite'"
+            "formal subagent profiles may only use Glob, Grep, Read and Search; got 'TodoWrite'"
         );
         assert_eq!(
             err(json!({"result_contract": "Other", "gate_retries": 11})),

@@ -138,3 +138,49 @@ def test_links_out_of_the_tree_are_not_indexed(tmp_path: pathlib.Path, cache: pa
     os.symlink(outside / "secret.py", root / "linked.py")
     env = outrider.run_tool(root, "Search", {"query": "leaked_secret_function"})
     assert all("leaked" not in str(h) for h in env["data"]["hits"]), env
+
+
+def test_a_profile_may_offer_search_to_a_model_and_its_lines_count_as_seen(
+    tmp_path: pathlib.Path, cache: pathlib.Path
+) -> None:
+    from outrider.testing import ScriptedLLM, call, final
+
+    root = make_tree(tmp_path / "repo", SOURCES)
+    profile = outrider.EXPLORE_PROFILE.replace(
+        name="explore_search", tool_allowlist=["Read", "Grep", "Glob", "Search"]
+    )
+    llm = ScriptedLLM(
+        [
+            [call("Search", query="session cookie saved")],
+            final(
+                status="completed",
+                summary="save() sets the cookie",
+                findings=["SessionStore.save"],
+                evidence=["src/auth/session.py:7"],
+            ),
+        ]
+    )
+    launcher = outrider.SubagentLauncher(root, llm, trace_dir=False, profiles=[profile])
+    result = launcher.launch(
+        outrider.SubagentRequest(task="Where is the cookie saved?", profile_name="explore_search")
+    )
+    assert result.status == "completed", result
+    assert result.tool_usage == {"Search": 1}
+    assert any(t["function"]["name"] == "Search" for t in llm.requests[0]["tools"])
+    # The default explore profile does not offer it, and a call to it is denied.
+    plain = ScriptedLLM(
+        [
+            [call("Search", query="x")],
+            final(status="partial", summary="s", findings=["f"], evidence=[]),
+        ]
+    )
+    outrider.SubagentLauncher(root, plain, trace_dir=False).launch(
+        outrider.SubagentRequest(task="Where is main?")
+    )
+    assert all(t["function"]["name"] != "Search" for t in plain.requests[0]["tools"])
+    assert "PERMISSION_DENIED" in str(plain.requests[1]["messages"][-1])
+
+
+def test_profiles_refuse_tools_other_than_the_read_only_ones() -> None:
+    with pytest.raises(outrider.ProfileError, match="Glob, Grep, Read and Search; got 'Bash2'"):
+        outrider.EXPLORE_PROFILE.replace(name="x", tool_allowlist=["Read", "Bash2"])

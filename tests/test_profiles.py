@@ -122,7 +122,7 @@ def make(**changes: Any) -> RuntimeProfile:
         ({"tool_allowlist": ("Bash",)}, "formal subagent profiles must be strictly read-only"),
         (
             {"tool_allowlist": ["TodoWrite", "Read"]},
-            "formal subagent profiles may only use Glob, Grep and Read; got 'TodoWrite'",
+            "formal subagent profiles may only use Glob, Grep, Read and Search; got 'TodoWrite'",
         ),
         (
             {"result_contract": "Other"},

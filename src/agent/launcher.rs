@@ -363,7 +363,10 @@ impl SubagentLauncher {
         let tools = profiles
             .iter()
             .map(|(name, p)| {
-                let registry = ToolRegistry::readonly().filtered(p.tool_allowlist.iter().cloned());
+                // Search only when the profile names it (the offline scout gets it in `tools_for`).
+                let registry = ToolRegistry::readonly()
+                    .with_search()
+                    .filtered(p.tool_allowlist.iter().cloned());
                 let schemas = Arc::new(registry.openai_tools());
                 (name.clone(), (Arc::new(registry), schemas))
             })
