@@ -263,13 +263,38 @@ pub struct SubagentLauncher {
     parent_trace: Option<Arc<Trace>>,
     profiles: BTreeMap<String, RuntimeProfile>,
     /// Per profile: the filtered registry and its schemas, built once.
-    tools: BTreeMap<String, (Arc<ToolRegistry>, Arc<Vec<Value>>)>,
+    tools: BTreeMap<String, ProfileTools>,
     trace_dir: Option<TraceDir>,
     max_concurrency: usize,
     /// Whether `max_concurrency` was given (not the default): only then does it also bound a
     /// `launch_many` call that gives its own limit.
     limit_given: bool,
     semaphore: Arc<Semaphore>,
+}
+
+/// A profile's tools, built once per launcher: its registry and schemas for a model, and for the
+/// offline scout the same with Search added wherever Grep is allowed (the scout searches the code
+/// index; a model gets Search only when the profile names it).
+struct ProfileTools {
+    model: (Arc<ToolRegistry>, Arc<Vec<Value>>),
+    scout: (Arc<ToolRegistry>, Arc<Vec<Value>>),
+}
+
+impl ProfileTools {
+    fn of(profile: &RuntimeProfile) -> Self {
+        let model = ToolRegistry::readonly()
+            .with_search()
+            .filtered(profile.tool_allowlist.iter().cloned());
+        let scout = model.with_search();
+        let pair = |r: ToolRegistry| {
+            let schemas = Arc::new(r.openai_tools());
+            (Arc::new(r), schemas)
+        };
+        ProfileTools {
+            model: pair(model),
+            scout: pair(scout),
+        }
+    }
 }
 
 /// Profiles a caller gave as a mapping: each key must be its profile's name.
@@ -362,14 +387,7 @@ impl SubagentLauncher {
         let main_model = options.routes.main(&main_model);
         let tools = profiles
             .iter()
-            .map(|(name, p)| {
-                // Search only when the profile names it (the offline scout gets it in `tools_for`).
-                let registry = ToolRegistry::readonly()
-                    .with_search()
-                    .filtered(p.tool_allowlist.iter().cloned());
-                let schemas = Arc::new(registry.openai_tools());
-                (name.clone(), (Arc::new(registry), schemas))
-            })
+            .map(|(name, p)| (name.clone(), ProfileTools::of(p)))
             .collect();
         Ok(SubagentLauncher {
             workspace,
@@ -391,17 +409,13 @@ impl SubagentLauncher {
         &self,
         profile: &str,
         model: &dyn ChatModel,
-    ) -> (Arc<ToolRegistry>, Arc<Vec<serde_json::Value>>) {
-        let (registry, schemas) = self.tools[profile].clone();
-        if model.route_label() != Some("offline") || registry.names().contains(&"Search") {
-            return (registry, schemas);
+    ) -> (Arc<ToolRegistry>, Arc<Vec<Value>>) {
+        let tools = &self.tools[profile];
+        if model.route_label() == Some("offline") {
+            tools.scout.clone()
+        } else {
+            tools.model.clone()
         }
-        let with = registry.with_search();
-        if with.names().contains(&"Search") {
-            let schemas = Arc::new(with.openai_tools());
-            return (Arc::new(with), schemas);
-        }
-        (registry, schemas)
     }
 
     /// The confined root.

@@ -355,7 +355,7 @@ impl Drop for Collector<'_> {
 
 /// A file's text, read through the workspace (confined, no symlink, regular files only), or
 /// None when it is binary (a NUL byte in its first 8 KiB), not UTF-8 enough, or unreadable.
-fn read_text(ws: &Workspace, rel: &str) -> Option<String> {
+pub(crate) fn read_text(ws: &Workspace, rel: &str) -> Option<String> {
     use std::io::Read;
     let resolved = ws.resolve_file(rel).ok()?;
     let (file, _) = ws.open(&resolved).ok()?;

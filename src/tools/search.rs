@@ -7,6 +7,7 @@
 //! confined walk, opened beneath the root), and its cache lives outside the root.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::time::Instant;
 
 use serde_json::{json, Map, Value};
@@ -154,10 +155,15 @@ fn search(ctx: &ToolContext, args: &Value) -> ToolResult {
     let hits = rank::search(&index, &q, req.limit, under.as_deref());
     let query_terms: Vec<String> = q.terms.iter().map(|t| t.term.clone()).collect();
     let mut shown = Vec::new();
+    // Each file is read once, through the workspace, however many of its places rank.
+    let mut texts: HashMap<&str, Option<String>> = HashMap::new();
     for h in &hits {
         let f = &index.files[h.file];
         let c = &f.chunks.chunks[h.chunk];
-        let Some(lines) = file_lines(ctx, &f.path, c.start, c.end) else {
+        let text = texts
+            .entry(f.path.as_str())
+            .or_insert_with(|| index::read_text(&ctx.workspace, &f.path));
+        let Some(lines) = text.as_deref().and_then(|t| file_lines(t, c.start, c.end)) else {
             continue;
         };
         let (kind, name) = if c.is_definition() && defines(&lines, c.start, &c.name) {
@@ -239,23 +245,15 @@ fn shorten(text: &str, max: usize) -> String {
     }
 }
 
-/// Lines `start..=end` of the file (1-based, with their numbers), read through the workspace;
-/// None when it cannot be read now.
-fn file_lines(ctx: &ToolContext, rel: &str, start: u32, end: u32) -> Option<Vec<(u32, String)>> {
-    use std::io::Read;
-    let ws = &ctx.workspace;
-    let resolved = ws.resolve_file(rel).ok()?;
-    let (file, _) = ws.open(&resolved).ok()?;
-    let mut bytes = Vec::new();
-    file.take(index::MAX_FILE_BYTES)
-        .read_to_end(&mut bytes)
-        .ok()?;
-    let text = String::from_utf8_lossy(&bytes);
+/// Lines `start..=end` of a file's text (1-based, with their numbers, each cut to
+/// [`LINE_CHARS`]); None when the file has none of them now.
+fn file_lines(text: &str, start: u32, end: u32) -> Option<Vec<(u32, String)>> {
     let lines: Vec<(u32, String)> = text
         .lines()
         .enumerate()
         .map(|(i, l)| (i as u32 + 1, l))
-        .filter(|(n, _)| *n >= start && *n <= end)
+        .skip_while(|(n, _)| *n < start)
+        .take_while(|(n, _)| *n <= end)
         .map(|(n, l)| (n, l.chars().take(LINE_CHARS).collect()))
         .collect();
     (!lines.is_empty()).then_some(lines)

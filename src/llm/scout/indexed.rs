@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use super::answer::quote;
 use super::query::task_body;
 use super::search::{reads, ReadWindow};
-use super::{calls_response, fit_reads, read_allowance, system_text, task_text};
+use super::{calls_response, fit_reads, read_allowance, task_text};
 use crate::index::rank;
 use crate::index::text::{ident_terms, idents};
 use crate::llm::{ChatRequest, ChatResponse, Message, ToolCall};
@@ -158,12 +158,11 @@ fn read_calls(request: &ChatRequest, places: &[Place]) -> Vec<ToolCall> {
 }
 
 /// The words of the question that carry meaning, as index terms.
-fn key_terms(question: &str) -> Vec<String> {
-    rank::parse(question)
-        .terms
-        .into_iter()
+fn key_terms(q: &rank::Query) -> Vec<String> {
+    q.terms
+        .iter()
         .filter(|t| t.weight >= 1.0)
-        .map(|t| t.term)
+        .map(|t| t.term.clone())
         .collect()
 }
 
@@ -257,8 +256,9 @@ fn answer(
             }
         }
     }
-    let keys = key_terms(question);
-    let named: Vec<String> = rank::parse(question).names;
+    let q = rank::parse(question);
+    let keys = key_terms(&q);
+    let named = &q.names;
     let direct = match places.first() {
         Some(best) => {
             let named_def = best.kind != "lines"
@@ -329,9 +329,4 @@ fn answer(
         "unresolved_questions": open,
     })
     .to_string()
-}
-
-/// Whether this request is a verification run (the scout does not judge those).
-pub fn is_verification(request: &ChatRequest) -> bool {
-    system_text(&request.messages).contains("\"verdict\"")
 }

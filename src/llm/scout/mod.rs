@@ -61,6 +61,12 @@ fn system_text(messages: &[Message]) -> &str {
         .unwrap_or("")
 }
 
+/// Whether this request is a verification run (its system prompt asks for a verdict): the
+/// scout does not judge those, it says so.
+fn is_verification(request: &ChatRequest) -> bool {
+    system_text(&request.messages).contains("\"verdict\"")
+}
+
 /// The run's budgets as the system prompt states them: (total tokens, tokens per request).
 fn budgets(system: &str) -> (u64, u64) {
     static TOTAL: OnceLock<Regex> = OnceLock::new();
@@ -185,7 +191,7 @@ pub fn search_quietly(
 fn next_step(request: &ChatRequest) -> ChatResponse {
     // With the Search tool, the code index ranks; without it (a profile that offers Grep alone,
     // or a registry built by hand), the keyword searches below.
-    if indexed::offered(request) && !indexed::is_verification(request) {
+    if indexed::offered(request) && !is_verification(request) {
         return indexed::next_step(request);
     }
     let messages = &request.messages;
@@ -194,7 +200,7 @@ fn next_step(request: &ChatRequest) -> ChatResponse {
         .filter(|m| matches!(m, Message::Assistant { .. }))
         .count();
     let q = query::parse(task_text(messages));
-    let verification = system_text(messages).contains("\"verdict\"");
+    let verification = is_verification(request);
     let reply = |content: String| ChatResponse {
         content,
         finish_reason: Some("stop".into()),
