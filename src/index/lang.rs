@@ -143,6 +143,8 @@ fn role(lang: Lang, kind: &str, inside_type: bool) -> Role {
         (Lang::Go, "function_declaration") => def("function", false),
         (Lang::Go, "method_declaration") => def("method", false),
         (Lang::Go, "type_spec") => def("type", false),
+        // `var name = func(...) {...}`: a function by another syntax (see `name_of`).
+        (Lang::Go, "var_spec") => def("function", false),
         (Lang::JavaScript | Lang::TypeScript | Lang::Tsx, k) => match k {
             "function_declaration" | "generator_function_declaration" => def(func, false),
             "class_declaration" | "abstract_class_declaration" | "class" => def("class", true),
@@ -320,6 +322,16 @@ fn name_of(lang: Lang, node: Node<'_>, text: &[u8]) -> Option<String> {
                 .and_then(|n| text_of(n, text))
                 .map(str::to_string)
         }
+        (Lang::Go, "var_spec") => {
+            // One name bound to one function literal; `var a, b = f, g` defines no function.
+            let value = field("value")?;
+            let mut cursor = value.walk();
+            let values: Vec<Node<'_>> = value.named_children(&mut cursor).collect();
+            if values.len() != 1 || values[0].kind() != "func_literal" {
+                return None;
+            }
+            text_of(field("name")?, text).map(str::to_string)
+        }
         _ => field("name")
             .and_then(|n| text_of(n, text))
             .map(str::to_string),
@@ -417,12 +429,13 @@ mod tests {
                 ("function", "f".to_string(), 6, 6),
             ]
         );
-        let go = "package p\n\ntype Engine struct {\n\tx int\n}\n\nfunc (e *Engine) Run(addr string) error {\n\treturn nil\n}\n";
+        let go = "package p\n\ntype Engine struct {\n\tx int\n}\n\nfunc (e *Engine) Run(addr string) error {\n\treturn nil\n}\n\nvar defaultFormatter = func(p Params) string {\n\treturn \"\"\n}\n\nvar limit, name = 3, \"x\"\n";
         assert_eq!(
             defs("gin.go", go),
             vec![
                 ("struct", "Engine".to_string(), 3, 5),
                 ("method", "Run".to_string(), 7, 9),
+                ("function", "defaultFormatter".to_string(), 11, 13),
             ]
         );
         let c = "struct point { int x; };\nstruct point *make(void);\nstatic int *add(int a) {\n  return 0;\n}\n#define MAX(a, b) ((a) > (b) ? (a) : (b))\ntypedef unsigned long ulong;\n";

@@ -747,7 +747,13 @@ fn name_bonus(
         .to_lowercase();
     let mut parts = Vec::new();
     ident_terms(&short, &mut parts);
+    let short_parts = parts.len();
     ident_terms(&c.name, &mut parts);
+    // Every word of the short name is in the question (`register` for "... register ...").
+    let whole_name = short_parts > 0
+        && parts[..short_parts]
+            .iter()
+            .all(|p| q.terms.iter().any(|t| t.term == *p));
     let mut bonus = 0.0;
     for (qi, t) in q.terms.iter().enumerate() {
         if parts.contains(&t.term) {
@@ -758,11 +764,19 @@ fn name_bonus(
     if !c.parent.is_empty() {
         let mut outer = Vec::new();
         ident_terms(&c.parent, &mut outer);
+        let mut parent_hit = false;
         for (qi, t) in q.terms.iter().enumerate() {
             if outer.contains(&t.term) && !parts.contains(&t.term) {
                 bonus += W_PARENT * t.weight * idf_of(qi);
                 covered.push(qi);
+                parent_hit = true;
             }
+        }
+        // The question names both the type and its member in words ("a blueprint register",
+        // "the context ... next"): as good as naming `Blueprint.register`.
+        let member = matches!(c.kind_name(), "method" | "function" | "constructor");
+        if parent_hit && whole_name && member && !q.names.contains(&short) {
+            bonus += W_EXACT;
         }
         let parent_short = c
             .parent

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use super::Index;
 
 /// Bumped whenever what the index stores or how it chunks changes.
-const FORMAT: &[u8] = b"outrider-index-v2\n";
+const FORMAT: &[u8] = b"outrider-index-v3\n";
 /// Cached indexes kept; past this the least recently written are deleted.
 pub const MAX_CACHED: usize = 32;
 /// Cache files bigger than this are not read.
