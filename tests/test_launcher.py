@@ -160,15 +160,17 @@ def test_task_success_envelope_key_by_key(repo: pathlib.Path, traces: pathlib.Pa
     # The built-in explore profile gives the child the scout's likely places, the first opened.
     assert llm.requests[0]["messages"][1]["content"] == (
         "Explore auth\n\nFind the login code.\n\nStructured context:\n{}\n\n"
-        "Likely places (an offline search of the code index ranked them; unverified, they may not answer "
+        "Likely places (an offline search of the code index ranked them, best first; unverified, they may "
+        "not answer "
         "the task):\n"
         "1. src/auth.py:1 (`login` is defined at src/auth.py:1 (function))\n\n"
         "Opened for you (line number | text):\n"
         "src/auth.py:\n"
         "   1 | def login(user):\n"
         "   2 |     return session_token(user)\n\n"
-        "If some of these lines answer the task, reply with the final JSON object citing the "
-        "ones that do (relative/path:line); if none does, Read or Grep further."
+        "If some of these lines answer the task, reply with the final JSON object citing every "
+        "one of them that does (relative/path:line), the best first; if none does, Read or Grep "
+        "further."
     )
     assert light.calls == 0
     assert "history" not in env["data"] and "session_memory" not in env["data"]

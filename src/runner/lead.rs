@@ -60,6 +60,47 @@ pub(super) struct Lead {
     pub(super) hint: String,
     pub(super) example: Option<String>,
     pub(super) opened: Vec<Value>,
+    /// The place ranked first, when it and at least one other were opened: an answer from the
+    /// hint alone that passes it over gets one second look (see [`SecondLook`]).
+    pub(super) first: Option<SecondLook>,
+}
+
+/// The index's first place, opened beside others: a child that answers from the opened lines
+/// alone, citing others but not it, is asked once to weigh it (a small model tends to pick the
+/// place whose words echo the task's, which is less often right than the ranking's first).
+#[derive(Debug, Clone)]
+pub(super) struct SecondLook {
+    /// The place's file, relative.
+    pub(super) path: String,
+    /// Its lines.
+    pub(super) start: u64,
+    pub(super) end: u64,
+    /// How the hint listed it (`routergroup.go:197 (\`Static\` is defined at ...)`).
+    pub(super) listed: String,
+}
+
+impl SecondLook {
+    /// Whether an answer citing `evidence` passes this place over: it cites nothing in or
+    /// within a few lines of it.
+    pub(super) fn passed_over(&self, evidence: &[String]) -> bool {
+        !evidence.is_empty()
+            && !evidence.iter().any(|e| {
+                crate::evidence::parse_citation(e).is_some_and(|(path, a, b)| {
+                    path.trim_start_matches("./") == self.path
+                        && a <= self.end + 3
+                        && b + 3 >= self.start
+                })
+            })
+    }
+
+    /// What the child is told.
+    pub(super) fn feedback(&self, evidence: &[String]) -> String {
+        format!(
+            "Before this answer stands: it cites {} but not the place the index ranked first, {}, whose lines are shown above. If that place answers the task too, add it to the evidence (the best first); if it does not, reply with the same JSON object again.",
+            evidence.join(", "),
+            self.listed
+        )
+    }
 }
 
 /// What the scout's blocking search needs: the tools (confined, deadline-bound) and the task.
@@ -207,10 +248,29 @@ impl RuntimeRunner {
             .find(|(path, start, _)| !opened.iter().any(|o| o.near(path, *start)))
             .or(places.first());
         let example = next.map(|p| format!("Read with {}", read_args(p)));
+        let hint = hint_text(answer, &places, opened);
+        let first = places
+            .first()
+            .filter(|_| opened.len() >= 2)
+            .and_then(|(path, start, end)| {
+                opened.first().filter(|o| o.near(path, *start))?;
+                let listed = hint
+                    .lines()
+                    .find_map(|l| l.strip_prefix("1. "))
+                    .unwrap_or(path)
+                    .to_string();
+                Some(SecondLook {
+                    path: path.clone(),
+                    start: *start,
+                    end: (*end).max(*start),
+                    listed,
+                })
+            });
         Some(Lead {
-            hint: hint_text(answer, &places, opened),
+            hint,
             example,
             opened: opened.iter().map(|o| o.shown.clone()).collect(),
+            first,
         })
     }
 }
@@ -238,7 +298,7 @@ fn hint_text(answer: &ExploreResult, places: &[(String, u64, u64)], opened: &[Op
         })
         .collect();
     let list = format!(
-        "Likely places (an offline search of the code index ranked them; unverified, they may not answer the task):\n{}",
+        "Likely places (an offline search of the code index ranked them, best first; unverified, they may not answer the task):\n{}",
         listed.join("\n")
     );
     if opened.is_empty() {
@@ -249,7 +309,7 @@ fn hint_text(answer: &ExploreResult, places: &[(String, u64, u64)], opened: &[Op
         .map(|o| format!("{}:\n{}", o.path, o.content().trim_end()))
         .collect();
     format!(
-        "{list}\n\nOpened for you (line number | text):\n{}\n\nIf some of these lines answer the task, reply with the final JSON object citing the ones that do (relative/path:line); if none does, Read or Grep further.",
+        "{list}\n\nOpened for you (line number | text):\n{}\n\nIf some of these lines answer the task, reply with the final JSON object citing every one of them that does (relative/path:line), the best first; if none does, Read or Grep further.",
         windows.join("\n\n")
     )
 }

@@ -8,13 +8,13 @@ use serde_json::Value;
 use tracing::field::Empty;
 use tracing::Instrument;
 
-use crate::contract::Repair;
+use crate::contract::{Repair, SubagentStatus};
 use crate::evidence::EvidenceCheck;
 use crate::llm::{estimate_tokens, ChatResponse, Message};
 use crate::profile::BudgetPolicy;
 use crate::runner::ending::Ending;
 use crate::runner::gate::{self, Gate};
-use crate::runner::lead::{Lead, ScoutRun};
+use crate::runner::lead::{Lead, ScoutRun, SecondLook};
 use crate::runner::outcome::{ParsedResult, RunOutcome, TerminalReason};
 use crate::runner::state::{CallSpec, State, Stop, ANSWER_RESERVE_TOKENS};
 use crate::runner::{
@@ -39,6 +39,8 @@ struct Plan {
     min_tools: u64,
     /// The next call the repo-map hint suggests, quoted in the gate's feedback.
     example: Option<String>,
+    /// The hint's first place, weighed once more when an answer from the hint passes it over.
+    second_look: Option<SecondLook>,
 }
 
 impl Plan {
@@ -61,6 +63,10 @@ struct Retries {
     /// The gate's refusals, for too little exploration and for anything else.
     gate_blocks: i64,
     explore_blocks: i64,
+    /// The answer that stood before the second look was asked for: it ends the run unless the
+    /// next answer passes the gate.
+    before_second_look: Option<Box<Ending>>,
+    second_look_asked: bool,
 }
 
 /// What one step decided.
@@ -101,6 +107,7 @@ impl RuntimeRunner {
             wrap_reserve: self.wrap_reserve(&st),
             max_steps: self.profile.max_steps.max(1) as u64,
             min_tools: self.profile.min_tool_calls.max(0) as u64,
+            second_look: lead.as_ref().and_then(|l| l.first.clone()),
             example: lead.and_then(|l| l.example),
         };
         self.emit_run_start(&first);
@@ -108,7 +115,15 @@ impl RuntimeRunner {
         let mut step = 0u64;
         let stop = loop {
             step += 1;
-            match self.step(step, &mut st, &plan, &mut retries).await {
+            let next = self.step(step, &mut st, &plan, &mut retries).await;
+            // After a second look, an answer that no longer passes (or a run that stops) never
+            // takes the place of the one that stood.
+            if matches!(next, Next::Stop(_) | Next::Leads(..)) {
+                if let Some(kept) = retries.before_second_look.take() {
+                    return self.finish(st, step, *kept);
+                }
+            }
+            match next {
                 Next::Continue => {}
                 Next::Stop(stop) => break stop,
                 Next::End(ending) => return self.finish(st, step, *ending),
@@ -217,8 +232,21 @@ impl RuntimeRunner {
                     content: text.clone(),
                     tool_calls: vec![],
                 });
-                self.trace.emit(step, &event::GateVerdict::Pass { repair });
+                let second_look = self.second_look(step, st, plan, retries, &result);
                 let ending = Ending::answered(TerminalReason::Completed, text, result, repair);
+                if let Some(feedback) = second_look {
+                    self.trace.emit(
+                        step,
+                        &event::GateVerdict::Fail {
+                            feedback: &feedback,
+                            blocks: retries.gate_blocks + retries.explore_blocks,
+                        },
+                    );
+                    retries.before_second_look = Some(Box::new(ending));
+                    st.messages.push(Message::User { content: feedback });
+                    return Next::Continue;
+                }
+                self.trace.emit(step, &event::GateVerdict::Pass { repair });
                 Next::End(Box::new(ending))
             }
             Gate::Reject {
@@ -226,6 +254,17 @@ impl RuntimeRunner {
                 parsed,
                 exploring,
             } => {
+                if let Some(kept) = retries.before_second_look.take() {
+                    // The answer after a second look does not pass: the one before it stands.
+                    self.trace.emit(
+                        step,
+                        &event::GateVerdict::Fail {
+                            feedback: &feedback,
+                            blocks: retries.gate_blocks + retries.explore_blocks + 1,
+                        },
+                    );
+                    return Next::End(kept);
+                }
                 let refusal = Refusal {
                     exploring,
                     feedback,
@@ -356,6 +395,34 @@ impl RuntimeRunner {
             }
         }
         verdict
+    }
+
+    /// The feedback asking for a second look at the hint's first place, once per run, when a
+    /// completed explore answer made from the opened lines alone (no tool call of the child's
+    /// own) passes it over and a step and exploring time remain; None otherwise.
+    fn second_look(
+        &self,
+        step: u64,
+        st: &State,
+        plan: &Plan,
+        retries: &mut Retries,
+        result: &ParsedResult,
+    ) -> Option<String> {
+        let first = plan.second_look.as_ref()?;
+        let ParsedResult::Explore(r) = result else {
+            return None;
+        };
+        if retries.second_look_asked
+            || r.status != SubagentStatus::Completed
+            || st.successful_tools > st.given_looks
+            || step >= plan.max_steps
+            || Instant::now() >= plan.explore_deadline
+            || !first.passed_over(&r.evidence)
+        {
+            return None;
+        }
+        retries.second_look_asked = true;
+        Some(first.feedback(&r.evidence))
     }
 
     /// A final answer the gate refused. Decides whether the child gets another try (its

@@ -1268,7 +1268,7 @@ async fn the_first_message_lists_likely_places_and_opens_the_first_unless_turned
     let first = last_user(&model, 0);
     assert_eq!(
         first,
-        "Where is the `main` function defined?\n\nLikely places (an offline search of the code index ranked them; unverified, they may not answer the task):\n1. src/app.py:1 (`main` is defined at src/app.py:1 (function))\n\nOpened for you (line number | text):\nsrc/app.py:\n   1 | def main():\n   2 |     return 1\n\nIf some of these lines answer the task, reply with the final JSON object citing the ones that do (relative/path:line); if none does, Read or Grep further."
+        "Where is the `main` function defined?\n\nLikely places (an offline search of the code index ranked them, best first; unverified, they may not answer the task):\n1. src/app.py:1 (`main` is defined at src/app.py:1 (function))\n\nOpened for you (line number | text):\nsrc/app.py:\n   1 | def main():\n   2 |     return 1\n\nIf some of these lines answer the task, reply with the final JSON object citing every one of them that does (relative/path:line), the best first; if none does, Read or Grep further."
     );
     // The opened lines were seen, and that look counts as the one tool call explore asks
     // for: the answer citing src/app.py:1-2 is completed on the first call, with no tool call
@@ -1660,4 +1660,98 @@ async fn several_citations_in_one_evidence_item_are_one_item_each() {
     )
     .await;
     assert_eq!(out.terminal_reason, TerminalReason::CompletedUnverified);
+}
+
+#[tokio::test]
+async fn an_answer_from_the_hint_that_passes_over_its_first_place_gets_one_second_look() {
+    let dir = tree();
+    let other = format!("{}def main():\n    pass\n", "x = 1\n".repeat(70));
+    std::fs::write(dir.path().join("src/cli.py"), other).unwrap();
+    let task = "Where is the `main` function defined?";
+    let cite = |e: &[&str]| {
+        let items: Vec<String> = e.iter().map(|i| format!("\"{i}\"")).collect();
+        format!(
+            r#"{{"status": "completed", "summary": "s", "findings": [], "evidence": [{}]}}"#,
+            items.join(", ")
+        )
+    };
+    // Which of the two places the index ranks first, from the hint itself.
+    let probe = Scripted::new(vec![say(&cite(&["src/app.py:1"]))]);
+    runner(&dir, probe.clone(), explore_profile())
+        .run(task)
+        .await;
+    let hint = last_user(&probe, 0);
+    let (first, second) = if hint.contains("1. src/app.py:1") {
+        ("src/app.py:1", "src/cli.py:71")
+    } else {
+        ("src/cli.py:71", "src/app.py:1")
+    };
+    assert!(hint.contains(&format!("2. {second}")), "{hint}");
+
+    // Passing the first place over: asked once to weigh it; the next answer stands.
+    let model = Scripted::new(vec![say(&cite(&[second])), say(&cite(&[first, second]))]);
+    let r = runner(&dir, model.clone(), explore_profile());
+    let out = r.run(task).await;
+    let asked = last_user(&model, 1);
+    assert!(
+        asked.starts_with(&format!(
+            "Before this answer stands: it cites {second} but not the place the index ranked first, {first}"
+        )),
+        "{asked}"
+    );
+    let Some(ParsedResult::Explore(res)) = &out.result else {
+        panic!("{out:?}")
+    };
+    assert_eq!(
+        (out.terminal_reason, out.model_calls, res.evidence.clone()),
+        (
+            TerminalReason::Completed,
+            2,
+            vec![first.to_string(), second.to_string()]
+        )
+    );
+    let verdicts: Vec<String> = r
+        .trace
+        .events()
+        .iter()
+        .filter(|e| e.event == "completion_gate_verdict")
+        .map(|e| {
+            e.payload["verdict"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(verdicts, ["FAIL", "PASS"]);
+
+    // An answer after the second look that no longer passes the gate never replaces the one
+    // that stood (here: a line it never saw).
+    let model = Scripted::new(vec![say(&cite(&[second])), say(&cite(&["src/cli.py:5"]))]);
+    let out = runner(&dir, model.clone(), explore_profile())
+        .run(task)
+        .await;
+    let Some(ParsedResult::Explore(res)) = &out.result else {
+        panic!("{out:?}")
+    };
+    assert_eq!(
+        (out.terminal_reason, res.evidence.clone(), out.model_calls),
+        (TerminalReason::Completed, vec![second.to_string()], 2)
+    );
+    assert!(out.ungrounded_evidence.is_empty());
+
+    // Citing the first place, or having looked further with a tool call of its own: no
+    // second look.
+    let model = Scripted::new(vec![say(&cite(&[first]))]);
+    let out = runner(&dir, model, explore_profile()).run(task).await;
+    assert_eq!(
+        (out.terminal_reason, out.model_calls),
+        (TerminalReason::Completed, 1)
+    );
+    let look = calls(&[("Read", json!({"path": "src/app.py"}))]);
+    let model = Scripted::new(vec![look, say(&cite(&["src/app.py:1"]))]);
+    let out = runner(&dir, model, explore_profile()).run(task).await;
+    assert_eq!(
+        (out.terminal_reason, out.model_calls),
+        (TerminalReason::Completed, 2)
+    );
 }
