@@ -44,6 +44,33 @@ struct Plan {
 }
 
 impl Plan {
+    /// The feedback asking for a second look at the hint's first place, once per run, when a
+    /// completed explore answer made from the opened lines alone (no tool call of the child's
+    /// own) passes it over and a step and exploring time remain; None otherwise.
+    fn second_look(
+        &self,
+        step: u64,
+        st: &State,
+        retries: &mut Retries,
+        result: &ParsedResult,
+    ) -> Option<String> {
+        let first = self.second_look.as_ref()?;
+        let ParsedResult::Explore(r) = result else {
+            return None;
+        };
+        if retries.second_look_asked
+            || r.status != SubagentStatus::Completed
+            || st.successful_tools > st.given_looks
+            || step >= self.max_steps
+            || Instant::now() >= self.explore_deadline
+            || !first.passed_over(&r.evidence)
+        {
+            return None;
+        }
+        retries.second_look_asked = true;
+        Some(first.feedback(&r.evidence))
+    }
+
     /// The stop for a run that used all its steps (a wrap-up may follow).
     fn steps_spent(&self) -> Stop {
         Stop::Exhausted(
@@ -232,7 +259,7 @@ impl RuntimeRunner {
                     content: text.clone(),
                     tool_calls: vec![],
                 });
-                let second_look = self.second_look(step, st, plan, retries, &result);
+                let second_look = plan.second_look(step, st, retries, &result);
                 let ending = Ending::answered(TerminalReason::Completed, text, result, repair);
                 if let Some(feedback) = second_look {
                     self.trace.emit(
@@ -395,34 +422,6 @@ impl RuntimeRunner {
             }
         }
         verdict
-    }
-
-    /// The feedback asking for a second look at the hint's first place, once per run, when a
-    /// completed explore answer made from the opened lines alone (no tool call of the child's
-    /// own) passes it over and a step and exploring time remain; None otherwise.
-    fn second_look(
-        &self,
-        step: u64,
-        st: &State,
-        plan: &Plan,
-        retries: &mut Retries,
-        result: &ParsedResult,
-    ) -> Option<String> {
-        let first = plan.second_look.as_ref()?;
-        let ParsedResult::Explore(r) = result else {
-            return None;
-        };
-        if retries.second_look_asked
-            || r.status != SubagentStatus::Completed
-            || st.successful_tools > st.given_looks
-            || step >= plan.max_steps
-            || Instant::now() >= plan.explore_deadline
-            || !first.passed_over(&r.evidence)
-        {
-            return None;
-        }
-        retries.second_look_asked = true;
-        Some(first.feedback(&r.evidence))
     }
 
     /// A final answer the gate refused. Decides whether the child gets another try (its
