@@ -24,10 +24,10 @@ pub struct Kwargs {
     opaque: Vec<(String, Opaque)>,
 }
 
-/// An argument with no JSON form, as the front end describes it.
+/// An argument with no JSON form, as Python describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Opaque {
-    /// The front end's name for its type (`PosixPath`, `URL`).
+    /// Its Python type's name (`PosixPath`, `URL`).
     pub type_name: String,
     /// Its text when it is a path object (`os.PathLike`); only [`Kwargs::path`] reads it.
     pub path: Option<String>,
@@ -49,8 +49,9 @@ const PATH: &str = "a str or os.PathLike";
 /// What [`Kwargs::json`] expects.
 const ANY_JSON: &str = "a JSON value (dict, list, tuple, str, int, float, bool or None)";
 
-/// The parameters of a call a front end passes through: their names in order, how many may be
-/// given by position, and how many (the first ones) are required.
+/// A native entry point's parameters: their names in order, how many may be given by position,
+/// and how many (the first ones) are required; the same its `text_signature` shows
+/// (`tests/test_errors.py` checks each against `inspect.signature`).
 #[derive(Debug, Clone, Copy)]
 pub struct Params {
     /// Who takes them, for messages (`ExploreResult`).
@@ -64,10 +65,10 @@ pub struct Params {
 }
 
 impl Params {
-    /// Bind a call's arguments (any value: JSON, or the front end's own objects) as the front
-    /// end's language would, by position then by name: too many positional arguments, a name
-    /// given twice, an unknown name or a missing required one is refused, naming it. An optional
-    /// argument that `is_null` counts as not given. Returns `(name, value)` in the order given.
+    /// Bind a call's arguments (JSON, or Python objects) as Python would, by position then by
+    /// name: too many positional arguments, a name given twice, an unknown name or a missing
+    /// required one is refused, naming it. An optional argument that `is_null` counts as not
+    /// given. Returns `(name, value)` in the order given.
     pub fn bind<T>(
         &self,
         positional: Vec<T>,
@@ -302,7 +303,7 @@ impl Kwargs {
     }
 }
 
-/// An argument for the core to read: its JSON, or what it is when it has none (its type, and
+/// An argument for a reader: its JSON, or what it is when it has none (its type, and
 /// its text when it is a path object, which only a path argument takes).
 fn arg_value(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Result<Json, Opaque>> {
     if let Some(json) = json_at(obj, name, 0)? {
@@ -319,8 +320,8 @@ fn arg_value(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Result<Json, Opaque
     }))
 }
 
-/// A call's arguments bound to the core's parameters ([`Params::bind`]), as the objects given
-/// (None counts as not given for an optional one).
+/// A call's arguments bound to an entry point's parameters ([`Params::bind`]), as the objects
+/// given (None counts as not given for an optional one).
 pub struct Args<'py>(Vec<(String, Bound<'py, PyAny>)>);
 
 impl<'py> Args<'py> {
@@ -363,7 +364,7 @@ impl<'py> Args<'py> {
     }
 }
 
-/// A call's arguments bound to the core's parameters, as JSON for the core to read.
+/// A call's arguments bound to an entry point's parameters, as JSON for the readers.
 pub fn bind(
     params: &Params,
     args: Option<&Bound<'_, PyTuple>>,
@@ -381,7 +382,7 @@ pub fn kwargs(
     bind(&Params::keywords(owner, names), None, given)
 }
 
-/// One argument (None: not given) as JSON for the core to read, like [`Args::plain`].
+/// One argument (None: not given) as JSON for the readers, like [`Args::plain`].
 pub fn one(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Kwargs> {
     Ok(Kwargs::default().with(name, arg_value(obj, name)?))
 }
@@ -737,7 +738,7 @@ mod tests {
         );
     }
 
-    /// One argument, as a front end gives it.
+    /// One argument, as given.
     fn one_json(key: &str, value: Json) -> Kwargs {
         Kwargs::default().with(key, Ok(value))
     }
