@@ -489,6 +489,7 @@ pub fn verify_args(k: &Kwargs) -> Result<(String, serde_json::Value, Vec<String>
 
 /// `OpenAICompatible`'s arguments as a config (validated by `OpenAICompatible::new`).
 pub fn client_config(k: &Kwargs) -> Result<OpenAICompatibleConfig, Error> {
+    let model = k.req_str("model")?;
     let settings = ClientSettings {
         base_url: k.str("base_url")?,
         api_key: k.str("api_key")?,
@@ -499,7 +500,7 @@ pub fn client_config(k: &Kwargs) -> Result<OpenAICompatibleConfig, Error> {
         max_tokens: k.int("max_tokens")?,
         headers: k.str_map("headers")?,
     };
-    OpenAICompatibleConfig::from_settings(k.req_str("model")?, settings)
+    OpenAICompatibleConfig::from_settings(model, settings)
 }
 
 /// The `request` of a direct call to a client: a dict of chat-completions arguments.
