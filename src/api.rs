@@ -4,22 +4,19 @@
 pub use crate::agent::task_tool::{
     EnvelopeFormat, FactoryError, LauncherFactory, TaskTool, TASK_TOOL_NAME,
 };
-pub use crate::agent::VERIFY_PARAMS;
 pub use crate::agent::{
     profiles_by_key, CompletionVerdict, LaunchError, LaunchObserver, LauncherOptions, MainAgent,
     MainAgentOptions, MainRun, ModelRoute, OnFinished, RequestInit, SubagentLaunchResult,
-    SubagentLauncher, SubagentRequest, TraceDirSetting, Verification, REQUEST_PARAMS,
+    SubagentLauncher, SubagentRequest, TraceDirSetting, Verification, REQUEST_FIELDS,
 };
-pub use crate::agent::{verify_args, LAUNCHER_PARAMS, MAIN_AGENT_PARAMS, TASK_TOOL_PARAMS};
-pub use crate::args::{seconds, within_bounds, Kwargs, Opaque, Params, Record};
+pub use crate::args::{seconds, unknown_option, within_bounds, Record};
 pub use crate::cancel::{CancelToken, Owner};
 pub use crate::contract::{
-    answer_text, explore_meta, Answer, ContractError, ExploreResult, LocItem, Repair,
-    SubagentStatus, ToolUsage, VerificationMeta, VerificationResult, EXPLORE_META, EXPLORE_PARAMS,
-    UNKNOWN_REASON, VERIFICATION_META, VERIFICATION_PARAMS,
+    answer_text, tool_usage_from_json, Answer, ContractError, ExploreResult, LocItem, Repair,
+    SubagentStatus, ToolUsage, VerificationMeta, VerificationResult, UNKNOWN_REASON,
 };
 pub use crate::error::{Error, Result};
-pub use crate::evidence::{check_evidence, evidence_arg, EvidenceCheck, CHECK_EVIDENCE_PARAMS};
+pub use crate::evidence::{check_evidence, EvidenceCheck};
 pub use crate::exec::{
     allow_spin, current_caller, runtime, spin_first, with_caller, CallerScope, Inbox,
 };
@@ -27,17 +24,16 @@ pub use crate::host::block::block_on_interruptible;
 pub use crate::host::callback::{Abandon, CallbackModel, Host, Outcome, Reply};
 pub use crate::host::exit::{ExitBarrier, EXIT_GRACE};
 pub use crate::host::log as host_log;
-pub use crate::llm::env::EnvFile;
 pub use crate::llm::env::MAIN_PREFIX;
-pub use crate::llm::openai::config::{ClientSettings, CLIENT_PARAMS, FROM_ENV_PARAMS};
+pub use crate::llm::env::{EnvFile, ENV_FILE};
+pub use crate::llm::openai::config::ClientSettings;
 pub use crate::llm::openai::{OpenAICompatible, OpenAICompatibleConfig};
 pub use crate::llm::scout::{terms as scout_terms, OfflineScout};
 pub use crate::llm::settings::RouteSettings;
 pub use crate::llm::ModelSettings;
 pub use crate::llm::{BoxFuture, ChatModel, ChatRequest, ChatResponse, ModelError, ModelErrorKind};
 pub use crate::profile::{
-    explore_profile, verification_profile, RuntimeProfile, PROFILE_FIELDS, PROFILE_PARAMS,
-    READONLY_TOOLS,
+    explore_profile, verification_profile, RuntimeProfile, PROFILE_FIELDS, READONLY_TOOLS,
 };
 pub use crate::pyjson::{py_repr_str, Json};
 pub use crate::redact::{redact_str, register_secret};
@@ -48,7 +44,6 @@ pub use crate::schema::{
 };
 pub use crate::tools::envelope::{to_pretty_json, ToolResult};
 pub use crate::tools::run::{run_tool, run_tool_blocking, tool_schemas, ToolArgs};
-pub use crate::tools::run::{RUN_TOOL_PARAMS, TOOL_SCHEMAS_PARAMS};
 pub use crate::tools::workspace::Workspace;
 pub use crate::trace::{EventSink, TraceEvent, TraceRetention, SPAN_TARGET};
 // The trace vocabulary a front end checks its own names against.

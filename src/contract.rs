@@ -13,7 +13,6 @@ use std::fmt;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use crate::args::{Kwargs, Params};
 pub use crate::error::{ContractError, LocItem, Violation};
 use crate::pyjson::{self as json, py_repr_str, py_strip, Json};
 
@@ -557,98 +556,18 @@ pub fn answer_text(raw: Option<&[u8]>, contract: &'static str) -> Result<String,
     })
 }
 
-/// `ExploreResult(...)`'s parameters: the answer's five fields, then its metadata.
-pub const EXPLORE_PARAMS: Params = Params {
-    owner: "ExploreResult",
-    names: &[
-        "status",
-        "summary",
-        "findings",
-        "evidence",
-        "unresolved_questions",
-        "tool_usage",
-        "terminal_reason",
-    ],
-    positional: 7,
-    required: 2,
-};
-
-/// `VerificationResult(...)`'s parameters: the answer's four fields, then its metadata.
-pub const VERIFICATION_PARAMS: Params = Params {
-    owner: "VerificationResult",
-    names: &[
-        "verdict",
-        "reasons",
-        "findings",
-        "evidence",
-        "child_session_id",
-        "child_run_id",
-        "terminal_reason",
-        "tool_usage",
-        "token_usage",
-    ],
-    positional: 9,
-    required: 1,
-};
-
-/// How many of [`EXPLORE_PARAMS`] are the answer's own fields (the rest is metadata).
-const EXPLORE_FIELDS: usize = 5;
-
-/// How many of [`VERIFICATION_PARAMS`] are the answer's own fields (the rest is metadata).
-const VERIFICATION_FIELDS: usize = 4;
-
-/// The metadata an explore answer's parsers take by name beside the text: the constructor's
-/// parameters after the answer's fields.
-pub const EXPLORE_META: &[&str] = EXPLORE_PARAMS.names.split_at(EXPLORE_FIELDS).1;
-
-/// The metadata a verification answer's parsers take by name beside the text.
-pub const VERIFICATION_META: &[&str] = VERIFICATION_PARAMS.names.split_at(VERIFICATION_FIELDS).1;
-
-/// The metadata a caller gives beside an explore answer ([`EXPLORE_META`]); a bad value is an
-/// argument error naming it.
-pub fn explore_meta(k: &Kwargs) -> Result<(ToolUsage, String), crate::Error> {
-    let usage = tool_usage_from_json(k.json("tool_usage")?, "tool_usage")?;
-    Ok((
-        usage,
-        k.str("terminal_reason")?
-            .unwrap_or_else(|| UNKNOWN_REASON.into()),
-    ))
-}
-
-impl ExploreResult {
-    /// From a constructor call's arguments ([`EXPLORE_PARAMS`]).
-    pub fn from_kwargs(k: &Kwargs) -> Result<Self, crate::Error> {
-        let (usage, reason) = explore_meta(k)?;
-        Ok(Self::from_object(
-            &k.object(&EXPLORE_PARAMS.names[..EXPLORE_FIELDS])?,
-            usage,
-            &reason,
-        )?)
-    }
-}
-
-impl VerificationResult {
-    /// From a constructor call's arguments ([`VERIFICATION_PARAMS`]).
-    pub fn from_kwargs(k: &Kwargs) -> Result<Self, crate::Error> {
-        let meta = VerificationMeta::from_kwargs(k)?;
-        Ok(Self::from_object(
-            &k.object(&VERIFICATION_PARAMS.names[..VERIFICATION_FIELDS])?,
-            meta,
-        )?)
-    }
-}
-
 /// A contract's answer as a front end parses it: strictly (`from_json`) or leniently
-/// (`repair`), with the metadata ([`Answer::META`]) a caller gives by name.
+/// (`repair`), with the run metadata ([`Answer::Meta`]) a caller gives beside the text.
 pub trait Answer: crate::args::Record {
-    /// The metadata keywords the parsers take.
-    const META: &'static [&'static str];
+    /// The metadata the parsers take: `(tool_usage, terminal_reason)` for an explore answer,
+    /// [`VerificationMeta`] for a verdict.
+    type Meta: Send;
 
     /// Parse `text`, leniently (a fenced or prose-wrapped answer, saying how it was repaired)
     /// or strictly, with metadata `meta`.
     fn parse(
         text: &str,
-        meta: &Kwargs,
+        meta: Self::Meta,
         lenient: bool,
     ) -> Result<(Self, Option<Repair>), crate::Error>;
 }
@@ -666,14 +585,13 @@ impl crate::args::Record for VerificationResult {
 }
 
 impl Answer for ExploreResult {
-    const META: &'static [&'static str] = EXPLORE_META;
+    type Meta = (ToolUsage, String);
 
     fn parse(
         text: &str,
-        meta: &Kwargs,
+        (usage, reason): Self::Meta,
         lenient: bool,
     ) -> Result<(Self, Option<Repair>), crate::Error> {
-        let (usage, reason) = explore_meta(meta)?;
         Ok(if lenient {
             Self::repair(text, usage, &reason)?
         } else {
@@ -683,14 +601,13 @@ impl Answer for ExploreResult {
 }
 
 impl Answer for VerificationResult {
-    const META: &'static [&'static str] = VERIFICATION_META;
+    type Meta = VerificationMeta;
 
     fn parse(
         text: &str,
-        meta: &Kwargs,
+        meta: Self::Meta,
         lenient: bool,
     ) -> Result<(Self, Option<Repair>), crate::Error> {
-        let meta = VerificationMeta::from_kwargs(meta)?;
         Ok(if lenient {
             Self::repair(text, meta)?
         } else {
@@ -700,21 +617,6 @@ impl Answer for VerificationResult {
 }
 
 impl VerificationMeta {
-    /// [`VerificationMeta::from_parts`] from the arguments a caller gave ([`VERIFICATION_META`]).
-    pub fn from_kwargs(k: &Kwargs) -> Result<Self, crate::Error> {
-        let reason = k
-            .str("terminal_reason")?
-            .unwrap_or_else(|| UNKNOWN_REASON.into());
-        let (session, run) = (k.str("child_session_id")?, k.str("child_run_id")?);
-        Self::from_parts(
-            session,
-            run,
-            &reason,
-            k.json("tool_usage")?,
-            k.json("token_usage")?,
-        )
-    }
-
     /// The metadata a caller gives beside a verification answer, checked: `tool_usage` a
     /// `{name: count}` dict, `token_usage` an int >= 0 (null means 0).
     pub fn from_parts(
@@ -896,37 +798,19 @@ mod tests {
     #[test]
     fn an_answer_is_parsed_strictly_or_repaired_with_its_metadata() {
         let fenced = "```json\n{\"status\": \"completed\", \"summary\": \"s\"}\n```";
-        let meta = Kwargs::one("terminal_reason", Json::Str("done".into()));
-        assert!(ExploreResult::parse(fenced, &meta, false).is_err());
-        let (r, repair) = ExploreResult::parse(fenced, &meta, true).unwrap();
+        let meta = || (ToolUsage::default(), "done".to_string());
+        assert!(ExploreResult::parse(fenced, meta(), false).is_err());
+        let (r, repair) = ExploreResult::parse(fenced, meta(), true).unwrap();
         assert_eq!(
             (r.terminal_reason.as_str(), repair),
             ("done", Some(Repair::Fence))
         );
-        let meta = Kwargs::one("token_usage", Json::Int(7));
+        let meta = VerificationMeta::from_parts(None, None, "", &Json::Null, &Json::Int(7));
         let (v, repair) =
-            VerificationResult::parse("{\"verdict\": \"PASS\"}", &meta, false).unwrap();
+            VerificationResult::parse("{\"verdict\": \"PASS\"}", meta.unwrap(), false).unwrap();
         assert_eq!((v.token_usage, repair), (7, None));
-        let bad = Kwargs::default().with("tool_usage", Err("Counter".into()));
-        let err = ExploreResult::parse("{}", &bad, false)
-            .unwrap_err()
-            .to_string();
-        assert!(err.starts_with("tool_usage: must be a JSON value"), "{err}");
-    }
-
-    #[test]
-    fn the_parsers_take_the_constructors_metadata_by_name() {
-        assert_eq!(EXPLORE_META, ["tool_usage", "terminal_reason"]);
-        assert_eq!(
-            VERIFICATION_META,
-            [
-                "child_session_id",
-                "child_run_id",
-                "terminal_reason",
-                "tool_usage",
-                "token_usage"
-            ]
-        );
+        let bad = VerificationMeta::from_parts(None, None, "", &Json::Null, &Json::Int(-1));
+        assert!(bad.is_err(), "token_usage is an int >= 0");
     }
 
     #[test]

@@ -159,22 +159,6 @@ enum Stopped {
 /// cannot be read.
 type Scan = Result<(u64, Stopped), PathError>;
 
-/// `check_evidence(...)`'s parameters.
-pub const CHECK_EVIDENCE_PARAMS: crate::args::Params = crate::args::Params {
-    owner: "check_evidence",
-    names: &["root", "evidence"],
-    positional: 2,
-    required: 2,
-};
-
-/// The `evidence` argument as a caller gives it: one `path:line` str, or an iterable of them.
-pub fn evidence_arg(k: &crate::args::Kwargs) -> Result<Vec<String>, crate::Error> {
-    match k.given("evidence", "a str or an iterable of str")? {
-        crate::pyjson::Json::Str(one) => Ok(vec![one.clone()]),
-        _ => Ok(k.str_list("evidence")?.unwrap_or_default()),
-    }
-}
-
 /// Check every item with no deadline (the byte budget still applies).
 pub fn check_evidence(ws: &Workspace, items: &[String]) -> Vec<EvidenceCheck> {
     check_evidence_until(ws, items, None)

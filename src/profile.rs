@@ -38,18 +38,6 @@ pub const PROFILE_FIELDS: [&str; 20] = [
     "max_summary_chars",
 ];
 
-/// How many of [`PROFILE_FIELDS`] the constructor takes by position (the rest by name only).
-pub const POSITIONAL_FIELDS: usize = 11;
-
-/// `RuntimeProfile(...)`'s parameters: the first [`POSITIONAL_FIELDS`] fields may come in
-/// [`PROFILE_FIELDS`] order, any by name.
-pub const PROFILE_PARAMS: crate::args::Params = crate::args::Params {
-    owner: "RuntimeProfile",
-    names: &PROFILE_FIELDS,
-    positional: POSITIONAL_FIELDS,
-    required: 0,
-};
-
 /// The tools a formal sub-agent is given by default (the reference's read-only set).
 pub const READONLY_TOOLS: [&str; 3] = ["Glob", "Grep", "Read"];
 /// Read-only tools a profile may add to [`READONLY_TOOLS`]: `Search`, ranked search of the
@@ -504,11 +492,6 @@ impl RuntimeProfile {
         explore_profile().with_fields(fields)
     }
 
-    /// A new profile from the constructor's arguments, bound to [`PROFILE_PARAMS`].
-    pub fn from_kwargs(k: &crate::args::Kwargs) -> Result<Self, crate::Error> {
-        Self::from_fields(k.items().map_err(|e| e.within("RuntimeProfile"))?)
-    }
-
     /// A copy with `schema` as its `output_schema`, validated again.
     pub fn with_output_schema(
         mut self,
@@ -715,39 +698,26 @@ mod tests {
     }
 
     #[test]
-    fn constructor_arguments_come_by_position_then_by_name() {
+    fn a_new_profile_is_built_from_its_fields() {
         let s = |v: &str| Json::Str(v.into());
-        let from_args = |pos: Vec<Json>, named: Vec<(String, Json)>| {
-            let k = crate::args::Kwargs::bind(&PROFILE_PARAMS, pos, named)?;
-            RuntimeProfile::from_kwargs(&k)
+        let fields = |items: Vec<(&str, Json)>| {
+            let items: Vec<_> = items.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+            RuntimeProfile::from_fields(&items)
         };
-        let p = from_args(
-            vec![s("scout"), s("Look."), Json::Null, Json::Int(3)],
-            vec![("gate_retries".into(), Json::Int(0))],
-        )
+        let p = fields(vec![
+            ("name", s("scout")),
+            ("system_prompt", s("Look.")),
+            ("max_steps", Json::Int(3)),
+            ("gate_retries", Json::Int(0)),
+        ])
         .unwrap();
         assert_eq!(
             (p.name.as_str(), p.max_steps, p.gate_retries),
             ("scout", 3, 0)
         );
+        assert_eq!(p.tool_allowlist, explore_profile().tool_allowlist);
         assert_eq!(
-            p.tool_allowlist,
-            explore_profile().tool_allowlist,
-            "a null is not given"
-        );
-        let err = |pos: Vec<Json>, named: Vec<(String, Json)>| {
-            from_args(pos, named).unwrap_err().to_string()
-        };
-        assert_eq!(
-            err(vec![Json::Null; 12], vec![]),
-            "RuntimeProfile: takes at most 11 positional arguments (12 given)"
-        );
-        assert_eq!(
-            err(vec![s("a"), s("b")], vec![("name".into(), s("c"))]),
-            "RuntimeProfile: got multiple values for argument 'name'"
-        );
-        assert_eq!(
-            err(vec![s("a")], vec![]),
+            fields(vec![("name", s("a"))]).unwrap_err().to_string(),
             "RuntimeProfile.system_prompt: missing; a profile needs a name and a system prompt"
         );
     }

@@ -3,6 +3,7 @@ names the bad value and what was expected."""
 
 from __future__ import annotations
 
+import inspect
 import pathlib
 import pickle
 from collections.abc import Callable
@@ -236,8 +237,9 @@ def test_a_short_key_does_not_mangle_error_messages() -> None:
 
 
 def test_a_call_of_the_wrong_shape_is_an_argument_type_error(repo: pathlib.Path) -> None:
-    """Too few, too many, repeated or unknown arguments to a native entry point: the core's
-    binding names the entry point and the argument, as an ArgumentTypeError (a TypeError)."""
+    """Too few, too many, repeated or unknown arguments to a native entry point: the binding
+    (src/py/args.rs) names the entry point and the argument, as an ArgumentTypeError (a
+    TypeError)."""
     o: Any = outrider
     launcher = o.SubagentLauncher(repo, ScriptedLLM([]), trace_dir=False)
     calls: list[tuple[Callable[[], object], str]] = [
@@ -279,6 +281,39 @@ def test_a_call_of_the_wrong_shape_is_an_argument_type_error(repo: pathlib.Path)
             call()
         assert isinstance(info.value, TypeError)
         assert words in str(info.value), (words, str(info.value))
+
+
+def test_each_native_entry_point_binds_the_signature_it_shows(repo: pathlib.Path) -> None:
+    """The parameters the binding applies (src/py/args.rs) are the ones `inspect.signature` and
+    the stub show: the same names in the same order, as many by position, the required first."""
+    o: Any = outrider
+    launcher = o.SubagentLauncher(repo, ScriptedLLM([]), trace_dir=False)
+    entry_points = [o.SubagentLauncher, o.MainAgent, o.TaskTool, o.OpenAICompatible]
+    entry_points += [o.OpenAICompatible.from_env, o.SubagentRequest, o.RuntimeProfile]
+    entry_points += [o.ExploreResult, o.VerificationResult, o.run_tool, o.tool_schemas]
+    entry_points += [o.check_evidence, launcher.verify, o.OfflineScout]
+    for f in entry_points:
+        params = list(inspect.signature(f).parameters.values())
+        names = [p.name for p in params]
+        by_position = [p for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
+        required = [p.name for p in params if p.default is p.empty]
+        with pytest.raises(ArgumentTypeError) as info:
+            f(not_a_parameter=1)
+        assert str(info.value).endswith("options are: " + ", ".join(names)), (f, names)
+        with pytest.raises(ArgumentTypeError) as info:
+            f(*[None] * (len(by_position) + 1))
+        assert f"takes at most {len(by_position)} positional" in str(info.value), f
+        if required:
+            with pytest.raises(TypeError) as err:
+                f()
+            assert repr(required[0]) in str(err.value) or f".{required[0]}:" in str(err.value)
+    for cls in (o.ExploreResult, o.VerificationResult):
+        for parse in (cls.from_json, cls.repair):
+            params = list(inspect.signature(parse).parameters.values())
+            keywords = [p.name for p in params if p.kind is p.KEYWORD_ONLY]
+            with pytest.raises(ArgumentTypeError) as info:
+                parse("{}", not_a_parameter=1)
+            assert str(info.value).endswith("options are: " + ", ".join(keywords)), parse
 
 
 def test_list_options_take_dict_views_and_generators_but_not_endless_ones(

@@ -17,7 +17,6 @@ use crate::error::{Error, LaunchError};
 use crate::llm::env::EnvFile;
 use crate::llm::ChatModel;
 use crate::profile::{explore_profile, verification_profile, ModelChoice, RuntimeProfile};
-use crate::pyjson::Json;
 use crate::redact::redact_str;
 use crate::runner::{CancelToken, ParsedResult, RunOutcome, RuntimeRunner, TerminalReason};
 use crate::tools::permissions::PermissionContext;
@@ -46,20 +45,6 @@ pub enum TraceDirSetting {
 }
 
 impl TraceDirSetting {
-    /// The `trace_dir` argument as given: None (not given) is the default directory, False keeps
-    /// traces in memory, a path is that directory.
-    pub fn from_kwargs(k: &crate::args::Kwargs) -> Result<Self, Error> {
-        const EXPECTED: &str = "a str, os.PathLike, None or False";
-        if let Ok(Some(dir)) = k.path("trace_dir") {
-            return Ok(TraceDirSetting::Dir(dir));
-        }
-        Ok(match k.given("trace_dir", EXPECTED)? {
-            Json::Null => TraceDirSetting::Default,
-            Json::Bool(false) => TraceDirSetting::Off,
-            other => return Err(Error::wrong_type("trace_dir", EXPECTED, other.type_name())),
-        })
-    }
-
     /// The checked, created directory for a launcher exploring `root`; None keeps traces in
     /// memory.
     ///
@@ -197,62 +182,6 @@ pub struct LauncherOptions {
     pub trace_retention: Option<TraceRetention>,
     /// Which `.env` the default models read (when `main_model`/`light_model` are None).
     pub env_file: EnvFile,
-}
-
-/// `SubagentLauncher(...)`'s parameters.
-pub const LAUNCHER_PARAMS: crate::args::Params = crate::args::Params {
-    owner: "SubagentLauncher",
-    names: &[
-        "project_root",
-        "main_llm",
-        "light_llm",
-        "trace_dir",
-        "parent_trace",
-        "profiles",
-        "max_concurrency",
-        "main_model",
-        "light_model",
-        "model_settings",
-        "trace_retention",
-        "env_file",
-    ],
-    positional: 3,
-    required: 1,
-};
-
-/// `SubagentLauncher.verify(...)`'s parameters.
-pub const VERIFY_PARAMS: crate::args::Params = crate::args::Params {
-    owner: "SubagentLauncher.verify",
-    names: &["candidate", "requirements", "evidence"],
-    positional: 3,
-    required: 1,
-};
-
-/// `verify`'s arguments ([`VERIFY_PARAMS`]): the candidate, the requirements (null when not
-/// given) and the evidence (none when not given).
-pub fn verify_args(k: &crate::args::Kwargs) -> Result<(String, Value, Vec<String>), Error> {
-    let evidence = k.str_list("evidence")?.unwrap_or_default();
-    Ok((
-        k.req_str("candidate")?,
-        k.json("requirements")?.to_value(),
-        evidence,
-    ))
-}
-
-impl LauncherOptions {
-    /// Options from the plain keyword values; models, trace directory and profiles at their
-    /// defaults.
-    pub fn from_kwargs(k: &crate::args::Kwargs) -> Result<Self, Error> {
-        Ok(LauncherOptions {
-            trace_dir: TraceDirSetting::from_kwargs(k)?,
-            parent_trace: k.path("parent_trace")?,
-            max_concurrency: k.int("max_concurrency")?,
-            routes: crate::llm::settings::RouteSettings::from_kwargs(k, "main_model")?,
-            trace_retention: TraceRetention::from_arg(k.json("trace_retention")?)?,
-            env_file: EnvFile::from_kwargs(k)?,
-            ..Self::default()
-        })
-    }
 }
 
 /// Launches children. Cheap to share: one semaphore bounds all launches through it.

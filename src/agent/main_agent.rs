@@ -66,47 +66,6 @@ pub struct MainAgentOptions {
     pub trace_retention: Option<TraceRetention>,
 }
 
-/// `MainAgent(...)`'s parameters.
-pub const MAIN_AGENT_PARAMS: crate::args::Params = crate::args::Params {
-    owner: "MainAgent",
-    names: &[
-        "project_root",
-        "llm",
-        "light_llm",
-        "launcher",
-        "trace_dir",
-        "subagent_types",
-        "max_steps",
-        "total_token_budget",
-        "context_token_budget",
-        "timeout_seconds",
-        "model",
-        "light_model",
-        "model_settings",
-        "trace_retention",
-    ],
-    positional: 3,
-    required: 2,
-};
-
-impl MainAgentOptions {
-    /// Options from the plain keyword values; the light model, launcher and trace directory at
-    /// their defaults.
-    pub fn from_kwargs(k: &crate::args::Kwargs) -> Result<Self, Error> {
-        Ok(MainAgentOptions {
-            trace_dir: crate::agent::launcher::TraceDirSetting::from_kwargs(k)?,
-            subagent_types: k.str_list("subagent_types")?,
-            max_steps: k.int("max_steps")?,
-            total_token_budget: k.int("total_token_budget")?,
-            context_token_budget: k.int("context_token_budget")?,
-            timeout_seconds: k.number("timeout_seconds")?,
-            routes: crate::llm::settings::RouteSettings::from_kwargs(k, "model")?,
-            trace_retention: TraceRetention::from_arg(k.json("trace_retention")?)?,
-            ..Self::default()
-        })
-    }
-}
-
 /// The main agent's profile: no result contract (a plain-text answer), Task allowed.
 pub fn main_profile(
     max_steps: i64,

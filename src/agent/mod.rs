@@ -34,14 +34,13 @@ pub mod verify;
 
 pub use crate::error::LaunchError;
 pub use launcher::{
-    default_light_model, default_main_model, profiles_by_key, prune_traces, verify_args,
-    LaunchObserver, LauncherOptions, OnFinished, SubagentLauncher, TraceDirSetting,
-    LAUNCHER_PARAMS, VERIFY_PARAMS,
+    default_light_model, default_main_model, profiles_by_key, prune_traces, LaunchObserver,
+    LauncherOptions, OnFinished, SubagentLauncher, TraceDirSetting,
 };
-pub use main_agent::{MainAgent, MainAgentOptions, MainRun, MAIN_AGENT_PARAMS};
-pub use request::{RequestInit, SubagentRequest, REQUEST_PARAMS};
+pub use main_agent::{MainAgent, MainAgentOptions, MainRun};
+pub use request::{RequestInit, SubagentRequest, REQUEST_FIELDS};
 pub use result::{ModelRoute, SubagentLaunchResult, CHILD_RUN_ID};
-pub use task_tool::{LauncherFactory, Prepared, TaskTool, TASK_TOOL_NAME, TASK_TOOL_PARAMS};
+pub use task_tool::{LauncherFactory, Prepared, TaskTool, TASK_TOOL_NAME};
 pub use verify::{CompletionVerdict, Verification};
 
 #[cfg(test)]

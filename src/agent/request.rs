@@ -3,7 +3,6 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::args::{Kwargs, Params};
 use crate::error::Error;
 use crate::profile::ModelChoice;
 use crate::pyjson::{py_dumps, Json};
@@ -55,21 +54,16 @@ pub struct RequestInit {
     pub output_schema: Option<Json>,
 }
 
-/// `SubagentRequest(...)`'s parameters, each of which may come by position or by name.
-pub const REQUEST_PARAMS: Params = Params {
-    owner: "SubagentRequest",
-    names: &[
-        "task",
-        "profile_name",
-        "structured_context",
-        "model_choice",
-        "parent_session_id",
-        "parent_run_id",
-        "output_schema",
-    ],
-    positional: 6,
-    required: 0,
-};
+/// A request's fields as `to_dict()` gives them, in the constructor's order.
+pub const REQUEST_FIELDS: [&str; 7] = [
+    "task",
+    "profile_name",
+    "structured_context",
+    "model_choice",
+    "parent_session_id",
+    "parent_run_id",
+    "output_schema",
+];
 
 impl crate::args::Record for SubagentRequest {
     /// A request from `to_dict()` output, validated as the constructor validates.
@@ -78,29 +72,41 @@ impl crate::args::Record for SubagentRequest {
         let Json::Object(items) = data else {
             return Err(Error::wrong_type(WHAT, "a dict", data.type_name()));
         };
-        let k = Kwargs::new(WHAT, REQUEST_PARAMS.names, items.clone())?;
-        RequestInit::from_kwargs(&k)?.build()
+        if let Some((bad, _)) = items
+            .iter()
+            .find(|(k, _)| !REQUEST_FIELDS.contains(&k.as_str()))
+        {
+            return Err(crate::args::unknown_option(WHAT, bad, &REQUEST_FIELDS));
+        }
+        let get = |key: &str| {
+            items
+                .iter()
+                .find(|(k, _)| k == key)
+                .map_or(&Json::Null, |(_, v)| v)
+        };
+        let text = |key: &str| match get(key) {
+            Json::Null => Ok(None),
+            Json::Str(s) => Ok(Some(s.clone())),
+            other => Err(Error::wrong_type(
+                format!("SubagentRequest.{key}"),
+                "str",
+                other.type_name(),
+            )),
+        };
+        RequestInit {
+            task: text("task")?,
+            profile_name: text("profile_name")?,
+            structured_context: Some(get("structured_context").clone()),
+            model_choice: text("model_choice")?,
+            parent_session_id: text("parent_session_id")?,
+            parent_run_id: text("parent_run_id")?,
+            output_schema: Some(get("output_schema").clone()),
+        }
+        .build()
     }
 }
 
 impl RequestInit {
-    /// From a constructor call's arguments ([`REQUEST_PARAMS`]); a value of the wrong type is
-    /// refused naming its field (`SubagentRequest.task`).
-    pub fn from_kwargs(k: &Kwargs) -> Result<Self, Error> {
-        let read = || -> Result<Self, Error> {
-            Ok(RequestInit {
-                task: k.str("task")?,
-                profile_name: k.str("profile_name")?,
-                structured_context: Some(k.json("structured_context")?.clone()),
-                model_choice: k.str("model_choice")?,
-                parent_session_id: k.str("parent_session_id")?,
-                parent_run_id: k.str("parent_run_id")?,
-                output_schema: Some(k.json("output_schema")?.clone()),
-            })
-        };
-        read().map_err(|e| e.within(REQUEST_PARAMS.owner))
-    }
-
     /// Validate into a request.
     pub fn build(self) -> Result<SubagentRequest, Error> {
         let task = self.task.ok_or_else(|| Error::Type {
@@ -253,41 +259,27 @@ mod tests {
     }
 
     #[test]
-    fn from_a_call_by_position_and_by_name() {
-        let call = |pos: Vec<Json>, named: Vec<(&str, Json)>| {
-            let named = named.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-            Kwargs::bind(&REQUEST_PARAMS, pos, named)
-                .and_then(|k| RequestInit::from_kwargs(&k))
-                .and_then(RequestInit::build)
-        };
-        let by_position = call(
-            vec![Json::Str("t".into()), Json::Str("verification".into())],
-            vec![],
-        );
-        assert_eq!(by_position.unwrap().profile_name, "verification");
-        let by_name = call(
-            vec![],
-            vec![
-                ("task", Json::Str("t".into())),
-                ("parent_run_id", Json::Str("r".into())),
-            ],
-        );
+    fn from_its_dict_each_field_checked_by_name() {
+        use crate::args::Record;
+        let from = |v: serde_json::Value| SubagentRequest::from_record(&Json::from_value(&v));
+        let by_name = from(json!({"task": "t", "parent_run_id": "r"}));
         assert_eq!(by_name.unwrap().parent_run_id.as_deref(), Some("r"));
         let msg = |r: Result<SubagentRequest, Error>| r.unwrap_err().to_string();
         assert_eq!(
-            msg(call(vec![Json::Int(3)], vec![])),
+            msg(from(json!({"task": 3}))),
             "SubagentRequest.task: must be str, got int"
         );
         assert_eq!(
-            msg(call(vec![], vec![("model_choice", Json::Bool(true))])),
+            msg(from(json!({"task": "t", "model_choice": true}))),
             "SubagentRequest.model_choice: must be str, got bool"
         );
         assert_eq!(
-            msg(call(vec![], vec![])),
+            msg(from(json!({}))),
             "SubagentRequest.task: missing; pass the self-contained instructions for the child"
         );
-        assert!(msg(call(vec![], vec![("tsk", Json::Str("t".into()))]))
-            .starts_with("SubagentRequest: has no option 'tsk'; options are: task, profile_name"));
+        assert!(msg(from(json!({"tsk": "t"}))).starts_with(
+            "SubagentRequest.from_dict data: has no option 'tsk'; options are: task, profile_name"
+        ));
     }
 
     #[test]

@@ -211,22 +211,6 @@ pub enum EnvelopeFormat {
     Reference,
 }
 
-impl EnvelopeFormat {
-    /// The `reference_format` argument: True for the reference's format; False or not given
-    /// for the compact default.
-    pub fn from_kwargs(k: &crate::args::Kwargs) -> Result<Self, Error> {
-        match k.given("reference_format", "bool")? {
-            Json::Null | Json::Bool(false) => Ok(EnvelopeFormat::Compact),
-            Json::Bool(true) => Ok(EnvelopeFormat::Reference),
-            other => Err(Error::wrong_type(
-                "reference_format",
-                "bool",
-                other.type_name(),
-            )),
-        }
-    }
-}
-
 /// What the envelope's `text` says for a result, and the result key it repeats (left out of
 /// the compact envelope's `data.result`).
 fn envelope_text(
@@ -514,19 +498,6 @@ pub struct TaskTool {
     format: EnvelopeFormat,
     output_schema: Option<OutputSchema>,
 }
-
-/// `TaskTool(...)`'s parameters.
-pub const TASK_TOOL_PARAMS: crate::args::Params = crate::args::Params {
-    owner: "TaskTool",
-    names: &[
-        "launcher",
-        "subagent_types",
-        "reference_format",
-        "output_schema",
-    ],
-    positional: 1,
-    required: 1,
-};
 
 impl TaskTool {
     /// A Task tool over `launcher`; `subagent_types` None reaches only `explore`. Every

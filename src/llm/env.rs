@@ -62,38 +62,6 @@ pub enum EnvFile {
 pub const ENV_FILE: &str =
     "a path, None (./.env unless inside the explored root) or False (no .env)";
 
-impl EnvFile {
-    /// The setting from the `env_file` argument: None (the default), False (no file) or a path.
-    pub fn from_kwargs(k: &crate::args::Kwargs) -> Result<Self, Error> {
-        use crate::pyjson::Json;
-        if let Json::Bool(b) = k.json("env_file").unwrap_or(&Json::Null) {
-            return if *b {
-                Err(Error::config(
-                    "env_file",
-                    format!("True is not a setting; expected {ENV_FILE}"),
-                ))
-            } else {
-                Ok(EnvFile::Off)
-            };
-        }
-        match k.path("env_file") {
-            Ok(Some(p)) if p.as_os_str().is_empty() => Err(Error::config(
-                "env_file",
-                format!("'' names no file; expected {ENV_FILE}"),
-            )),
-            Ok(Some(p)) => Ok(EnvFile::Path(p)),
-            Ok(None) => Ok(EnvFile::WorkingDirectory),
-            Err(_) => {
-                let given = k
-                    .json("env_file")
-                    .map(|j| j.type_name())
-                    .unwrap_or("object");
-                Err(Error::wrong_type("env_file", ENV_FILE, given))
-            }
-        }
-    }
-}
-
 /// A `.env` file as read: where it is and its assignments in file order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DotEnv {

@@ -23,19 +23,6 @@ pub struct RouteSettings {
 }
 
 impl RouteSettings {
-    /// From keyword options: the main model's name under `main_field` (`main_model` for a
-    /// launcher, `model` for a main agent), `light_model`, and `model_settings`.
-    pub fn from_kwargs(k: &crate::args::Kwargs, main_field: &str) -> Result<Self, crate::Error> {
-        Ok(RouteSettings {
-            main_model: k.str(main_field)?,
-            light_model: k.str("light_model")?,
-            settings: ModelSettings::from_json(
-                "model_settings",
-                &k.json("model_settings")?.to_value(),
-            )?,
-        })
-    }
-
     /// The main route's model.
     pub fn main(&self, main: &Arc<dyn ChatModel>) -> Arc<dyn ChatModel> {
         Configured::wrap(

@@ -81,22 +81,6 @@ impl ChatRequest {
         }
     }
 
-    /// The `request` argument of a direct call to a client: a dict of chat-completions arguments
-    /// ([`ChatRequest::from_openai`]); anything else is refused naming `request`.
-    pub fn from_kwargs(k: &crate::args::Kwargs) -> Result<ChatRequest, crate::Error> {
-        const EXPECTED: &str = "a dict of chat-completions arguments";
-        match k.given("request", EXPECTED)? {
-            obj @ crate::pyjson::Json::Object(_) => {
-                Self::from_openai(&obj.to_value()).map_err(|e| crate::Error::config("request", e.0))
-            }
-            other => Err(crate::Error::wrong_type(
-                "request",
-                EXPECTED,
-                other.type_name(),
-            )),
-        }
-    }
-
     /// Read a chat-completions request (`{model?, messages, tools?, tool_choice?}`), the inverse
     /// of [`ChatRequest::to_openai`]. The error names the offending field.
     pub fn from_openai(v: &Value) -> Result<ChatRequest, BadResponse> {
@@ -287,23 +271,14 @@ mod tests {
 
     #[test]
     fn a_direct_request_is_a_dict_of_chat_completions_arguments() {
-        use crate::args::Kwargs;
-        use crate::pyjson::Json;
-        let given = |v: Value| Kwargs::one("request", Json::from_value(&v));
-        let req = ChatRequest::from_kwargs(&given(
-            json!({"messages": [{"role": "user", "content": "hi"}]}),
-        ));
+        let req =
+            ChatRequest::from_openai(&json!({"messages": [{"role": "user", "content": "hi"}]}));
         assert_eq!(req.unwrap().messages.len(), 1);
-        let err = |k: Kwargs| ChatRequest::from_kwargs(&k).unwrap_err().to_string();
-        assert_eq!(
-            err(given(json!([]))),
-            "request: must be a dict of chat-completions arguments, got list"
+        let err = ChatRequest::from_openai(&json!({})).unwrap_err().0;
+        assert!(
+            err.starts_with("request['messages'] must be a list"),
+            "{err}"
         );
-        assert_eq!(
-            err(Kwargs::default().with("request", Err("Thing".into()))),
-            "request: must be a dict of chat-completions arguments, got Thing"
-        );
-        assert!(err(given(json!({}))).starts_with("request: request['messages'] must be a list"));
     }
 
     #[test]

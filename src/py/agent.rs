@@ -4,12 +4,36 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::api::CancelToken;
-use crate::api::{MainAgent, MainAgentOptions, MAIN_AGENT_PARAMS};
-use crate::py::convert::{req_str, wrong_type, Args};
+use crate::api::MainAgent;
+use crate::py::args::{main_agent_options, Args, Params};
+use crate::py::convert::{req_str, wrong_type};
 use crate::py::frozen_class;
 use crate::py::launcher::{launcher_arg, model_arg};
 use crate::py::observe::{event_sink, refresh_level};
 use crate::py::runtime::{finish, Plain};
+
+/// `MainAgent(...)`'s parameters.
+const MAIN_AGENT_PARAMS: Params = Params {
+    owner: "MainAgent",
+    names: &[
+        "project_root",
+        "llm",
+        "light_llm",
+        "launcher",
+        "trace_dir",
+        "subagent_types",
+        "max_steps",
+        "total_token_budget",
+        "context_token_budget",
+        "timeout_seconds",
+        "model",
+        "light_model",
+        "model_settings",
+        "trace_retention",
+    ],
+    positional: 3,
+    required: 2,
+};
 
 frozen_class! {
     /// A main agent with Read/Grep/Glob and the Task tool (see the stub).
@@ -24,7 +48,7 @@ frozen_class! {
         refresh_level(args.py());
         let a = Args::bind(&MAIN_AGENT_PARAMS, Some(args), kwargs)?;
         let plain = a.plain(&["llm", "light_llm", "launcher"])?;
-        let mut options = MainAgentOptions::from_kwargs(&plain)?;
+        let mut options = main_agent_options(&plain)?;
         let (expected, llm) = (
             "a model callable or an outrider.OpenAICompatible",
             a.req("llm")?,

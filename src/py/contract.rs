@@ -3,9 +3,11 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple, PyType};
 
-use crate::api::{answer_text, evidence_arg, Answer, Error, ExploreResult, Repair, ToolUsage};
-use crate::api::{VerificationResult, CHECK_EVIDENCE_PARAMS, EXPLORE_PARAMS, VERIFICATION_PARAMS};
-use crate::py::convert::{bind, dump, kwargs, wrong_type};
+use crate::api::VerificationResult;
+use crate::api::{answer_text, Answer, Error, ExploreResult, Repair, ToolUsage};
+use crate::py::args::{bind, evidence, explore_meta, kwargs, verification_meta};
+use crate::py::args::{Kwargs, Params};
+use crate::py::convert::{dump, wrong_type};
 use crate::py::enter::detach_waiting;
 use crate::py::frozen_class;
 
@@ -37,7 +39,7 @@ macro_rules! result_class {
             #[new]
             #[pyo3(signature = (*args, **kwargs), text_signature = $new_sig)]
             fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-                Ok($py { inner: <$core>::from_kwargs(&bind(&$params, Some(args), kwargs)?)? })
+                Ok($py { inner: <$core as Parsed>::new(&bind(&$params, Some(args), kwargs)?)? })
             }
             /// Strict parse of a final answer, exactly as the reference parses it.
             #[classmethod]
@@ -65,18 +67,93 @@ macro_rules! result_class {
     };
 }
 
+/// An answer class's arguments: its fields, then the metadata its parsers also take by name.
+trait Parsed: Answer + Sized {
+    /// The constructor's parameters.
+    const PARAMS: Params;
+    /// How many of them are the answer's own fields (the rest is metadata).
+    const FIELDS: usize;
+    /// The metadata, given by name.
+    fn meta(k: &Kwargs) -> Result<Self::Meta, Error>;
+    /// A result from a constructor call's arguments.
+    fn new(k: &Kwargs) -> Result<Self, Error>;
+    /// The metadata keywords the parsers take.
+    fn meta_names() -> &'static [&'static str] {
+        Self::PARAMS.names.split_at(Self::FIELDS).1
+    }
+    /// The answer's own fields given, as one JSON object.
+    fn fields(k: &Kwargs) -> Result<crate::api::Json, Error> {
+        k.object(&Self::PARAMS.names[..Self::FIELDS])
+    }
+}
+
+impl Parsed for ExploreResult {
+    const PARAMS: Params = Params {
+        owner: "ExploreResult",
+        names: &[
+            "status",
+            "summary",
+            "findings",
+            "evidence",
+            "unresolved_questions",
+            "tool_usage",
+            "terminal_reason",
+        ],
+        positional: 7,
+        required: 2,
+    };
+    const FIELDS: usize = 5;
+    fn meta(k: &Kwargs) -> Result<Self::Meta, Error> {
+        explore_meta(k)
+    }
+    fn new(k: &Kwargs) -> Result<Self, Error> {
+        let (usage, reason) = explore_meta(k)?;
+        Ok(Self::from_object(&Self::fields(k)?, usage, &reason)?)
+    }
+}
+
+impl Parsed for VerificationResult {
+    const PARAMS: Params = Params {
+        owner: "VerificationResult",
+        names: &[
+            "verdict",
+            "reasons",
+            "findings",
+            "evidence",
+            "child_session_id",
+            "child_run_id",
+            "terminal_reason",
+            "tool_usage",
+            "token_usage",
+        ],
+        positional: 9,
+        required: 1,
+    };
+    const FIELDS: usize = 4;
+    fn meta(k: &Kwargs) -> Result<Self::Meta, Error> {
+        verification_meta(k)
+    }
+    fn new(k: &Kwargs) -> Result<Self, Error> {
+        Ok(Self::from_object(&Self::fields(k)?, verification_meta(k)?)?)
+    }
+}
+
 /// A model answer parsed by the core (without the GIL), with the metadata given by name.
-fn parse<T: Answer + Send>(
+fn parse<T: Parsed + Send>(
     text: &Bound<'_, PyAny>,
     meta: Option<&Bound<'_, PyDict>>,
     [contract, owner]: [&'static str; 2],
     lenient: bool,
 ) -> PyResult<(T, Option<Repair>)> {
-    let (raw, meta) = (text_arg(text, contract)?, kwargs(owner, T::META, meta)?);
-    Ok(text.py().detach(|| T::parse(&raw, &meta, lenient))?)
+    let (raw, meta) = (
+        text_arg(text, contract)?,
+        kwargs(owner, T::meta_names(), meta)?,
+    );
+    let meta = T::meta(&meta)?;
+    Ok(text.py().detach(|| T::parse(&raw, meta, lenient))?)
 }
 
-result_class!(PyExploreResult, ExploreResult, "ExploreResult", EXPLORE_PARAMS,
+result_class!(PyExploreResult, ExploreResult, "ExploreResult", <ExploreResult as Parsed>::PARAMS,
     "(status, summary, findings=None, evidence=None, unresolved_questions=None, tool_usage=None, terminal_reason=None)",
     "($cls, text, *, tool_usage=None, terminal_reason=None)",
     getters {
@@ -89,7 +166,7 @@ result_class!(PyExploreResult, ExploreResult, "ExploreResult", EXPLORE_PARAMS,
     }
 );
 
-result_class!(PyVerificationResult, VerificationResult, "VerificationResult", VERIFICATION_PARAMS,
+result_class!(PyVerificationResult, VerificationResult, "VerificationResult", <VerificationResult as Parsed>::PARAMS,
     "(verdict, reasons=None, findings=None, evidence=None, child_session_id=None, child_run_id=None, terminal_reason=None, tool_usage=None, token_usage=None)",
     "($cls, text, *, child_session_id=None, child_run_id=None, terminal_reason=None, tool_usage=None, token_usage=None)",
     getters {
@@ -104,6 +181,14 @@ result_class!(PyVerificationResult, VerificationResult, "VerificationResult", VE
     }
 );
 
+/// `check_evidence(...)`'s parameters.
+const CHECK_EVIDENCE_PARAMS: Params = Params {
+    owner: "check_evidence",
+    names: &["root", "evidence"],
+    positional: 2,
+    required: 2,
+};
+
 /// Check `path:line` / `path:start-end` evidence items against the files under `root`.
 #[pyfunction]
 #[pyo3(signature = (*args, **kwargs), text_signature = "(root, evidence)")]
@@ -112,7 +197,7 @@ pub fn check_evidence<'py>(
     kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let k = bind(&CHECK_EVIDENCE_PARAMS, Some(args), kwargs)?;
-    let (root, items) = (k.req_path("root")?, evidence_arg(&k)?);
+    let (root, items) = (k.req_path("root")?, evidence(&k)?);
     let ws = crate::api::Workspace::new(&root).map_err(crate::api::Error::from)?;
     let checks = detach_waiting(args.py(), || crate::api::check_evidence(&ws, &items));
     dump(args.py(), &checks)

@@ -9,7 +9,7 @@ use pyo3::types::{
 use serde::Serialize;
 
 use crate::api::Error;
-use crate::api::{within_bounds, Json, Kwargs, Opaque, Params};
+use crate::api::{within_bounds, Json};
 
 /// What a value with no JSON form was expected to be.
 const JSON_ONLY: &str = "JSON values only (dict, list, tuple, set, str, int, float, bool, None)";
@@ -20,7 +20,7 @@ pub fn to_json(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Json> {
 }
 
 /// [`to_json`] at `depth`; None when `obj` itself has no JSON form.
-fn json_at(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Option<Json>> {
+pub(crate) fn json_at(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Option<Json>> {
     within_bounds(what, depth, 0)?;
     let within = |item: &Bound<'_, PyAny>, at: &str| {
         json_at(item, at, depth + 1)?.ok_or_else(|| wrong_type(at, JSON_ONLY, item))
@@ -94,23 +94,6 @@ pub fn bounded<'a, 'py: 'a>(
     }))
 }
 
-/// An argument for the core to read: its JSON, or what it is when it has none (its type, and
-/// its text when it is a path object, which only a path argument takes).
-fn arg_value(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Result<Json, Opaque>> {
-    if let Some(json) = json_at(obj, name, 0)? {
-        return Ok(Ok(json));
-    }
-    // Looked up on the type, as `os.fspath` does (an instance's `__getattr__` is not asked).
-    let fspath = obj.get_type().hasattr("__fspath__")?;
-    let fspath = fspath.then(|| obj.call_method0("__fspath__"));
-    let text = fspath.transpose()?.and_then(|p| p.extract::<String>().ok());
-    let type_name = type_name(obj);
-    Ok(Err(Opaque {
-        type_name,
-        path: text,
-    }))
-}
-
 /// Tool or Task arguments as given: JSON text (a str), or a value converted to JSON, or one that
 /// cannot be (the tool answers with an error envelope saying why). None means no arguments.
 pub fn tool_args(args: Option<&Bound<'_, PyAny>>) -> crate::api::ToolArgs {
@@ -128,73 +111,6 @@ pub fn tool_args(args: Option<&Bound<'_, PyAny>>) -> crate::api::ToolArgs {
         },
         ToolArgs::Json,
     )
-}
-
-/// A call's arguments bound to the core's parameters ([`Params::bind`]), as the objects given
-/// (None counts as not given for an optional one).
-pub struct Args<'py>(Vec<(String, Bound<'py, PyAny>)>);
-
-impl<'py> Args<'py> {
-    /// Bind `args` and `kwargs` to `params`; a wrong count, name or repetition is refused by it.
-    pub fn bind(
-        params: &Params,
-        args: Option<&Bound<'py, PyTuple>>,
-        kwargs: Option<&Bound<'py, PyDict>>,
-    ) -> PyResult<Self> {
-        let named = kwargs.into_iter().flat_map(|d| d.iter());
-        let named = named.map(|(k, v)| Ok((req_str(&k, "keyword")?, v)));
-        let named = named.collect::<PyResult<_>>()?;
-        let positional = args.into_iter().flat_map(|a| a.iter()).collect();
-        Ok(Args(params.bind(positional, named, |v| v.is_none())?))
-    }
-
-    /// The argument given as `name`, if it was.
-    pub fn get(&self, name: &str) -> Option<&Bound<'py, PyAny>> {
-        self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v)
-    }
-
-    /// A required argument (the binding made sure it was given).
-    pub fn req(&self, name: &str) -> PyResult<&Bound<'py, PyAny>> {
-        let missing = || Error::Internal(format!("argument {name} was not bound"));
-        Ok(self.get(name).ok_or_else(missing)?)
-    }
-
-    /// The arguments given, except the `objects` the binding converts itself, as JSON for the
-    /// core to read ([`Kwargs`]); a value with no JSON form is read as the wrong type there.
-    pub fn plain(&self, objects: &[&str]) -> PyResult<Kwargs> {
-        let mut plain = Kwargs::default();
-        for (k, v) in self
-            .0
-            .iter()
-            .filter(|(k, _)| !objects.contains(&k.as_str()))
-        {
-            plain = plain.with(k, arg_value(v, k)?);
-        }
-        Ok(plain)
-    }
-}
-
-/// A call's arguments bound to the core's parameters, as JSON for the core to read.
-pub fn bind(
-    params: &Params,
-    args: Option<&Bound<'_, PyTuple>>,
-    kwargs: Option<&Bound<'_, PyDict>>,
-) -> PyResult<Kwargs> {
-    Args::bind(params, args, kwargs)?.plain(&[])
-}
-
-/// The keyword options `owner` was given, by name only (None counts as not given).
-pub fn kwargs(
-    owner: &'static str,
-    names: &'static [&'static str],
-    given: Option<&Bound<'_, PyDict>>,
-) -> PyResult<Kwargs> {
-    bind(&Params::keywords(owner, names), None, given)
-}
-
-/// One argument (None: not given) as JSON for the core to read, like [`Args::plain`].
-pub fn one(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Kwargs> {
-    Ok(Kwargs::default().with(name, arg_value(obj, name)?))
 }
 
 /// A Python str as a Rust String; lone surrogates are refused naming the field.

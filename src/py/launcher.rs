@@ -6,15 +6,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::api::ChatModel;
-use crate::api::{verify_args, LAUNCHER_PARAMS, VERIFY_PARAMS};
 use crate::api::{EvidenceCheck, Owner, ParsedResult};
-use crate::api::{
-    LauncherOptions, RequestInit, SubagentLaunchResult, SubagentLauncher, Verification,
-};
-use crate::api::{SubagentRequest, REQUEST_PARAMS};
+use crate::api::{SubagentLaunchResult, SubagentLauncher, SubagentRequest, Verification};
+use crate::py::args::{bind, launcher_options, one, request_init, verify_args, Args, Params};
 use crate::py::contract::{PyExploreResult, PyVerificationResult};
-use crate::py::convert::{bind, bounded, one, req_str};
-use crate::py::convert::{wrong_type, Args};
+use crate::py::convert::{bounded, req_str, wrong_type};
 use crate::py::frozen_class;
 use crate::py::in_python;
 use crate::py::model::callable_model;
@@ -24,6 +20,14 @@ use crate::py::runtime::{finish, Plain};
 use crate::py::schema::{answer_object, output_schema_arg, output_schema_value};
 
 type JsonMap = serde_json::Map<String, serde_json::Value>;
+
+/// `SubagentRequest(...)`'s parameters, each of which may come by position or by name.
+const REQUEST_PARAMS: Params = Params {
+    owner: "SubagentRequest",
+    names: &crate::api::REQUEST_FIELDS,
+    positional: 6,
+    required: 0,
+};
 
 frozen_class! {
     /// A request for one child (frozen).
@@ -41,7 +45,7 @@ frozen_class! {
     fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         let a = Args::bind(&REQUEST_PARAMS, Some(args), kwargs)?;
         let schema = output_schema_arg(a.get("output_schema"), "SubagentRequest.output_schema")?;
-        let mut inner = RequestInit::from_kwargs(&a.plain(&["output_schema"])?)?.build()?;
+        let mut inner = request_init(&a.plain(&["output_schema"])?)?.build()?;
         inner.output_schema = schema;
         Ok(PySubagentRequest { inner })
     }
@@ -190,6 +194,35 @@ fn requests_arg(requests: &Bound<'_, PyAny>) -> PyResult<Vec<SubagentRequest>> {
     items.map(|r| request_arg(&r?)).collect()
 }
 
+/// `SubagentLauncher(...)`'s parameters.
+const LAUNCHER_PARAMS: Params = Params {
+    owner: "SubagentLauncher",
+    names: &[
+        "project_root",
+        "main_llm",
+        "light_llm",
+        "trace_dir",
+        "parent_trace",
+        "profiles",
+        "max_concurrency",
+        "main_model",
+        "light_model",
+        "model_settings",
+        "trace_retention",
+        "env_file",
+    ],
+    positional: 3,
+    required: 1,
+};
+
+/// `SubagentLauncher.verify(...)`'s parameters.
+const VERIFY_PARAMS: Params = Params {
+    owner: "SubagentLauncher.verify",
+    names: &["candidate", "requirements", "evidence"],
+    positional: 3,
+    required: 1,
+};
+
 frozen_class! {
     /// Launches read-only children (see the stub for the full documentation). Dropping it
     /// cancels the children still running.
@@ -209,7 +242,7 @@ frozen_class! {
         refresh_level(args.py());
         let a = Args::bind(&LAUNCHER_PARAMS, Some(args), kwargs)?;
         let plain = a.plain(&["main_llm", "light_llm", "profiles"])?;
-        let mut options = LauncherOptions::from_kwargs(&plain)?;
+        let mut options = launcher_options(&plain)?;
         let home = crate::py::model::new_home(args.py())?;
         options.main_model = model_arg(a.get("main_llm"), "main_llm", &home)?;
         options.light_model = model_arg(a.get("light_llm"), "light_llm", &home)?;

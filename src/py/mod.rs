@@ -2,6 +2,7 @@
 //! calls one core function, and converts the result; every rule lives in the core.
 
 mod agent;
+mod args;
 mod contract;
 mod convert;
 mod enter;

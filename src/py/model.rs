@@ -11,8 +11,9 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::api::{current_caller, Abandon, CallbackModel, Host, ModelError, ModelErrorKind};
-use crate::api::{Inbox, Outcome, Params, Reply};
-use crate::py::convert::{to_json, type_name, Args};
+use crate::api::{Inbox, Outcome, Reply};
+use crate::py::args::{Args, Params};
+use crate::py::convert::{to_json, type_name};
 use crate::py::enter::{attach, detach_waiting};
 use crate::py::runtime::Caller;
 

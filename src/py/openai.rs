@@ -7,12 +7,37 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple, PyType};
 
 use crate::api::CancelToken;
-use crate::api::{ChatModel, ChatRequest};
-use crate::api::{EnvFile, CLIENT_PARAMS, FROM_ENV_PARAMS};
-use crate::api::{OpenAICompatible, OpenAICompatibleConfig};
-use crate::py::convert::{bind, one};
+use crate::api::ChatModel;
+use crate::api::OpenAICompatible;
+use crate::py::args::{bind, chat_request, client_config, env_file, one, Params};
 use crate::py::frozen_class;
 use crate::py::runtime::{finish, Plain};
+
+/// `OpenAICompatible(...)`'s parameters.
+const CLIENT_PARAMS: Params = Params {
+    owner: "OpenAICompatible",
+    names: &[
+        "model",
+        "base_url",
+        "api_key",
+        "timeout",
+        "connect_timeout",
+        "max_retries",
+        "temperature",
+        "max_tokens",
+        "headers",
+    ],
+    positional: 3,
+    required: 1,
+};
+
+/// `OpenAICompatible.from_env(...)`'s parameters.
+const FROM_ENV_PARAMS: Params = Params {
+    owner: "OpenAICompatible.from_env",
+    names: &["prefix", "env_file", "root"],
+    positional: 1,
+    required: 0,
+};
 
 frozen_class! {
     /// The built-in OpenAI-compatible chat-completions client.
@@ -32,8 +57,7 @@ frozen_class! {
         text_signature = "(model, base_url=None, api_key=None, *, timeout=None, connect_timeout=None, max_retries=None, temperature=None, max_tokens=None, headers=None)"
     )]
     fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-        let plain = bind(&CLIENT_PARAMS, Some(args), kwargs)?;
-        let config = OpenAICompatibleConfig::from_kwargs(&plain)?;
+        let config = client_config(&bind(&CLIENT_PARAMS, Some(args), kwargs)?)?;
         Ok(PyOpenAICompatible {
             inner: Arc::new(OpenAICompatible::new(config)?),
         })
@@ -52,7 +76,7 @@ frozen_class! {
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Option<Self>> {
         let k = bind(&FROM_ENV_PARAMS, Some(args), kwargs)?;
-        let (prefix, env_file, root) = (k.str("prefix")?, EnvFile::from_kwargs(&k)?, k.path("root")?);
+        let (prefix, env_file, root) = (k.str("prefix")?, env_file(&k)?, k.path("root")?);
         Ok(
             OpenAICompatible::from_env(prefix.as_deref(), &env_file, root.as_deref())?.map(|c| {
                 PyOpenAICompatible {
@@ -65,7 +89,7 @@ frozen_class! {
     /// Make one call with a chat-completions request dict; returns the normalised answer
     /// `{content, tool_calls, finish_reason, usage}`. A failed call raises `ModelError`.
     fn __call__(&self, py: Python<'_>, request: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let req = ChatRequest::from_kwargs(&one(request, "request")?)?;
+        let req = chat_request(&one(request, "request")?)?;
         let client = self.inner.clone();
         let call = |_| async move { Ok(Plain(client.complete(&req).await?.to_short_value())) };
         finish(py, &CancelToken::new(), false, call)

@@ -3,8 +3,9 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFrozenSet, PyTuple};
 
-use crate::api::{Json, Params, RuntimeProfile, PROFILE_PARAMS};
-use crate::py::convert::{to_json, Args};
+use crate::api::{Json, RuntimeProfile, PROFILE_FIELDS};
+use crate::py::args::{Args, Params};
+use crate::py::convert::to_json;
 use crate::py::frozen_class;
 use crate::py::schema::{output_schema_arg, output_schema_value};
 
@@ -19,6 +20,15 @@ fn fields(d: &Bound<'_, PyDict>) -> PyResult<Vec<(String, Json)>> {
         .map(|(k, v)| field(&k.extract::<String>()?, &v))
         .collect()
 }
+
+/// `RuntimeProfile(...)`'s parameters: the first 11 fields may come in [`PROFILE_FIELDS`]
+/// order, any by name.
+const PROFILE_PARAMS: Params = Params {
+    owner: "RuntimeProfile",
+    names: &PROFILE_FIELDS,
+    positional: 11,
+    required: 0,
+};
 
 frozen_class! {
     /// A sub-agent profile (frozen). See the stub for field docs.
@@ -52,7 +62,8 @@ frozen_class! {
     fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         let a = Args::bind(&PROFILE_PARAMS, Some(args), kwargs)?;
         let schema = output_schema_arg(a.get("output_schema"), "RuntimeProfile.output_schema")?;
-        let inner = RuntimeProfile::from_kwargs(&a.plain(&["output_schema"])?)?;
+        let plain = a.plain(&["output_schema"])?;
+        let inner = RuntimeProfile::from_fields(plain.items().map_err(|e| e.within("RuntimeProfile"))?)?;
         let inner = match schema {
             Some(s) => inner.with_output_schema(Some(s)).map_err(crate::api::Error::from)?,
             None => inner,

@@ -4,10 +4,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::api::CancelToken;
-use crate::api::{
-    EnvelopeFormat, FactoryError, LauncherFactory, TaskTool, TASK_TOOL_NAME, TASK_TOOL_PARAMS,
-};
-use crate::py::convert::{tool_args, type_name, wrong_type, Args};
+use crate::api::{EnvelopeFormat, FactoryError, LauncherFactory, TaskTool, TASK_TOOL_NAME};
+use crate::py::args::{envelope_format, Args, Params};
+use crate::py::convert::{tool_args, type_name, wrong_type};
 use crate::py::frozen_class;
 use crate::py::launcher::PySubagentLauncher;
 use crate::py::runtime::{finish, Plain};
@@ -32,6 +31,19 @@ fn factory(callable: Py<PyAny>) -> LauncherFactory {
     })
 }
 
+/// `TaskTool(...)`'s parameters.
+const TASK_TOOL_PARAMS: Params = Params {
+    owner: "TaskTool",
+    names: &[
+        "launcher",
+        "subagent_types",
+        "reference_format",
+        "output_schema",
+    ],
+    positional: 1,
+    required: 1,
+};
+
 frozen_class! {
     /// The Task tool (see the stub for documentation).
     PyTaskTool(subclassed TaskTool) as "TaskTool",
@@ -55,7 +67,7 @@ frozen_class! {
         let schema = output_schema_arg(a.get("output_schema"), "TaskTool.output_schema")?;
         let plain = a.plain(&["launcher", "output_schema"])?;
         let types = plain.str_list("subagent_types")?;
-        let format = EnvelopeFormat::from_kwargs(&plain)?;
+        let format = envelope_format(&plain)?;
         let inner = if let Ok(l) = launcher.cast::<PySubagentLauncher>() {
             TaskTool::new(l.get().inner.inner.clone(), types)?
         } else if launcher.is_callable() {

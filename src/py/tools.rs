@@ -3,8 +3,25 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use crate::api::{run_tool_blocking, CancelToken, RUN_TOOL_PARAMS, TOOL_SCHEMAS_PARAMS};
-use crate::py::convert::{bind, dump, tool_args, Args};
+use crate::api::{run_tool_blocking, CancelToken};
+use crate::py::args::{bind, Args, Params};
+use crate::py::convert::{dump, tool_args};
+
+/// `run_tool(...)`'s parameters.
+const RUN_TOOL_PARAMS: Params = Params {
+    owner: "run_tool",
+    names: &["root", "name", "arguments", "runtime_mode", "timeout"],
+    positional: 3,
+    required: 2,
+};
+
+/// `tool_schemas(...)`'s parameters.
+const TOOL_SCHEMAS_PARAMS: Params = Params {
+    owner: "tool_schemas",
+    names: &["format", "names"],
+    positional: 2,
+    required: 0,
+};
 use crate::py::runtime::{finish, Plain};
 
 /// Run one tool under `root` and return its envelope dict. Bad arguments give an error envelope.

@@ -190,22 +190,6 @@ fn suggestion(registry: &ToolRegistry, name: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-/// `run_tool(...)`'s parameters.
-pub const RUN_TOOL_PARAMS: crate::args::Params = crate::args::Params {
-    owner: "run_tool",
-    names: &["root", "name", "arguments", "runtime_mode", "timeout"],
-    positional: 3,
-    required: 2,
-};
-
-/// `tool_schemas(...)`'s parameters.
-pub const TOOL_SCHEMAS_PARAMS: crate::args::Params = crate::args::Params {
-    owner: "tool_schemas",
-    names: &["format", "names"],
-    positional: 2,
-    required: 0,
-};
-
 /// The schemas of the read-only tools (all, or the `names` given) in `openai` (the default) or
 /// `anthropic` tool format.
 pub fn tool_schemas(format: Option<&str>, names: Option<Vec<String>>) -> Result<Vec<Value>, Error> {

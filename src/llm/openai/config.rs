@@ -68,48 +68,6 @@ pub struct ClientSettings {
     pub headers: Vec<(String, String)>,
 }
 
-/// `OpenAICompatible(...)`'s parameters.
-pub const CLIENT_PARAMS: crate::args::Params = crate::args::Params {
-    owner: "OpenAICompatible",
-    names: &[
-        "model",
-        "base_url",
-        "api_key",
-        "timeout",
-        "connect_timeout",
-        "max_retries",
-        "temperature",
-        "max_tokens",
-        "headers",
-    ],
-    positional: 3,
-    required: 1,
-};
-
-/// `OpenAICompatible.from_env(...)`'s parameters.
-pub const FROM_ENV_PARAMS: crate::args::Params = crate::args::Params {
-    owner: "OpenAICompatible.from_env",
-    names: &["prefix", "env_file", "root"],
-    positional: 1,
-    required: 0,
-};
-
-impl ClientSettings {
-    /// The settings from the constructor's arguments ([`CLIENT_PARAMS`], the model aside).
-    pub fn from_kwargs(k: &crate::args::Kwargs) -> Result<Self, crate::Error> {
-        Ok(ClientSettings {
-            base_url: k.str("base_url")?,
-            api_key: k.str("api_key")?,
-            timeout: k.number("timeout")?,
-            connect_timeout: k.number("connect_timeout")?,
-            max_retries: k.int("max_retries")?,
-            temperature: k.number("temperature")?,
-            max_tokens: k.int("max_tokens")?,
-            headers: k.str_map("headers")?,
-        })
-    }
-}
-
 /// The error for more retries than [`MAX_RETRIES_LIMIT`].
 fn too_many_retries(n: i64) -> Error {
     let message = format!(
@@ -133,11 +91,6 @@ impl OpenAICompatibleConfig {
             extra_headers: Vec::new(),
             env_file: None,
         }
-    }
-
-    /// A config from the constructor's arguments ([`CLIENT_PARAMS`]); not validated yet.
-    pub fn from_kwargs(k: &crate::args::Kwargs) -> Result<Self, Error> {
-        Self::from_settings(k.req_str("model")?, ClientSettings::from_kwargs(k)?)
     }
 
     /// A config from the settings a caller gives, each optional (None keeps the default: the
@@ -380,27 +333,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_config_is_read_from_the_constructor_arguments() {
-        use crate::args::Kwargs;
-        use crate::pyjson::Json;
-        let s = |v: &str| Json::Str(v.into());
-        let named = vec![("max_retries".to_string(), Json::Int(4))];
-        let k = Kwargs::bind(
-            &CLIENT_PARAMS,
-            vec![s("m"), s("http://127.0.0.1:9/v1")],
-            named,
-        );
-        let config = OpenAICompatibleConfig::from_kwargs(&k.unwrap()).unwrap();
+    fn a_config_is_built_from_the_settings_given() {
+        let settings = ClientSettings {
+            base_url: Some("http://127.0.0.1:9/v1".into()),
+            max_retries: Some(4),
+            ..ClientSettings::default()
+        };
+        let config = OpenAICompatibleConfig::from_settings("m".into(), settings).unwrap();
         assert_eq!(config.model, "m");
         assert_eq!(config.base_url, "http://127.0.0.1:9/v1");
         assert_eq!(config.max_retries, 4);
-        let none = Kwargs::bind(&CLIENT_PARAMS, vec![Json::Null], vec![]).unwrap();
-        assert_eq!(
-            OpenAICompatibleConfig::from_kwargs(&none)
-                .unwrap_err()
-                .to_string(),
-            "model: must be str, got NoneType"
-        );
+        let default = OpenAICompatibleConfig::from_settings("m".into(), ClientSettings::default());
+        assert_eq!(default.unwrap().base_url, DEFAULT_BASE_URL);
     }
 
     #[test]
