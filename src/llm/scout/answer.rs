@@ -116,7 +116,9 @@ pub fn block_end(window: &[(u64, String)], start: u64, python: bool) -> Option<u
 }
 
 fn is_python(path: &str) -> bool {
-    path.ends_with(".py") || path.ends_with(".pyi")
+    // The text after the last dot, case-sensitive: `x.py` and `x.pyi` (not `x.PY`).
+    path.rsplit_once('.')
+        .is_some_and(|(_, ext)| ext == "py" || ext == "pyi")
 }
 
 /// A cited place: `file:start-end`, and whether its lines were read.

@@ -520,7 +520,7 @@ pub fn parse(task: &str) -> Query {
     for (a, b, joined) in PHRASES {
         let words: Vec<String> = raw.iter().map(|w| w.to_lowercase()).collect();
         if let Some(i) = words.windows(2).position(|p| p[0] == *a && p[1] == *b) {
-            for (k, _) in kws.iter_mut() {
+            for (k, _) in &mut kws {
                 if k.word == *a && !k.forms.iter().any(|f| f == joined) {
                     k.forms.push(joined.to_string());
                     k.weight += 0.3;

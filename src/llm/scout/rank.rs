@@ -87,7 +87,7 @@ pub fn prior(path: &str, q: &Query) -> f64 {
         return if q.wants_examples { 1.0 } else { 0.5 };
     }
     // Type stubs and declaration files declare what is implemented elsewhere.
-    if name.ends_with(".pyi") || name.ends_with(".d.ts") {
+    if name.rsplit_once('.').is_some_and(|(_, ext)| ext == "pyi") || name.ends_with(".d.ts") {
         return 0.6;
     }
     if super::search::is_source(path) {
