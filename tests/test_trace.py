@@ -11,7 +11,8 @@ import pytest
 
 import outrider
 from outrider.testing import ScriptedLLM, call, final
-from outrider.trace import RECORD_COLUMNS, TraceChild, TraceToolCall
+from outrider.trace import RECORD_COLUMNS, TraceChild, TraceToolCall, event_time
+from outrider.types import TraceEvent
 
 
 @pytest.fixture
@@ -62,7 +63,10 @@ def test_a_child_trace_reads_back_with_steps_tool_calls_and_totals(
         "run_end",
         "session_summary",
     ]
-    assert all(isinstance(e["ts"], datetime) and e["ts"].tzinfo is not None for e in trace.events)
+    # Events are kept as written: ts is the line's ISO string; event_time parses it.
+    assert all(isinstance(e["ts"], str) and e["ts"].endswith("Z") for e in trace.events)
+    assert all(event_time(e).tzinfo is not None for e in trace.events)
+    assert trace.started == event_time(trace.events[0]) <= trace.ended
     assert [s.number for s in trace.steps] == [0, 1, 2, 3]
     assert [len(s.tool_calls) for s in trace.steps] == [0, 2, 1, 0]
     assert trace.steps[3].text == final(
@@ -118,7 +122,8 @@ def test_records_and_pandas_have_parsed_timestamps_and_flat_columns(
     frame = trace.to_pandas()
     assert list(frame.columns) == list(RECORD_COLUMNS)
     assert str(frame["ts"].dtype).startswith("datetime64") and str(frame["ts"].dt.tz) == "UTC"
-    assert frame["ts"].iloc[0].to_pydatetime() == trace.events[0]["ts"]
+    assert frame["ts"].iloc[0].to_pydatetime() == event_time(trace.events[0])
+    assert [r["ts"] for r in records] == [event_time(e) for e in trace.events]
     assert frame["total_tokens"].sum() == trace.token_usage
     assert frame.groupby("tool").size().to_dict() == {"Glob": 2, "Grep": 2, "Read": 2}
 
@@ -293,7 +298,8 @@ def test_timestamps_without_z_and_tool_call_without_result(tmp_path: pathlib.Pat
     path = tmp_path / "t.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     trace = outrider.Trace.load(path)
-    assert trace.events[0]["ts"] == datetime(2026, 12, 3, 10, tzinfo=timezone.utc)
+    assert trace.events[0]["ts"] == "2026-12-03T10:00:00.000+00:00"
+    assert event_time(trace.events[0]) == datetime(2026, 12, 3, 10, tzinfo=timezone.utc)
     assert trace.tool_calls == [
         TraceToolCall(
             step=1,
@@ -316,12 +322,176 @@ def test_the_trace_vocabulary_is_the_cores() -> None:
 
     assert typing.get_args(types.TraceEventName) == _core._TRACE_EVENTS
     assert typing.get_args(types.TerminalReason) == _core._TERMINAL_REASONS
-    for name in _core._TRACE_EVENTS:
+    for name in typing.get_args(types.TraceEventName):
         event = outrider.trace.TraceEvent(
-            ts=datetime(2026, 1, 1, tzinfo=timezone.utc),
+            ts="2026-01-01T00:00:00.000Z",
             session_id="child-x",
             step=0,
             event=name,
             payload={},
         )
         assert isinstance(describe(event), str)
+
+
+# --- one event shape: live (on_event, stream) and loaded (Trace.load) -------------------------
+
+
+def test_a_live_event_equals_the_loaded_event_of_its_line(
+    repo: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """What on_event received while the run went is what Trace.load reads from its file, event
+    for event, and either is its line's JSON."""
+    live: list[TraceEvent] = []
+    llm = ScriptedLLM(
+        [
+            [call("Grep", pattern="def main"), call("Read", path="app.py")],
+            final(status="completed", summary="main is in app.py", evidence=["app.py:1"]),
+        ]
+    )
+    launcher = outrider.SubagentLauncher(repo, llm, trace_dir=tmp_path / "traces")
+    result = launcher.launch(outrider.SubagentRequest(task="Where is main?"), on_event=live.append)
+    assert result.trace_path is not None
+    loaded = outrider.Trace.load(result.trace_path)
+
+    assert loaded.events == live and len(live) > 10
+    lines = pathlib.Path(result.trace_path).read_text().splitlines()
+    for event, line in zip(loaded.events, lines, strict=True):
+        assert json.loads(line) == event
+        assert json.loads(json.dumps(event)) == event  # plain JSON, no datetime in it
+    # describe() and event_time() take either.
+    assert [outrider.trace.describe(e) for e in live] == [r["detail"] for r in loaded.to_records()]
+    assert [event_time(e) for e in live] == [r["ts"] for r in loaded.to_records()]
+    assert outrider.Trace(live) == loaded
+
+
+def test_streamed_and_main_agent_events_equal_their_loaded_traces(
+    repo: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    import asyncio
+
+    launcher = outrider.SubagentLauncher(
+        repo,
+        lambda request: final(status="partial", summary="not sure"),
+        trace_dir=tmp_path / "traces",
+    )
+
+    async def collect() -> list[TraceEvent | outrider.SubagentLaunchResult]:
+        return [item async for item in launcher.stream(outrider.SubagentRequest(task="Where?"))]
+
+    *streamed, result = asyncio.run(collect())
+    assert isinstance(result, outrider.SubagentLaunchResult) and result.trace_path is not None
+    assert outrider.Trace.load(result.trace_path).events == streamed
+
+    # A main agent's on_event gets its own events and its children's, each equal to its file's.
+    main = ScriptedLLM(
+        [[call("Task", description="d", prompt="Where is main?", subagent_type="explore")], "done"]
+    )
+    light = ScriptedLLM(
+        [
+            [call("Read", path="app.py")],
+            final(status="completed", summary="main is in app.py", evidence=["app.py:1"]),
+        ]
+    )
+    live: list[TraceEvent] = []
+    agent = outrider.MainAgent(repo, main, light, trace_dir=tmp_path / "main-traces")
+    run = agent.run("How?", on_event=live.append)
+    parent = outrider.Trace.load(run["trace_path"])
+    (child,) = parent.children
+    assert parent.events == [e for e in live if e["session_id"] == parent.session_id]
+    assert child.events == [e for e in live if e["session_id"] == child.session_id]
+    assert len(parent) + len(child) == len(live)
+
+
+def test_trace_event_is_one_type_exported_from_types_and_trace() -> None:
+    assert outrider.trace.TraceEvent is outrider.types.TraceEvent is TraceEvent
+    assert "TraceEvent" in outrider.trace.__all__ and "TraceEvent" in outrider.types.__all__
+    import typing
+
+    hints = typing.get_type_hints(TraceEvent)
+    assert hints["ts"] is str and hints["event"] == outrider.types.TraceEventName
+
+
+def test_event_time_parses_ts_and_refuses_what_is_not_a_timestamp() -> None:
+    event = TraceEvent(
+        ts="2026-12-03T10:00:00.250Z", session_id="s", step=0, event="run_start", payload={}
+    )
+    assert event_time(event) == datetime(2026, 12, 3, 10, 0, 0, 250000, tzinfo=timezone.utc)
+    naive = TraceEvent(
+        ts="2026-12-03T10:00:00", session_id="s", step=0, event="run_start", payload={}
+    )
+    assert event_time(naive).tzinfo is timezone.utc
+    with pytest.raises(ValueError, match="Invalid isoformat string"):
+        event_time(TraceEvent(ts="soon", session_id="s", step=0, event="run_start", payload={}))
+
+
+USER_CODE = """
+from __future__ import annotations
+
+from datetime import datetime
+
+import outrider
+from outrider.trace import Trace, event_time
+from outrider.types import OnEvent, TraceEvent
+
+
+def on_event(event: TraceEvent) -> None:
+    when: datetime = event_time(event)
+    print(event["ts"].removesuffix("Z"), when.year, event["event"], event["payload"])
+
+
+def replay(launcher: outrider.SubagentLauncher, trace: Trace) -> None:
+    launcher.launch(outrider.SubagentRequest(task="t"), on_event=on_event)
+    for event in trace.events:
+        on_event(event)
+    for step in trace.steps:
+        for e in step.events:
+            on_event(e)
+    handler: OnEvent = on_event
+    launcher.launch(outrider.SubagentRequest(task="t"), on_event=handler)
+    loaded: outrider.trace.TraceEvent = trace.events[0]
+    live: TraceEvent = loaded
+    reveal_type(live["ts"])
+    reveal_type(trace.events[0]["event"])
+"""
+
+
+def test_mypy_strict_accepts_loaded_events_where_on_event_events_go(
+    tmp_path: pathlib.Path,
+) -> None:
+    """User code typed for on_event's events takes a loaded trace's events, under --strict."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("mypy")
+    (tmp_path / "user_code.py").write_text(USER_CODE)
+    # outrider is read (its errors are not this test's); the SDKs it can adapt to are not
+    # followed, which keeps this to a second.
+    (tmp_path / "mypy.ini").write_text(
+        "[mypy]\nstrict = True\nfollow_imports = skip\n\n"
+        "[mypy-outrider,outrider.*]\nfollow_imports = silent\n"
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--config-file",
+            "mypy.ini",
+            "--no-incremental",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "user_code.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    out = done.stdout + done.stderr
+    notes = [line for line in out.splitlines() if "note: Revealed type" in line]
+    errors = [line for line in out.splitlines() if ": error:" in line]
+    assert errors == [], out
+    assert len(notes) == 2, out
+    assert notes[0].endswith('"str"') or notes[0].endswith('"builtins.str"'), out
+    assert "Literal['run_start'" in notes[1]

@@ -20,7 +20,7 @@ from typing import Any
 from outrider import _core, _views
 from outrider._mainrun import MainRunResult
 from outrider.exceptions import TraceError
-from outrider.trace import Trace, _load_recorded, describe
+from outrider.trace import Trace, _load_recorded, _timed, describe
 
 __all__ = ["MAX_ITEMS", "MAX_TEXT", "STATUS_COLOURS", "launch_html", "trace_html"]
 
@@ -393,10 +393,8 @@ def verdict_html(v: Any) -> str:
 
 
 def _timeline(trace: Trace, *, opened: bool = False) -> str:
-    start = trace.started
     rows = []
-    for e in trace.events[:MAX_TIMELINE]:
-        ms = (e["ts"] - start).total_seconds() * 1000
+    for e, ms in _timed(trace, MAX_TIMELINE):
         rows.append(
             f'<tr><td style="{_CELL}">{e["step"]}</td>'
             f'<td style="{_CELL};white-space:nowrap">{ms:.1f}</td>'
@@ -568,11 +566,9 @@ def _md_facts(pairs: Iterable[tuple[str, Any]]) -> list[str]:
 
 
 def _md_timeline(trace: Trace) -> list[str]:
-    start = trace.started
     rows = [
-        f"| {e['step']} | {(e['ts'] - start).total_seconds() * 1000:.1f} | {_md_cell_code(e['event'])} "
-        f"| {_md(describe(e))} |"
-        for e in trace.events[:MAX_TIMELINE]
+        f"| {e['step']} | {ms:.1f} | {_md_cell_code(e['event'])} | {_md(describe(e))} |"
+        for e, ms in _timed(trace, MAX_TIMELINE)
     ]
     more = len(trace.events) - MAX_TIMELINE
     steps = max((s.number for s in trace.steps), default=0)

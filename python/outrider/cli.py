@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 import outrider
-from outrider.trace import _SUBAGENT_EVENTS, describe
+from outrider.trace import _SUBAGENT_EVENTS
 
 # C0 controls but tab (newline too, unless kept), DEL, C1 controls, bidirectional marks,
 # embeddings, overrides and isolates, and lone surrogates (not printable as UTF-8).
@@ -220,13 +220,11 @@ def _trace(args: argparse.Namespace) -> int:
         _fail(err)
         return 2
     _say(f"session {_clip(trace.session_id, 200)}")
-    start = trace.started
-    for e in trace.events:
-        ms = (e["ts"] - start).total_seconds() * 1000
-        detail = describe(e)
-        if e["event"] in _SUBAGENT_EVENTS and e["payload"].get("trace_path") is not None:
-            detail += f" trace={_clip(e['payload']['trace_path'], 300)}"
-        _say(f"{e['step']:>4}  {ms:>8.1f} ms  {_clip(e['event'], 60):<24} {detail}")
+    for r in trace.to_records():
+        detail = r["detail"]
+        if r["event"] in _SUBAGENT_EVENTS and r["payload"].get("trace_path") is not None:
+            detail += f" trace={_clip(r['payload']['trace_path'], 300)}"
+        _say(f"{r['step']:>4}  {r['elapsed_ms']:>8.1f} ms  {_clip(r['event'], 60):<24} {detail}")
     if trace.truncated:
         _fail(
             f"note: line {trace.skipped_line} of {args.file} was cut short (the writer stopped "

@@ -7,9 +7,12 @@
     trace.children                          # a main agent's children, loaded on first use
     trace.to_pandas()                       # one row per event, timestamps parsed (needs pandas)
 
-Every line of a trace is one event, ``{"ts", "session_id", "step", "event", "payload"}``. A last
-line cut short (the writer was stopped mid-write) is skipped and reported in :attr:`Trace.truncated`;
-any other line that is not an event is an error naming the file and line.
+Every line of a trace is one event, ``{"ts", "session_id", "step", "event", "payload"}``, read as
+the :class:`outrider.types.TraceEvent` that ``on_event`` and ``stream()`` give while the run goes:
+the same dict, ``ts`` the ISO 8601 string of the line (:func:`event_time` parses it; the records,
+the tool calls and the elapsed times hold parsed datetimes). A last line cut short (the writer was
+stopped mid-write) is skipped and reported in :attr:`Trace.truncated`; any other line that is not
+an event is an error naming the file and line.
 
 A trace is read as untrusted input: only a regular file is opened (a FIFO, a device or a directory
 is refused without being read or waited on), at most :data:`MAX_TRACE_BYTES` of it, and a line may
@@ -31,11 +34,12 @@ import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from outrider import _core
 from outrider._views import Viewed
 from outrider.exceptions import ArgumentTypeError, ConfigError, MissingExtraError, TraceError
+from outrider.types import TraceEvent, TraceEventName
 
 if TYPE_CHECKING:
     import pandas as _pandas  # private, so stubtest does not look for it at runtime
@@ -51,34 +55,20 @@ __all__ = [
     "TraceStep",
     "TraceToolCall",
     "describe",
+    "event_time",
 ]
-
-
-class TraceEvent(TypedDict):
-    """One line of a trace, its timestamp parsed."""
-
-    ts: datetime
-    """When the event was written (timezone-aware, UTC)."""
-    session_id: str
-    """The session that wrote it (``child-...`` or ``main-...``)."""
-    step: int
-    """The step (model call) it belongs to; 0 before the first call and for a parent's
-    ``subagent_*`` events."""
-    event: str
-    """``run_start``, ``model_output``, ``tool_call``, ``tool_result``, ``terminal``, ..."""
-    payload: dict[str, Any]
-    """The event's fields (see the trace format in the README)."""
 
 
 class TraceRecord(TypedDict):
     """One event as a flat row: :meth:`Trace.to_records` / :meth:`Trace.to_pandas`."""
 
     ts: datetime
+    """The event's ``ts``, parsed (:func:`event_time`; timezone-aware)."""
     elapsed_ms: float
     """Milliseconds since the trace's first event."""
     session_id: str
     step: int
-    event: str
+    event: TraceEventName
     tool: str | None
     """The tool, for ``tool_call`` and ``tool_result``."""
     tool_call_id: str | None
@@ -154,11 +144,13 @@ class _Span:
 
     @property
     def started(self) -> datetime:
-        return self.events[0]["ts"]
+        """When the first event was written (timezone-aware)."""
+        return event_time(self.events[0])
 
     @property
     def ended(self) -> datetime:
-        return self.events[-1]["ts"]
+        """When the last event was written (timezone-aware)."""
+        return event_time(self.events[-1])
 
     @property
     def elapsed_ms(self) -> float:
@@ -238,6 +230,19 @@ def _quote(path: Any) -> str:
     return _brief(str(path), 300)
 
 
+def event_time(event: TraceEvent) -> datetime:
+    """When ``event`` was written: its ``ts`` parsed into a timezone-aware ``datetime`` (UTC when
+    the text names no offset). Takes an event from ``on_event``, ``stream()`` or a loaded
+    :class:`Trace` alike::
+
+        def on_event(event: outrider.types.TraceEvent) -> None:
+            print(event_time(event).strftime("%H:%M:%S.%f")[:-3], event["event"])
+
+    Raises ``ValueError`` when ``ts`` is not an ISO 8601 timestamp.
+    """
+    return _parse_ts(event["ts"])
+
+
 def _parse_ts(value: Any) -> datetime:
     if not isinstance(value, str):
         raise ValueError(f"ts must be an ISO 8601 string, got {_brief(value)}")
@@ -251,7 +256,9 @@ def _parse_ts(value: Any) -> datetime:
     return ts if ts.tzinfo is not None else ts.replace(tzinfo=timezone.utc)
 
 
-def _event(obj: Any) -> TraceEvent:
+def _event(obj: Any) -> tuple[TraceEvent, datetime]:
+    """A line's object as the event it holds (kept as written: ``ts`` the string, checked to be
+    a timestamp, and an event name this version does not know kept as it is), and its time."""
     if not isinstance(obj, dict):
         raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
     missing = [k for k in ("ts", "session_id", "step", "event", "payload") if k not in obj]
@@ -268,9 +275,11 @@ def _event(obj: Any) -> TraceEvent:
         payload = {}
     if not isinstance(payload, dict):
         raise ValueError(f"payload must be an object, got {type(payload).__name__}")
-    return TraceEvent(
-        ts=_parse_ts(obj["ts"]), session_id=session, step=step, event=event, payload=payload
-    )
+    ts = obj["ts"]
+    when = _parse_ts(ts)
+    # A name from another outrider version is kept: the event is still shown and counted.
+    name = cast("TraceEventName", event)
+    return TraceEvent(ts=ts, session_id=session, step=step, event=name, payload=payload), when
 
 
 def _short(value: Any, width: int) -> str:
@@ -494,7 +503,7 @@ class Trace(_Span, Viewed):
         skipped_line: int | None = None,
     ) -> None:
         self.events: list[TraceEvent] = list(events)
-        """Every event, in file order."""
+        """Every event, in file order, as written (the dicts ``on_event`` receives)."""
         self.path: pathlib.Path | None = pathlib.Path(path) if path is not None else None
         """The file it was read from."""
         self.truncated = truncated
@@ -524,6 +533,7 @@ class Trace(_Span, Viewed):
         p = pathlib.Path(path)
         data = _read_regular(p, max_bytes)
         events: list[TraceEvent] = []
+        times: list[datetime] = []
         truncated, skipped = False, None
         number, pos = 0, 0
         while pos < len(data):
@@ -543,12 +553,21 @@ class Trace(_Span, Viewed):
             except ValueError as err:
                 raise _line_error(p, number, str(err)) from err
             try:
-                events.append(_event(obj))
+                event, when = _event(obj)
             except ValueError as err:
                 raise _line_error(p, number, str(err)) from err
+            events.append(event)
+            times.append(when)
         if not events:
             raise TraceError(f"{_quote(p)} holds no trace events (the file is empty)", path=str(p))
-        return cls(events, path=p, truncated=truncated, skipped_line=skipped)
+        trace = cls(events, path=p, truncated=truncated, skipped_line=skipped)
+        trace.__dict__["_times"] = times  # parsed once, while checking each line
+        return trace
+
+    @functools.cached_property
+    def _times(self) -> list[datetime]:
+        """Each event's :func:`event_time`, in order."""
+        return [event_time(e) for e in self.events]
 
     # --- what the run was -------------------------------------------------------------------
 
@@ -646,7 +665,7 @@ class Trace(_Span, Viewed):
         """Every tool call in order, each joined with its result (same step and call id)."""
         calls: list[TraceToolCall] = []
         open_calls: dict[tuple[int, str], int] = {}
-        for e in self.events:
+        for e, when in zip(self.events, self._times, strict=True):
             p = e["payload"]
             if e["event"] == "tool_call":
                 call_id = str(p.get("tool_call_id", ""))
@@ -657,7 +676,7 @@ class Trace(_Span, Viewed):
                         tool=str(p.get("tool", "")),
                         tool_call_id=call_id,
                         args=p.get("args"),
-                        started=e["ts"],
+                        started=when,
                     )
                 )
             elif e["event"] == "tool_result":
@@ -677,7 +696,7 @@ class Trace(_Span, Viewed):
                     status=status if isinstance(status, str) else None,
                     error_code=code if isinstance(code, str) else None,
                     result=result if isinstance(result, dict) else None,
-                    finished=e["ts"],
+                    finished=when,
                 )
         return calls
 
@@ -771,7 +790,7 @@ class Trace(_Span, Viewed):
         """One flat dict per event (columns :data:`RECORD_COLUMNS`), for tables and dataframes."""
         start = self.started
         rows: list[TraceRecord] = []
-        for e in self.events:
+        for e, when in zip(self.events, self._times, strict=True):
             p = e["payload"]
             usage = p.get("usage") if e["event"] == "model_output" else None
             usage = usage if isinstance(usage, dict) else None
@@ -780,8 +799,8 @@ class Trace(_Span, Viewed):
             child = p.get("child_session_id") if e["event"] in _SUBAGENT_EVENTS else None
             rows.append(
                 TraceRecord(
-                    ts=e["ts"],
-                    elapsed_ms=(e["ts"] - start).total_seconds() * 1000,
+                    ts=when,
+                    elapsed_ms=(when - start).total_seconds() * 1000,
                     session_id=e["session_id"],
                     step=e["step"],
                     event=e["event"],
@@ -834,6 +853,16 @@ class Trace(_Span, Viewed):
             f"Trace({_brief(self.session_id)}, events={len(self.events)}, steps={max((s.number for s in self.steps), default=0)}, "
             f"terminal_reason={_brief(self.terminal_reason)}, tool_usage={_brief(self.tool_usage, 200)}{cut})"
         )
+
+
+def _timed(trace: Trace, limit: int) -> list[tuple[TraceEvent, float]]:
+    """The first ``limit`` events, each with its milliseconds since the first (a timeline's
+    rows, without describing every event of a long trace as :meth:`Trace.to_records` does)."""
+    start = trace.started
+    return [
+        (e, (when - start).total_seconds() * 1000)
+        for e, when in zip(trace.events[:limit], trace._times[:limit], strict=True)
+    ]
 
 
 def _load_recorded(

@@ -134,20 +134,32 @@ TraceEventName = Literal[
     "subagent_failed",
 ]
 """The names of trace events: the core's ``EventKind`` (``outrider._core._TRACE_EVENTS``, which
-``tests/test_trace.py`` checks this list against)."""
+``tests/test_trace.py`` checks this list against). A trace file written by another version of
+outrider may hold a name not listed here: :meth:`outrider.Trace.load` keeps it as written."""
 
 
 class TraceEvent(TypedDict):
-    """One line of a JSONL trace, and what ``on_event`` receives for each event as it happens."""
+    """One trace event: one line of a JSONL trace, as it is written.
+
+    The one shape of an event, wherever it comes from: what ``on_event`` receives and
+    ``stream()`` yields as the run goes, and what :meth:`outrider.Trace.load` reads back from the
+    trace file (``Trace.events``, ``TraceStep.events``). The live event and the loaded event of one
+    line are equal dicts, and ``json.dumps(event)`` is that line's JSON. Every value is plain
+    JSON: ``outrider.trace.event_time(event)`` parses ``ts`` into a ``datetime``.
+    """
 
     ts: str
-    """UTC ISO timestamp."""
+    """When the event was written: UTC, ISO 8601 with milliseconds and a ``Z``
+    (``2026-12-03T10:00:00.123Z``), exactly as in the file."""
     session_id: str
+    """The session that wrote it (``child-...`` or ``main-...``)."""
     step: int
-    """The loop step (0 outside the loop)."""
+    """The loop step (model call) it belongs to; 0 before the first call and for a parent's
+    ``subagent_*`` events."""
     event: TraceEventName
+    """``run_start``, ``model_output``, ``tool_call``, ``tool_result``, ``terminal``, ..."""
     payload: dict[str, Any]
-    """The event's redacted payload."""
+    """The event's redacted fields (which ones depends on ``event``)."""
 
 
 TerminalReason: TypeAlias = Literal[

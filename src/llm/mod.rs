@@ -12,8 +12,6 @@ pub mod message;
 pub mod openai;
 pub(crate) mod request;
 pub(crate) mod response;
-// The scout is being rewritten with the code index (#19); pedantic lints follow that rewrite.
-#[allow(clippy::pedantic)]
 pub mod scout;
 pub mod settings;
 pub(crate) mod wire;

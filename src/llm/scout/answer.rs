@@ -11,26 +11,26 @@ use super::search::{Purpose, ReadWindow, SearchResult, CODE_GLOB};
 
 /// One search, as the answer reports it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SearchFacts {
+pub(crate) struct SearchFacts {
     /// What it was for.
-    pub purpose: Purpose,
+    pub(crate) purpose: Purpose,
     /// Its pattern.
-    pub pattern: String,
+    pub(crate) pattern: String,
     /// Whether it was limited to source files.
-    pub source_only: bool,
+    pub(crate) source_only: bool,
     /// Lines (or paths) returned.
-    pub returned: usize,
+    pub(crate) returned: usize,
     /// Distinct files among them.
-    pub files: usize,
+    pub(crate) files: usize,
     /// It stopped at its limit.
-    pub truncated: bool,
+    pub(crate) truncated: bool,
     /// It failed, or its result was cut to fit the context.
-    pub failed: bool,
+    pub(crate) failed: bool,
 }
 
 impl SearchFacts {
     /// Facts of one result.
-    pub fn of(r: &SearchResult) -> Self {
+    pub(crate) fn of(r: &SearchResult) -> Self {
         let mut files: Vec<&str> = r
             .lines
             .iter()
@@ -54,19 +54,19 @@ impl SearchFacts {
 /// What the scout carries from its search turn to its answer (in its own message, so a
 /// compacted history loses nothing).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct Notes {
+pub(crate) struct Notes {
     /// The candidates it cites, best first.
-    pub picks: Vec<Candidate>,
+    pub(crate) picks: Vec<Candidate>,
     /// The searches it ran.
-    pub searches: Vec<SearchFacts>,
+    pub(crate) searches: Vec<SearchFacts>,
 }
 
 /// The prefix of the scout's notes message.
-pub const NOTES_PREFIX: &str = "scout notes: ";
+pub(crate) const NOTES_PREFIX: &str = "scout notes: ";
 
 /// The last line of a definition's block within what was read, if its end was seen: the
 /// indentation rule for Python, braces (or a `;` before any brace) otherwise.
-pub fn block_end(window: &[(u64, String)], start: u64, python: bool) -> Option<u64> {
+pub(crate) fn block_end(window: &[(u64, String)], start: u64, python: bool) -> Option<u64> {
     let idx = window.iter().position(|(n, _)| *n == start)?;
     if python {
         let indent = |s: &str| s.len() - s.trim_start().len();
@@ -116,25 +116,27 @@ pub fn block_end(window: &[(u64, String)], start: u64, python: bool) -> Option<u
 }
 
 fn is_python(path: &str) -> bool {
-    path.ends_with(".py") || path.ends_with(".pyi")
+    // The text after the last dot, case-sensitive: `x.py` and `x.pyi` (not `x.PY`).
+    path.rsplit_once('.')
+        .is_some_and(|(_, ext)| ext == "py" || ext == "pyi")
 }
 
 /// A cited place: `file:start-end`, and whether its lines were read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cite {
+pub(crate) struct Cite {
     /// Path.
-    pub file: String,
+    pub(crate) file: String,
     /// First line.
-    pub start: u64,
+    pub(crate) start: u64,
     /// Last line.
-    pub end: u64,
+    pub(crate) end: u64,
     /// The text of those lines, when read.
-    pub lines: Option<Vec<String>>,
+    pub(crate) lines: Option<Vec<String>>,
 }
 
 impl Cite {
     /// `file:start` or `file:start-end`.
-    pub fn evidence(&self) -> String {
+    pub(crate) fn evidence(&self) -> String {
         if self.end > self.start {
             format!("{}:{}-{}", self.file, self.start, self.end)
         } else {
@@ -144,7 +146,7 @@ impl Cite {
 }
 
 /// Where to cite a candidate, from what was read of it.
-pub fn cite(c: &Candidate, reads: &[ReadWindow]) -> Cite {
+pub(crate) fn cite(c: &Candidate, reads: &[ReadWindow]) -> Cite {
     let window = reads
         .iter()
         .find(|w| w.file == c.file && w.lines.iter().any(|(n, _)| *n == c.line));
@@ -285,7 +287,12 @@ fn normalized(name: &str) -> String {
 }
 
 /// The ExploreResult (or, for a verification run, the VerificationResult) JSON text.
-pub fn final_answer(q: &Query, notes: &Notes, reads: &[ReadWindow], verification: bool) -> String {
+pub(crate) fn final_answer(
+    q: &Query,
+    notes: &Notes,
+    reads: &[ReadWindow],
+    verification: bool,
+) -> String {
     let kws = q.search_keywords();
     let words: Vec<&str> = kws.iter().map(|k| k.word.as_str()).collect();
     let (picks, cites) = merge_contained(notes.picks.clone(), reads);

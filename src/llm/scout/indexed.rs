@@ -18,14 +18,14 @@ const SEARCH_LIMIT: u64 = 12;
 /// Places read whole before answering.
 const MAX_READS: usize = 3;
 /// Places cited, at most.
-pub const MAX_EVIDENCE: usize = 10;
+pub(crate) const MAX_EVIDENCE: usize = 10;
 /// Fewest and most lines read per place.
 const READ_LINES: (u64, u64) = (12, 60);
 /// The call id of the scout's search.
 const SEARCH_ID: &str = "scout_search";
 
 /// Whether the request offers the Search tool.
-pub fn offered(request: &ChatRequest) -> bool {
+pub(crate) fn offered(request: &ChatRequest) -> bool {
     request
         .tools
         .iter()
@@ -88,7 +88,7 @@ fn search_result(messages: &[Message]) -> Result<(Vec<Place>, Value), String> {
 }
 
 /// The scout's next step when Search is offered.
-pub fn next_step(request: &ChatRequest) -> ChatResponse {
+pub(crate) fn next_step(request: &ChatRequest) -> ChatResponse {
     let messages = &request.messages;
     let turns = messages
         .iter()

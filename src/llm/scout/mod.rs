@@ -13,11 +13,11 @@
 //! allowed), the scout asks the code index instead ([`indexed`], [`crate::index`]): one ranked
 //! search over definition-sized chunks, then Reads of the best places.
 
-pub mod answer;
-pub mod indexed;
-pub mod query;
-pub mod rank;
-pub mod search;
+pub(crate) mod answer;
+pub(crate) mod indexed;
+pub(crate) mod query;
+pub(crate) mod rank;
+pub(crate) mod search;
 
 use std::sync::OnceLock;
 
@@ -148,7 +148,7 @@ fn notes_from_results(messages: &[Message], q: &query::Query) -> Notes {
 /// first message is `task`, the system prompt `system`, the tools offered `tools`; each tool call
 /// goes through `execute` (name and JSON arguments in, the result envelope as JSON text out, so
 /// that every file access stays a confined tool call). Its final text, at most three turns on.
-pub fn search_quietly(
+pub(crate) fn search_quietly(
     task: &str,
     system: &str,
     tools: std::sync::Arc<Vec<serde_json::Value>>,

@@ -250,22 +250,22 @@ const PHRASES: &[(&str, &str, &str)] = &[
 /// Most terms [`terms`] returns.
 const MAX_TERMS: usize = 5;
 /// Most keywords one search uses.
-pub const MAX_KEYWORDS: usize = 6;
+pub(crate) const MAX_KEYWORDS: usize = 6;
 
 /// One keyword of a question.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Keyword {
+pub(crate) struct Keyword {
     /// The word as asked, lowercased.
-    pub word: String,
+    pub(crate) word: String,
     /// What a name must start with (or contain) to match: the stem and its aliases.
-    pub forms: Vec<String>,
+    pub(crate) forms: Vec<String>,
     /// How much a match counts (rare, named words more; generic words less).
-    pub weight: f64,
+    pub(crate) weight: f64,
 }
 
 impl Keyword {
     /// The regex alternation of the forms (they are `[a-z0-9]` only, so no escaping).
-    pub fn regex(&self) -> String {
+    pub(crate) fn regex(&self) -> String {
         if self.forms.len() == 1 {
             self.forms[0].clone()
         } else {
@@ -275,7 +275,7 @@ impl Keyword {
 
     /// Whether one lowercase sub-word of a name matches: it is a form plus an inflection
     /// (`rout` → route, router, routing; not `glob` → global), or holds a long form.
-    pub fn matches_part(&self, part: &str) -> bool {
+    pub(crate) fn matches_part(&self, part: &str) -> bool {
         self.forms.iter().any(|f| {
             part.strip_prefix(f.as_str())
                 .is_some_and(|rest| inflection(f, rest))
@@ -285,7 +285,7 @@ impl Keyword {
     }
 
     /// Whether a name (split into sub-words) matches.
-    pub fn matches_name(&self, name: &str) -> bool {
+    pub(crate) fn matches_name(&self, name: &str) -> bool {
         let parts = split_words(name);
         parts.iter().any(|p| self.matches_part(p))
             || self
@@ -295,7 +295,7 @@ impl Keyword {
     }
 
     /// Whether a line of text mentions it (case-insensitive substring of any form).
-    pub fn in_text(&self, lowered: &str) -> bool {
+    pub(crate) fn in_text(&self, lowered: &str) -> bool {
         self.forms.iter().any(|f| lowered.contains(f.as_str()))
     }
 }
@@ -318,7 +318,7 @@ fn inflection(form: &str, rest: &str) -> bool {
 }
 
 /// The kinds of definition a question asks for ("which class ...").
-pub const TYPE_KINDS: &[&str] = &[
+pub(crate) const TYPE_KINDS: &[&str] = &[
     "class",
     "struct",
     "enum",
@@ -328,39 +328,34 @@ pub const TYPE_KINDS: &[&str] = &[
     "impl",
 ];
 /// Function kinds.
-pub const FN_KINDS: &[&str] = &["def", "fn", "func", "function"];
+pub(crate) const FN_KINDS: &[&str] = &["def", "fn", "func", "function"];
 
 /// A question, read for searching.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Query {
+pub(crate) struct Query {
     /// Identifiers the question names (back-ticked, quoted, snake_case, CamelCase, UPPER_CASE).
-    pub named: Vec<String>,
+    pub(crate) named: Vec<String>,
     /// Keywords, best first.
-    pub keywords: Vec<Keyword>,
+    pub(crate) keywords: Vec<Keyword>,
     /// The question is about tests.
-    pub wants_tests: bool,
+    pub(crate) wants_tests: bool,
     /// The question is about documentation or the changelog.
-    pub wants_docs: bool,
+    pub(crate) wants_docs: bool,
     /// The question is about examples.
-    pub wants_examples: bool,
+    pub(crate) wants_examples: bool,
     /// The kinds of definition the question asks for, if it says.
-    pub kinds: Option<&'static [&'static str]>,
+    pub(crate) kinds: Option<&'static [&'static str]>,
 }
 
 impl Query {
     /// The keywords the searches use.
-    pub fn search_keywords(&self) -> &[Keyword] {
+    pub(crate) fn search_keywords(&self) -> &[Keyword] {
         &self.keywords[..self.keywords.len().min(MAX_KEYWORDS)]
-    }
-
-    /// Sum of all keyword weights.
-    pub fn total_weight(&self) -> f64 {
-        self.search_keywords().iter().map(|k| k.weight).sum()
     }
 }
 
 /// The task without the launcher's appended structured context.
-pub fn task_body(task: &str) -> &str {
+pub(crate) fn task_body(task: &str) -> &str {
     task.split("\n\nStructured context:").next().unwrap_or(task)
 }
 
@@ -407,7 +402,7 @@ pub fn terms(task: &str) -> Vec<String> {
     out
 }
 
-pub use crate::index::text::{split_words, stem};
+pub(crate) use crate::index::text::{split_words, stem};
 
 fn aliases(stem: &str, word: &str) -> Vec<String> {
     ALIASES
@@ -418,7 +413,7 @@ fn aliases(stem: &str, word: &str) -> Vec<String> {
 }
 
 /// Read a question.
-pub fn parse(task: &str) -> Query {
+pub(crate) fn parse(task: &str) -> Query {
     let body = task_body(task);
     let lowered = body.to_lowercase();
     let mut q = Query {
@@ -520,7 +515,7 @@ pub fn parse(task: &str) -> Query {
     for (a, b, joined) in PHRASES {
         let words: Vec<String> = raw.iter().map(|w| w.to_lowercase()).collect();
         if let Some(i) = words.windows(2).position(|p| p[0] == *a && p[1] == *b) {
-            for (k, _) in kws.iter_mut() {
+            for (k, _) in &mut kws {
                 if k.word == *a && !k.forms.iter().any(|f| f == joined) {
                     k.forms.push(joined.to_string());
                     k.weight += 0.3;

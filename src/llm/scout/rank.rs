@@ -10,24 +10,24 @@ use super::search::{definition_in, Purpose, SearchResult};
 
 /// A place worth citing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Candidate {
+pub(crate) struct Candidate {
     /// Path relative to the root.
-    pub file: String,
+    pub(crate) file: String,
     /// 1-based line (1 for a file found by name only).
-    pub line: u64,
+    pub(crate) line: u64,
     /// The line's text, when a search returned it.
-    pub text: String,
+    pub(crate) text: String,
     /// `(kind, name)` when the line is a definition.
-    pub def: Option<(String, String)>,
+    pub(crate) def: Option<(String, String)>,
     /// The keywords (their words) the name, or else the line, matched.
-    pub matched: Vec<String>,
+    pub(crate) matched: Vec<String>,
     /// Higher is better.
-    pub score: f64,
+    pub(crate) score: f64,
 }
 
 /// How a file's path sets its weight: tests, docs, changelogs and examples rank below source
 /// unless the question asks for them.
-pub fn prior(path: &str, q: &Query) -> f64 {
+pub(crate) fn prior(path: &str, q: &Query) -> f64 {
     let lower = path.to_lowercase();
     let name = lower.rsplit('/').next().unwrap_or(&lower);
     let dirs: Vec<&str> = lower.split('/').collect();
@@ -87,7 +87,7 @@ pub fn prior(path: &str, q: &Query) -> f64 {
         return if q.wants_examples { 1.0 } else { 0.5 };
     }
     // Type stubs and declaration files declare what is implemented elsewhere.
-    if name.ends_with(".pyi") || name.ends_with(".d.ts") {
+    if name.rsplit_once('.').is_some_and(|(_, ext)| ext == "pyi") || name.ends_with(".d.ts") {
         return 0.6;
     }
     if super::search::is_source(path) {
@@ -143,7 +143,11 @@ fn path_weight(
 
 /// The files the second turn searches within: the best-ranked files, and the files whose
 /// names hold the most keywords.
-pub fn focus_files(ranked: &[Candidate], results: &[SearchResult], q: &Query) -> Vec<String> {
+pub(crate) fn focus_files(
+    ranked: &[Candidate],
+    results: &[SearchResult],
+    q: &Query,
+) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for c in ranked {
         if out.len() >= 4 {
@@ -197,7 +201,7 @@ fn weight(set: &BTreeSet<usize>, q: &Query) -> f64 {
 
 /// The keywords' weights corrected by what the searches saw: a keyword whose definition search
 /// stopped at its limit is common in this tree, one whose search finished is rare.
-pub fn reweighted(q: &Query, results: &[SearchResult]) -> Query {
+pub(crate) fn reweighted(q: &Query, results: &[SearchResult]) -> Query {
     let mut q = q.clone();
     for r in results
         .iter()
@@ -228,7 +232,7 @@ fn kind_weight(kind: &str) -> f64 {
 }
 
 /// Candidates from the searches, best first.
-pub fn rank(results: &[SearchResult], q: &Query) -> Vec<Candidate> {
+pub(crate) fn rank(results: &[SearchResult], q: &Query) -> Vec<Candidate> {
     let reweighted = reweighted(q, results);
     let q = &reweighted;
     let kws = q.search_keywords();
@@ -382,7 +386,7 @@ pub fn rank(results: &[SearchResult], q: &Query) -> Vec<Candidate> {
 
 /// The candidates to cite, at most `n`: the first `top` by score with at most two from one
 /// file, then the best of files not cited yet, then the rest by score.
-pub fn picks(ranked: &[Candidate], top: usize, n: usize) -> Vec<Candidate> {
+pub(crate) fn picks(ranked: &[Candidate], top: usize, n: usize) -> Vec<Candidate> {
     let mut out: Vec<Candidate> = Vec::new();
     let has =
         |out: &[Candidate], c: &Candidate| out.iter().any(|o| o.file == c.file && o.line == c.line);

@@ -12,10 +12,10 @@ use crate::llm::{Message, ToolCall};
 /// Source files, by extension: definitions and co-occurring terms are searched only here unless
 /// the question asks about documentation (prose repeats the question's words without doing the
 /// thing).
-pub const CODE_GLOB: &str = "*.{py,pyi,rs,go,js,jsx,mjs,ts,tsx,java,kt,scala,c,h,cc,cpp,hpp,cs,rb,php,swift,m,lua,ex,exs,hs,ml,dart,zig,sh,vue,svelte}";
+pub(crate) const CODE_GLOB: &str = "*.{py,pyi,rs,go,js,jsx,mjs,ts,tsx,java,kt,scala,c,h,cc,cpp,hpp,cs,rb,php,swift,m,lua,ex,exs,hs,ml,dart,zig,sh,vue,svelte}";
 
 /// Whether a path is a source file by [`CODE_GLOB`].
-pub fn is_source(path: &str) -> bool {
+pub(crate) fn is_source(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     let Some((_, ext)) = name.rsplit_once('.') else {
         return false;
@@ -37,26 +37,24 @@ const MODS: &str =
 const KINDS: &str = r"(?:def|class|fn|struct|enum|trait|type|interface|func(?:\s*\([^)]*\))?|function|mod|macro_rules!|const|let|var|static|impl(?:<[^>]*>)?(?:\s+[\w:<>, ']+?\s+for)?)";
 
 /// Most definitions asked of each keyword's search.
-pub const DEFS_LIMIT: u64 = 8;
+pub(crate) const DEFS_LIMIT: u64 = 8;
 /// Most definitions whose name holds two keywords.
-pub const PAIR_DEFS_LIMIT: u64 = 10;
-/// Most lines holding two keywords.
-pub const PAIRS_LIMIT: u64 = 12;
+pub(crate) const PAIR_DEFS_LIMIT: u64 = 10;
 /// Most lines naming an identifier from the question.
-pub const NAMED_LIMIT: u64 = 10;
+pub(crate) const NAMED_LIMIT: u64 = 10;
 /// Most file paths.
-pub const PATHS_LIMIT: u64 = 30;
+pub(crate) const PATHS_LIMIT: u64 = 30;
 /// Most lines of each search within the likeliest files.
-pub const FOCUS_LIMIT: u64 = 16;
+pub(crate) const FOCUS_LIMIT: u64 = 16;
 /// Most files the focused searches look in.
-pub const FOCUS_FILES: usize = 6;
+pub(crate) const FOCUS_FILES: usize = 6;
 
 /// What a search was for (its tool call id says it).
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
 )]
 #[serde(rename_all = "snake_case")]
-pub enum Purpose {
+pub(crate) enum Purpose {
     /// Definitions whose name holds one keyword (one search per keyword).
     Defs,
     /// Definitions whose name holds two keywords.
@@ -85,7 +83,7 @@ const PURPOSES: [Purpose; 7] = [
 
 impl Purpose {
     /// The tool call id (a per-keyword search adds `_<n>`).
-    pub fn id(self) -> &'static str {
+    pub(crate) fn id(self) -> &'static str {
         match self {
             Purpose::Defs => "scout_defs",
             Purpose::PairDefs => "scout_pair_defs",
@@ -107,18 +105,13 @@ impl Purpose {
         PURPOSES.into_iter().find(|p| p.id() == base)
     }
 
-    /// Whether this is a second-turn search.
-    pub fn is_focus(self) -> bool {
-        matches!(self, Purpose::FocusDefs | Purpose::FocusPairs)
-    }
-
     /// Whether it returns lines holding two keywords.
-    pub fn is_pairs(self) -> bool {
+    pub(crate) fn is_pairs(self) -> bool {
         matches!(self, Purpose::Pairs | Purpose::FocusPairs)
     }
 
     /// What the search looked for, for a sentence.
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Purpose::Defs => "definitions named after a keyword",
             Purpose::PairDefs => "definitions named after two keywords",
@@ -132,7 +125,7 @@ impl Purpose {
 }
 
 /// The regex start of a definition line, up to where its name begins.
-pub fn def_prefix() -> String {
+pub(crate) fn def_prefix() -> String {
     format!(r"^\s*(?:{MODS}\s+)*{KINDS}\s+[\w$:]*?")
 }
 
@@ -148,7 +141,7 @@ fn name_re() -> &'static Regex {
 
 /// Names a definition line qualifies its name with: a Go method's receiver type, the trait of a
 /// Rust `impl Trait for Type`.
-pub fn qualifiers(line: &str) -> Vec<String> {
+pub(crate) fn qualifiers(line: &str) -> Vec<String> {
     static RE: OnceLock<Regex> = OnceLock::new();
     let re = RE.get_or_init(|| {
         Regex::new(r"^\s*(?:func\s*\(\s*(?:\w+\s+)?\*?(?P<recv>\w+)|(?:pub\S*\s+)?(?:unsafe\s+)?impl(?:<[^>]*>)?\s+(?:[\w]+::)*(?P<tr>\w+)(?:<[^>]*>)?\s+for\b)")
@@ -165,14 +158,14 @@ pub fn qualifiers(line: &str) -> Vec<String> {
 }
 
 /// The kind and name a line defines, if it is a definition line.
-pub fn definition(line: &str) -> Option<(String, String)> {
+pub(crate) fn definition(line: &str) -> Option<(String, String)> {
     let c = name_re().captures(line)?;
     Some((c["kind"].to_string(), c["name"].to_string()))
 }
 
 /// [`definition`], for a line of `file`: only the keywords that language defines with count, so
 /// prose such as "function differently" in a Python docstring is not called a definition.
-pub fn definition_in(file: &str, line: &str) -> Option<(String, String)> {
+pub(crate) fn definition_in(file: &str, line: &str) -> Option<(String, String)> {
     let (kind, name) = definition(line)?;
     let ext = file.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
     let kinds: &[&str] = match ext {
@@ -245,12 +238,12 @@ fn grep_n(purpose: Purpose, n: Option<usize>, args: Value) -> ToolCall {
 }
 
 /// Escape a literal for a regex.
-pub fn escape(term: &str) -> String {
+pub(crate) fn escape(term: &str) -> String {
     regex::escape(term)
 }
 
 /// The first turn's searches, all independent (they run concurrently).
-pub fn first_calls(q: &Query) -> Vec<ToolCall> {
+pub(crate) fn first_calls(q: &Query) -> Vec<ToolCall> {
     let kws = q.search_keywords();
     let mut calls = Vec::new();
     if kws.is_empty() && q.named.is_empty() {
@@ -330,7 +323,7 @@ fn glob_safe(path: &str) -> bool {
 
 /// The second turn's searches: definitions and two-keyword lines within the likeliest files,
 /// where the first turn's searches may have stopped (in path order) before reaching them.
-pub fn focus_calls(q: &Query, files: &[String], with_defs: bool) -> Vec<ToolCall> {
+pub(crate) fn focus_calls(q: &Query, files: &[String], with_defs: bool) -> Vec<ToolCall> {
     let kws = q.search_keywords();
     let files: Vec<&String> = files
         .iter()
@@ -407,34 +400,34 @@ fn capitalize(s: &str) -> String {
 
 /// One matching line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LineHit {
+pub(crate) struct LineHit {
     /// Path relative to the root.
-    pub file: String,
+    pub(crate) file: String,
     /// 1-based line.
-    pub line: u64,
+    pub(crate) line: u64,
     /// The line as Grep returned it.
-    pub text: String,
+    pub(crate) text: String,
 }
 
 /// What one search returned.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SearchResult {
+pub(crate) struct SearchResult {
     /// What it was for.
-    pub purpose: Purpose,
+    pub(crate) purpose: Purpose,
     /// The keyword it searched for, for a per-keyword search.
-    pub keyword: Option<usize>,
+    pub(crate) keyword: Option<usize>,
     /// The pattern it used.
-    pub pattern: String,
+    pub(crate) pattern: String,
     /// Whether it had a glob.
-    pub glob: Option<String>,
+    pub(crate) glob: Option<String>,
     /// Its matching lines (Grep).
-    pub lines: Vec<LineHit>,
+    pub(crate) lines: Vec<LineHit>,
     /// Its paths (Glob).
-    pub paths: Vec<String>,
+    pub(crate) paths: Vec<String>,
     /// More matched than it returned.
-    pub truncated: bool,
+    pub(crate) truncated: bool,
     /// The tool failed (the result says nothing about the tree).
-    pub failed: bool,
+    pub(crate) failed: bool,
 }
 
 /// The arguments of the scout's own calls, by id.
@@ -450,7 +443,7 @@ fn call_args(messages: &[Message], id: &str) -> Option<Value> {
 
 /// The search results in the conversation (a result whose text was cut to fit the context is
 /// treated as failed: its JSON no longer parses).
-pub fn results(messages: &[Message]) -> Vec<SearchResult> {
+pub(crate) fn results(messages: &[Message]) -> Vec<SearchResult> {
     let mut out = Vec::new();
     for m in messages {
         let Message::Tool {
@@ -509,17 +502,17 @@ pub fn results(messages: &[Message]) -> Vec<SearchResult> {
 
 /// One Read the scout made: the lines it saw, by number.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReadWindow {
+pub(crate) struct ReadWindow {
     /// Path relative to the root.
-    pub file: String,
+    pub(crate) file: String,
     /// (line number, text) in order.
-    pub lines: Vec<(u64, String)>,
+    pub(crate) lines: Vec<(u64, String)>,
     /// The file's line count, when reported.
-    pub total_lines: Option<u64>,
+    pub(crate) total_lines: Option<u64>,
 }
 
 /// The Read results in the conversation whose content still parses.
-pub fn reads(messages: &[Message]) -> Vec<ReadWindow> {
+pub(crate) fn reads(messages: &[Message]) -> Vec<ReadWindow> {
     let mut out = Vec::new();
     for m in messages {
         let Message::Tool {
