@@ -141,8 +141,6 @@ pub use tools::workspace::{PathError, Workspace};
 pub use trace::TerminalReason;
 
 #[cfg(feature = "python")]
-// The binding is being rewritten (#22.1, #22.3); pedantic lints follow that rewrite.
-#[allow(clippy::pedantic)]
 mod py;
 
 // The loop allocates many small strings and JSON values per step; mimalloc's thread-local

@@ -596,6 +596,12 @@ impl TaskTool {
         parameters(&self.reachable)
     }
 
+    /// The tool's name, [`TASK_TOOL_NAME`] (a method, as the binding's getters read).
+    #[allow(clippy::unused_self)]
+    pub fn name(&self) -> &'static str {
+        TASK_TOOL_NAME
+    }
+
     /// `{"type": "function", "function": {name, description, parameters}}`.
     pub fn openai_schema(&self) -> Value {
         json!({"type": "function", "function": {"name": TASK_TOOL_NAME, "description": self.description(), "parameters": self.parameters()}})

@@ -182,6 +182,7 @@ impl PyOfflineScout {
             task, "task",
         )?))
     }
+    #[allow(clippy::unused_self)] // Python's repr protocol takes the instance
     fn __repr__(&self) -> &'static str {
         "OfflineScout()"
     }

@@ -56,28 +56,29 @@ where
     static BLOCKED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     crate::py::observe::refresh_level(py);
     let cancel = parent.child();
-    let event_loop = match awaitable {
-        true => Some(
+    let event_loop = if awaitable {
+        Some(
             RUNNING_LOOP
                 .import(py, "asyncio", "get_running_loop")?
                 .call0()?,
-        ),
-        false => None,
+        )
+    } else {
+        None
     };
-    let blocked = match awaitable {
-        true => None,
-        false => {
-            let running = THREAD_LOOP
-                .import(py, "asyncio", "_get_running_loop")?
-                .call0()?;
-            match running.is_none() {
-                true => None,
-                false => Some(
-                    BLOCKED
-                        .import(py, "outrider._aio", "Blocked")?
-                        .call1((running,))?,
-                ),
-            }
+    let blocked = if awaitable {
+        None
+    } else {
+        let running = THREAD_LOOP
+            .import(py, "asyncio", "_get_running_loop")?
+            .call0()?;
+        if running.is_none() {
+            None
+        } else {
+            Some(
+                BLOCKED
+                    .import(py, "outrider._aio", "Blocked")?
+                    .call1((running,))?,
+            )
         }
     };
     let context = COPY_CONTEXT

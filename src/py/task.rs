@@ -4,7 +4,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::api::CancelToken;
-use crate::api::{EnvelopeFormat, FactoryError, LauncherFactory, TaskTool, TASK_TOOL_NAME};
+use crate::api::{EnvelopeFormat, FactoryError, LauncherFactory, TaskTool};
 use crate::py::args::{envelope_format, Args, Params};
 use crate::py::convert::{tool_args, type_name, wrong_type};
 use crate::py::frozen_class;
@@ -49,7 +49,7 @@ frozen_class! {
     PyTaskTool(subclassed TaskTool) as "TaskTool",
     getters {
         /// "Task".
-        name: &'static str = |_t| TASK_TOOL_NAME,
+        name: &'static str = |t| t.name(),
         /// What the parent model reads: when to delegate and the boundaries.
         description: String = |t| t.description(),
         /// JSON schema of the arguments.
