@@ -101,14 +101,14 @@ macro_rules! wire_enum {
 
 pub mod agent;
 pub mod api;
-pub mod args;
+pub(crate) mod args;
 pub(crate) mod cancel;
 pub mod contract;
 pub mod error;
 pub mod evidence;
 pub(crate) mod exec;
 pub(crate) mod host;
-pub mod index;
+pub(crate) mod index;
 pub mod llm;
 pub mod profile;
 pub mod pyjson;

@@ -87,6 +87,7 @@ impl Lang {
     }
 
     /// Every language, for tests and tables.
+    #[cfg(test)]
     pub const ALL: [Lang; 10] = [
         Lang::Python,
         Lang::Rust,
