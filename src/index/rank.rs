@@ -705,6 +705,53 @@ pub fn search(index: &Index, q: &Query, limit: usize, under: Option<&str>) -> Ve
     diversify(scored, limit)
 }
 
+/// Where a `width`-line window over `lines` (numbered, in order) shows the most of `q`: the
+/// first line of the window that holds the most distinct query terms (more matching lines
+/// breaking ties, the earliest of equals), its matching lines centred. None when no line holds
+/// a query term.
+pub fn focus(lines: &[(u64, &str)], q: &Query, width: usize) -> Option<u64> {
+    let per_line: Vec<Vec<usize>> = lines
+        .iter()
+        .map(|(_, l)| {
+            let mut terms = Vec::new();
+            for w in super::text::idents(l) {
+                super::text::ident_terms(w, &mut terms);
+            }
+            (0..q.terms.len())
+                .filter(|&qi| terms.contains(&q.terms[qi].term))
+                .collect()
+        })
+        .collect();
+    if per_line.iter().all(Vec::is_empty) {
+        return None;
+    }
+    let width = width.max(1);
+    let mut best: Option<((usize, usize), usize)> = None;
+    for at in 0..lines.len().saturating_sub(width - 1).max(1) {
+        let window = &per_line[at..(at + width).min(per_line.len())];
+        let mut distinct: Vec<usize> = window.iter().flatten().copied().collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let key = (
+            distinct.len(),
+            window.iter().filter(|t| !t.is_empty()).count(),
+        );
+        if best.is_none_or(|(k, _)| key > k) {
+            best = Some((key, at));
+        }
+    }
+    let (_, at) = best?;
+    // Centre the matching lines in the window, so that what surrounds them shows too.
+    let end = (at + width).min(per_line.len());
+    let first = (at..end).find(|&i| !per_line[i].is_empty())?;
+    let last = (at..end).rev().find(|&i| !per_line[i].is_empty())?;
+    let pad = width.saturating_sub(last - first + 1) / 2;
+    let start = first
+        .saturating_sub(pad)
+        .min(lines.len().saturating_sub(width));
+    Some(lines[start].0)
+}
+
 /// Each file's best chunk gains a share of the file's next best ones: a file where several
 /// places match parts of the question beats a file where one place matches one striking word.
 fn accumulate(scored: &mut [Hit]) {
@@ -926,6 +973,28 @@ mod tests {
                 ("foo".to_string(), "bar".to_string())
             ]
         );
+    }
+
+    #[test]
+    fn the_focus_is_the_window_that_shows_most_of_the_question() {
+        let q = parse("Where are CORS preflight OPTIONS requests answered?");
+        let text: Vec<String> = (1..=60)
+            .map(|n| match n {
+                1 => "export const cors = (options) => {".to_string(),
+                40 => "  if (c.req.method === 'OPTIONS') {".to_string(),
+                42 => "    // preflight: answer with the allowed methods".to_string(),
+                _ => format!("  const x{n} = {n}"),
+            })
+            .collect();
+        let lines: Vec<(u64, &str)> = text
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (i as u64 + 1, l.as_str()))
+            .collect();
+        assert_eq!(focus(&lines, &q, 10), Some(37));
+        // A window as wide as the text starts at its first line; no query word: none.
+        assert_eq!(focus(&lines, &q, 60), Some(1));
+        assert_eq!(focus(&lines[1..5], &q, 3), None);
     }
 
     #[test]

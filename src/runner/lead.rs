@@ -35,17 +35,20 @@ pub(super) struct ScoutRun {
     opened: Vec<Opened>,
 }
 
-/// One place opened for the child: a Read of `path` from line `from`, its result as shown.
+/// One place opened for the child: a Read of `path` from line `from` to `to`, its result as
+/// shown, for the place the scout cites from line `place`.
 struct Opened {
     path: String,
+    place: u64,
     from: u64,
+    to: u64,
     shown: Value,
 }
 
 impl Opened {
-    /// Whether `path:line` lies near this window (it would show the same lines again).
+    /// Whether `path:line` lies near this place (it would show the same lines again).
     fn near(&self, path: &str, line: u64) -> bool {
-        self.path == path && self.from.abs_diff(line) < OPENED_LINES.1
+        self.path == path && self.place.abs_diff(line) < OPENED_LINES.1
     }
 
     /// The numbered lines shown.
@@ -253,7 +256,7 @@ impl RuntimeRunner {
             .first()
             .filter(|_| opened.len() >= 2)
             .and_then(|(path, start, end)| {
-                opened.first().filter(|o| o.near(path, *start))?;
+                let shown = opened.first().filter(|o| o.near(path, *start))?;
                 let listed = hint
                     .lines()
                     .find_map(|l| l.strip_prefix("1. "))
@@ -261,8 +264,9 @@ impl RuntimeRunner {
                     .to_string();
                 Some(SecondLook {
                     path: path.clone(),
-                    start: *start,
-                    end: (*end).max(*start),
+                    // The place as the scout cited it and as the child was shown it.
+                    start: (*start).min(shown.from),
+                    end: (*end).max(*start).max(shown.to),
                     listed,
                 })
             });
@@ -278,8 +282,9 @@ impl RuntimeRunner {
 /// The hint's text: the ranked places, each by the line it starts at and what the scout found
 /// there, then the windows opened (or an invitation to read around them).
 fn hint_text(answer: &ExploreResult, places: &[(String, u64, u64)], opened: &[Opened]) -> String {
-    // Each place by the line it starts at: a small model copies the listed citation, and a
-    // range longer than the window opened would cite lines it did not see.
+    // Each place by the lines opened of it, else the line it starts at: a small model copies
+    // the listed citation, and a range longer than the window opened would cite lines it did
+    // not see; a first line alone misses what the window shows further down.
     let listed: Vec<String> = answer
         .evidence
         .iter()
@@ -294,7 +299,11 @@ fn hint_text(answer: &ExploreResult, places: &[(String, u64, u64)], opened: &[Op
                 .map(|f| f.split(". ").next().unwrap_or(f).trim_end_matches('.'))
                 .map(|f| format!(" ({f})"))
                 .unwrap_or_default();
-            format!("{}. {path}:{start}{about}", i + 1)
+            let lines = opened
+                .iter()
+                .find(|o| o.path == *path && o.place == *start)
+                .map_or_else(|| start.to_string(), |o| format!("{}-{}", o.from, o.to));
+            format!("{}. {path}:{lines}{about}", i + 1)
         })
         .collect();
     let list = format!(
@@ -356,7 +365,18 @@ impl ScoutSearch {
             return None;
         }
         let opened = if self.open {
-            self.open_places(&places)
+            // A place's window may be sought over its whole definition, not only the part the
+            // scout read.
+            let whole: Vec<(String, u64, u64)> = answer
+                .evidence
+                .iter()
+                .filter_map(|cite| {
+                    let (path, start, end) = crate::evidence::parse_citation(cite)?;
+                    let defined_to = definition_end(&answer.findings, cite).unwrap_or(end);
+                    Some((path, start, defined_to.max(end)))
+                })
+                .collect();
+            self.open_places(&whole)
         } else {
             Vec::new()
         };
@@ -371,6 +391,7 @@ impl ScoutSearch {
     /// The first places, a short window each (distinct places only), so that the model can
     /// weigh them against each other.
     fn open_places(&self, places: &[(String, u64, u64)]) -> Vec<Opened> {
+        let q = crate::index::rank::parse(&self.task);
         let mut opened: Vec<Opened> = Vec::new();
         for (path, start, end) in places {
             if opened.len() >= OPENED_PLACES {
@@ -379,27 +400,84 @@ impl ScoutSearch {
             if opened.iter().any(|o| o.near(path, *start)) {
                 continue;
             }
-            let from = start.saturating_sub(1).max(1);
+            let first = start.saturating_sub(1).max(1);
             // The best place is shown whole when it is short; the others as a first look.
             let most = if opened.is_empty() {
                 FIRST_OPENED_LINES
             } else {
                 OPENED_LINES.1
             };
-            let limit = (end.saturating_sub(from) + 1).clamp(OPENED_LINES.0, most);
+            let span = end.saturating_sub(first) + 1;
+            let limit = span.clamp(OPENED_LINES.0, most);
+            // A place longer than its window is shown where it holds most of the task's words.
+            let from = if span > most {
+                self.focus(path, first, *end, &q, most).unwrap_or(first)
+            } else {
+                first
+            };
             let args = serde_json::json!({"path": path, "start_line": from, "limit": limit});
             let shown = self
                 .registry
                 .execute("Read", &args, &self.ctx, &self.permissions)
                 .to_value();
-            if shown["status"].as_str() != Some("error") && shown["data"]["content"].is_string() {
+            let Some(content) = shown["data"]["content"].as_str() else {
+                continue;
+            };
+            let to = numbered(content).last().map(|(n, _)| *n);
+            if let (Some(to), false) = (to, shown["status"].as_str() == Some("error")) {
                 opened.push(Opened {
                     path: path.clone(),
+                    place: *start,
                     from,
+                    to,
                     shown,
                 });
             }
         }
         opened
     }
+
+    /// The first line of the `width`-line window of `path`'s lines `first..=end` (at most 400
+    /// read) that shows the most of the task's words; None when the Read fails or no line
+    /// holds one. Only the window chosen is shown to the child.
+    fn focus(
+        &self,
+        path: &str,
+        first: u64,
+        end: u64,
+        q: &crate::index::rank::Query,
+        width: u64,
+    ) -> Option<u64> {
+        let limit = (end.saturating_sub(first) + 1).min(400);
+        let args = serde_json::json!({"path": path, "start_line": first, "limit": limit});
+        let read = self
+            .registry
+            .execute("Read", &args, &self.ctx, &self.permissions)
+            .to_value();
+        let lines = numbered(read["data"]["content"].as_str()?);
+        crate::index::rank::focus(&lines, q, usize::try_from(width).ok()?)
+    }
+}
+
+/// The lines of a Read result's content (`  12 | text`), with their numbers.
+fn numbered(content: &str) -> Vec<(u64, &str)> {
+    content
+        .lines()
+        .filter_map(|l| {
+            let (n, text) = l.split_once('|')?;
+            let n = n.trim().parse().ok()?;
+            Some((n, text.strip_prefix(' ').unwrap_or(text)))
+        })
+        .collect()
+}
+
+/// Where the definition cited as `cite` ends, when the scout read only part of it: its finding
+/// says `(read to line N of END)`.
+fn definition_end(findings: &[String], cite: &str) -> Option<u64> {
+    let finding = findings
+        .iter()
+        .find(|f| f.strip_prefix(cite).is_some_and(|r| r.starts_with(": ")))?;
+    let tail = finding.rsplit_once("(read to line ")?.1;
+    let end = tail.split_once(" of ")?.1;
+    end.trim_end_matches(['.', ')']).parse().ok()
 }

@@ -23,6 +23,10 @@ use crate::runner::{
 };
 use crate::trace::event;
 
+/// The feedback for a final answer that did not parse because the output token limit cut it
+/// short (the provider's `finish_reason` is `length`): often a small model repeating itself.
+const CUT_OFF_FEEDBACK: &str = "Your answer was cut off at the output token limit before its JSON object ended (a long or repeating summary). Reply with the JSON object again, short: a summary of one or two sentences and only the findings and evidence you need.";
+
 /// What the loop fixes before its first step.
 struct Plan {
     /// The run's wall-clock limit.
@@ -245,6 +249,7 @@ impl RuntimeRunner {
             return self.act(step, st, plan, resp, &span).await;
         }
         let text = resp.content.trim().to_string();
+        let cut_off = matches!(resp.finish_reason.as_deref(), Some("length" | "max_tokens"));
         match self.judge(st, plan, &text, &span).await {
             Gate::Accept(result, repair) => {
                 if let Some(r) = repair {
@@ -292,6 +297,12 @@ impl RuntimeRunner {
                     );
                     return Next::End(kept);
                 }
+                // An answer the output limit cut short fails the contract for that reason.
+                let feedback = if cut_off && parsed.is_none() {
+                    CUT_OFF_FEEDBACK.to_string()
+                } else {
+                    feedback
+                };
                 let refusal = Refusal {
                     exploring,
                     feedback,

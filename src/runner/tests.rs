@@ -1268,7 +1268,7 @@ async fn the_first_message_lists_likely_places_and_opens_the_first_unless_turned
     let first = last_user(&model, 0);
     assert_eq!(
         first,
-        "Where is the `main` function defined?\n\nLikely places (an offline search of the code index ranked them, best first; unverified, they may not answer the task):\n1. src/app.py:1 (`main` is defined at src/app.py:1 (function))\n\nOpened for you (line number | text):\nsrc/app.py:\n   1 | def main():\n   2 |     return 1\n\nIf some of these lines answer the task, reply with the final JSON object citing every one of them that does (relative/path:line), the best first; if none does, Read or Grep further."
+        "Where is the `main` function defined?\n\nLikely places (an offline search of the code index ranked them, best first; unverified, they may not answer the task):\n1. src/app.py:1-2 (`main` is defined at src/app.py:1 (function))\n\nOpened for you (line number | text):\nsrc/app.py:\n   1 | def main():\n   2 |     return 1\n\nIf some of these lines answer the task, reply with the final JSON object citing every one of them that does (relative/path:line), the best first; if none does, Read or Grep further."
     );
     // The opened lines were seen, and that look counts as the one tool call explore asks
     // for: the answer citing src/app.py:1-2 is completed on the first call, with no tool call
@@ -1681,12 +1681,19 @@ async fn an_answer_from_the_hint_that_passes_over_its_first_place_gets_one_secon
         .run(task)
         .await;
     let hint = last_user(&probe, 0);
-    let (first, second) = if hint.contains("1. src/app.py:1") {
-        ("src/app.py:1", "src/cli.py:71")
-    } else {
-        ("src/cli.py:71", "src/app.py:1")
+    let listed = |n: &str| -> String {
+        hint.lines()
+            .find_map(|l| l.strip_prefix(n))
+            .and_then(|l| l.split(' ').next())
+            .unwrap_or_default()
+            .to_string()
     };
-    assert!(hint.contains(&format!("2. {second}")), "{hint}");
+    let (first, second) = (listed("1. "), listed("2. "));
+    let (first, second) = (first.as_str(), second.as_str());
+    // Each place is listed by the lines opened of it.
+    let mut both = [first, second];
+    both.sort_unstable();
+    assert_eq!(both, ["src/app.py:1-2", "src/cli.py:70-72"], "{hint}");
 
     // Passing the first place over: asked once to weigh it; the next answer stands.
     let model = Scripted::new(vec![say(&cite(&[second])), say(&cite(&[first, second]))]);
@@ -1753,5 +1760,73 @@ async fn an_answer_from_the_hint_that_passes_over_its_first_place_gets_one_secon
     assert_eq!(
         (out.terminal_reason, out.model_calls),
         (TerminalReason::Completed, 2)
+    );
+}
+
+#[tokio::test]
+async fn a_long_first_place_is_opened_where_it_answers_and_listed_by_the_lines_shown() {
+    let dir = tree();
+    let mut body = String::from("def cors(options):\n");
+    for i in 0..70 {
+        body.push_str(&format!("    value{i} = options.get({i})\n"));
+    }
+    body.push_str("    if request.method == 'OPTIONS':  # preflight\n");
+    body.push_str("        return answer_preflight(options)\n");
+    for i in 0..30 {
+        body.push_str(&format!("    tail{i} = {i}\n"));
+    }
+    std::fs::write(dir.path().join("src/cors.py"), body).unwrap();
+    let model = Scripted::new(vec![say(FINAL)]);
+    runner(&dir, model.clone(), explore_profile())
+        .run("Where are CORS preflight OPTIONS requests answered?")
+        .await;
+    let hint = last_user(&model, 0);
+    let first = hint
+        .lines()
+        .find_map(|l| l.strip_prefix("1. src/cors.py:"))
+        .unwrap_or_else(|| panic!("{hint}"));
+    let range = first.split(' ').next().unwrap_or_default();
+    let (a, b) = range.split_once('-').unwrap_or_else(|| panic!("{hint}"));
+    let (a, b): (u64, u64) = (a.parse().unwrap(), b.parse().unwrap());
+    // The window shown holds the preflight branch (line 72), not only the def line.
+    assert!(a <= 72 && 73 <= b && b - a < 32, "{hint}");
+    assert!(
+        hint.contains("  72 |     if request.method == 'OPTIONS':  # preflight"),
+        "{hint}"
+    );
+}
+
+#[tokio::test]
+async fn an_answer_the_output_limit_cut_short_is_told_so() {
+    let dir = tree();
+    let cut = "```json\n{\"status\": \"completed\", \"summary\": \"It looks for an adapter, then it looks for an adapter, then it looks";
+    let cut_step = Step::Reply(ChatResponse {
+        content: cut.into(),
+        finish_reason: Some("length".into()),
+        ..ChatResponse::default()
+    });
+    let (out, model) = run(
+        &dir,
+        vec![read_app(), cut_step, say(FINAL)],
+        explore_profile(),
+    )
+    .await;
+    assert!(
+        last_user(&model, 2).starts_with("Your answer was cut off at the output token limit"),
+        "{}",
+        last_user(&model, 2)
+    );
+    assert_eq!(out.terminal_reason, TerminalReason::Completed);
+    // The same text ended by the model itself is refused for what it is.
+    let (_, model) = run(
+        &dir,
+        vec![read_app(), say(cut), say(FINAL)],
+        explore_profile(),
+    )
+    .await;
+    assert!(
+        last_user(&model, 2).starts_with("Return only a valid ExploreResult JSON object"),
+        "{}",
+        last_user(&model, 2)
     );
 }
