@@ -44,9 +44,9 @@ wire_enum! {
     }
 }
 
-/// A repair name other than `fence` or `extract`.
+/// A repair name other than `fence`, `extract` or `quotes`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("'{0}' is not a repair; expected fence or extract")]
+#[error("'{0}' is not a repair; expected fence, extract or quotes")]
 pub struct UnknownRepair(pub String);
 
 wire_enum! {
@@ -56,6 +56,9 @@ wire_enum! {
         Fence = "fence",
         /// The object was pulled out of surrounding prose.
         Extract = "extract",
+        /// Quotes inside a string that do not end it were taken as part of it
+        /// (`"a.go:3: Static("/static")"`, code quoted in an evidence item).
+        Quotes = "quotes",
     }
     parse_error: |s| -> UnknownRepair { UnknownRepair(s.to_owned()) }
 }
@@ -113,7 +116,29 @@ pub fn repair_object(
             objects.into_iter().next().unwrap_or(Json::Null),
             Some(Repair::Extract),
         )),
-        0 => Err(strict_err),
+        0 => {
+            let blocks = fenced_blocks(raw);
+            for candidate in blocks.iter().copied().chain([py_strip(raw)]) {
+                if let Some(v) = escape_stray_quotes(candidate)
+                    .and_then(|fixed| parse_object(contract, &fixed).ok())
+                {
+                    return Ok((v, Some(Repair::Quotes)));
+                }
+            }
+            // A fenced answer whose JSON does not parse: say what is wrong inside the fence,
+            // not that fences are refused.
+            match blocks.first() {
+                Some(block) => Err(parse_object(contract, block).err().map_or(strict_err, |e| {
+                    ContractError::single(
+                        contract,
+                        format!("the JSON in the answer's code fence does not parse: {e}"),
+                        "json_invalid",
+                        Json::Str(raw.to_string()),
+                    )
+                })),
+                None => Err(strict_err),
+            }
+        }
         n => Err(ContractError::single(
             contract,
             format!("found {n} JSON objects in the answer; expected exactly one"),
@@ -121,6 +146,48 @@ pub fn repair_object(
             Json::Str(raw.to_string()),
         )),
     }
+}
+
+/// `text` with every `"` inside a string that does not end it escaped, when there is one: a
+/// quote ends a string only when what follows it (past blanks) is `,` `:` `}` `]` or the end,
+/// and it does not close a quoted part of the string (the quotes escaped so far in that string
+/// are even: `"a.go:3: Static("/static", "/var")"` is one string). None when every quote
+/// already fits.
+fn escape_stray_quotes(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut in_string = false;
+    let mut changed = false;
+    let mut stray = 0usize;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if !in_string {
+            in_string = c == '"';
+            stray = 0;
+            out.push(c);
+            continue;
+        }
+        match c {
+            '\\' => {
+                out.push(c);
+                if let Some((_, next)) = chars.next() {
+                    out.push(next);
+                }
+            }
+            '"' => {
+                let after = text[i + 1..].trim_start().chars().next();
+                if stray % 2 == 0 && matches!(after, None | Some(',' | ':' | '}' | ']')) {
+                    in_string = false;
+                    out.push('"');
+                } else {
+                    out.push_str("\\\"");
+                    changed = true;
+                    stray += 1;
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    changed.then_some(out)
 }
 
 fn fenced_blocks(text: &str) -> Vec<&str> {
@@ -975,5 +1042,41 @@ mod tests {
             .unwrap();
         let back = ExploreResult::from_dict(&Json::from_value(&r.to_value())).unwrap();
         assert_eq!(back, r);
+    }
+}
+
+#[cfg(test)]
+mod quote_repair_tests {
+    use super::*;
+
+    /// What a 1.5B model wrote (gin, "Where are static files served from a directory?").
+    const STRAY: &str = "```json\n{\n  \"status\": \"completed\",\n  \"summary\": \"Served by `Static`.\",\n  \"findings\": [\"routergroup.go:196-203\"],\n  \"evidence\": [\n    \"routergroup.go:196-203: router.Static(\"/static\", \"/var/www\")\"\n  ],\n  \"unresolved_questions\": []\n}\n```";
+
+    #[test]
+    fn quotes_inside_a_string_that_do_not_end_it_are_kept_in_it() {
+        let (v, repair) = repair_object("ExploreResult", STRAY).unwrap();
+        assert_eq!(repair, Some(Repair::Quotes));
+        assert_eq!(
+            v.to_value()["evidence"][0],
+            serde_json::json!("routergroup.go:196-203: router.Static(\"/static\", \"/var/www\")")
+        );
+        // Well-formed JSON is never touched, and text without a stray quote is not "repaired".
+        assert_eq!(escape_stray_quotes(r#"{"a": "b \"c\"", "d": ["e"]}"#), None);
+        assert_eq!(
+            escape_stray_quotes(r#"{"a": "say "hi" now"}"#).as_deref(),
+            Some(r#"{"a": "say \"hi\" now"}"#)
+        );
+    }
+
+    #[test]
+    fn a_fenced_answer_that_does_not_parse_says_why_not_that_fences_are_refused() {
+        let broken = "```json\n{\"status\": \"completed\", \"summary\": \"s\",, }\n```";
+        let err = repair_object("ExploreResult", broken).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with("the JSON in the answer's code fence does not parse: "),
+            "{msg}"
+        );
+        assert_eq!(err.violations[0].kind, "json_invalid");
     }
 }

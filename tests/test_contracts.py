@@ -364,6 +364,15 @@ def test_repair_is_separate_and_reports_what_it_did() -> None:
     assert (result.summary, result.terminal_reason, repair) == ("Found it", "completed", "fence")
     result, repair = ExploreResult.repair(f"The answer is {OK}. Done {{not json}}.")
     assert (result.evidence, repair) == (("src/a.py:1",), "extract")
+    # Code quoted inside a string with its quotes unescaped, as a small model writes it.
+    quoted = (
+        '```json\n{"status": "completed", "summary": "Served by Static.", "findings": [],'
+        ' "evidence": ["src/a.py:1: app.static("/static", "/var/www")"]}\n```'
+    )
+    result, repair = ExploreResult.repair(quoted)
+    assert (result.evidence, repair) == (('src/a.py:1: app.static("/static", "/var/www")',), "quotes")
+    with pytest.raises(ContractError, match="^the JSON in the answer's code fence does not parse: "):
+        ExploreResult.repair('```json\n{"status": "completed",, }\n```')
     with pytest.raises(
         ContractError, match="^structured child result must not use markdown fences$"
     ):

@@ -198,8 +198,9 @@ class ExploreResult:
         *,
         tool_usage: Mapping[str, int] | None = None,
         terminal_reason: str | None = None,
-    ) -> tuple[ExploreResult, Literal["fence", "extract"] | None]:
-        """Lenient parse: also takes a fenced or prose-wrapped answer; says which repair it made."""
+    ) -> tuple[ExploreResult, Literal["fence", "extract", "quotes"] | None]:
+        """Lenient parse: also takes a fenced or prose-wrapped answer, or one whose strings hold
+        unescaped quotes (code quoted in evidence); says which repair it made."""
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ExploreResult:
         """Rebuild (and validate) from :meth:`to_dict` output."""
@@ -271,7 +272,7 @@ class VerificationResult:
         terminal_reason: str | None = None,
         tool_usage: Mapping[str, int] | None = None,
         token_usage: int | None = None,
-    ) -> tuple[VerificationResult, Literal["fence", "extract"] | None]:
+    ) -> tuple[VerificationResult, Literal["fence", "extract", "quotes"] | None]:
         """Lenient parse: also takes a fenced or prose-wrapped answer."""
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> VerificationResult: ...
@@ -506,7 +507,7 @@ class SubagentLaunchResult:
     def usage_estimated(self) -> bool:
         """True when some model call reported no usage and its tokens were estimated."""
     @property
-    def repair(self) -> Literal["fence", "extract"] | None:
+    def repair(self) -> Literal["fence", "extract", "quotes"] | None:
         """The repair the completion gate made to accept the final answer, if any."""
     @property
     def model_calls(self) -> int: ...

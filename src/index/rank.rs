@@ -274,6 +274,9 @@ pub struct Query {
     pub wants_type: bool,
     /// It asks for a function ("which function").
     pub wants_function: bool,
+    /// It asks what the code does ("where does ...", "how do ..."): behaviour, which lives in
+    /// functions more often than in type definitions.
+    pub asks_how: bool,
 }
 
 fn is_identifier(w: &str) -> bool {
@@ -307,6 +310,13 @@ pub fn parse(question: &str) -> Query {
             .iter()
             .any(|w| has(w)),
         wants_function: ["function", "method", "func", "fn"].iter().any(|w| has(w)),
+        asks_how: {
+            let mut words = lower.split_whitespace();
+            matches!(
+                (words.next(), words.next()),
+                (Some("where" | "how" | "when"), Some("does" | "do"))
+            )
+        },
         ..Query::default()
     };
     let add = |q: &mut Query, term: String, weight: f64| match q
@@ -888,6 +898,21 @@ fn finish(
             1.15
         }
         k if q.wants_function && ["function", "method", "constructor"].contains(&k) => 1.15,
+        k if q.asks_how
+            && !q.wants_type
+            && [
+                "class",
+                "struct",
+                "interface",
+                "type",
+                "record",
+                "trait",
+                "enum",
+            ]
+            .contains(&k) =>
+        {
+            0.8
+        }
         _ => 1.0,
     };
     Hit {

@@ -524,7 +524,7 @@ mod tests {
 
     #[test]
     fn repairs_round_trip_through_text_and_serde() {
-        for repair in [Repair::Fence, Repair::Extract] {
+        for repair in [Repair::Fence, Repair::Extract, Repair::Quotes] {
             let text = repair.to_string();
             assert_eq!(text.parse::<Repair>(), Ok(repair));
             assert_eq!(
@@ -534,7 +534,7 @@ mod tests {
         }
         assert_eq!(
             "fix".parse::<Repair>().unwrap_err().to_string(),
-            "'fix' is not a repair; expected fence or extract"
+            "'fix' is not a repair; expected fence, extract or quotes"
         );
     }
 }
