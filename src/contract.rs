@@ -175,7 +175,7 @@ fn escape_stray_quotes(text: &str) -> Option<String> {
             }
             '"' => {
                 let after = text[i + 1..].trim_start().chars().next();
-                if stray % 2 == 0 && matches!(after, None | Some(',' | ':' | '}' | ']')) {
+                if stray.is_multiple_of(2) && matches!(after, None | Some(',' | ':' | '}' | ']')) {
                     in_string = false;
                     out.push('"');
                 } else {
