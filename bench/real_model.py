@@ -52,7 +52,7 @@ VARIANTS = ("hint", "nohint", "scout")
 EVIDENCE_RE = re.compile(r"^(.+?):(\d+)(?:-(\d+))?$")
 FALLBACK_PREFIX = "The model gave no verified answer"
 # "1. path:line (...)" (the hint since #18's follow-up), or "- path:line  text" (before it).
-HINT_LINE_RE = re.compile(r"^(?:\d+\.|-) (\S+?):(\d+)(?: |$)", re.M)
+HINT_LINE_RE = re.compile(r"^(?:\d+\.|-) (\S+?):(\d+)(?:-(\d+))?(?: |$)", re.M)
 
 
 def fail(message: str) -> None:
@@ -239,9 +239,9 @@ def run_one(
     return data
 
 
-def hint_lines(data: dict[str, Any]) -> set[tuple[str, int]]:
-    """The ``path:line`` places the repo-map hint listed in the child's first message (from
-    its trace); empty without a hint or a trace."""
+def hint_lines(data: dict[str, Any]) -> set[tuple[str, int, int]]:
+    """The places (``path:line`` or ``path:start-end``, as (path, start, end)) the repo-map hint
+    listed in the child's first message (from its trace); empty without a hint or a trace."""
     try:
         with open(str(data.get("trace_path")), encoding="utf-8") as trace:
             for line in trace:
@@ -252,18 +252,18 @@ def hint_lines(data: dict[str, Any]) -> set[tuple[str, int]]:
                     if marker < 0:
                         return set()
                     found = HINT_LINE_RE.findall(text[marker:])
-                    return {(path, int(n)) for path, n in found}
+                    return {(path, int(a), int(b or a)) for path, a, b in found}
     except (OSError, ValueError):
         pass
     return set()
 
 
-def copied_from_hint(data: dict[str, Any], hints: set[tuple[str, int]]) -> tuple[int, int]:
-    """(evidence items that are exactly a hint's place, all evidence items)."""
+def copied_from_hint(data: dict[str, Any], hints: set[tuple[str, int, int]]) -> tuple[int, int]:
+    """(evidence items that are exactly a place as the hint listed it, all evidence items)."""
     result = data.get("result")
     items = result.get("evidence") or [] if isinstance(result, dict) else []
     parsed = [parse_item(str(i)) for i in items]
-    return sum(1 for p in parsed if p and p[1] == p[2] and (p[0], p[1]) in hints), len(items)
+    return sum(1 for p in parsed if p and p in hints), len(items)
 
 
 def answered_by(variant: str, data: dict[str, Any]) -> str:
@@ -473,9 +473,7 @@ def main(argv: list[str] | None = None) -> int:
                     "matched": item,
                     "by": answered_by(variant, data),
                     "hinted": f"{copied}/{cited}" if hints else "-",
-                    "matched_is_hint_line": bool(
-                        item and (p := parse_item(item)) and (p[0], p[1]) in hints
-                    ),
+                    "matched_is_hint_line": bool(item and (p := parse_item(item)) and p in hints),
                     "data": data,
                 }
                 records.append(record)
