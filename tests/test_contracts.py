@@ -370,8 +370,13 @@ def test_repair_is_separate_and_reports_what_it_did() -> None:
         ' "evidence": ["src/a.py:1: app.static("/static", "/var/www")"]}\n```'
     )
     result, repair = ExploreResult.repair(quoted)
-    assert (result.evidence, repair) == (('src/a.py:1: app.static("/static", "/var/www")',), "quotes")
-    with pytest.raises(ContractError, match="^the JSON in the answer's code fence does not parse: "):
+    assert (result.evidence, repair) == (
+        ('src/a.py:1: app.static("/static", "/var/www")',),
+        "quotes",
+    )
+    with pytest.raises(
+        ContractError, match="^the JSON in the answer's code fence does not parse: "
+    ):
         ExploreResult.repair('```json\n{"status": "completed",, }\n```')
     with pytest.raises(
         ContractError, match="^structured child result must not use markdown fences$"
