@@ -437,9 +437,10 @@ impl ScoutSearch {
         opened
     }
 
-    /// The first line of the `width`-line window of `path`'s lines `first..=end` (at most 400
-    /// read) that shows the most of the task's words; None when the Read fails or no line
-    /// holds one. Only the window chosen is shown to the child.
+    /// The first line of the `width`-line window of `path`'s lines `first..=end` (at most 400)
+    /// that shows the most of the task's words; None when the file cannot be read or no line
+    /// holds one. The file is read through the workspace's confinement (the index's reader, a
+    /// Read would stop at its output cap), and only the window chosen is shown to the child.
     fn focus(
         &self,
         path: &str,
@@ -448,13 +449,14 @@ impl ScoutSearch {
         q: &crate::index::rank::Query,
         width: u64,
     ) -> Option<u64> {
-        let limit = (end.saturating_sub(first) + 1).min(400);
-        let args = serde_json::json!({"path": path, "start_line": first, "limit": limit});
-        let read = self
-            .registry
-            .execute("Read", &args, &self.ctx, &self.permissions)
-            .to_value();
-        let lines = numbered(read["data"]["content"].as_str()?);
+        let text = crate::index::read_text(&self.ctx.workspace, path)?;
+        let last = end.min(first.saturating_add(399));
+        let lines: Vec<(u64, &str)> = text
+            .lines()
+            .zip(1u64..)
+            .filter(|(_, n)| (first..=last).contains(n))
+            .map(|(l, n)| (n, l))
+            .collect();
         crate::index::rank::focus(&lines, q, usize::try_from(width).ok()?)
     }
 }
