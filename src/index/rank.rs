@@ -716,9 +716,13 @@ pub fn search(index: &Index, q: &Query, limit: usize, under: Option<&str>) -> Ve
 }
 
 /// Where a `width`-line window over `lines` (numbered, in order) shows the most of `q`: the
-/// first line of the window that holds the most distinct query terms (more matching lines
-/// breaking ties, the earliest of equals), its matching lines centred. None when no line holds
-/// a query term.
+/// first line of the window that holds the most of the query's terms, each counted once and
+/// weighed by its query weight, by how rare it is among `lines`, and by half when the window
+/// holds it on comment lines only (then more matching code lines, then more matching lines, the
+/// earliest of equals), its matching lines centred. A place's code is what answers where
+/// something happens, its comments only say so; a word on every other line of the place
+/// (`response` in a response handler) says little about where in it the answer is. None when
+/// no line holds a query term.
 pub fn focus(lines: &[(u64, &str)], q: &Query, width: usize) -> Option<u64> {
     let per_line: Vec<Vec<usize>> = lines
         .iter()
@@ -735,18 +739,44 @@ pub fn focus(lines: &[(u64, &str)], q: &Query, width: usize) -> Option<u64> {
     if per_line.iter().all(Vec::is_empty) {
         return None;
     }
+    // Each term's weight: its query weight times ln(1 + lines / lines holding it).
+    let mut holding = vec![0usize; q.terms.len()];
+    for t in per_line.iter().flatten() {
+        holding[*t] += 1;
+    }
+    let n = lines.len() as f64;
+    let weight: Vec<f64> = (0..q.terms.len())
+        .map(|t| q.terms[t].weight * (1.0 + n / holding[t].max(1) as f64).ln())
+        .collect();
+    let comment = comment_lines(lines.iter().map(|(_, l)| *l));
     let width = width.max(1);
-    let mut best: Option<((usize, usize), usize)> = None;
+    let mut best: Option<([f64; 3], usize)> = None;
     for at in 0..lines.len().saturating_sub(width - 1).max(1) {
-        let window = &per_line[at..(at + width).min(per_line.len())];
-        let mut distinct: Vec<usize> = window.iter().flatten().copied().collect();
-        distinct.sort_unstable();
-        distinct.dedup();
-        let key = (
-            distinct.len(),
-            window.iter().filter(|t| !t.is_empty()).count(),
-        );
-        if best.is_none_or(|(k, _)| key > k) {
+        let end = (at + width).min(per_line.len());
+        // Each term's best showing in the window: 1 on a code line, 0.5 on comments only.
+        let mut shown: Vec<f64> = vec![0.0; q.terms.len()];
+        let (mut code_lines, mut any_lines) = (0u32, 0u32);
+        for i in at..end {
+            if per_line[i].is_empty() {
+                continue;
+            }
+            any_lines += 1;
+            code_lines += u32::from(!comment[i]);
+            let factor = if comment[i] { 0.5 } else { 1.0 };
+            for &t in &per_line[i] {
+                shown[t] = shown[t].max(factor);
+            }
+        }
+        let score: f64 = shown.iter().zip(&weight).map(|(f, w)| f * w).sum();
+        let key = [score, f64::from(code_lines), f64::from(any_lines)];
+        let better = best.is_none_or(|(k, _)| {
+            key.iter()
+                .zip(&k)
+                .map(|(a, b)| a.total_cmp(b))
+                .find(|o| o.is_ne())
+                == Some(std::cmp::Ordering::Greater)
+        });
+        if better {
             best = Some((key, at));
         }
     }
@@ -760,6 +790,43 @@ pub fn focus(lines: &[(u64, &str)], q: &Query, width: usize) -> Option<u64> {
         .saturating_sub(pad)
         .min(lines.len().saturating_sub(width));
     Some(lines[start].0)
+}
+
+/// Which of `lines` (in order) are comments: a line starting `//`, `/*`, `*`, `#` then a space,
+/// `--` then a space, or `;`, and the lines inside a `/* */` block or a `"""`/`'''` docstring.
+fn comment_lines<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<bool> {
+    let mut out = Vec::new();
+    let mut block: Option<&str> = None;
+    for l in lines {
+        let t = l.trim_start();
+        if let Some(close) = block {
+            out.push(true);
+            if t.contains(close) {
+                block = None;
+            }
+            continue;
+        }
+        let opens = ["/*", "\"\"\"", "'''"]
+            .into_iter()
+            .find(|o| t.starts_with(o));
+        if let Some(open) = opens {
+            let close = if open == "/*" { "*/" } else { open };
+            if !t[open.len()..].contains(close) {
+                block = Some(close);
+            }
+            out.push(true);
+            continue;
+        }
+        out.push(
+            t.starts_with("//")
+                || t.starts_with('*')
+                || t.starts_with(';')
+                || t == "#"
+                || t.starts_with("# ")
+                || t.starts_with("-- "),
+        );
+    }
+    out
 }
 
 /// Each file's best chunk gains a share of the file's next best ones: a file where several
@@ -1016,10 +1083,49 @@ mod tests {
             .enumerate()
             .map(|(i, l)| (i as u64 + 1, l.as_str()))
             .collect();
-        assert_eq!(focus(&lines, &q, 10), Some(37));
+        // The caller leaves the definition line out: it names the place, not where in it.
+        assert_eq!(focus(&lines[1..], &q, 10), Some(37));
         // A window as wide as the text starts at its first line; no query word: none.
         assert_eq!(focus(&lines, &q, 60), Some(1));
         assert_eq!(focus(&lines[1..5], &q, 3), None);
+    }
+
+    #[test]
+    fn the_focus_prefers_code_to_comments_that_repeat_the_question() {
+        let q = parse(
+            "Where does the interpreter backtrack to produce the next output of a generator?",
+        );
+        let text: Vec<String> = (1..=60)
+            .map(|n| match n {
+                5 => "  /*".to_string(),
+                6 => "   * The generator backtracks here".to_string(),
+                7 => "   */".to_string(),
+                8 => "  // so the generator backtracks".to_string(),
+                40 => "    case BACKTRACK: {".to_string(),
+                42 => "      generator(jq);".to_string(),
+                _ => format!("  x{n} = {n};"),
+            })
+            .collect();
+        let lines: Vec<(u64, &str)> = text
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (i as u64 + 1, l.as_str()))
+            .collect();
+        assert_eq!(focus(&lines, &q, 8), Some(38));
+        let marks = comment_lines(
+            [
+                "\"\"\"Doc.",
+                "more",
+                "\"\"\"",
+                "x = 1  # no",
+                "# yes",
+                "#include <a.h>",
+                "/* one */",
+                "code",
+            ]
+            .into_iter(),
+        );
+        assert_eq!(marks, [true, true, true, false, true, false, true, false]);
     }
 
     #[test]
