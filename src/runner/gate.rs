@@ -414,6 +414,16 @@ fn ungrounded_feedback(
                         c.message
                     )
                 }
+                // Lines of a file it saw elsewhere (a range past the file's end, say, with
+                // another window's numbers): name what it did see of that file.
+                (None, Some(path)) => match observed.seen_of(path, 3) {
+                    seen if seen.is_empty() => c.message.clone(),
+                    seen => format!(
+                        "{} Of that file you saw {}: cite those lines, or drop it.",
+                        c.message,
+                        seen.join(", ")
+                    ),
+                },
                 _ => c.message.clone(),
             }
         })

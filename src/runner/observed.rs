@@ -121,6 +121,25 @@ impl Observed {
             .find_map(|&(s, e)| (s <= end && start <= e).then_some((s.max(start), e.min(end))))
     }
 
+    /// The stretches of `path` the child saw, as `path:start-end` (`path:line` for one line),
+    /// at most `n`, in line order.
+    pub fn seen_of(&self, path: &str, n: usize) -> Vec<String> {
+        let path = normalize(path);
+        self.lines
+            .get(&path)
+            .into_iter()
+            .flatten()
+            .take(n)
+            .map(|&(s, e)| {
+                if s == e {
+                    format!("{path}:{s}")
+                } else {
+                    format!("{path}:{s}-{e}")
+                }
+            })
+            .collect()
+    }
+
     /// Whether the child saw anything at all.
     pub fn is_empty(&self) -> bool {
         self.lines.is_empty()
