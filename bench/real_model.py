@@ -52,7 +52,7 @@ VARIANTS = ("hint", "nohint", "scout")
 EVIDENCE_RE = re.compile(r"^(.+?):(\d+)(?:-(\d+))?$")
 FALLBACK_PREFIX = "The model gave no verified answer"
 # "1. path:line (...)" (the hint since #18's follow-up), or "- path:line  text" (before it).
-HINT_LINE_RE = re.compile(r"^(?:\d+\.|-) (\S+?):(\d+)(?:-(\d+))?(?: |$)", re.M)
+HINT_LINE_RE = re.compile(r"^(?:\d+\.|-) (\S+?):(\d+)(?:-(\d+))?(?: |:|$)", re.M)
 
 
 def fail(message: str) -> None:

@@ -163,7 +163,7 @@ def test_task_success_envelope_key_by_key(repo: pathlib.Path, traces: pathlib.Pa
         "Likely places (an offline search of the code index ranked them, best first; unverified, they may "
         "not answer "
         "the task):\n"
-        "1. src/auth.py:1-2 (`login` is defined at src/auth.py:1 (function))\n\n"
+        "1. src/auth.py:1-2 (function `login`, opened below)\n\n"
         "Opened for you (line number | text):\n"
         "src/auth.py:\n"
         "   1 | def login(user):\n"

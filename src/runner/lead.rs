@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::contract::{ExploreResult, SubagentStatus};
+use crate::llm::scout::indexed::Place;
 use crate::profile::ResultContract;
 use crate::runner::observed::Observed;
 use crate::runner::outcome::{ParsedResult, RunOutcome, TerminalReason};
@@ -22,6 +23,8 @@ const OPENED_PLACES: usize = 3;
 const OPENED_LINES: (u64, u64) = (8, 16);
 /// Most lines shown of the first place.
 const FIRST_OPENED_LINES: u64 = 32;
+/// Most characters of a line the list shows of a place not opened.
+const LISTED_LINE_CHARS: usize = 160;
 
 /// The offline scout's search made before the model's first call.
 pub(super) struct ScoutRun {
@@ -31,8 +34,37 @@ pub(super) struct ScoutRun {
     answer: ExploreResult,
     /// Its tool calls by name.
     tool_usage: BTreeMap<String, u64>,
+    /// The places it cites, best first, each with the index's place it lies in.
+    cited: Vec<Cited>,
     /// Its first places opened for the child.
     opened: Vec<Opened>,
+}
+
+/// One place the scout cites: the lines it saw of it, and the index's place (the definition's
+/// whole extent, what it defines, the lines the search showed) when the citation lies in one.
+struct Cited {
+    path: String,
+    start: u64,
+    end: u64,
+    place: Option<Place>,
+}
+
+impl Cited {
+    /// The last line of the definition the citation lies in (the citation's own when unknown).
+    fn defined_to(&self) -> u64 {
+        self.place
+            .as_ref()
+            .map_or(self.end, |p| p.end)
+            .max(self.end)
+    }
+
+    /// What the place is, in words (``method `add_env` ``), when the index said.
+    fn what(&self) -> Option<String> {
+        self.place
+            .as_ref()
+            .map(Place::what)
+            .filter(|w| w != "lines")
+    }
 }
 
 /// One place opened for the child: a Read of `path` from line `from` to `to`, its result as
@@ -62,46 +94,93 @@ impl Opened {
 pub(super) struct Lead {
     pub(super) hint: String,
     pub(super) example: Option<String>,
-    pub(super) opened: Vec<Value>,
-    /// The place ranked first, when it and at least one other were opened: an answer from the
-    /// hint alone that passes it over gets one second look (see [`SecondLook`]).
-    pub(super) first: Option<SecondLook>,
+    /// The tool results whose lines the hint shows (tool name, result), which the child has
+    /// then seen: the Read windows opened, and the lines listed of the places not opened.
+    pub(super) shown: Vec<(&'static str, Value)>,
+    /// The places opened, when at least two were: an answer from the hint alone that leaves
+    /// some out gets one second look (see [`SecondLook`]).
+    pub(super) second_look: Option<SecondLook>,
 }
 
-/// The index's first place, opened beside others: a child that answers from the opened lines
-/// alone, citing others but not it, is asked once to weigh it (a small model tends to pick the
-/// place whose words echo the task's, which is less often right than the ranking's first).
+/// The places opened for the child, best first: an answer from the opened lines alone that
+/// passes the index's first place over, or cites one place only while others were opened, is
+/// asked once to weigh the ones it left out. A small model tends to pick the place whose words
+/// echo the task's, which is less often right than the ranking's first, or to stop at the first
+/// place that looks plausible.
 #[derive(Debug, Clone)]
 pub(super) struct SecondLook {
-    /// The place's file, relative.
+    /// Each opened place: its file (relative), its lines as cited and shown, and how the hint
+    /// listed it (`routergroup.go:196-203 (method \`Static\`)`).
+    pub(super) places: Vec<LookedAt>,
+}
+
+/// One place opened for the child, as [`SecondLook`] weighs it.
+#[derive(Debug, Clone)]
+pub(super) struct LookedAt {
     pub(super) path: String,
-    /// Its lines.
     pub(super) start: u64,
     pub(super) end: u64,
-    /// How the hint listed it (`routergroup.go:197 (\`Static\` is defined at ...)`).
     pub(super) listed: String,
 }
 
-impl SecondLook {
-    /// Whether an answer citing `evidence` passes this place over: it cites nothing in or
-    /// within a few lines of it.
-    pub(super) fn passed_over(&self, evidence: &[String]) -> bool {
-        !evidence.is_empty()
-            && !evidence.iter().any(|e| {
-                crate::evidence::parse_citation(e).is_some_and(|(path, a, b)| {
-                    path.trim_start_matches("./") == self.path
-                        && a <= self.end + 3
-                        && b + 3 >= self.start
-                })
+impl LookedAt {
+    /// Whether `evidence` cites anything in or within a few lines of this place.
+    fn cited_by(&self, evidence: &[String]) -> bool {
+        evidence.iter().any(|e| {
+            crate::evidence::parse_citation(e).is_some_and(|(path, a, b)| {
+                path.trim_start_matches("./") == self.path
+                    && a <= self.end + 3
+                    && b + 3 >= self.start
             })
+        })
+    }
+}
+
+impl SecondLook {
+    /// The opened places (their indices, best first) an answer citing `evidence` leaves out,
+    /// when it should weigh them: it passes the first over, or cites one place only. None when
+    /// it cites them all, cites nothing, or cites several places among which the first.
+    pub(super) fn left_out(&self, evidence: &[String]) -> Option<Vec<usize>> {
+        if evidence.is_empty() || self.places.len() < 2 {
+            return None;
+        }
+        let missed: Vec<usize> = (0..self.places.len())
+            .filter(|&i| !self.places[i].cited_by(evidence))
+            .collect();
+        let first_missed = missed.first() == Some(&0);
+        (!missed.is_empty() && (first_missed || evidence.len() == 1)).then_some(missed)
     }
 
-    /// What the child is told.
-    pub(super) fn feedback(&self, evidence: &[String]) -> String {
+    /// What the child is told about the places `left_out` named.
+    pub(super) fn feedback(&self, evidence: &[String], missed: &[usize]) -> String {
+        let cites = evidence.join(", ");
+        let names = |ix: &[usize]| -> String {
+            ix.iter()
+                .filter_map(|&i| self.places.get(i))
+                .map(|p| p.listed.as_str())
+                .collect::<Vec<_>>()
+                .join(" or ")
+        };
+        let what = match missed.split_first() {
+            Some((0, rest)) => {
+                let also = if rest.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (nor {}, also opened)", names(rest))
+                };
+                format!(
+                    "it cites {cites} but not the place the index ranked first, {}{also}, whose lines are shown above. If that place answers the task too",
+                    names(&[0])
+                )
+            }
+            _ => format!(
+                "it cites {cites} only, not {}, whose lines were opened above too. If {} answers the task too",
+                names(missed),
+                if missed.len() == 1 { "that place" } else { "one of them" }
+            ),
+        };
         format!(
-            "Before this answer stands: it cites {} but not the place the index ranked first, {}, whose lines are shown above. If that place answers the task too, add it to the evidence (the best first); if it does not, reply with the same JSON object again.",
-            evidence.join(", "),
-            self.listed
+            "Before this answer stands: {what}, add it to the evidence (the best first); if it does not, reply with the same JSON object again."
         )
     }
 }
@@ -227,100 +306,146 @@ impl RuntimeRunner {
     }
 
     /// The repo-map hint from the scout's run (`repo_map_hint`): its ranked places as a list
-    /// marked unverified, and the lines of the first one, opened for the child. None when the
-    /// profile does not ask for it or the scout found nothing.
+    /// marked unverified, the best of them opened for the child and the others listed with the
+    /// lines the index showed of them. None when the profile does not ask for it or the scout
+    /// found nothing.
     pub(super) fn lead(&self, scout: Option<&ScoutRun>) -> Option<Lead> {
         if !self.profile.repo_map_hint {
             return None;
         }
-        let answer = &scout?.answer;
-        let places: Vec<(String, u64, u64)> = answer
-            .evidence
-            .iter()
-            .filter_map(|e| crate::evidence::parse_citation(e))
-            .take(REPO_MAP_LINES)
-            .collect();
+        let scout = scout?;
+        let places: Vec<&Cited> = scout.cited.iter().take(REPO_MAP_LINES).collect();
         if places.is_empty() {
             return None;
         }
-        let opened: &[Opened] = scout.map_or(&[], |s| &s.opened);
-        let read_args = |(path, start, _): &(String, u64, u64)| serde_json::json!({"path": path, "start_line": start.saturating_sub(2).max(1), "limit": 40});
+        let opened = &scout.opened;
+        let read_args = |c: &Cited| serde_json::json!({"path": c.path, "start_line": c.start.saturating_sub(2).max(1), "limit": 40});
         // The first place not opened, else the first, is the next Read to suggest.
         let next = places
             .iter()
-            .find(|(path, start, _)| !opened.iter().any(|o| o.near(path, *start)))
+            .find(|c| !opened.iter().any(|o| o.near(&c.path, c.start)))
             .or(places.first());
-        let example = next.map(|p| format!("Read with {}", read_args(p)));
-        let hint = hint_text(answer, &places, opened);
-        let first = places
-            .first()
-            .filter(|_| opened.len() >= 2)
-            .and_then(|(path, start, end)| {
-                let shown = opened.first().filter(|o| o.near(path, *start))?;
-                let listed = hint
-                    .lines()
-                    .find_map(|l| l.strip_prefix("1. "))
-                    .unwrap_or(path)
-                    .to_string();
-                Some(SecondLook {
-                    path: path.clone(),
-                    // The place as the scout cited it and as the child was shown it.
-                    start: (*start).min(shown.from),
-                    end: (*end).max(*start).max(shown.to),
-                    listed,
+        let example = next.map(|c| format!("Read with {}", read_args(c)));
+        let hint = hint_text(&places, opened);
+        // The opened places in the order listed, each as cited and as shown.
+        let looked: Vec<LookedAt> = places
+            .iter()
+            .zip(&hint.listed)
+            .filter_map(|(c, listed)| {
+                let o = opened
+                    .iter()
+                    .find(|o| o.path == c.path && o.place == c.start)?;
+                Some(LookedAt {
+                    path: c.path.clone(),
+                    start: c.start.min(o.from),
+                    end: c.end.max(c.start).max(o.to),
+                    listed: listed.clone(),
                 })
-            });
+            })
+            .collect();
+        let second_look = (looked.len() >= 2).then_some(SecondLook { places: looked });
+        let mut shown: Vec<(&'static str, Value)> =
+            opened.iter().map(|o| ("Read", o.shown.clone())).collect();
+        if !hint.lines.is_empty() {
+            shown.push((
+                "Search",
+                serde_json::json!({"status": "ok", "data": {"hits": hint.lines}}),
+            ));
+        }
         Some(Lead {
-            hint,
+            hint: hint.text,
             example,
-            opened: opened.iter().map(|o| o.shown.clone()).collect(),
-            first,
+            shown,
+            second_look,
         })
     }
 }
 
-/// The hint's text: the ranked places, each by the line it starts at and what the scout found
-/// there, then the windows opened (or an invitation to read around them).
-fn hint_text(answer: &ExploreResult, places: &[(String, u64, u64)], opened: &[Opened]) -> String {
-    // Each place by the lines opened of it, else the line it starts at: a small model copies
-    // the listed citation, and a range longer than the window opened would cite lines it did
-    // not see; a first line alone misses what the window shows further down.
-    let listed: Vec<String> = answer
-        .evidence
-        .iter()
-        .filter(|e| crate::evidence::parse_citation(e).is_some())
-        .zip(places)
-        .enumerate()
-        .map(|(i, (cite, (path, start, _)))| {
-            let about = answer
-                .findings
+/// The hint's text, each place as it is listed (without its number), and the lines shown of
+/// the places not opened (as Search hits: `{"file", "lines": [{"line", "text"}]}`).
+struct HintText {
+    text: String,
+    listed: Vec<String>,
+    lines: Vec<Value>,
+}
+
+/// The hint: the ranked places, each by the lines shown of it and what the index says it is
+/// (a place not opened with the lines the index showed of it), then the windows opened.
+fn hint_text(places: &[&Cited], opened: &[Opened]) -> HintText {
+    let mut out = HintText {
+        text: String::new(),
+        listed: Vec::new(),
+        lines: Vec::new(),
+    };
+    let mut list: Vec<String> = Vec::new();
+    for (i, c) in places.iter().enumerate() {
+        let what = c.what();
+        let about = what.as_ref().map(|w| format!(" ({w})")).unwrap_or_default();
+        // Each place by the lines opened of it: a small model copies the listed citation, and
+        // a range longer than the window opened would cite lines it did not see; a first line
+        // alone misses what the window shows further down.
+        if let Some(o) = opened
+            .iter()
+            .find(|o| o.path == c.path && o.place == c.start)
+        {
+            let at = format!("{}:{}-{}", c.path, o.from, o.to);
+            list.push(match &what {
+                Some(w) => format!("{}. {at} ({w}, opened below)", i + 1),
+                None => format!("{}. {at} (opened below)", i + 1),
+            });
+            out.listed.push(format!("{at}{about}"));
+            continue;
+        }
+        // A place not opened: the lines the index showed of it (its definition line and best
+        // matching lines), which the child then has seen and may cite.
+        let shown: Vec<&(u64, String)> = c
+            .place
+            .as_ref()
+            .map(|p| p.lines.iter().filter(|(n, _)| *n >= 1).collect())
+            .unwrap_or_default();
+        let at = format!("{}:{}", c.path, shown.first().map_or(c.start, |(n, _)| *n));
+        if shown.is_empty() {
+            list.push(format!("{}. {at}{about}", i + 1));
+        } else {
+            let width = shown
                 .iter()
-                .find_map(|f| f.strip_prefix(cite.as_str())?.strip_prefix(": "))
-                .map(|f| f.split(". ").next().unwrap_or(f).trim_end_matches('.'))
-                .map(|f| format!(" ({f})"))
-                .unwrap_or_default();
-            let lines = opened
+                .map(|(n, _)| n.to_string().len())
+                .max()
+                .unwrap_or(1);
+            let rows: Vec<String> = shown
                 .iter()
-                .find(|o| o.path == *path && o.place == *start)
-                .map_or_else(|| start.to_string(), |o| format!("{}-{}", o.from, o.to));
-            format!("{}. {path}:{lines}{about}", i + 1)
-        })
-        .collect();
+                .map(|(n, t)| {
+                    let t: String = t.trim_end().chars().take(LISTED_LINE_CHARS).collect();
+                    format!("   {n:>width$} | {t}")
+                })
+                .collect();
+            list.push(format!("{}. {at}{about}:\n{}", i + 1, rows.join("\n")));
+            out.lines.push(serde_json::json!({
+                "file": c.path,
+                "lines": shown.iter().map(|(n, t)| serde_json::json!({"line": n, "text": t})).collect::<Vec<_>>(),
+            }));
+        }
+        out.listed.push(format!("{at}{about}"));
+    }
     let list = format!(
         "Likely places (an offline search of the code index ranked them, best first; unverified, they may not answer the task):\n{}",
-        listed.join("\n")
+        list.join("\n")
     );
-    if opened.is_empty() {
-        return format!("{list}\nRead around them to check before you rely on them.");
-    }
-    let windows: Vec<String> = opened
-        .iter()
-        .map(|o| format!("{}:\n{}", o.path, o.content().trim_end()))
-        .collect();
-    format!(
-        "{list}\n\nOpened for you (line number | text):\n{}\n\nIf some of these lines answer the task, reply with the final JSON object citing every one of them that does (relative/path:line), the best first; if none does, Read or Grep further.",
-        windows.join("\n\n")
-    )
+    out.text = if opened.is_empty() && out.lines.is_empty() {
+        format!("{list}\nCheck them with your tools before you rely on them.")
+    } else if opened.is_empty() {
+        format!("{list}\n\nIf some of these lines answer the task, reply with the final JSON object citing every one of them that does (relative/path:line), the best first; if none does, search further.")
+    } else {
+        let windows: Vec<String> = opened
+            .iter()
+            .map(|o| format!("{}:\n{}", o.path, o.content().trim_end()))
+            .collect();
+        format!(
+            "{list}\n\nOpened for you (line number | text):\n{}\n\nIf some of these lines answer the task, reply with the final JSON object citing every one of them that does (relative/path:line), the best first; if none does, Read or Grep further.",
+            windows.join("\n\n")
+        )
+    };
+    out
 }
 
 impl ScoutSearch {
@@ -339,7 +464,7 @@ impl ScoutSearch {
             observed.record(name, &result);
             result.to_string()
         };
-        let text = crate::llm::scout::search_quietly(
+        let crate::llm::scout::Scouted { text, places } = crate::llm::scout::search_quietly(
             &self.task,
             &self.system,
             self.tools.clone(),
@@ -351,32 +476,36 @@ impl ScoutSearch {
         else {
             return None;
         };
-        let places: Vec<(String, u64, u64)> = answer
+        // Each citation with the index's place it lies in (the definition's extent and name).
+        let cited: Vec<Cited> = answer
             .evidence
             .iter()
             .filter_map(|e| crate::evidence::parse_citation(e))
+            .map(|(path, start, end)| {
+                let place = places
+                    .iter()
+                    .find(|p| p.file == path && p.start <= start && start <= p.end)
+                    .cloned();
+                Cited {
+                    path,
+                    start,
+                    end,
+                    place,
+                }
+            })
             .collect();
         // The scout cites only what it saw; a citation it did not see is not offered.
-        if places.is_empty()
-            || places
+        if cited.is_empty()
+            || cited
                 .iter()
-                .any(|(path, start, end)| !observed.saw_range(path, *start, *end))
+                .any(|c| !observed.saw_range(&c.path, c.start, c.end))
         {
             return None;
         }
+        // A place's window may be sought over its whole definition, not only the part the
+        // scout read.
         let opened = if self.open {
-            // A place's window may be sought over its whole definition, not only the part the
-            // scout read.
-            let whole: Vec<(String, u64, u64)> = answer
-                .evidence
-                .iter()
-                .filter_map(|cite| {
-                    let (path, start, end) = crate::evidence::parse_citation(cite)?;
-                    let defined_to = definition_end(&answer.findings, cite).unwrap_or(end);
-                    Some((path, start, defined_to.max(end)))
-                })
-                .collect();
-            self.open_places(&whole)
+            self.open_places(&cited)
         } else {
             Vec::new()
         };
@@ -384,16 +513,18 @@ impl ScoutSearch {
             text,
             answer,
             tool_usage,
+            cited,
             opened,
         })
     }
 
     /// The first places, a short window each (distinct places only), so that the model can
     /// weigh them against each other.
-    fn open_places(&self, places: &[(String, u64, u64)]) -> Vec<Opened> {
+    fn open_places(&self, places: &[Cited]) -> Vec<Opened> {
         let q = crate::index::rank::parse(&self.task);
         let mut opened: Vec<Opened> = Vec::new();
-        for (path, start, end) in places {
+        for c in places {
+            let (path, start, end) = (&c.path, &c.start, &c.defined_to());
             if opened.len() >= OPENED_PLACES {
                 break;
             }
@@ -410,11 +541,12 @@ impl ScoutSearch {
             let span = end.saturating_sub(first) + 1;
             let limit = span.clamp(OPENED_LINES.0, most);
             // A place longer than its window is shown where it holds most of the task's words.
-            let from = if span > most {
-                self.focus(path, first, *end, &q, most).unwrap_or(first)
-            } else {
-                first
-            };
+            // (The definition line is left out of the search: it names the place, it does not
+            // say where in it the answer is.)
+            let focused = (span > most)
+                .then(|| self.focus(path, start + 1, *end, &q, most))
+                .flatten();
+            let from = focused.filter(|at| *at > start + 1).unwrap_or(first);
             let args = serde_json::json!({"path": path, "start_line": from, "limit": limit});
             let shown = self
                 .registry
@@ -471,15 +603,4 @@ fn numbered(content: &str) -> Vec<(u64, &str)> {
             Some((n, text.strip_prefix(' ').unwrap_or(text)))
         })
         .collect()
-}
-
-/// Where the definition cited as `cite` ends, when the scout read only part of it: its finding
-/// says `(read to line N of END)`.
-fn definition_end(findings: &[String], cite: &str) -> Option<u64> {
-    let finding = findings
-        .iter()
-        .find(|f| f.strip_prefix(cite).is_some_and(|r| r.starts_with(": ")))?;
-    let tail = finding.rsplit_once("(read to line ")?.1;
-    let end = tail.split_once(" of ")?.1;
-    end.trim_end_matches(['.', ')']).parse().ok()
 }

@@ -43,14 +43,16 @@ struct Plan {
     min_tools: u64,
     /// The next call the repo-map hint suggests, quoted in the gate's feedback.
     example: Option<String>,
-    /// The hint's first place, weighed once more when an answer from the hint passes it over.
+    /// The places the hint opened, weighed once more when an answer from the hint leaves some
+    /// out.
     second_look: Option<SecondLook>,
 }
 
 impl Plan {
-    /// The feedback asking for a second look at the hint's first place, once per run, when a
-    /// completed explore answer made from the opened lines alone (no tool call of the child's
-    /// own) passes it over and a step and exploring time remain; None otherwise.
+    /// The feedback asking for a second look at the places the hint opened, once per run, when
+    /// a completed explore answer made from the opened lines alone (no tool call of the child's
+    /// own) passes the first over or cites one place only, and a step and exploring time
+    /// remain; None otherwise.
     fn second_look(
         &self,
         step: u64,
@@ -58,7 +60,7 @@ impl Plan {
         retries: &mut Retries,
         result: &ParsedResult,
     ) -> Option<String> {
-        let first = self.second_look.as_ref()?;
+        let look = self.second_look.as_ref()?;
         let ParsedResult::Explore(r) = result else {
             return None;
         };
@@ -67,12 +69,12 @@ impl Plan {
             || st.successful_tools > st.given_looks
             || step >= self.max_steps
             || Instant::now() >= self.explore_deadline
-            || !first.passed_over(&r.evidence)
         {
             return None;
         }
+        let missed = look.left_out(&r.evidence)?;
         retries.second_look_asked = true;
-        Some(first.feedback(&r.evidence))
+        Some(look.feedback(&r.evidence, &missed))
     }
 
     /// The stop for a run that used all its steps (a wrap-up may follow).
@@ -138,7 +140,7 @@ impl RuntimeRunner {
             wrap_reserve: self.wrap_reserve(&st),
             max_steps: self.profile.max_steps.max(1) as u64,
             min_tools: self.profile.min_tool_calls.max(0) as u64,
-            second_look: lead.as_ref().and_then(|l| l.first.clone()),
+            second_look: lead.as_ref().and_then(|l| l.second_look.clone()),
             example: lead.and_then(|l| l.example),
         };
         self.emit_run_start(&first);
@@ -197,14 +199,16 @@ impl RuntimeRunner {
             system.push_str(extra);
         }
         let mut st = State::new(system, first.to_string());
-        if let Some(lead) = lead.filter(|l| !l.opened.is_empty()) {
-            // The windows opened for the child are in its first message: it has seen those
-            // lines, and that look counts as one of the tool calls `min_tool_calls` asks for.
-            for shown in &lead.opened {
-                st.observed.record("Read", shown);
+        if let Some(lead) = lead {
+            // The lines the hint shows are in the child's first message: it has seen them.
+            for (tool, shown) in &lead.shown {
+                st.observed.record(tool, shown);
             }
-            st.successful_tools = 1;
-            st.given_looks = 1;
+            // That look counts as one of the tool calls `min_tool_calls` asks for.
+            if !lead.shown.is_empty() {
+                st.successful_tools = 1;
+                st.given_looks = 1;
+            }
         }
         st
     }

@@ -271,7 +271,7 @@ async fn ungrounded_evidence_goes_back_then_is_unverified() {
         panic!()
     };
     assert!(
-        content.contains("cites line 99, but 'src/app.py' has 2 lines"),
+        content.contains("cites line 99, but 'src/app.py' has 2 lines. Of that file you saw src/app.py:1-2: cite those lines, or drop it."),
         "{content}"
     );
     let (out, _) = run(
@@ -1268,7 +1268,7 @@ async fn the_first_message_lists_likely_places_and_opens_the_first_unless_turned
     let first = last_user(&model, 0);
     assert_eq!(
         first,
-        "Where is the `main` function defined?\n\nLikely places (an offline search of the code index ranked them, best first; unverified, they may not answer the task):\n1. src/app.py:1-2 (`main` is defined at src/app.py:1 (function))\n\nOpened for you (line number | text):\nsrc/app.py:\n   1 | def main():\n   2 |     return 1\n\nIf some of these lines answer the task, reply with the final JSON object citing every one of them that does (relative/path:line), the best first; if none does, Read or Grep further."
+        "Where is the `main` function defined?\n\nLikely places (an offline search of the code index ranked them, best first; unverified, they may not answer the task):\n1. src/app.py:1-2 (function `main`, opened below)\n\nOpened for you (line number | text):\nsrc/app.py:\n   1 | def main():\n   2 |     return 1\n\nIf some of these lines answer the task, reply with the final JSON object citing every one of them that does (relative/path:line), the best first; if none does, Read or Grep further."
     );
     // The opened lines were seen, and that look counts as the one tool call explore asks
     // for: the answer citing src/app.py:1-2 is completed on the first call, with no tool call
@@ -1477,7 +1477,7 @@ async fn only_the_opened_lines_of_a_listed_place_may_be_cited() {
         .await;
     let hint = last_user(&model, 0);
     assert!(
-        hint.contains("src/cli.py:71") && hint.contains("src/app.py:1"),
+        hint.contains("src/cli.py:70-72") && hint.contains("src/app.py:1-2"),
         "{hint}"
     );
     assert!(
@@ -1510,6 +1510,61 @@ async fn only_the_opened_lines_of_a_listed_place_may_be_cited() {
         last_user(&model, 1)
     );
     assert_eq!(out.terminal_reason, TerminalReason::Completed);
+}
+
+#[tokio::test]
+async fn places_not_opened_are_listed_with_the_lines_the_index_showed() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    let body = "    x = 1\n".repeat(12);
+    for name in ["a", "b", "c"] {
+        let text = format!("# {name}\n\ndef load_settings():\n{body}");
+        std::fs::write(dir.path().join(format!("src/{name}.py")), text).unwrap();
+    }
+    // Without Read nothing is opened: each place is listed with the lines the index showed.
+    let no_read = RuntimeProfile {
+        tool_allowlist: ["Grep", "Glob"].iter().map(|t| t.to_string()).collect(),
+        ..explore_profile()
+    };
+    let task = "Where is the `load_settings` function defined?";
+    let cite = |e: &str| {
+        format!(r#"{{"status": "completed", "summary": "s", "findings": [], "evidence": ["{e}"]}}"#)
+    };
+    let probe = Scripted::new(vec![say(&cite("src/a.py:3"))]);
+    runner(&dir, probe.clone(), no_read.clone()).run(task).await;
+    let hint = last_user(&probe, 0);
+    assert!(!hint.contains("opened below"), "{hint}");
+    let first = hint
+        .lines()
+        .find_map(|l| l.strip_prefix("1. "))
+        .unwrap_or_else(|| panic!("{hint}"));
+    let (at, what) = first.split_once(' ').unwrap_or_else(|| panic!("{hint}"));
+    assert_eq!(what, "(function `load_settings`):", "{hint}");
+    let (path, line) = at.split_once(':').unwrap_or_else(|| panic!("{hint}"));
+    assert_eq!(line, "3", "{hint}");
+    assert!(
+        hint.contains(&format!(
+            "1. {at} (function `load_settings`):\n   3 | def load_settings():\n"
+        )),
+        "{hint}"
+    );
+    assert!(
+        hint.ends_with("the best first; if none does, search further."),
+        "{hint}"
+    );
+    // That listed line was seen: an answer citing it stands.
+    let model = Scripted::new(vec![say(&cite(at))]);
+    let out = runner(&dir, model, no_read.clone()).run(task).await;
+    assert_eq!(
+        (out.terminal_reason, out.ungrounded_evidence.len()),
+        (TerminalReason::Completed, 0)
+    );
+    // A line of its body the hint did not show was not.
+    let unseen = format!("{path}:6");
+    let model = Scripted::new(vec![say(&cite(&unseen)), say(&cite(&unseen))]);
+    let out = runner(&dir, model, no_read).run(task).await;
+    assert_eq!(out.terminal_reason, TerminalReason::CompletedUnverified);
+    assert_eq!(out.ungrounded_evidence[0].reason, Some("unobserved"));
 }
 
 #[tokio::test]
@@ -1663,7 +1718,7 @@ async fn several_citations_in_one_evidence_item_are_one_item_each() {
 }
 
 #[tokio::test]
-async fn an_answer_from_the_hint_that_passes_over_its_first_place_gets_one_second_look() {
+async fn an_answer_from_the_hint_that_leaves_opened_places_out_gets_one_second_look() {
     let dir = tree();
     let other = format!("{}def main():\n    pass\n", "x = 1\n".repeat(70));
     std::fs::write(dir.path().join("src/cli.py"), other).unwrap();
@@ -1746,9 +1801,22 @@ async fn an_answer_from_the_hint_that_passes_over_its_first_place_gets_one_secon
     );
     assert!(out.ungrounded_evidence.is_empty());
 
-    // Citing the first place, or having looked further with a tool call of its own: no
-    // second look.
-    let model = Scripted::new(vec![say(&cite(&[first]))]);
+    // Citing the first place only: asked once about the other place opened; the same answer
+    // again stands.
+    let model = Scripted::new(vec![say(&cite(&[first])), say(&cite(&[first]))]);
+    let out = runner(&dir, model.clone(), explore_profile())
+        .run(task)
+        .await;
+    assert_eq!(
+        last_user(&model, 1),
+        format!("Before this answer stands: it cites {first} only, not {second} (function `main`), whose lines were opened above too. If that place answers the task too, add it to the evidence (the best first); if it does not, reply with the same JSON object again.")
+    );
+    assert_eq!(
+        (out.terminal_reason, out.model_calls),
+        (TerminalReason::Completed, 2)
+    );
+    // Citing both, or having looked further with a tool call of its own: no second look.
+    let model = Scripted::new(vec![say(&cite(&[first, second]))]);
     let out = runner(&dir, model, explore_profile()).run(task).await;
     assert_eq!(
         (out.terminal_reason, out.model_calls),

@@ -32,15 +32,39 @@ pub(crate) fn offered(request: &ChatRequest) -> bool {
         .any(|t| t["function"]["name"].as_str() == Some("Search"))
 }
 
-/// One place the Search result showed.
+/// One place the Search result showed: a chunk of a file, what it defines, and the lines the
+/// search showed of it (its definition line and best-matching lines).
 #[derive(Debug, Clone)]
-struct Place {
-    file: String,
-    start: u64,
-    end: u64,
-    kind: String,
-    name: Option<String>,
-    lines: Vec<(u64, String)>,
+pub(crate) struct Place {
+    /// The file, relative to the root.
+    pub(crate) file: String,
+    /// The chunk's first and last lines (a definition's whole extent).
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    /// `function`, `method`, `class`, ... for a definition; `part` for a piece of a long one;
+    /// `lines` for plain lines.
+    pub(crate) kind: String,
+    /// The name defined, or the definition a part belongs to.
+    pub(crate) name: Option<String>,
+    /// The lines the search showed, with their numbers.
+    pub(crate) lines: Vec<(u64, String)>,
+}
+
+impl Place {
+    /// What the place is, in words: "method `add_env`", "part of `Arg`", "lines".
+    pub(crate) fn what(&self) -> String {
+        match &self.name {
+            Some(name) if self.kind == "part" => format!("part of `{name}`"),
+            Some(name) if self.kind != "lines" => format!("{} `{name}`", self.kind),
+            _ => "lines".to_string(),
+        }
+    }
+}
+
+/// The places the scout's index search ranked, best first (empty when it did not search the
+/// index or the search failed).
+pub(crate) fn places(messages: &[Message]) -> Vec<Place> {
+    search_result(messages).map(|(p, _)| p).unwrap_or_default()
 }
 
 /// The Search result in the conversation: its places, or why there are none.

@@ -144,16 +144,24 @@ fn notes_from_results(messages: &[Message], q: &query::Query) -> Notes {
     }
 }
 
+/// What the scout's quiet search found: its final text (an ExploreResult) and, when it asked
+/// the code index, the places the index ranked, best first, each as the search showed it.
+pub(crate) struct Scouted {
+    pub(crate) text: String,
+    pub(crate) places: Vec<indexed::Place>,
+}
+
 /// The scout's whole search on `task`, driven without a runner (no trace, no spans): the
 /// first message is `task`, the system prompt `system`, the tools offered `tools`; each tool call
 /// goes through `execute` (name and JSON arguments in, the result envelope as JSON text out, so
-/// that every file access stays a confined tool call). Its final text, at most three turns on.
+/// that every file access stays a confined tool call). Its final text, at most three turns on,
+/// and the index's places.
 pub(crate) fn search_quietly(
     task: &str,
     system: &str,
     tools: std::sync::Arc<Vec<serde_json::Value>>,
     execute: &mut dyn FnMut(&str, &str) -> String,
-) -> String {
+) -> Scouted {
     let mut request = ChatRequest {
         model: None,
         messages: vec![
@@ -172,7 +180,10 @@ pub(crate) fn search_quietly(
     loop {
         let resp = next_step(&request);
         if resp.tool_calls.is_empty() {
-            return resp.content;
+            return Scouted {
+                text: resp.content,
+                places: indexed::places(&request.messages),
+            };
         }
         request.messages.push(Message::Assistant {
             content: resp.content.clone(),
