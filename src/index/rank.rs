@@ -1067,22 +1067,37 @@ mod tests {
         );
     }
 
+    /// Sixty lines of filler (`{filler} xN = N`) with `lines` (1-based) set.
+    fn sixty_lines(lines: &[(usize, &str)], filler: &str) -> Vec<String> {
+        (1..=60)
+            .map(|n| {
+                lines.iter().find(|(at, _)| *at == n).map_or_else(
+                    || format!("  {filler} x{n} = {n}"),
+                    |(_, l)| (*l).to_string(),
+                )
+            })
+            .collect()
+    }
+
+    fn numbered(text: &[String]) -> Vec<(u64, &str)> {
+        text.iter()
+            .enumerate()
+            .map(|(i, l)| (i as u64 + 1, l.as_str()))
+            .collect()
+    }
+
     #[test]
     fn the_focus_is_the_window_that_shows_most_of_the_question() {
         let q = parse("Where are CORS preflight OPTIONS requests answered?");
-        let text: Vec<String> = (1..=60)
-            .map(|n| match n {
-                1 => "export const cors = (options) => {".to_string(),
-                40 => "  if (c.req.method === 'OPTIONS') {".to_string(),
-                42 => "    // preflight: answer with the allowed methods".to_string(),
-                _ => format!("  const x{n} = {n}"),
-            })
-            .collect();
-        let lines: Vec<(u64, &str)> = text
-            .iter()
-            .enumerate()
-            .map(|(i, l)| (i as u64 + 1, l.as_str()))
-            .collect();
+        let text = sixty_lines(
+            &[
+                (1, "export const cors = (options) => {"),
+                (40, "  if (c.req.method === 'OPTIONS') {"),
+                (42, "    // preflight: answer with the allowed methods"),
+            ],
+            "const",
+        );
+        let lines = numbered(&text);
         // The caller leaves the definition line out: it names the place, not where in it.
         assert_eq!(focus(&lines[1..], &q, 10), Some(37));
         // A window as wide as the text starts at its first line; no query word: none.
@@ -1095,22 +1110,18 @@ mod tests {
         let q = parse(
             "Where does the interpreter backtrack to produce the next output of a generator?",
         );
-        let text: Vec<String> = (1..=60)
-            .map(|n| match n {
-                5 => "  /*".to_string(),
-                6 => "   * The generator backtracks here".to_string(),
-                7 => "   */".to_string(),
-                8 => "  // so the generator backtracks".to_string(),
-                40 => "    case BACKTRACK: {".to_string(),
-                42 => "      generator(jq);".to_string(),
-                _ => format!("  x{n} = {n};"),
-            })
-            .collect();
-        let lines: Vec<(u64, &str)> = text
-            .iter()
-            .enumerate()
-            .map(|(i, l)| (i as u64 + 1, l.as_str()))
-            .collect();
+        let text = sixty_lines(
+            &[
+                (5, "  /*"),
+                (6, "   * The generator backtracks here"),
+                (7, "   */"),
+                (8, "  // so the generator backtracks"),
+                (40, "    case BACKTRACK: {"),
+                (42, "      generator(jq);"),
+            ],
+            "int",
+        );
+        let lines = numbered(&text);
         assert_eq!(focus(&lines, &q, 8), Some(38));
         let marks = comment_lines(
             [
