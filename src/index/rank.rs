@@ -716,13 +716,11 @@ pub fn search(index: &Index, q: &Query, limit: usize, under: Option<&str>) -> Ve
 }
 
 /// Where a `width`-line window over `lines` (numbered, in order) shows the most of `q`: the
-/// first line of the window that holds the most of the query's terms, each counted once and
-/// weighed by its query weight, by how rare it is among `lines`, and by half when the window
-/// holds it on comment lines only (then more matching code lines, then more matching lines, the
-/// earliest of equals), its matching lines centred. A place's code is what answers where
-/// something happens, its comments only say so; a word on every other line of the place
-/// (`response` in a response handler) says little about where in it the answer is. None when
-/// no line holds a query term.
+/// first line of the window whose code lines hold the most distinct query terms (then more
+/// matching code lines, then the same counted over comment lines too, the earliest of equals),
+/// its matching lines centred. A place's code is what answers where something happens; its
+/// comments only say so (a doc comment that repeats the task's words would otherwise win). None
+/// when no line holds a query term.
 pub fn focus(lines: &[(u64, &str)], q: &Query, width: usize) -> Option<u64> {
     let per_line: Vec<Vec<usize>> = lines
         .iter()
@@ -739,44 +737,25 @@ pub fn focus(lines: &[(u64, &str)], q: &Query, width: usize) -> Option<u64> {
     if per_line.iter().all(Vec::is_empty) {
         return None;
     }
-    // Each term's weight: its query weight times ln(1 + lines / lines holding it).
-    let mut holding = vec![0usize; q.terms.len()];
-    for t in per_line.iter().flatten() {
-        holding[*t] += 1;
-    }
-    let n = lines.len() as f64;
-    let weight: Vec<f64> = (0..q.terms.len())
-        .map(|t| q.terms[t].weight * (1.0 + n / holding[t].max(1) as f64).ln())
-        .collect();
     let comment = comment_lines(lines.iter().map(|(_, l)| *l));
     let width = width.max(1);
-    let mut best: Option<([f64; 3], usize)> = None;
+    let mut best: Option<((usize, usize, usize, usize), usize)> = None;
     for at in 0..lines.len().saturating_sub(width - 1).max(1) {
         let end = (at + width).min(per_line.len());
-        // Each term's best showing in the window: 1 on a code line, 0.5 on comments only.
-        let mut shown: Vec<f64> = vec![0.0; q.terms.len()];
-        let (mut code_lines, mut any_lines) = (0u32, 0u32);
-        for i in at..end {
-            if per_line[i].is_empty() {
-                continue;
+        let count = |code_only: bool| {
+            let mut distinct: Vec<usize> = Vec::new();
+            let mut matching = 0;
+            for i in (at..end).filter(|&i| !code_only || !comment[i]) {
+                matching += usize::from(!per_line[i].is_empty());
+                distinct.extend(&per_line[i]);
             }
-            any_lines += 1;
-            code_lines += u32::from(!comment[i]);
-            let factor = if comment[i] { 0.5 } else { 1.0 };
-            for &t in &per_line[i] {
-                shown[t] = shown[t].max(factor);
-            }
-        }
-        let score: f64 = shown.iter().zip(&weight).map(|(f, w)| f * w).sum();
-        let key = [score, f64::from(code_lines), f64::from(any_lines)];
-        let better = best.is_none_or(|(k, _)| {
-            key.iter()
-                .zip(&k)
-                .map(|(a, b)| a.total_cmp(b))
-                .find(|o| o.is_ne())
-                == Some(std::cmp::Ordering::Greater)
-        });
-        if better {
+            distinct.sort_unstable();
+            distinct.dedup();
+            (distinct.len(), matching)
+        };
+        let (code, all) = (count(true), count(false));
+        let key = (code.0, code.1, all.0, all.1);
+        if best.is_none_or(|(k, _)| key > k) {
             best = Some((key, at));
         }
     }
@@ -1098,8 +1077,7 @@ mod tests {
             "const",
         );
         let lines = numbered(&text);
-        // The caller leaves the definition line out: it names the place, not where in it.
-        assert_eq!(focus(&lines[1..], &q, 10), Some(37));
+        assert_eq!(focus(&lines, &q, 10), Some(37));
         // A window as wide as the text starts at its first line; no query word: none.
         assert_eq!(focus(&lines, &q, 60), Some(1));
         assert_eq!(focus(&lines[1..5], &q, 3), None);

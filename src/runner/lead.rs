@@ -541,12 +541,11 @@ impl ScoutSearch {
             let span = end.saturating_sub(first) + 1;
             let limit = span.clamp(OPENED_LINES.0, most);
             // A place longer than its window is shown where it holds most of the task's words.
-            // (The definition line is left out of the search: it names the place, it does not
-            // say where in it the answer is.)
-            let focused = (span > most)
-                .then(|| self.focus(path, start + 1, *end, &q, most))
-                .flatten();
-            let from = focused.filter(|at| *at > start + 1).unwrap_or(first);
+            let from = if span > most {
+                self.focus(path, first, *end, &q, most).unwrap_or(first)
+            } else {
+                first
+            };
             let args = serde_json::json!({"path": path, "start_line": from, "limit": limit});
             let shown = self
                 .registry
