@@ -168,9 +168,9 @@ def test_task_success_envelope_key_by_key(repo: pathlib.Path, traces: pathlib.Pa
         "src/auth.py:\n"
         "   1 | def login(user):\n"
         "   2 |     return session_token(user)\n\n"
-        "If some of these lines answer the task, reply with the final JSON object citing every "
-        "one of them that does (relative/path:line), the best first; if none does, Read or Grep "
-        "further."
+        "If some of these places answer the task, reply with the final JSON object citing each "
+        "one that does as it is listed above (relative/path:start-end), the best first; if none "
+        "does, Read or Grep further."
     )
     assert light.calls == 0
     assert "history" not in env["data"] and "session_memory" not in env["data"]

@@ -434,14 +434,14 @@ fn hint_text(places: &[&Cited], opened: &[Opened]) -> HintText {
     out.text = if opened.is_empty() && out.lines.is_empty() {
         format!("{list}\nCheck them with your tools before you rely on them.")
     } else if opened.is_empty() {
-        format!("{list}\n\nIf some of these lines answer the task, reply with the final JSON object citing every one of them that does (relative/path:line), the best first; if none does, search further.")
+        format!("{list}\n\nIf some of these places answer the task, reply with the final JSON object citing each one that does as it is listed above (relative/path:line), the best first; if none does, search further.")
     } else {
         let windows: Vec<String> = opened
             .iter()
             .map(|o| format!("{}:\n{}", o.path, o.content().trim_end()))
             .collect();
         format!(
-            "{list}\n\nOpened for you (line number | text):\n{}\n\nIf some of these lines answer the task, reply with the final JSON object citing every one of them that does (relative/path:line), the best first; if none does, Read or Grep further.",
+            "{list}\n\nOpened for you (line number | text):\n{}\n\nIf some of these places answer the task, reply with the final JSON object citing each one that does as it is listed above (relative/path:start-end), the best first; if none does, Read or Grep further.",
             windows.join("\n\n")
         )
     };

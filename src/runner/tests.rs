@@ -1268,7 +1268,7 @@ async fn the_first_message_lists_likely_places_and_opens_the_first_unless_turned
     let first = last_user(&model, 0);
     assert_eq!(
         first,
-        "Where is the `main` function defined?\n\nLikely places (an offline search of the code index ranked them, best first; unverified, they may not answer the task):\n1. src/app.py:1-2 (function `main`, opened below)\n\nOpened for you (line number | text):\nsrc/app.py:\n   1 | def main():\n   2 |     return 1\n\nIf some of these lines answer the task, reply with the final JSON object citing every one of them that does (relative/path:line), the best first; if none does, Read or Grep further."
+        "Where is the `main` function defined?\n\nLikely places (an offline search of the code index ranked them, best first; unverified, they may not answer the task):\n1. src/app.py:1-2 (function `main`, opened below)\n\nOpened for you (line number | text):\nsrc/app.py:\n   1 | def main():\n   2 |     return 1\n\nIf some of these places answer the task, reply with the final JSON object citing each one that does as it is listed above (relative/path:start-end), the best first; if none does, Read or Grep further."
     );
     // The opened lines were seen, and that look counts as the one tool call explore asks
     // for: the answer citing src/app.py:1-2 is completed on the first call, with no tool call
