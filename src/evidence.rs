@@ -116,6 +116,16 @@ fn noted_re() -> &'static Regex {
     })
 }
 
+/// A citation of lines `start..=end` of `path`: `path:start`, or `path:start-end` for more than
+/// one line (the form [`parse_citation`] reads).
+pub fn citation(path: &str, start: u64, end: u64) -> String {
+    if end > start {
+        format!("{path}:{start}-{end}")
+    } else {
+        format!("{path}:{start}")
+    }
+}
+
 /// An evidence item's `(path, start, end)` when it is a well-formed citation
 /// (`path:line` or `path:start-end`, lines from 1, end not before start).
 pub fn parse_citation(item: &str) -> Option<(String, u64, u64)> {

@@ -403,17 +403,11 @@ fn ungrounded_feedback(
                 _ => None,
             };
             match (part, &c.path) {
-                (Some((a, b)), Some(path)) => {
-                    let cite = if a == b {
-                        format!("{path}:{a}")
-                    } else {
-                        format!("{path}:{a}-{b}")
-                    };
-                    format!(
-                        "{} You saw {cite} of it: cite that, or Read the rest first.",
-                        c.message
-                    )
-                }
+                (Some((a, b)), Some(path)) => format!(
+                    "{} You saw {} of it: cite that, or Read the rest first.",
+                    c.message,
+                    crate::evidence::citation(path, a, b)
+                ),
                 // Lines of a file it saw elsewhere (a range past the file's end, say, with
                 // another window's numbers): name what it did see of that file.
                 (None, Some(path)) => match observed.seen_of(path, 3) {

@@ -58,6 +58,13 @@ impl Cited {
             .max(self.end)
     }
 
+    /// The window opened of this place, if one was.
+    fn opened_in<'a>(&self, opened: &'a [Opened]) -> Option<&'a Opened> {
+        opened
+            .iter()
+            .find(|o| o.path == self.path && o.place == self.start)
+    }
+
     /// What the place is, in words (``method `add_env` ``), when the index said.
     fn what(&self) -> Option<String> {
         self.place
@@ -332,9 +339,7 @@ impl RuntimeRunner {
             .iter()
             .zip(&hint.listed)
             .filter_map(|(c, listed)| {
-                let o = opened
-                    .iter()
-                    .find(|o| o.path == c.path && o.place == c.start)?;
+                let o = c.opened_in(opened)?;
                 Some(LookedAt {
                     path: c.path.clone(),
                     start: c.start.min(o.from),
@@ -384,10 +389,7 @@ fn hint_text(places: &[&Cited], opened: &[Opened]) -> HintText {
         // Each place by the lines opened of it: a small model copies the listed citation, and
         // a range longer than the window opened would cite lines it did not see; a first line
         // alone misses what the window shows further down.
-        if let Some(o) = opened
-            .iter()
-            .find(|o| o.path == c.path && o.place == c.start)
-        {
+        if let Some(o) = c.opened_in(opened) {
             let at = format!("{}:{}-{}", c.path, o.from, o.to);
             list.push(match &what {
                 Some(w) => format!("{}. {at} ({w}, opened below)", i + 1),

@@ -130,13 +130,7 @@ impl Observed {
             .into_iter()
             .flatten()
             .take(n)
-            .map(|&(s, e)| {
-                if s == e {
-                    format!("{path}:{s}")
-                } else {
-                    format!("{path}:{s}-{e}")
-                }
-            })
+            .map(|&(s, e)| crate::evidence::citation(&path, s, e))
             .collect()
     }
 
@@ -161,13 +155,7 @@ impl Observed {
         all.sort_by_key(|&(p, s, e)| (std::cmp::Reverse(e - s), p.clone(), s));
         all.into_iter()
             .take(n)
-            .map(|(p, s, e)| {
-                if s == e {
-                    format!("{p}:{s}")
-                } else {
-                    format!("{p}:{s}-{e}")
-                }
-            })
+            .map(|(p, s, e)| crate::evidence::citation(p, s, e))
             .collect()
     }
 

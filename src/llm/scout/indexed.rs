@@ -250,11 +250,7 @@ fn answer(
         };
         match read_part(p, windows) {
             Some((start, end, _)) => {
-                let cite = if end > start {
-                    format!("{}:{start}-{end}", p.file)
-                } else {
-                    format!("{}:{start}", p.file)
-                };
+                let cite = crate::evidence::citation(&p.file, start, end);
                 let clipped = if end < p.end {
                     format!(" (read to line {end} of {})", p.end)
                 } else {
