@@ -387,7 +387,7 @@ fn too_little_exploration(profile: &RuntimeProfile, seen: &Exploration<'_>) -> O
 
 /// The feedback for evidence that is not grounded: each item's problem (with the part of a
 /// range the child did see, which it may cite), and the lines it has seen so far.
-fn ungrounded_feedback(
+pub(super) fn ungrounded_feedback(
     contract: &str,
     ungrounded: &[EvidenceCheck],
     observed: &Observed,

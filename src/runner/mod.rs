@@ -26,6 +26,7 @@ mod state;
 mod steps;
 mod text_calls;
 mod turn;
+mod unseen;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -121,6 +121,14 @@ impl Observed {
             .find_map(|&(s, e)| (s <= end && start <= e).then_some((s.max(start), e.min(end))))
     }
 
+    /// Whether the child saw a line of `path` within `within` lines of `start..=end` (or in it).
+    pub fn saw_near(&self, path: &str, start: u64, end: u64, within: u64) -> bool {
+        self.lines.get(&normalize(path)).is_some_and(|r| {
+            r.iter()
+                .any(|&(s, e)| s <= end.saturating_add(within) && start <= e.saturating_add(within))
+        })
+    }
+
     /// The stretches of `path` the child saw, as `path:start-end` (`path:line` for one line),
     /// at most `n`, in line order.
     pub fn seen_of(&self, path: &str, n: usize) -> Vec<String> {

@@ -17,6 +17,7 @@ use crate::runner::gate::{self, Gate};
 use crate::runner::lead::{Lead, ScoutRun, SecondLook};
 use crate::runner::outcome::{ParsedResult, RunOutcome, TerminalReason};
 use crate::runner::state::{CallSpec, State, Stop, ANSWER_RESERVE_TOKENS};
+use crate::runner::unseen;
 use crate::runner::{
     RuntimeRunner, EMPTY_RESPONSE_HINT, WRAP_UP_HISTORY_CHARS, WRAP_UP_NOTE_CHARS,
     WRAP_UP_TIME_CAP, WRAP_UP_TIME_SHARE,
@@ -87,6 +88,7 @@ impl Plan {
 }
 
 /// The retries a run has used so far.
+#[allow(clippy::struct_excessive_bools)] // one flag per once-a-run retry
 #[derive(Default)]
 struct Retries {
     /// The one retry of an empty answer.
@@ -100,6 +102,8 @@ struct Retries {
     /// next answer passes the gate.
     before_second_look: Option<Box<Ending>>,
     second_look_asked: bool,
+    /// The cited lines the child had not seen were opened for it (once per run).
+    unseen_shown: bool,
 }
 
 /// What one step decided.
@@ -312,7 +316,7 @@ impl RuntimeRunner {
                     feedback,
                     parsed,
                 };
-                self.refused(step, st, plan, retries, text, refusal)
+                self.refused(step, st, plan, retries, text, refusal).await
             }
         }
     }
@@ -442,14 +446,14 @@ impl RuntimeRunner {
     /// A final answer the gate refused. Decides whether the child gets another try (its
     /// feedback), or whether its refusals are spent (or its exploring time is up), and then
     /// how the run ends.
-    fn refused(
+    async fn refused(
         &self,
         step: u64,
         st: &mut State,
         plan: &Plan,
         retries: &mut Retries,
         text: String,
-        refusal: Refusal,
+        mut refusal: Refusal,
     ) -> Next {
         // Too little exploration gets one more chance than other refusals (a small model often
         // needs telling twice to call a tool), unless the profile allows no retries at all.
@@ -461,6 +465,10 @@ impl RuntimeRunner {
             retries.gate_blocks += 1;
             retries.gate_blocks > allowed
         };
+        let out_of_time = Instant::now() >= plan.explore_deadline;
+        if !spent && !out_of_time {
+            self.show_unseen(st, plan, retries, &mut refusal).await;
+        }
         let blocks = retries.gate_blocks + retries.explore_blocks;
         tracing::warn!(
             session_id = %self.trace.session_id(),
@@ -480,7 +488,6 @@ impl RuntimeRunner {
             content: text.clone(),
             tool_calls: vec![],
         });
-        let out_of_time = Instant::now() >= plan.explore_deadline;
         if spent || out_of_time {
             return self.last_refusal(text, refusal, out_of_time);
         }
@@ -491,6 +498,44 @@ impl RuntimeRunner {
             return Next::Stop(plan.steps_spent());
         }
         Next::Continue
+    }
+
+    /// Once per run, for an answer refused only for its evidence: the cited lines the child
+    /// never saw (see [`crate::runner::unseen`]) are opened, recorded as seen, and shown in the
+    /// feedback in place of "Read it first"; the rest of the evidence keeps the gate's word.
+    async fn show_unseen(
+        &self,
+        st: &mut State,
+        plan: &Plan,
+        retries: &mut Retries,
+        refusal: &mut Refusal,
+    ) {
+        if retries.unseen_shown || refusal.exploring {
+            return;
+        }
+        let Some((_, _, ungrounded)) = &refusal.parsed else {
+            return;
+        };
+        let items = unseen::openable(ungrounded, &st.observed);
+        if items.is_empty() {
+            return;
+        }
+        retries.unseen_shown = true;
+        let opened = self.open_unseen(items, plan.explore_deadline).await;
+        if opened.is_empty() {
+            return;
+        }
+        for o in &opened {
+            st.observed.record("Read", &o.shown);
+        }
+        let rest: Vec<_> = ungrounded
+            .iter()
+            .filter(|c| !opened.iter().any(|o| o.evidence == c.evidence))
+            .cloned()
+            .collect();
+        let rest = (!rest.is_empty())
+            .then(|| gate::ungrounded_feedback(self.profile.answer_shape(), &rest, &st.observed));
+        refusal.feedback = unseen::feedback(&opened, rest);
     }
 
     /// The end after the gate's last allowed refusal (or at the end of the exploring time).

@@ -1495,9 +1495,10 @@ async fn only_the_opened_lines_of_a_listed_place_may_be_cited() {
     let out = runner(&dir, model, explore_profile()).run(task).await;
     assert_eq!(out.terminal_reason, TerminalReason::CompletedUnverified);
     assert_eq!(out.ungrounded_evidence[0].reason, Some("unobserved"));
-    // A range seen in part: the feedback names the part that may be cited.
+    // A range seen in part (too long to open for the child): the feedback names the part
+    // that may be cited.
     let model = Scripted::new(vec![
-        say(&cite("src/cli.py:60-72")),
+        say(&cite("src/cli.py:20-72")),
         say(&cite("src/cli.py:70-72")),
     ]);
     let out = runner(&dir, model.clone(), explore_profile())
@@ -1508,6 +1509,70 @@ async fn only_the_opened_lines_of_a_listed_place_may_be_cited() {
             .contains("You saw src/cli.py:70-72 of it: cite that, or Read the rest first."),
         "{}",
         last_user(&model, 1)
+    );
+    assert_eq!(out.terminal_reason, TerminalReason::Completed);
+}
+
+#[tokio::test]
+async fn unseen_lines_near_what_the_child_saw_are_opened_for_it_once() {
+    let dir = tree();
+    let other = format!("{}def main():\n    pass\n", "x = 1\n".repeat(70));
+    std::fs::write(dir.path().join("src/cli.py"), other).unwrap();
+    let task = "Where is the `main` function defined?";
+    let cite = |e: &str| {
+        format!(r#"{{"status": "completed", "summary": "s", "findings": [], "evidence": ["{e}"]}}"#)
+    };
+    // The hint opened src/cli.py:70-72; the child cites 60-65, near but unseen: the runtime
+    // opens 58-67 for it, and the same answer then stands, its lines seen.
+    let model = Scripted::new(vec![
+        say(&cite("src/cli.py:60-65")),
+        say(&cite("src/cli.py:60-65")),
+    ]);
+    let out = runner(&dir, model.clone(), explore_profile())
+        .run(task)
+        .await;
+    let feedback = last_user(&model, 1);
+    assert!(
+        feedback.starts_with("Your evidence \"src/cli.py:60-65\" cites lines you had not seen, so they are opened for you below (line number | text)."),
+        "{feedback}"
+    );
+    assert!(
+        feedback.contains("src/cli.py:\n  58 | x = 1\n")
+            && feedback.contains("  67 | x = 1")
+            && !feedback.contains("  57 |")
+            && !feedback.contains("  68 |"),
+        "{feedback}"
+    );
+    assert_eq!(
+        (out.terminal_reason, out.ungrounded_evidence.len()),
+        (TerminalReason::Completed, 0),
+        "{:?}",
+        out.ungrounded_evidence
+    );
+    // Only once a run: a second unseen range is refused as before, and with the retries spent
+    // the answer is unverified.
+    let model = Scripted::new(vec![
+        say(&cite("src/cli.py:60-65")),
+        say(&cite("src/cli.py:40-45")),
+        say(&cite("src/cli.py:40-45")),
+    ]);
+    let out = runner(&dir, model.clone(), explore_profile())
+        .run(task)
+        .await;
+    assert_eq!(out.terminal_reason, TerminalReason::CompletedUnverified);
+    assert_eq!(out.ungrounded_evidence[0].evidence, "src/cli.py:40-45");
+    // Another unseen item that is not opened (in a file the child never saw) keeps the gate's
+    // word, before the opened lines.
+    let both = r#"{"status": "completed", "summary": "s", "findings": [], "evidence": ["src/cli.py:60-65", "big.txt:9"]}"#;
+    let model = Scripted::new(vec![say(both), say(&cite("src/cli.py:60-65"))]);
+    let out = runner(&dir, model.clone(), explore_profile())
+        .run(task)
+        .await;
+    let feedback = last_user(&model, 1);
+    assert!(
+        feedback.starts_with("Return only a valid ExploreResult JSON object: some evidence is not grounded in what you saw. Evidence \"big.txt:9\" exists, but you did not see line 9")
+            && feedback.contains("\n\nYour evidence \"src/cli.py:60-65\" cites lines you had not seen"),
+        "{feedback}"
     );
     assert_eq!(out.terminal_reason, TerminalReason::Completed);
 }
@@ -1562,6 +1627,7 @@ async fn places_not_opened_are_listed_with_the_lines_the_index_showed() {
     // A line of its body the hint did not show was not.
     let unseen = format!("{path}:6");
     let model = Scripted::new(vec![say(&cite(&unseen)), say(&cite(&unseen))]);
+    // (Without Read, the runtime does not open it for the child either.)
     let out = runner(&dir, model, no_read).run(task).await;
     assert_eq!(out.terminal_reason, TerminalReason::CompletedUnverified);
     assert_eq!(out.ungrounded_evidence[0].reason, Some("unobserved"));
