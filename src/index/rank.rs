@@ -181,7 +181,7 @@ const ALIASES: &[(&str, &[&str])] = &[
     ("exception", &["exc", "error", "err"]),
     ("databas", &["db"]),
     ("connect", &["conn"]),
-    ("environment", &["env"]),
+    ("environment", &["env", "environ"]),
     ("variable", &["var"]),
     ("temporar", &["tmp", "temp"]),
     ("attribut", &["attr"]),
@@ -371,8 +371,15 @@ pub fn parse(question: &str) -> Query {
         if lw.len() < 2 || lw.bytes().all(|b| b.is_ascii_digit()) {
             continue;
         }
-        // A capitalised word inside the sentence is likely a name (`Context`, `Repo`).
-        let capitalised = i > 0 && w.chars().next().is_some_and(char::is_uppercase);
+        // A capitalised word inside the sentence is likely a name (`Context`, `Repo`); one in
+        // capitals only (`POST`, `JSON`, `HTTP`) is an acronym or a constant's value, a word of
+        // the question rather than the name of a definition (`def post` does not answer "turn
+        // a POST into a GET").
+        let acronym = w.len() >= 2
+            && w.chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+            && w.chars().any(|c| c.is_ascii_uppercase());
+        let capitalised = i > 0 && !acronym && w.chars().next().is_some_and(char::is_uppercase);
         if named || is_identifier(w) || capitalised {
             let mut parts = Vec::new();
             ident_terms(w, &mut parts);
@@ -1044,6 +1051,21 @@ mod tests {
                 ("foo".to_string(), "bar".to_string())
             ]
         );
+    }
+
+    #[test]
+    fn words_in_capitals_are_words_not_names() {
+        // `POST` and `GET` are values here: no definition named `post` is asked for.
+        let q = parse("Where does requests turn a POST into a GET when it follows a redirect?");
+        let terms: Vec<&str> = q.terms.iter().map(|t| t.term.as_str()).collect();
+        assert!(terms.contains(&"post"), "{terms:?}");
+        assert!(q.names.is_empty(), "{:?}", q.names);
+        // Quoted, or written as code, it is still a name; capitalised words still are too.
+        let q = parse("Where is `POST` handled, and MAX_SIZE set by the Router?");
+        assert_eq!(q.names, ["post", "max_size", "router"]);
+        // "environment" is also spelt `environ` (Python's `os.environ`, C's `environ`).
+        let q = parse("Where are proxy settings taken from environment variables?");
+        assert!(q.terms.iter().any(|t| t.term == "environ"), "{:?}", q.terms);
     }
 
     /// Sixty lines of filler (`{filler} xN = N`) with `lines` (1-based) set.
