@@ -183,6 +183,7 @@ const ALIASES: &[(&str, &[&str])] = &[
     ("connect", &["conn"]),
     ("environment", &["env", "environ"]),
     ("variable", &["var"]),
+    ("value", &["val"]),
     ("temporar", &["tmp", "temp"]),
     ("attribut", &["attr"]),
     ("referenc", &["ref"]),
@@ -1066,6 +1067,9 @@ mod tests {
         // "environment" is also spelt `environ` (Python's `os.environ`, C's `environ`).
         let q = parse("Where are proxy settings taken from environment variables?");
         assert!(q.terms.iter().any(|t| t.term == "environ"), "{:?}", q.terms);
+        // "value" is also spelt `val` (`add_env` reads `Some(ref val)`).
+        let q = parse("Where does clap take a value from the environment?");
+        assert!(q.terms.iter().any(|t| t.term == "val"), "{:?}", q.terms);
     }
 
     /// Sixty lines of filler (`{filler} xN = N`) with `lines` (1-based) set.
