@@ -130,3 +130,59 @@ def test_a_provider_that_refuses_tool_choice_required_is_asked_again_with_auto(
         result = launcher.launch(outrider.SubagentRequest(task="Where is `main` defined?"))
     assert result.status == "completed", result.error
     assert [b["tool_choice"] for b in bodies] == ["required", "auto", "auto"]
+
+
+def _read_call(path: str, start: int, limit: int) -> dict[str, Any]:
+    body = completion("")
+    args = json.dumps({"path": path, "start_line": start, "limit": limit})
+    body["choices"][0]["message"] = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "Read", "arguments": args}}
+        ],
+    }
+    return body
+
+
+def test_unseen_lines_next_to_what_the_child_read_are_shown_to_it_then_stand(
+    tmp_path: pathlib.Path,
+) -> None:
+    """A small model read the start of a function and cites lines further down it: they are
+    opened for it once (in the gate's feedback), and its answer then stands, grounded. A guess
+    in a file it never looked at is not opened, and ends unverified."""
+    root = tmp_path / "repo"
+    (root / "lib").mkdir(parents=True)
+    body = "".join(f"  step{n} = a[{n}] + b[{n}];\n" for n in range(4, 46))
+    (root / "lib" / "edit.js").write_text(f"\nfunction editDistance(a, b) {{\n{body}}}\n")
+    (root / "lib" / "other.js").write_text("".join(f"x{n} = {n};\n" for n in range(80)))
+    cites = dict(ANSWER, summary="editDistance computes it", evidence=["lib/edit.js:33-39"])
+    no_hint = outrider.EXPLORE_PROFILE.replace(repo_map_hint=False)
+
+    def launch(read: str) -> tuple[outrider.SubagentLaunchResult, list[dict[str, Any]]]:
+        script = [_read_call(read, 1, 17)] + [completion(json.dumps(cites))] * 2
+        with scripted(script) as server:
+            llm = outrider.OpenAICompatible("small", f"{server.base}/v1")
+            launcher = outrider.SubagentLauncher(
+                root, llm, trace_dir=tmp_path / "traces", profiles=[no_hint]
+            )
+            task = "Where is the edit distance computed?"
+            return launcher.launch(outrider.SubagentRequest(task=task)), server.bodies
+
+    result, bodies = launch("lib/edit.js")
+    assert result.status == "completed", result.to_dict()
+    assert result.to_dict()["ungrounded_evidence"] == []
+    assert result.result is not None and result.result.evidence == ("lib/edit.js:33-39",)
+    feedback = bodies[2]["messages"][-1]["content"]
+    assert feedback.startswith(
+        'Your evidence "lib/edit.js:33-39" cites lines you had not seen, so they are opened'
+    ), feedback
+    assert "  31 |   step32 = a[32] + b[32];" in feedback and "  41 |" in feedback, feedback
+    assert "  30 |" not in feedback and "  42 |" not in feedback, feedback
+
+    result, bodies = launch("lib/other.js")
+    assert result.status == "unverified"
+    assert [(c["evidence"], c["reason"]) for c in result.to_dict()["ungrounded_evidence"]] == [
+        ("lib/edit.js:33-39", "unobserved")
+    ]
+    assert "Read or Grep it first" in bodies[2]["messages"][-1]["content"]
