@@ -37,18 +37,20 @@ pub(super) fn openable(
     ungrounded: &[EvidenceCheck],
     observed: &Observed,
 ) -> Vec<(String, String, u64, u64)> {
-    ungrounded
-        .iter()
-        .filter(|c| c.reason == Some("unobserved"))
-        .filter_map(|c| {
-            let (path, start, end) = (c.path.as_ref()?, c.start_line?, c.end_line?);
-            let open = end >= start
-                && end - start < MOST_LINES
-                && observed.saw_near(path, start, end, NEAR_SEEN);
-            open.then(|| (c.evidence.clone(), path.clone(), start, end))
-        })
-        .take(MOST_ITEMS)
-        .collect()
+    let mut items: Vec<(String, String, u64, u64)> = Vec::new();
+    for c in ungrounded.iter().filter(|c| c.reason == Some("unobserved")) {
+        let (Some(path), Some(start), Some(end)) = (&c.path, c.start_line, c.end_line) else {
+            continue;
+        };
+        let open = end >= start
+            && end - start < MOST_LINES
+            && observed.saw_near(path, start, end, NEAR_SEEN)
+            && !items.iter().any(|(e, ..)| *e == c.evidence);
+        if open && items.len() < MOST_ITEMS {
+            items.push((c.evidence.clone(), path.clone(), start, end));
+        }
+    }
+    items
 }
 
 impl RuntimeRunner {
@@ -116,5 +118,48 @@ pub(super) fn feedback(opened: &[OpenedItem], rest: Option<String>) -> String {
     match rest {
         Some(rest) => format!("{rest}\n\n{opened_part}"),
         None => opened_part,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unseen(item: &str, path: &str, start: u64, end: u64) -> EvidenceCheck {
+        EvidenceCheck {
+            evidence: item.into(),
+            path: Some(path.into()),
+            start_line: Some(start),
+            end_line: Some(end),
+            total_lines: None,
+            grounded: false,
+            reason: Some("unobserved"),
+            message: String::new(),
+        }
+    }
+
+    #[test]
+    fn only_short_ranges_near_seen_lines_of_the_same_file_are_opened_three_at_most() {
+        let mut seen = Observed::default();
+        let content: String = (100..=110).map(|n| format!("{n:>4} | x\n")).collect();
+        seen.record(
+            "Read",
+            &serde_json::json!({"status": "ok", "context": {"path_resolved": "a.py"}, "data": {"content": content}}),
+        );
+        let near = unseen("a.py:60-65", "a.py", 60, 65);
+        let far = unseen("a.py:20-25", "a.py", 20, 25);
+        let long = unseen("a.py:111-160", "a.py", 111, 160);
+        let other = unseen("b.py:100", "b.py", 100, 100);
+        let mut missing = unseen("a.py:999", "a.py", 999, 999);
+        missing.reason = Some("line_out_of_range");
+        let got = openable(
+            &[near.clone(), far, long, other, missing, near.clone()],
+            &seen,
+        );
+        assert_eq!(got, [("a.py:60-65".into(), "a.py".into(), 60, 65)]);
+        let many: Vec<EvidenceCheck> = (0..5)
+            .map(|i| unseen(&format!("a.py:{}", 120 + i), "a.py", 120 + i, 120 + i))
+            .collect();
+        assert_eq!(openable(&many, &seen).len(), 3);
     }
 }
