@@ -535,6 +535,16 @@ pub fn path_prior(path: &str, q: &Query) -> f64 {
     if in_dir(&["vendor", "third_party", "thirdparty", "external", "deps"]) {
         prior *= 0.4;
     }
+    // Declarations only (`typings/index.d.ts`, `mod.pyi`): their doc comments repeat the
+    // question's words, but what the code does ("where does ... read ...") is in the
+    // implementation they declare.
+    let declarations = [".d.ts", ".d.mts", ".d.cts"]
+        .iter()
+        .any(|d| name.ends_with(d))
+        || ext == "pyi";
+    if declarations && q.asks_how {
+        prior *= 0.5;
+    }
     if [
         "json", "yaml", "yml", "toml", "xml", "csv", "lock", "cfg", "ini",
     ]
@@ -1151,5 +1161,15 @@ mod tests {
         assert_eq!(path_prior("src/session.py", &q), 1.0);
         let q = parse("which tests cover the session");
         assert_eq!(path_prior("tests/test_session.py", &q), 1.0);
+    }
+
+    #[test]
+    fn declarations_sink_when_the_question_asks_what_the_code_does() {
+        let how = parse("Where does commander read an option's value from the environment?");
+        assert_eq!(path_prior("lib/option.js", &how), 1.0);
+        assert_eq!(path_prior("typings/index.d.ts", &how), 0.5);
+        assert_eq!(path_prior("src/_core.pyi", &how), 0.5);
+        let what = parse("Which interface declares the option's env method?");
+        assert_eq!(path_prior("typings/index.d.ts", &what), 1.0);
     }
 }
