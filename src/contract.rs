@@ -46,7 +46,7 @@ wire_enum! {
 
 /// A repair name other than `fence`, `extract` or `quotes`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("'{0}' is not a repair; expected fence, extract or quotes")]
+#[error("'{0}' is not a repair; expected fence, extract, quotes or commas")]
 pub struct UnknownRepair(pub String);
 
 wire_enum! {
@@ -59,6 +59,9 @@ wire_enum! {
         /// Quotes inside a string that do not end it were taken as part of it
         /// (`"a.go:3: Static("/static")"`, code quoted in an evidence item).
         Quotes = "quotes",
+        /// A comma before a closing `]` or `}` (`"b.go:3",\n  ]`, as a small model ends a
+        /// list) was dropped.
+        Commas = "commas",
     }
     parse_error: |s| -> UnknownRepair { UnknownRepair(s.to_owned()) }
 }
@@ -124,6 +127,14 @@ pub fn repair_object(
                 {
                     return Ok((v, Some(Repair::Quotes)));
                 }
+                // A trailing comma, alone or after stray quotes were escaped.
+                let quoted = escape_stray_quotes(candidate);
+                let base = quoted.as_deref().unwrap_or(candidate);
+                if let Some(v) =
+                    drop_trailing_commas(base).and_then(|fixed| parse_object(contract, &fixed).ok())
+                {
+                    return Ok((v, Some(Repair::Commas)));
+                }
             }
             // A fenced answer whose JSON does not parse: say what is wrong inside the fence,
             // not that fences are refused.
@@ -186,6 +197,37 @@ fn escape_stray_quotes(text: &str) -> Option<String> {
             }
             _ => out.push(c),
         }
+    }
+    changed.then_some(out)
+}
+
+/// `text` without the commas (outside strings) that come right before a closing `]` or `}`,
+/// past blanks; None when it has none. A doubled comma keeps its first (`,, }` stays invalid).
+fn drop_trailing_commas(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut in_string = false;
+    let mut changed = false;
+    let mut chars = text.char_indices();
+    while let Some((i, c)) = chars.next() {
+        if in_string {
+            out.push(c);
+            match c {
+                '\\' => {
+                    if let Some((_, next)) = chars.next() {
+                        out.push(next);
+                    }
+                }
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        if c == ',' && matches!(text[i + 1..].trim_start().chars().next(), Some(']' | '}')) {
+            changed = true;
+            continue;
+        }
+        in_string = c == '"';
+        out.push(c);
     }
     changed.then_some(out)
 }
@@ -1065,6 +1107,31 @@ mod quote_repair_tests {
         assert_eq!(
             escape_stray_quotes(r#"{"a": "say "hi" now"}"#).as_deref(),
             Some(r#"{"a": "say \"hi\" now"}"#)
+        );
+    }
+
+    #[test]
+    fn a_comma_before_a_closing_bracket_is_dropped_and_named() {
+        // What a 1.5B model wrote (viper): a list ended with a comma, twice in a row.
+        let trailing = "```json\n{\n  \"status\": \"completed\",\n  \"summary\": \"s\",\n  \"findings\": [\n    \"viper.go:1213-1244: find, ] here\",\n    \"flags.go:12-19\",\n  ],\n  \"evidence\": [\"viper.go:1213-1244\"],\n}\n```";
+        let (v, repair) = repair_object("ExploreResult", trailing).unwrap();
+        assert_eq!(repair, Some(Repair::Commas));
+        assert_eq!(
+            v.to_value()["findings"],
+            serde_json::json!(["viper.go:1213-1244: find, ] here", "flags.go:12-19"])
+        );
+        // With stray quotes too; commas inside strings are kept; valid JSON is never touched.
+        let both = r#"{"status": "completed", "summary": "s", "evidence": ["a.go:3: Static("/x", "/y")",]}"#;
+        let (v, repair) = repair_object("ExploreResult", both).unwrap();
+        assert_eq!(repair, Some(Repair::Commas));
+        assert_eq!(
+            v.to_value()["evidence"][0],
+            serde_json::json!("a.go:3: Static(\"/x\", \"/y\")")
+        );
+        assert_eq!(drop_trailing_commas(r#"{"a": "b,]", "c": [1, 2]}"#), None);
+        assert_eq!(
+            drop_trailing_commas("[1, 2 , ]").as_deref(),
+            Some("[1, 2  ]")
         );
     }
 

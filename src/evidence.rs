@@ -106,12 +106,13 @@ fn evidence_re() -> &'static Regex {
     RE.get_or_init(|| Regex::new(r"^(.+):(\d+)(?:-(\d+))?$").expect("valid evidence regex"))
 }
 
-/// `path:line` or `path:start-end` followed by a note: whitespace or a colon, then text (a small
-/// model copies a hint or Grep line whole: `src/a.py:14  class A`, `src/a.py:14:class A`).
+/// `path:line` or `path:start-end` followed by a note: whitespace or a colon (and blanks), then
+/// text (a small model copies a hint or Grep line whole: `src/a.py:14  class A`,
+/// `src/a.py:14:class A`, `viper.go:404-411: // For backward ...`).
 fn noted_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
-        Regex::new(r"^([^\s:][^:\s]*:\d+(?:-\d+)?)(?:\s+|:)(?:\S.*)?$")
+        Regex::new(r"^([^\s:][^:\s]*:\d+(?:-\d+)?)(?:\s+|:\s*)(?:\S.*)?$")
             .expect("valid noted-evidence regex")
     })
 }
@@ -436,6 +437,10 @@ mod tests {
             ("src/a.py:14:class A:", Some("src/a.py:14")),
             ("src/a.py:14-20 the loader", Some("src/a.py:14-20")),
             ("src/a.py:14:", Some("src/a.py:14")),
+            (
+                "viper.go:404-411: // For backward compatibility",
+                Some("viper.go:404-411"),
+            ),
             ("src/a.py:14", None),
             ("src/a.py:14-20", None),
             ("src/a.py", None),

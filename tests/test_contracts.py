@@ -374,6 +374,12 @@ def test_repair_is_separate_and_reports_what_it_did() -> None:
         ('src/a.py:1: app.static("/static", "/var/www")',),
         "quotes",
     )
+    # A list ended with a comma, as a small model writes it.
+    trailing = (
+        '```json\n{"status": "completed", "summary": "s", "evidence": ["src/a.py:1",\n]}\n```'
+    )
+    result, repair = ExploreResult.repair(trailing)
+    assert (result.evidence, repair) == (("src/a.py:1",), "commas")
     with pytest.raises(
         ContractError, match="^the JSON in the answer's code fence does not parse: "
     ):

@@ -198,9 +198,10 @@ class ExploreResult:
         *,
         tool_usage: Mapping[str, int] | None = None,
         terminal_reason: str | None = None,
-    ) -> tuple[ExploreResult, Literal["fence", "extract", "quotes"] | None]:
-        """Lenient parse: also takes a fenced or prose-wrapped answer, or one whose strings hold
-        unescaped quotes (code quoted in evidence); says which repair it made."""
+    ) -> tuple[ExploreResult, Literal["fence", "extract", "quotes", "commas"] | None]:
+        """Lenient parse: also takes a fenced or prose-wrapped answer, one whose strings hold
+        unescaped quotes (code quoted in evidence), or one with a comma before a closing ``]``
+        or ``}``; says which repair it made."""
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ExploreResult:
         """Rebuild (and validate) from :meth:`to_dict` output."""
@@ -272,7 +273,7 @@ class VerificationResult:
         terminal_reason: str | None = None,
         tool_usage: Mapping[str, int] | None = None,
         token_usage: int | None = None,
-    ) -> tuple[VerificationResult, Literal["fence", "extract", "quotes"] | None]:
+    ) -> tuple[VerificationResult, Literal["fence", "extract", "quotes", "commas"] | None]:
         """Lenient parse: also takes a fenced or prose-wrapped answer."""
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> VerificationResult: ...
@@ -507,7 +508,7 @@ class SubagentLaunchResult:
     def usage_estimated(self) -> bool:
         """True when some model call reported no usage and its tokens were estimated."""
     @property
-    def repair(self) -> Literal["fence", "extract", "quotes"] | None:
+    def repair(self) -> Literal["fence", "extract", "quotes", "commas"] | None:
         """The repair the completion gate made to accept the final answer, if any."""
     @property
     def model_calls(self) -> int: ...

@@ -528,7 +528,12 @@ mod tests {
 
     #[test]
     fn repairs_round_trip_through_text_and_serde() {
-        for repair in [Repair::Fence, Repair::Extract, Repair::Quotes] {
+        for repair in [
+            Repair::Fence,
+            Repair::Extract,
+            Repair::Quotes,
+            Repair::Commas,
+        ] {
             let text = repair.to_string();
             assert_eq!(text.parse::<Repair>(), Ok(repair));
             assert_eq!(
@@ -538,7 +543,7 @@ mod tests {
         }
         assert_eq!(
             "fix".parse::<Repair>().unwrap_err().to_string(),
-            "'fix' is not a repair; expected fence, extract or quotes"
+            "'fix' is not a repair; expected fence, extract, quotes or commas"
         );
     }
 }
