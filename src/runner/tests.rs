@@ -1461,15 +1461,25 @@ async fn a_tool_call_written_inside_prose_is_quoted_back_as_the_reply_to_make() 
     );
 }
 
-#[tokio::test]
-async fn only_the_opened_lines_of_a_listed_place_may_be_cited() {
+/// The tree with a second `main`, at line 71 of `src/cli.py` (70 lines of `x = 1` before it),
+/// and the task that finds both.
+fn two_mains() -> (tempfile::TempDir, &'static str) {
     let dir = tree();
     let other = format!("{}def main():\n    pass\n", "x = 1\n".repeat(70));
     std::fs::write(dir.path().join("src/cli.py"), other).unwrap();
-    let task = "Where is the `main` function defined?";
-    let cite = |e: &str| {
-        format!(r#"{{"status": "completed", "summary": "s", "findings": [], "evidence": ["{e}"]}}"#)
-    };
+    (dir, "Where is the `main` function defined?")
+}
+
+/// A completed explore answer citing `evidence`.
+fn cite(evidence: &str) -> String {
+    format!(
+        r#"{{"status": "completed", "summary": "s", "findings": [], "evidence": ["{evidence}"]}}"#
+    )
+}
+
+#[tokio::test]
+async fn only_the_opened_lines_of_a_listed_place_may_be_cited() {
+    let (dir, task) = two_mains();
     // Both places are listed and opened, src/cli.py around its line 71 only.
     let model = Scripted::new(vec![say(&cite("src/cli.py:71"))]);
     let out = runner(&dir, model.clone(), explore_profile())
@@ -1515,13 +1525,7 @@ async fn only_the_opened_lines_of_a_listed_place_may_be_cited() {
 
 #[tokio::test]
 async fn unseen_lines_near_what_the_child_saw_are_opened_for_it_once() {
-    let dir = tree();
-    let other = format!("{}def main():\n    pass\n", "x = 1\n".repeat(70));
-    std::fs::write(dir.path().join("src/cli.py"), other).unwrap();
-    let task = "Where is the `main` function defined?";
-    let cite = |e: &str| {
-        format!(r#"{{"status": "completed", "summary": "s", "findings": [], "evidence": ["{e}"]}}"#)
-    };
+    let (dir, task) = two_mains();
     // The hint opened src/cli.py:70-72; the child cites 60-65, near but unseen: the runtime
     // opens 58-67 for it, and the same answer then stands, its lines seen.
     let model = Scripted::new(vec![
