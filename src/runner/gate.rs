@@ -271,7 +271,8 @@ pub(crate) struct Exploration<'a> {
 /// The completion gate: the contract (with repair); enough exploration (`min_tool_calls`);
 /// evidence that exists (a check that gives up at `deadline`: what it could not check is not
 /// grounded) and that the child saw in this run; and, for a `completed` explore answer, at least
-/// one such evidence item.
+/// one such evidence item (a finding that is a bare citation of seen lines counts, and joins the
+/// evidence).
 pub(crate) async fn check(
     profile: &RuntimeProfile,
     workspace: &Workspace,
@@ -307,6 +308,7 @@ pub(crate) async fn check(
             parsed: Some((result, repair, ungrounded)),
         };
     }
+    let result = with_cited_findings(workspace, result, deadline, seen.observed).await;
     if let Some(feedback) = missing_evidence(profile, &result) {
         return Gate::Reject {
             exploring: false,
@@ -315,6 +317,42 @@ pub(crate) async fn check(
         };
     }
     Gate::Accept(result, repair)
+}
+
+/// An explore answer with its findings that are nothing but a citation
+/// (`binding/json.go:32-39`, as a small model lists a place it weighed) added to its evidence,
+/// after the model's own items, when the lines exist and the child saw them: the model named
+/// them as found, the gate checked them. A finding citing lines that are not grounded stays a
+/// finding and refuses nothing.
+async fn with_cited_findings(
+    workspace: &Workspace,
+    mut result: ParsedResult,
+    deadline: Instant,
+    observed: &Observed,
+) -> ParsedResult {
+    let ParsedResult::Explore(r) = &mut result else {
+        return result;
+    };
+    let mut cited: Vec<String> = Vec::new();
+    for finding in &r.findings {
+        let item = finding.trim();
+        if crate::evidence::parse_citation(item).is_some()
+            && !r.evidence.iter().any(|e| e.trim() == item)
+            && !cited.iter().any(|c| c == item)
+        {
+            cited.push(item.to_string());
+        }
+    }
+    if cited.is_empty() {
+        return result;
+    }
+    let ungrounded = grounding(workspace, &cited, deadline, observed).await;
+    r.evidence.extend(
+        cited
+            .into_iter()
+            .filter(|c| !ungrounded.iter().any(|u| &u.evidence == c)),
+    );
+    result
 }
 
 /// The refusal of an answer that does not parse. Decides whether it is a tool call written

@@ -1582,6 +1582,63 @@ async fn unseen_lines_near_what_the_child_saw_are_opened_for_it_once() {
 }
 
 #[tokio::test]
+async fn a_finding_that_cites_seen_lines_joins_the_evidence() {
+    let (dir, task) = two_mains();
+    // The hint opened src/cli.py:70-72 and src/app.py:1-2. The model lists one place as a
+    // finding and cites the other; a finding citing lines it never saw stays a finding.
+    let answer = r#"{"status": "completed", "summary": "s", "findings": ["src/cli.py:70-72", " src/cli.py:5", "src/app.py:1-2", "main is in cli.py"], "evidence": ["src/app.py:1-2"]}"#;
+    let model = Scripted::new(vec![say(answer)]);
+    let out = runner(&dir, model.clone(), explore_profile())
+        .run(task)
+        .await;
+    assert_eq!(out.terminal_reason, TerminalReason::Completed);
+    let Some(ParsedResult::Explore(r)) = &out.result else {
+        panic!("no explore result: {:?}", out.result)
+    };
+    assert_eq!(r.evidence, ["src/app.py:1-2", "src/cli.py:70-72"]);
+    assert_eq!(r.findings.len(), 4, "findings stay as written");
+    assert_eq!(
+        model.requests().len(),
+        1,
+        "no second look: both places are cited"
+    );
+    // A completed answer whose only citation is a finding of seen lines stands on it; one whose
+    // findings cite nothing seen is refused for having no evidence.
+    let only =
+        r#"{"status": "completed", "summary": "s", "findings": ["src/cli.py:71"], "evidence": []}"#;
+    let out = runner(&dir, Scripted::new(vec![say(only)]), explore_profile())
+        .run(task)
+        .await;
+    let Some(ParsedResult::Explore(r)) = &out.result else {
+        panic!("no explore result: {:?}", out.result)
+    };
+    assert_eq!(
+        (out.terminal_reason, r.evidence.as_slice()),
+        (
+            TerminalReason::Completed,
+            ["src/cli.py:71".to_string()].as_slice()
+        )
+    );
+    let unseen =
+        r#"{"status": "completed", "summary": "s", "findings": ["src/cli.py:5"], "evidence": []}"#;
+    let model = Scripted::new(vec![say(unseen), say(unseen), say(unseen)]);
+    let out = runner(&dir, model.clone(), explore_profile())
+        .run(task)
+        .await;
+    assert!(
+        last_user(&model, 1)
+            .starts_with("A \"completed\" answer must cite at least one line you saw"),
+        "{}",
+        last_user(&model, 1)
+    );
+    assert_eq!(out.terminal_reason, TerminalReason::Completed);
+    let Some(ParsedResult::Explore(r)) = &out.result else {
+        panic!("no explore result: {:?}", out.result)
+    };
+    assert_eq!((r.status, r.evidence.len()), (SubagentStatus::Partial, 0));
+}
+
+#[tokio::test]
 async fn places_not_opened_are_listed_with_the_lines_the_index_showed() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("src")).unwrap();
