@@ -186,3 +186,35 @@ def test_unseen_lines_next_to_what_the_child_read_are_shown_to_it_then_stand(
         ("lib/edit.js:33-39", "unobserved")
     ]
     assert "Read or Grep it first" in bodies[2]["messages"][-1]["content"]
+
+
+def test_a_finding_citing_lines_the_child_read_joins_the_evidence(tmp_path: pathlib.Path) -> None:
+    """A small model lists a place it read under findings and cites another: both come back as
+    evidence, the model's own first. A finding citing lines it never read stays a finding."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "bind.go").write_text("".join(f"line{n}\n" for n in range(1, 21)))
+    (root / "context.go").write_text("".join(f"line{n}\n" for n in range(1, 21)))
+    answer = dict(
+        ANSWER,
+        summary="Bind decodes it",
+        findings=["bind.go:2-4", "bind.go:15", "Bind decodes the body"],
+        evidence=["context.go:3"],
+    )
+    script = [
+        _read_call("bind.go", 1, 10),
+        _read_call("context.go", 1, 10),
+        completion(json.dumps(answer)),
+    ]
+    no_hint = outrider.EXPLORE_PROFILE.replace(repo_map_hint=False)
+    with scripted(script) as server:
+        llm = outrider.OpenAICompatible("small", f"{server.base}/v1")
+        launcher = outrider.SubagentLauncher(
+            root, llm, trace_dir=tmp_path / "traces", profiles=[no_hint]
+        )
+        result = launcher.launch(outrider.SubagentRequest(task="Where is the body decoded?"))
+    assert result.status == "completed", result.to_dict()
+    assert result.result is not None
+    assert result.result.evidence == ("context.go:3", "bind.go:2-4")
+    assert result.result.findings == ("bind.go:2-4", "bind.go:15", "Bind decodes the body")
+    assert result.to_dict()["ungrounded_evidence"] == []
