@@ -33,6 +33,22 @@ def _with_usage(body: dict[str, Any], prompt: int, cached: int) -> dict[str, Any
     return body
 
 
+def _launch(
+    root: pathlib.Path, tmp_path: pathlib.Path, script: list[dict[str, Any]], task: str
+) -> tuple[outrider.SubagentLaunchResult, list[dict[str, Any]]]:
+    """One explore child over ``root``, its model a loopback server answering ``script`` in
+    turn; no repo-map hint, so only what the script Reads counts as seen. The result and the
+    request bodies the server got."""
+    no_hint = outrider.EXPLORE_PROFILE.replace(repo_map_hint=False)
+    with scripted(script) as server:
+        llm = outrider.OpenAICompatible("small", f"{server.base}/v1")
+        launcher = outrider.SubagentLauncher(
+            root, llm, trace_dir=tmp_path / "traces", profiles=[no_hint]
+        )
+        result = launcher.launch(outrider.SubagentRequest(task=task))
+    return result, server.bodies
+
+
 @pytest.mark.parametrize(
     "text_call",
     [
@@ -51,13 +67,7 @@ def test_a_text_tool_call_is_taken_and_its_cached_tokens_counted(
     ]
     # No repo-map hint: the places it opens count as the one look explore asks for, and then
     # no tool call is required.
-    no_hint = outrider.EXPLORE_PROFILE.replace(repo_map_hint=False)
-    with scripted(script) as server:
-        llm = outrider.OpenAICompatible("small", f"{server.base}/v1")
-        launcher = outrider.SubagentLauncher(
-            repo, llm, trace_dir=tmp_path / "traces", profiles=[no_hint]
-        )
-        result = launcher.launch(outrider.SubagentRequest(task="Where is `main` defined?"))
+    result, bodies = _launch(repo, tmp_path, script, "Where is `main` defined?")
     assert (result.status, result.tool_usage, result.model_calls) == (
         "completed",
         {"Read": 1},
@@ -71,7 +81,7 @@ def test_a_text_tool_call_is_taken_and_its_cached_tokens_counted(
     assert outputs[0]["payload"]["meta"]["tool_call_format"] == "text"
     assert "tool_call_format" not in outputs[1]["payload"]["meta"]
     # The first request asked for a tool call; the second carried the Read's result.
-    first, second = server.bodies
+    first, second = bodies
     assert (first["tool_choice"], second["tool_choice"]) == ("required", "auto")
     assert second["messages"][-1]["role"] == "tool"
 
@@ -82,18 +92,13 @@ def test_an_answer_from_its_head_citing_unseen_lines_is_never_completed(
     """The two dishonest answers the issue reports: lines cited with no tool call, twice."""
     # Refusals for too little exploration get one more retry than others: three answers. (No
     # repo-map hint: its lines were shown to the child, so citing one would not be unseen.)
-    no_hint = outrider.EXPLORE_PROFILE.replace(repo_map_hint=False)
-    with scripted([completion(json.dumps(ANSWER))] * 3) as server:
-        llm = outrider.OpenAICompatible("small", f"{server.base}/v1")
-        launcher = outrider.SubagentLauncher(
-            repo, llm, trace_dir=tmp_path / "traces", profiles=[no_hint]
-        )
-        result = launcher.launch(outrider.SubagentRequest(task="Where is `main` defined?"))
+    script = [completion(json.dumps(ANSWER))] * 3
+    result, bodies = _launch(repo, tmp_path, script, "Where is `main` defined?")
     assert result.status == "unverified"
     assert [(c["evidence"], c["reason"]) for c in result.to_dict()["ungrounded_evidence"]] == [
         ("app.py:1", "unobserved")
     ]
-    feedback = server.bodies[1]["messages"][-1]["content"]
+    feedback = bodies[1]["messages"][-1]["content"]
     assert feedback.startswith("You answered after no successful tool call")
 
 
@@ -157,17 +162,10 @@ def test_unseen_lines_next_to_what_the_child_read_are_shown_to_it_then_stand(
     (root / "lib" / "edit.js").write_text(f"\nfunction editDistance(a, b) {{\n{body}}}\n")
     (root / "lib" / "other.js").write_text("".join(f"x{n} = {n};\n" for n in range(80)))
     cites = dict(ANSWER, summary="editDistance computes it", evidence=["lib/edit.js:33-39"])
-    no_hint = outrider.EXPLORE_PROFILE.replace(repo_map_hint=False)
 
     def launch(read: str) -> tuple[outrider.SubagentLaunchResult, list[dict[str, Any]]]:
         script = [_read_call(read, 1, 17)] + [completion(json.dumps(cites))] * 2
-        with scripted(script) as server:
-            llm = outrider.OpenAICompatible("small", f"{server.base}/v1")
-            launcher = outrider.SubagentLauncher(
-                root, llm, trace_dir=tmp_path / "traces", profiles=[no_hint]
-            )
-            task = "Where is the edit distance computed?"
-            return launcher.launch(outrider.SubagentRequest(task=task)), server.bodies
+        return _launch(root, tmp_path, script, "Where is the edit distance computed?")
 
     result, bodies = launch("lib/edit.js")
     assert result.status == "completed", result.to_dict()
@@ -206,13 +204,7 @@ def test_a_finding_citing_lines_the_child_read_joins_the_evidence(tmp_path: path
         _read_call("context.go", 1, 10),
         completion(json.dumps(answer)),
     ]
-    no_hint = outrider.EXPLORE_PROFILE.replace(repo_map_hint=False)
-    with scripted(script) as server:
-        llm = outrider.OpenAICompatible("small", f"{server.base}/v1")
-        launcher = outrider.SubagentLauncher(
-            root, llm, trace_dir=tmp_path / "traces", profiles=[no_hint]
-        )
-        result = launcher.launch(outrider.SubagentRequest(task="Where is the body decoded?"))
+    result, _ = _launch(root, tmp_path, script, "Where is the body decoded?")
     assert result.status == "completed", result.to_dict()
     assert result.result is not None
     assert result.result.evidence == ("context.go:3", "bind.go:2-4")

@@ -291,7 +291,15 @@ pub(crate) async fn check(
             parsed: None,
         };
     }
-    let ungrounded = grounding(workspace, result.evidence(), deadline, seen.observed).await;
+    // The evidence and the findings that only cite are checked together, in one pass.
+    let cited = cited_findings(&result);
+    let mut items = result.evidence().to_vec();
+    items.extend(cited.iter().cloned());
+    let (ungrounded, unfit): (Vec<_>, Vec<_>) =
+        grounding(workspace, &items, deadline, seen.observed)
+            .await
+            .into_iter()
+            .partition(|c| !cited.contains(&c.evidence));
     if result.is_structured() {
         if let Some(feedback) = too_little_exploration(profile, seen) {
             return Gate::Reject {
@@ -308,7 +316,7 @@ pub(crate) async fn check(
             parsed: Some((result, repair, ungrounded)),
         };
     }
-    let result = with_cited_findings(workspace, result, deadline, seen.observed).await;
+    let result = with_cited_findings(result, cited, &unfit);
     if let Some(feedback) = missing_evidence(profile, &result) {
         return Gate::Reject {
             exploring: false,
@@ -319,19 +327,11 @@ pub(crate) async fn check(
     Gate::Accept(result, repair)
 }
 
-/// An explore answer with its findings that are nothing but a citation
-/// (`binding/json.go:32-39`, as a small model lists a place it weighed) added to its evidence,
-/// after the model's own items, when the lines exist and the child saw them: the model named
-/// them as found, the gate checked them. A finding citing lines that are not grounded stays a
-/// finding and refuses nothing.
-async fn with_cited_findings(
-    workspace: &Workspace,
-    mut result: ParsedResult,
-    deadline: Instant,
-    observed: &Observed,
-) -> ParsedResult {
-    let ParsedResult::Explore(r) = &mut result else {
-        return result;
+/// The findings of an explore answer that are nothing but a citation (`binding/json.go:32-39`,
+/// as a small model lists a place it weighed) and are not in its evidence already.
+fn cited_findings(result: &ParsedResult) -> Vec<String> {
+    let ParsedResult::Explore(r) = result else {
+        return Vec::new();
     };
     let mut cited: Vec<String> = Vec::new();
     for finding in &r.findings {
@@ -343,15 +343,25 @@ async fn with_cited_findings(
             cited.push(item.to_string());
         }
     }
-    if cited.is_empty() {
-        return result;
+    cited
+}
+
+/// An explore answer with its `cited` findings added to its evidence, after the model's own
+/// items, except those the check found `unfit` (missing, or never shown to the child): the
+/// model named them as found, the gate checked them. An unfit finding stays a finding and
+/// refuses nothing.
+fn with_cited_findings(
+    mut result: ParsedResult,
+    cited: Vec<String>,
+    unfit: &[EvidenceCheck],
+) -> ParsedResult {
+    if let ParsedResult::Explore(r) = &mut result {
+        r.evidence.extend(
+            cited
+                .into_iter()
+                .filter(|c| !unfit.iter().any(|u| &u.evidence == c)),
+        );
     }
-    let ungrounded = grounding(workspace, &cited, deadline, observed).await;
-    r.evidence.extend(
-        cited
-            .into_iter()
-            .filter(|c| !ungrounded.iter().any(|u| &u.evidence == c)),
-    );
     result
 }
 
