@@ -44,9 +44,9 @@ wire_enum! {
     }
 }
 
-/// A repair name other than `fence`, `extract` or `quotes`.
+/// A repair name other than `fence`, `extract`, `quotes`, `commas` or `brackets`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("'{0}' is not a repair; expected fence, extract, quotes or commas")]
+#[error("'{0}' is not a repair; expected fence, extract, quotes, commas or brackets")]
 pub struct UnknownRepair(pub String);
 
 wire_enum! {
@@ -62,6 +62,10 @@ wire_enum! {
         /// A comma before a closing `]` or `}` (`"b.go:3",\n  ]`, as a small model ends a
         /// list) was dropped.
         Commas = "commas",
+        /// A list left open was closed where the next key or the object's closing brace came
+        /// (`"findings": ["a", "evidence": ["b"]`, a list a small model forgot to close); a
+        /// trailing comma may have been dropped with it.
+        Brackets = "brackets",
     }
     parse_error: |s| -> UnknownRepair { UnknownRepair(s.to_owned()) }
 }
@@ -127,13 +131,25 @@ pub fn repair_object(
                 {
                     return Ok((v, Some(Repair::Quotes)));
                 }
-                // A trailing comma, alone or after stray quotes were escaped.
+                // A trailing comma or a list left open, alone or after stray quotes were
+                // escaped.
+                // The text as written first: a list left open before a key
+                // (`["a" "evidence": ...`) looks like stray quotes.
                 let quoted = escape_stray_quotes(candidate);
-                let base = quoted.as_deref().unwrap_or(candidate);
-                if let Some(v) =
-                    drop_trailing_commas(base).and_then(|fixed| parse_object(contract, &fixed).ok())
-                {
-                    return Ok((v, Some(Repair::Commas)));
+                let mended = [Some(candidate), quoted.as_deref()]
+                    .into_iter()
+                    .flatten()
+                    .find_map(|base| {
+                        let (fixed, mended) = mend_structure(base)?;
+                        Some((parse_object(contract, &fixed).ok()?, mended))
+                    });
+                if let Some((v, mended)) = mended {
+                    let repair = if mended.brackets {
+                        Repair::Brackets
+                    } else {
+                        Repair::Commas
+                    };
+                    return Ok((v, Some(repair)));
                 }
             }
             // A fenced answer whose JSON does not parse: say what is wrong inside the fence,
@@ -201,13 +217,40 @@ fn escape_stray_quotes(text: &str) -> Option<String> {
     changed.then_some(out)
 }
 
-/// `text` without the commas (outside strings) that come right before a closing `]` or `}`,
-/// past blanks; None when it has none. A doubled comma keeps its first (`,, }` stays invalid).
-fn drop_trailing_commas(text: &str) -> Option<String> {
-    let mut out = String::with_capacity(text.len());
+/// What [`mend_structure`] changed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Mended {
+    /// A comma before a closing `]` or `}` was dropped.
+    commas: bool,
+    /// A list left open was closed before a key or the object's closing brace.
+    brackets: bool,
+}
+
+/// `text` with two slips a small model makes in a JSON object mended, outside strings: a comma
+/// right before a closing `]` or `}` (past blanks) is dropped, and a list still open where a
+/// key (a string followed by `:`) or the enclosing object's `}` comes is closed there (`"findings":
+/// ["a", "evidence": ["b"]` becomes `"findings": ["a"], "evidence": ["b"]`). None when neither
+/// occurs. A doubled comma keeps its first (`,, }` stays invalid); an answer cut off before its
+/// end is not completed (that would hide a truncated answer).
+fn mend_structure(text: &str) -> Option<(String, Mended)> {
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut open: Vec<char> = Vec::new();
+    let mut mended = Mended::default();
     let mut in_string = false;
-    let mut changed = false;
     let mut chars = text.char_indices();
+    // Closes the lists open right inside the innermost object, at the end of `out` but before
+    // its trailing blanks and comma (the comma stays after the `]`).
+    let close_lists = |out: &mut String, open: &mut Vec<char>| {
+        let kept = out.trim_end().len();
+        let had_comma = out[..kept].ends_with(',');
+        let cut = if had_comma { kept - 1 } else { kept };
+        let tail = out.split_off(cut);
+        while open.last() == Some(&'[') && open.len() > 1 {
+            open.pop();
+            out.push(']');
+        }
+        out.push_str(&tail);
+    };
     while let Some((i, c)) = chars.next() {
         if in_string {
             out.push(c);
@@ -222,14 +265,52 @@ fn drop_trailing_commas(text: &str) -> Option<String> {
             }
             continue;
         }
-        if c == ',' && matches!(text[i + 1..].trim_start().chars().next(), Some(']' | '}')) {
-            changed = true;
-            continue;
+        let rest = &text[i + c.len_utf8()..];
+        match c {
+            ',' if matches!(rest.trim_start().chars().next(), Some(']' | '}')) => {
+                mended.commas = true;
+                continue;
+            }
+            '"' if open.last() == Some(&'[') && open.contains(&'{') && string_is_key(rest) => {
+                close_lists(&mut out, &mut open);
+                if !out.trim_end().ends_with([',', '{']) {
+                    out.push(',');
+                }
+                mended.brackets = true;
+            }
+            '}' if open.last() == Some(&'[') && open.contains(&'{') => {
+                close_lists(&mut out, &mut open);
+                mended.brackets = true;
+            }
+            _ => {}
         }
-        in_string = c == '"';
+        match c {
+            '"' => in_string = true,
+            '[' | '{' => open.push(c),
+            ']' | '}' => {
+                open.pop();
+            }
+            _ => {}
+        }
         out.push(c);
     }
-    changed.then_some(out)
+    (mended != Mended::default()).then_some((out, mended))
+}
+
+/// Whether the string whose body starts `rest` (just past its opening quote) is followed, past
+/// blanks, by `:`: a key.
+fn string_is_key(rest: &str) -> bool {
+    let mut chars = rest.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '"' => return rest[i + 1..].trim_start().starts_with(':'),
+            _ => {}
+        }
+    }
+    false
 }
 
 fn fenced_blocks(text: &str) -> Vec<&str> {
@@ -1128,11 +1209,53 @@ mod quote_repair_tests {
             v.to_value()["evidence"][0],
             serde_json::json!("a.go:3: Static(\"/x\", \"/y\")")
         );
-        assert_eq!(drop_trailing_commas(r#"{"a": "b,]", "c": [1, 2]}"#), None);
+        assert_eq!(mend_structure(r#"{"a": "b,]", "c": [1, 2]}"#), None);
         assert_eq!(
-            drop_trailing_commas("[1, 2 , ]").as_deref(),
+            mend_structure("[1, 2 , ]").map(|(t, _)| t).as_deref(),
             Some("[1, 2  ]")
         );
+    }
+
+    #[test]
+    fn a_list_left_open_before_the_next_key_is_closed_and_named() {
+        // What a 1.5B model wrote (chi, a sub-router's path): the findings list not closed.
+        let open = "```json\n{\n  \"status\": \"completed\",\n  \"summary\": \"s\",\n  \"findings\": [\"The `Mount` function: a, b: c.\",\n  \"evidence\": [\"mux.go:318-327\"],\n  \"unresolved_questions\": []\n}\n```";
+        let (v, repair) = repair_object("ExploreResult", open).unwrap();
+        assert_eq!(repair, Some(Repair::Brackets));
+        let v = v.to_value();
+        assert_eq!(
+            v["findings"],
+            serde_json::json!(["The `Mount` function: a, b: c."])
+        );
+        assert_eq!(v["evidence"], serde_json::json!(["mux.go:318-327"]));
+        // Without a comma before the key, and a list still open at the closing brace.
+        let (v, repair) = repair_object(
+            "ExploreResult",
+            r#"{"status": "partial", "summary": "s", "findings": ["a" "evidence": ["b.go:1"}"#,
+        )
+        .unwrap();
+        assert_eq!(repair, Some(Repair::Brackets));
+        assert_eq!(v.to_value()["evidence"], serde_json::json!(["b.go:1"]));
+        // A list of objects is not a list left open; keys inside strings are text.
+        assert_eq!(
+            mend_structure(r#"{"a": [{"b": 1}, {"c": ["d: e"]}]}"#),
+            None
+        );
+        // Text around characters wider than a byte is walked by character.
+        assert_eq!(
+            mend_structure("{\"é\": [\"÷\" é, }").map(|(_, m)| m),
+            Some(Mended {
+                commas: true,
+                brackets: true
+            })
+        );
+        // A top-level list is never closed early, and an answer cut off stays cut off.
+        assert_eq!(mend_structure(r#"["a", "b": 1]"#), None);
+        assert!(repair_object(
+            "ExploreResult",
+            r#"{"status": "partial", "summary": "s", "findings": ["a""#
+        )
+        .is_err());
     }
 
     #[test]

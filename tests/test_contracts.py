@@ -380,6 +380,17 @@ def test_repair_is_separate_and_reports_what_it_did() -> None:
     )
     result, repair = ExploreResult.repair(trailing)
     assert (result.evidence, repair) == (("src/a.py:1",), "commas")
+    # A findings list not closed before the next key (what a 1.5B model wrote on chi).
+    left_open = (
+        '```json\n{"status": "completed", "summary": "s", "findings": ["Mount shifts the path.",'
+        '\n  "evidence": ["mux.go:318-327"],\n  "unresolved_questions": []\n}\n```'
+    )
+    result, repair = ExploreResult.repair(left_open)
+    assert (result.findings, result.evidence, repair) == (
+        ("Mount shifts the path.",),
+        ("mux.go:318-327",),
+        "brackets",
+    )
     with pytest.raises(
         ContractError, match="^the JSON in the answer's code fence does not parse: "
     ):

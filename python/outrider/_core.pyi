@@ -198,7 +198,7 @@ class ExploreResult:
         *,
         tool_usage: Mapping[str, int] | None = None,
         terminal_reason: str | None = None,
-    ) -> tuple[ExploreResult, Literal["fence", "extract", "quotes", "commas"] | None]:
+    ) -> tuple[ExploreResult, Literal["fence", "extract", "quotes", "commas", "brackets"] | None]:
         """Lenient parse: also takes a fenced or prose-wrapped answer, one whose strings hold
         unescaped quotes (code quoted in evidence), or one with a comma before a closing ``]``
         or ``}``; says which repair it made."""
@@ -273,7 +273,9 @@ class VerificationResult:
         terminal_reason: str | None = None,
         tool_usage: Mapping[str, int] | None = None,
         token_usage: int | None = None,
-    ) -> tuple[VerificationResult, Literal["fence", "extract", "quotes", "commas"] | None]:
+    ) -> tuple[
+        VerificationResult, Literal["fence", "extract", "quotes", "commas", "brackets"] | None
+    ]:
         """Lenient parse: also takes a fenced or prose-wrapped answer."""
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> VerificationResult: ...
@@ -508,7 +510,7 @@ class SubagentLaunchResult:
     def usage_estimated(self) -> bool:
         """True when some model call reported no usage and its tokens were estimated."""
     @property
-    def repair(self) -> Literal["fence", "extract", "quotes", "commas"] | None:
+    def repair(self) -> Literal["fence", "extract", "quotes", "commas", "brackets"] | None:
         """The repair the completion gate made to accept the final answer, if any."""
     @property
     def model_calls(self) -> int: ...

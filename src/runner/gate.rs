@@ -581,6 +581,7 @@ mod tests {
             Repair::Extract,
             Repair::Quotes,
             Repair::Commas,
+            Repair::Brackets,
         ] {
             let text = repair.to_string();
             assert_eq!(text.parse::<Repair>(), Ok(repair));
@@ -591,7 +592,7 @@ mod tests {
         }
         assert_eq!(
             "fix".parse::<Repair>().unwrap_err().to_string(),
-            "'fix' is not a repair; expected fence, extract, quotes or commas"
+            "'fix' is not a repair; expected fence, extract, quotes, commas or brackets"
         );
     }
 }
