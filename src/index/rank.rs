@@ -739,7 +739,9 @@ pub fn search(index: &Index, q: &Query, limit: usize, under: Option<&str>) -> Ve
 /// its matching lines centred. A place's code is what answers where something happens; its
 /// comments only say so (a doc comment that repeats the task's words would otherwise win). None
 /// when no line holds a query term.
-pub fn focus(lines: &[(u64, &str)], q: &Query, width: usize) -> Option<u64> {
+/// With the window's first line comes how many distinct query terms its code lines hold (the
+/// first key windows are compared by), to weigh it against a window of another part.
+pub fn focus(lines: &[(u64, &str)], q: &Query, width: usize) -> Option<(u64, usize)> {
     let per_line: Vec<Vec<usize>> = lines
         .iter()
         .map(|(_, l)| {
@@ -777,7 +779,7 @@ pub fn focus(lines: &[(u64, &str)], q: &Query, width: usize) -> Option<u64> {
             best = Some((key, at));
         }
     }
-    let (_, at) = best?;
+    let (key, at) = best?;
     // Centre the matching lines in the window, so that what surrounds them shows too.
     let end = (at + width).min(per_line.len());
     let first = (at..end).find(|&i| !per_line[i].is_empty())?;
@@ -786,7 +788,7 @@ pub fn focus(lines: &[(u64, &str)], q: &Query, width: usize) -> Option<u64> {
     let start = first
         .saturating_sub(pad)
         .min(lines.len().saturating_sub(width));
-    Some(lines[start].0)
+    Some((lines[start].0, key.0))
 }
 
 /// Which of `lines` (in order) are comments: a line starting `//`, `/*`, `*`, `#` then a space,
@@ -1113,10 +1115,10 @@ mod tests {
             "const",
         );
         let lines = numbered(&text);
-        assert_eq!(focus(&lines, &q, 10), Some(37));
+        assert_eq!(focus(&lines, &q, 10).map(|f| f.0), Some(37));
         // A window as wide as the text starts at its first line; no query word: none.
-        assert_eq!(focus(&lines, &q, 60), Some(1));
-        assert_eq!(focus(&lines[1..5], &q, 3), None);
+        assert_eq!(focus(&lines, &q, 60).map(|f| f.0), Some(1));
+        assert_eq!(focus(&lines[1..5], &q, 3).map(|f| f.0), None);
     }
 
     #[test]
@@ -1136,7 +1138,7 @@ mod tests {
             "int",
         );
         let lines = numbered(&text);
-        assert_eq!(focus(&lines, &q, 8), Some(38));
+        assert_eq!(focus(&lines, &q, 8).map(|f| f.0), Some(38));
         let marks = comment_lines(
             [
                 "\"\"\"Doc.",

@@ -23,6 +23,11 @@ const OPENED_PLACES: usize = 3;
 const OPENED_LINES: (u64, u64) = (8, 16);
 /// Most lines shown of the first place.
 const FIRST_OPENED_LINES: u64 = 32;
+/// Most places shown in two windows (a definition longer than a window whose rest holds as
+/// many of the task's words as the window chosen).
+const SECOND_WINDOWS: usize = 2;
+/// Two windows of a place at most this many lines apart are shown as one.
+const MERGED_GAP: u64 = 4;
 /// Most characters of a line the list shows of a place not opened.
 const LISTED_LINE_CHARS: usize = 160;
 
@@ -74,14 +79,27 @@ impl Cited {
     }
 }
 
-/// One place opened for the child: a Read of `path` from line `from` to `to`, its result as
-/// shown, for the place the scout cites from line `place`.
+/// One place opened for the child, for the place the scout cites from line `place` of `path`:
+/// one window, or two of a definition longer than a window whose rest holds as many of the
+/// task's words as the first (in line order).
 struct Opened {
     path: String,
     place: u64,
+    parts: Vec<Window>,
+}
+
+/// A Read of lines `from` to `to`, its result as shown.
+struct Window {
     from: u64,
     to: u64,
     shown: Value,
+}
+
+impl Window {
+    /// The numbered lines shown.
+    fn content(&self) -> &str {
+        self.shown["data"]["content"].as_str().unwrap_or_default()
+    }
 }
 
 impl Opened {
@@ -90,9 +108,27 @@ impl Opened {
         self.path == path && self.place.abs_diff(line) < OPENED_LINES.1
     }
 
-    /// The numbered lines shown.
-    fn content(&self) -> &str {
-        self.shown["data"]["content"].as_str().unwrap_or_default()
+    /// The first line shown.
+    fn from(&self) -> u64 {
+        self.parts
+            .iter()
+            .map(|w| w.from)
+            .min()
+            .unwrap_or(self.place)
+    }
+
+    /// The last line shown.
+    fn to(&self) -> u64 {
+        self.parts.iter().map(|w| w.to).max().unwrap_or(self.place)
+    }
+
+    /// The place as the list cites it: each window's lines (`a.py:3-18, a.py:40-55`).
+    fn cited(&self) -> String {
+        self.parts
+            .iter()
+            .map(|w| format!("{}:{}-{}", self.path, w.from, w.to))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -342,15 +378,18 @@ impl RuntimeRunner {
                 let o = c.opened_in(opened)?;
                 Some(LookedAt {
                     path: c.path.clone(),
-                    start: c.start.min(o.from),
-                    end: c.end.max(c.start).max(o.to),
+                    start: c.start.min(o.from()),
+                    end: c.end.max(c.start).max(o.to()),
                     listed: listed.clone(),
                 })
             })
             .collect();
         let second_look = (looked.len() >= 2).then_some(SecondLook { places: looked });
-        let mut shown: Vec<(&'static str, Value)> =
-            opened.iter().map(|o| ("Read", o.shown.clone())).collect();
+        let mut shown: Vec<(&'static str, Value)> = opened
+            .iter()
+            .flat_map(|o| &o.parts)
+            .map(|w| ("Read", w.shown.clone()))
+            .collect();
         if !hint.lines.is_empty() {
             shown.push((
                 "Search",
@@ -390,10 +429,15 @@ fn hint_text(places: &[&Cited], opened: &[Opened]) -> HintText {
         // a range longer than the window opened would cite lines it did not see; a first line
         // alone misses what the window shows further down.
         if let Some(o) = c.opened_in(opened) {
-            let at = format!("{}:{}-{}", c.path, o.from, o.to);
+            let at = o.cited();
+            let below = if o.parts.len() > 1 {
+                "two parts opened below"
+            } else {
+                "opened below"
+            };
             list.push(match &what {
-                Some(w) => format!("{}. {at} ({w}, opened below)", i + 1),
-                None => format!("{}. {at} (opened below)", i + 1),
+                Some(w) => format!("{}. {at} ({w}, {below})", i + 1),
+                None => format!("{}. {at} ({below})", i + 1),
             });
             out.listed.push(format!("{at}{about}"));
             continue;
@@ -440,7 +484,9 @@ fn hint_text(places: &[&Cited], opened: &[Opened]) -> HintText {
     } else {
         let windows: Vec<String> = opened
             .iter()
-            .map(|o| format!("{}:\n{}", o.path, o.content().trim_end()))
+            .flat_map(|o| &o.parts)
+            .zip(opened.iter().flat_map(|o| o.parts.iter().map(|_| &o.path)))
+            .map(|(w, path)| format!("{path}:\n{}", w.content().trim_end()))
             .collect();
         format!(
             "{list}\n\nOpened for you (line number | text):\n{}\n\nIf some of these places answer the task, reply with the final JSON object citing each one that does as it is listed above (relative/path:start-end), the best first; if none does, Read or Grep further.",
@@ -525,6 +571,7 @@ impl ScoutSearch {
     fn open_places(&self, places: &[Cited]) -> Vec<Opened> {
         let q = crate::index::rank::parse(&self.task);
         let mut opened: Vec<Opened> = Vec::new();
+        let mut second_windows = 0;
         for c in places {
             let (path, start, end) = (&c.path, &c.start, &c.defined_to());
             if opened.len() >= OPENED_PLACES {
@@ -542,38 +589,58 @@ impl ScoutSearch {
             };
             let span = end.saturating_sub(first) + 1;
             let limit = span.clamp(OPENED_LINES.0, most);
-            // A place longer than its window is shown where it holds most of the task's words.
-            let from = if span > most {
-                self.focus(path, first, *end, &q, most).unwrap_or(first)
+            // A place longer than its window is shown where it holds most of the task's words
+            // (and where else in it as many show, when that is another part).
+            let mut windows = if span > most {
+                let second = second_windows < SECOND_WINDOWS;
+                self.focus(path, first, *end, &q, most, second)
             } else {
-                first
+                Vec::new()
             };
-            let args = serde_json::json!({"path": path, "start_line": from, "limit": limit});
-            let shown = self
-                .registry
-                .execute("Read", &args, &self.ctx, &self.permissions)
-                .to_value();
-            let Some(content) = shown["data"]["content"].as_str() else {
-                continue;
-            };
-            let to = numbered(content).last().map(|(n, _)| *n);
-            if let (Some(to), false) = (to, shown["status"].as_str() == Some("error")) {
-                opened.push(Opened {
-                    path: path.clone(),
-                    place: *start,
-                    from,
-                    to,
-                    shown,
-                });
+            if windows.is_empty() {
+                windows.push((first, limit));
             }
+            let parts: Vec<Window> = windows
+                .into_iter()
+                .filter_map(|(from, limit)| self.read_window(path, from, limit))
+                .collect();
+            if parts.is_empty() {
+                continue;
+            }
+            second_windows += parts.len() - 1;
+            opened.push(Opened {
+                path: path.clone(),
+                place: *start,
+                parts,
+            });
         }
         opened
     }
 
-    /// The first line of the `width`-line window of `path`'s lines `first..=end` (at most 400)
-    /// that shows the most of the task's words; None when the file cannot be read or no line
-    /// holds one. The file is read through the workspace's confinement (the index's reader, a
-    /// Read would stop at its output cap), and only the window chosen is shown to the child.
+    /// A Read of `limit` lines of `path` from line `from`, as the child would get it; None when
+    /// it fails or shows no line.
+    fn read_window(&self, path: &str, from: u64, limit: u64) -> Option<Window> {
+        let args = serde_json::json!({"path": path, "start_line": from, "limit": limit});
+        let shown = self
+            .registry
+            .execute("Read", &args, &self.ctx, &self.permissions)
+            .to_value();
+        if shown["status"].as_str() == Some("error") {
+            return None;
+        }
+        let to = numbered(shown["data"]["content"].as_str()?)
+            .last()
+            .map(|(n, _)| *n)?;
+        Some(Window { from, to, shown })
+    }
+
+    /// The windows (first line, lines) to open of `path`'s lines `first..=end` (at most 400):
+    /// the `width`-line window that shows the most of the task's words and, when `second`
+    /// allows and the rest of the lines (before or after it) hold a window of at most
+    /// [`OPENED_LINES`]`.1` lines showing as many distinct words, that one too, in line order.
+    /// Empty when the file cannot be read or no line holds a word. The file is read through
+    /// the workspace's confinement (the index's reader, a Read would stop at its output cap),
+    /// and only the windows chosen are shown to the child.
     fn focus(
         &self,
         path: &str,
@@ -581,8 +648,11 @@ impl ScoutSearch {
         end: u64,
         q: &crate::index::rank::Query,
         width: u64,
-    ) -> Option<u64> {
-        let text = crate::index::read_text(&self.ctx.workspace, path)?;
+        second: bool,
+    ) -> Vec<(u64, u64)> {
+        let Some(text) = crate::index::read_text(&self.ctx.workspace, path) else {
+            return Vec::new();
+        };
         let last = end.min(first.saturating_add(399));
         let lines: Vec<(u64, &str)> = text
             .lines()
@@ -590,7 +660,41 @@ impl ScoutSearch {
             .filter(|(_, n)| (first..=last).contains(n))
             .map(|(l, n)| (n, l))
             .collect();
-        crate::index::rank::focus(&lines, q, usize::try_from(width).ok()?)
+        let Some(w) = usize::try_from(width).ok() else {
+            return Vec::new();
+        };
+        let Some((start, terms)) = crate::index::rank::focus(&lines, q, w) else {
+            return Vec::new();
+        };
+        let mut out = vec![(start, width)];
+        if !second {
+            return out;
+        }
+        let at = lines.iter().position(|(n, _)| *n == start).unwrap_or(0);
+        let (before, after) = (&lines[..at], &lines[(at + w).min(lines.len())..]);
+        let (shortest, widest) = (OPENED_LINES.0 as usize, OPENED_LINES.1 as usize);
+        let other = [before, after]
+            .into_iter()
+            .filter(|part| part.len() >= shortest)
+            .filter_map(|part| {
+                let (from, found) = crate::index::rank::focus(part, q, widest)?;
+                // The window ends where the part does (never inside the first window).
+                let to = part.last().map_or(from, |(n, _)| *n);
+                Some((found, from, (to - from + 1).min(OPENED_LINES.1)))
+            })
+            .max_by_key(|&(found, from, _)| (found, std::cmp::Reverse(from)));
+        // One word matched is no sign: it shows all through a definition named after it.
+        if let Some((_, from, lines)) = other.filter(|o| o.0 >= terms.max(2)) {
+            out.push((from, lines));
+            out.sort_unstable();
+            // Windows a few lines apart are shown as one.
+            if let [(a, n), (b, m)] = out[..] {
+                if a + n + MERGED_GAP >= b {
+                    return vec![(a, b + m - a)];
+                }
+            }
+        }
+        out
     }
 }
 

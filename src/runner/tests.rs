@@ -2025,3 +2025,110 @@ async fn an_answer_the_output_limit_cut_short_is_told_so() {
         last_user(&model, 2)
     );
 }
+
+/// A 120-line function whose lines `a` and `b` (and the ones after each) hold the task's words.
+fn long_function_with_two_parts(a: usize, b: usize) -> String {
+    let mut body = String::from("def handle(scope):\n");
+    for i in 2..=120 {
+        let line = if i == a || i == b {
+            "    if scope['session'] and cookie:  # session cookie".to_string()
+        } else if i == a + 1 || i == b + 1 {
+            "        drop_session_cookie(scope)".to_string()
+        } else {
+            format!("    filler{i} = {i}")
+        };
+        body.push_str(&line);
+        body.push('\n');
+    }
+    body
+}
+
+#[tokio::test]
+async fn a_long_place_whose_rest_holds_the_words_as_well_is_opened_in_two_parts() {
+    let dir = tree();
+    std::fs::write(
+        dir.path().join("src/sessions.py"),
+        long_function_with_two_parts(20, 90),
+    )
+    .unwrap();
+    let second = r#"{"status": "completed", "summary": "the second part drops it", "findings": [], "evidence": ["src/sessions.py:90-91"]}"#;
+    let model = Scripted::new(vec![say(second)]);
+    let out = runner(&dir, model.clone(), explore_profile())
+        .run("Where is the session cookie dropped?")
+        .await;
+    let hint = last_user(&model, 0);
+    let listed = hint
+        .lines()
+        .find(|l| l.starts_with("1. src/sessions.py:"))
+        .unwrap_or_else(|| panic!("{hint}"));
+    // Both parts, each cited by the lines shown of it, and both shown.
+    assert!(
+        listed.ends_with("(function `handle`, two parts opened below)"),
+        "{hint}"
+    );
+    let parts: Vec<(u64, u64)> = listed
+        .trim_start_matches("1. ")
+        .split(" (")
+        .next()
+        .unwrap_or_default()
+        .split(", ")
+        .map(|c| {
+            let (a, b) = c
+                .trim_start_matches("src/sessions.py:")
+                .split_once('-')
+                .unwrap();
+            (a.parse().unwrap(), b.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(parts.len(), 2, "{hint}");
+    assert!(parts[0].0 <= 20 && 21 <= parts[0].1, "{hint}");
+    assert!(
+        parts[1].0 <= 90 && 91 <= parts[1].1 && parts[1].1 - parts[1].0 < 16,
+        "{hint}"
+    );
+    assert!(
+        hint.contains("  91 |         drop_session_cookie(scope)"),
+        "{hint}"
+    );
+    // The second part's lines were shown, so an answer citing them stands without a tool call.
+    assert_eq!(
+        (out.terminal_reason, out.model_calls),
+        (TerminalReason::Completed, 1),
+        "{:?}",
+        out.ungrounded_evidence
+    );
+}
+
+#[tokio::test]
+async fn parts_of_a_long_place_a_few_lines_apart_are_one_window_and_a_lone_part_is_one() {
+    let dir = tree();
+    // The two parts 22 lines apart: the windows touch, and are shown as one.
+    std::fs::write(
+        dir.path().join("src/sessions.py"),
+        long_function_with_two_parts(20, 42),
+    )
+    .unwrap();
+    let model = Scripted::new(vec![say(FINAL)]);
+    runner(&dir, model.clone(), explore_profile())
+        .run("Where is the session cookie dropped?")
+        .await;
+    let hint = last_user(&model, 0);
+    assert!(!hint.contains("two parts"), "{hint}");
+    assert!(hint.contains("  21 |") && hint.contains("  43 |"), "{hint}");
+    // One part only: one window of it.
+    std::fs::write(
+        dir.path().join("src/sessions.py"),
+        long_function_with_two_parts(20, 0),
+    )
+    .unwrap();
+    let model = Scripted::new(vec![say(FINAL)]);
+    runner(&dir, model.clone(), explore_profile())
+        .run("Where is the session cookie dropped?")
+        .await;
+    let hint = last_user(&model, 0);
+    assert!(
+        !hint.contains("two parts") && hint.contains("  21 |"),
+        "{hint}"
+    );
+    assert!(!hint.contains("  91 |"), "{hint}");
+}
