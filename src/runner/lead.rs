@@ -620,14 +620,14 @@ impl ScoutSearch {
     /// A Read of `limit` lines of `path` from line `from`, as the child would get it; None when
     /// it fails or shows no line.
     fn read_window(&self, path: &str, from: u64, limit: u64) -> Option<Window> {
-        let args = serde_json::json!({"path": path, "start_line": from, "limit": limit});
-        let shown = self
-            .registry
-            .execute("Read", &args, &self.ctx, &self.permissions)
-            .to_value();
-        if shown["status"].as_str() == Some("error") {
-            return None;
-        }
+        let shown = super::read_window(
+            &self.registry,
+            &self.ctx,
+            &self.permissions,
+            path,
+            from,
+            limit,
+        )?;
         let to = numbered(shown["data"]["content"].as_str()?)
             .last()
             .map(|(n, _)| *n)?;

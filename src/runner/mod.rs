@@ -89,6 +89,23 @@ pub struct RuntimeRunner {
     pub extra_system: Option<String>,
 }
 
+/// A Read of `limit` lines of `path` from line `from`, made by the runtime for the child
+/// through `registry` (the workspace's confinement, the Read tool's limits, `ctx`'s deadline),
+/// its result as the child gets it; None when it fails or shows no content.
+fn read_window(
+    registry: &ToolRegistry,
+    ctx: &crate::tools::context::ToolContext,
+    permissions: &PermissionContext,
+    path: &str,
+    from: u64,
+    limit: u64,
+) -> Option<Value> {
+    let args = serde_json::json!({"path": path, "start_line": from, "limit": limit});
+    let shown = registry.execute("Read", &args, ctx, permissions).to_value();
+    (shown["status"].as_str() != Some("error") && shown["data"]["content"].is_string())
+        .then_some(shown)
+}
+
 impl RuntimeRunner {
     /// Run the loop on `task` (the rendered user message) until it stops. An explore child
     /// with `repo_map_hint` or `scout_fallback` first lets the offline scout search (a few

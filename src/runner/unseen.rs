@@ -76,14 +76,9 @@ impl RuntimeRunner {
                 .filter_map(|(evidence, path, start, end)| {
                     let from = start.saturating_sub(AROUND).max(1);
                     let limit = end + AROUND - from + 1;
-                    let args =
-                        serde_json::json!({"path": path, "start_line": from, "limit": limit});
-                    let shown = registry
-                        .execute("Read", &args, &ctx, &permissions)
-                        .to_value();
-                    let read = shown["status"].as_str() != Some("error")
-                        && shown["data"]["content"].as_str().is_some();
-                    read.then_some(OpenedItem {
+                    let shown =
+                        super::read_window(&registry, &ctx, &permissions, &path, from, limit)?;
+                    Some(OpenedItem {
                         evidence,
                         path,
                         shown,
