@@ -80,8 +80,8 @@ impl Cited {
 }
 
 /// One place opened for the child, for the place the scout cites from line `place` of `path`:
-/// one window, or two of a definition longer than a window whose rest holds as many of the
-/// task's words as the first (in line order).
+/// one window, or two of a function longer than a window whose rest holds as many of the
+/// task's words as the first (the best first).
 struct Opened {
     path: String,
     place: u64,
@@ -592,7 +592,14 @@ impl ScoutSearch {
             // A place longer than its window is shown where it holds most of the task's words
             // (and where else in it as many show, when that is another part).
             let mut windows = if span > most {
-                let second = second_windows < SECOND_WINDOWS;
+                // A routine's parts, not a class's (its methods are places of their own).
+                let routine = c.place.as_ref().is_some_and(|p| {
+                    matches!(
+                        p.kind.as_str(),
+                        "function" | "method" | "constructor" | "macro"
+                    )
+                });
+                let second = routine && second_windows < SECOND_WINDOWS;
                 self.focus(path, first, *end, &q, most, second)
             } else {
                 Vec::new()
@@ -637,7 +644,8 @@ impl ScoutSearch {
     /// The windows (first line, lines) to open of `path`'s lines `first..=end` (at most 400):
     /// the `width`-line window that shows the most of the task's words and, when `second`
     /// allows and the rest of the lines (before or after it) hold a window of at most
-    /// [`OPENED_LINES`]`.1` lines showing as many distinct words, that one too, in line order.
+    /// [`OPENED_LINES`]`.1` lines showing as many distinct words, that one after it (one
+    /// window when they are a few lines apart).
     /// Empty when the file cannot be read or no line holds a word. The file is read through
     /// the workspace's confinement (the index's reader, a Read would stop at its output cap),
     /// and only the windows chosen are shown to the child.
@@ -685,14 +693,16 @@ impl ScoutSearch {
             .max_by_key(|&(found, from, _)| (found, std::cmp::Reverse(from)));
         // One word matched is no sign: it shows all through a definition named after it.
         if let Some((_, from, lines)) = other.filter(|o| o.0 >= terms.max(2)) {
-            out.push((from, lines));
-            out.sort_unstable();
-            // Windows a few lines apart are shown as one.
-            if let [(a, n), (b, m)] = out[..] {
-                if a + n + MERGED_GAP >= b {
-                    return vec![(a, b + m - a)];
-                }
+            // Windows a few lines apart are shown as one; else the best first.
+            let ((a, n), (b, m)) = if from < start {
+                ((from, lines), (start, width))
+            } else {
+                ((start, width), (from, lines))
+            };
+            if a + n + MERGED_GAP >= b {
+                return vec![(a, b + m - a)];
             }
+            out.push((from, lines));
         }
         out
     }

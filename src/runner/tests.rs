@@ -2131,4 +2131,18 @@ async fn parts_of_a_long_place_a_few_lines_apart_are_one_window_and_a_lone_part_
         "{hint}"
     );
     assert!(!hint.contains("  91 |"), "{hint}");
+    // A class's parts are its members, each a place of its own: one window of it.
+    let class =
+        long_function_with_two_parts(20, 90).replacen("def handle(scope):", "class Handle:", 1);
+    std::fs::write(dir.path().join("src/sessions.py"), class).unwrap();
+    let model = Scripted::new(vec![say(FINAL)]);
+    runner(&dir, model.clone(), explore_profile())
+        .run("Where is the session cookie dropped?")
+        .await;
+    let hint = last_user(&model, 0);
+    assert!(hint.contains("(class `Handle`, opened below)"), "{hint}");
+    assert!(
+        !hint.contains("two parts") && !hint.contains("  91 |"),
+        "{hint}"
+    );
 }
