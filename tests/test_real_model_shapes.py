@@ -210,3 +210,57 @@ def test_a_finding_citing_lines_the_child_read_joins_the_evidence(tmp_path: path
     assert result.result.evidence == ("context.go:3", "bind.go:2-4")
     assert result.result.findings == ("bind.go:2-4", "bind.go:15", "Bind decodes the body")
     assert result.to_dict()["ungrounded_evidence"] == []
+
+
+def test_a_list_left_open_before_the_next_key_is_closed_and_the_answer_stands(
+    tmp_path: pathlib.Path,
+) -> None:
+    """A 1.5B model's right answer with its findings list not closed (chi, a sub-router's
+    path): the gate closes the list, names the repair, and the answer stands."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "mux.go").write_text("".join(f"line{n}\n" for n in range(1, 41)))
+    left_open = (
+        '```json\n{\n  "status": "completed",\n  "summary": "Mount shifts the path",\n'
+        '  "findings": ["Mount computes the rest of the path: see below.",\n'
+        '  "evidence": ["mux.go:18-27"],\n  "unresolved_questions": []\n}\n```'
+    )
+    script = [_read_call("mux.go", 1, 40), completion(left_open)]
+    result, bodies = _launch(root, tmp_path, script, "Where is the rest of the path computed?")
+    assert (result.status, result.repair, len(bodies)) == ("completed", "brackets", 2)
+    assert result.result is not None
+    assert result.result.evidence == ("mux.go:18-27",)
+    assert result.result.findings == ("Mount computes the rest of the path: see below.",)
+
+
+def test_a_long_function_whose_rest_holds_the_words_too_is_shown_in_two_parts(
+    tmp_path: pathlib.Path,
+) -> None:
+    """The repo-map hint opens a long function where the task's words show and, when its rest
+    holds as many of them, that part too: the model is shown both, and an answer citing the
+    second part stands on what it was shown."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    lines = ["def handle(scope):"]
+    for n in range(2, 121):
+        if n in (20, 90):
+            lines.append("    if scope['session'] and cookie:  # session cookie")
+        elif n in (21, 91):
+            lines.append("        drop_session_cookie(scope)")
+        else:
+            lines.append(f"    filler{n} = {n}")
+    (root / "sessions.py").write_text("\n".join(lines) + "\n")
+    answer = dict(ANSWER, summary="the second part drops it", evidence=["sessions.py:90-91"])
+    with scripted([completion(json.dumps(answer))]) as server:
+        llm = outrider.OpenAICompatible("small", f"{server.base}/v1")
+        launcher = outrider.SubagentLauncher(root, llm, trace_dir=tmp_path / "traces")
+        result = launcher.launch(
+            outrider.SubagentRequest(task="Where is the session cookie dropped?")
+        )
+        hint = server.bodies[0]["messages"][-1]["content"]
+    listed = next(x for x in hint.splitlines() if x.startswith("1. sessions.py:"))
+    assert listed.endswith("(function `handle`, two parts opened below)"), hint
+    assert "  21 |         drop_session_cookie(scope)" in hint, hint
+    assert "  91 |         drop_session_cookie(scope)" in hint, hint
+    assert result.status == "completed", result.to_dict()
+    assert result.result is not None and result.result.evidence == ("sessions.py:90-91",)
