@@ -2099,33 +2099,26 @@ async fn a_long_place_whose_rest_holds_the_words_as_well_is_opened_in_two_parts(
     );
 }
 
+/// The hint an explore child over `tree()` with `src/sessions.py` holding `text` gets for a
+/// question about the session cookie.
+async fn session_hint(dir: &tempfile::TempDir, text: &str) -> String {
+    std::fs::write(dir.path().join("src/sessions.py"), text).unwrap();
+    let model = Scripted::new(vec![say(FINAL)]);
+    runner(dir, model.clone(), explore_profile())
+        .run("Where is the session cookie dropped?")
+        .await;
+    last_user(&model, 0)
+}
+
 #[tokio::test]
 async fn parts_of_a_long_place_a_few_lines_apart_are_one_window_and_a_lone_part_is_one() {
     let dir = tree();
     // The two parts 22 lines apart: the windows touch, and are shown as one.
-    std::fs::write(
-        dir.path().join("src/sessions.py"),
-        long_function_with_two_parts(20, 42),
-    )
-    .unwrap();
-    let model = Scripted::new(vec![say(FINAL)]);
-    runner(&dir, model.clone(), explore_profile())
-        .run("Where is the session cookie dropped?")
-        .await;
-    let hint = last_user(&model, 0);
+    let hint = session_hint(&dir, &long_function_with_two_parts(20, 42)).await;
     assert!(!hint.contains("two parts"), "{hint}");
     assert!(hint.contains("  21 |") && hint.contains("  43 |"), "{hint}");
     // One part only: one window of it.
-    std::fs::write(
-        dir.path().join("src/sessions.py"),
-        long_function_with_two_parts(20, 0),
-    )
-    .unwrap();
-    let model = Scripted::new(vec![say(FINAL)]);
-    runner(&dir, model.clone(), explore_profile())
-        .run("Where is the session cookie dropped?")
-        .await;
-    let hint = last_user(&model, 0);
+    let hint = session_hint(&dir, &long_function_with_two_parts(20, 0)).await;
     assert!(
         !hint.contains("two parts") && hint.contains("  21 |"),
         "{hint}"
@@ -2134,12 +2127,7 @@ async fn parts_of_a_long_place_a_few_lines_apart_are_one_window_and_a_lone_part_
     // A class's parts are its members, each a place of its own: one window of it.
     let class =
         long_function_with_two_parts(20, 90).replacen("def handle(scope):", "class Handle:", 1);
-    std::fs::write(dir.path().join("src/sessions.py"), class).unwrap();
-    let model = Scripted::new(vec![say(FINAL)]);
-    runner(&dir, model.clone(), explore_profile())
-        .run("Where is the session cookie dropped?")
-        .await;
-    let hint = last_user(&model, 0);
+    let hint = session_hint(&dir, &class).await;
     assert!(hint.contains("(class `Handle`, opened below)"), "{hint}");
     assert!(
         !hint.contains("two parts") && !hint.contains("  91 |"),
