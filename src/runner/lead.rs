@@ -694,13 +694,13 @@ impl ScoutSearch {
         // One word matched is no sign: it shows all through a definition named after it.
         if let Some((_, from, lines)) = other.filter(|o| o.0 >= terms.max(2)) {
             // Windows a few lines apart are shown as one; else the best first.
-            let ((a, n), (b, m)) = if from < start {
+            let (upper, lower) = if from < start {
                 ((from, lines), (start, width))
             } else {
                 ((start, width), (from, lines))
             };
-            if a + n + MERGED_GAP >= b {
-                return vec![(a, b + m - a)];
+            if upper.0 + upper.1 + MERGED_GAP >= lower.0 {
+                return vec![(upper.0, lower.0 + lower.1 - upper.0)];
             }
             out.push((from, lines));
         }
