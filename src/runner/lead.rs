@@ -23,8 +23,8 @@ const OPENED_PLACES: usize = 3;
 const OPENED_LINES: (u64, u64) = (8, 16);
 /// Most lines shown of the first place.
 const FIRST_OPENED_LINES: u64 = 32;
-/// Most places shown in two windows (a definition longer than a window whose rest holds as
-/// many of the task's words as the window chosen).
+/// Most places shown in two windows (a function longer than a window whose rest holds at
+/// least half as many distinct words of the task as the window chosen, and two at least).
 const SECOND_WINDOWS: usize = 2;
 /// Two windows of a place at most this many lines apart are shown as one.
 const MERGED_GAP: u64 = 4;
@@ -80,8 +80,8 @@ impl Cited {
 }
 
 /// One place opened for the child, for the place the scout cites from line `place` of `path`:
-/// one window, or two of a function longer than a window whose rest holds as many of the
-/// task's words as the first (the best first).
+/// one window, or two of a function longer than a window whose rest holds at least half as
+/// many of the task's words as the first (the best first).
 struct Opened {
     path: String,
     place: u64,
@@ -590,7 +590,7 @@ impl ScoutSearch {
             let span = end.saturating_sub(first) + 1;
             let limit = span.clamp(OPENED_LINES.0, most);
             // A place longer than its window is shown where it holds most of the task's words
-            // (and where else in it as many show, when that is another part).
+            // (and where else in it half as many show, when that is another part).
             let mut windows = if span > most {
                 // A routine's parts, not a class's (its methods are places of their own).
                 let routine = c.place.as_ref().is_some_and(|p| {
@@ -644,8 +644,8 @@ impl ScoutSearch {
     /// The windows (first line, lines) to open of `path`'s lines `first..=end` (at most 400):
     /// the `width`-line window that shows the most of the task's words and, when `second`
     /// allows and the rest of the lines (before or after it) hold a window of at most
-    /// [`OPENED_LINES`]`.1` lines showing as many distinct words, that one after it (one
-    /// window when they are a few lines apart).
+    /// [`OPENED_LINES`]`.1` lines showing at least half as many distinct words (two at
+    /// least), that one after it (one window when they are a few lines apart).
     /// Empty when the file cannot be read or no line holds a word. The file is read through
     /// the workspace's confinement (the index's reader, a Read would stop at its output cap),
     /// and only the windows chosen are shown to the child.
@@ -691,8 +691,10 @@ impl ScoutSearch {
                 Some((found, from, (to - from + 1).min(OPENED_LINES.1)))
             })
             .max_by_key(|&(found, from, _)| (found, std::cmp::Reverse(from)));
-        // One word matched is no sign: it shows all through a definition named after it.
-        if let Some((_, from, lines)) = other.filter(|o| o.0 >= terms.max(2)) {
+        // Half the words is a part worth a look (the rest of the branch the window shows, as
+        // often as not); one word matched is no sign: it shows all through a definition named
+        // after it.
+        if let Some((_, from, lines)) = other.filter(|o| 2 * o.0 >= terms && o.0 >= 2) {
             // Windows a few lines apart are shown as one; else the best first.
             let (upper, lower) = if from < start {
                 ((from, lines), (start, width))

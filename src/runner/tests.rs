@@ -2124,6 +2124,20 @@ async fn parts_of_a_long_place_a_few_lines_apart_are_one_window_and_a_lone_part_
         "{hint}"
     );
     assert!(!hint.contains("  91 |"), "{hint}");
+    // A rest that holds half the words the window chosen holds is opened too; one word is not.
+    let half = long_function_with_two_parts(20, 0)
+        .replace("    filler90 = 90", "    if session: cookie = None");
+    let hint = session_hint(&dir, &half).await;
+    assert!(
+        hint.contains("two parts") && hint.contains("  90 |"),
+        "{hint}"
+    );
+    let one = long_function_with_two_parts(20, 0).replace("    filler90 = 90", "    cookie = None");
+    let hint = session_hint(&dir, &one).await;
+    assert!(
+        !hint.contains("two parts") && !hint.contains("  90 |"),
+        "{hint}"
+    );
     // A class's parts are its members, each a place of its own: one window of it.
     let class =
         long_function_with_two_parts(20, 90).replacen("def handle(scope):", "class Handle:", 1);
