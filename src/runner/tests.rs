@@ -1980,7 +1980,8 @@ async fn a_long_first_place_is_opened_where_it_answers_and_listed_by_the_lines_s
         .lines()
         .find_map(|l| l.strip_prefix("1. src/cors.py:"))
         .unwrap_or_else(|| panic!("{hint}"));
-    let range = first.split(' ').next().unwrap_or_default();
+    // The best part first (the rest, holding the def line's words, may follow as a second).
+    let range = first.split([' ', ',']).next().unwrap_or_default();
     let (a, b) = range.split_once('-').unwrap_or_else(|| panic!("{hint}"));
     let (a, b): (u64, u64) = (a.parse().unwrap(), b.parse().unwrap());
     // The window shown holds the preflight branch (line 72), not only the def line.
