@@ -253,8 +253,9 @@ pub fn definitions(lang: Lang, text: &[u8], parser: &mut Parser) -> Vec<Def> {
     out
 }
 
-/// Kinds whose bodies are not searched for nested definitions.
-fn is_leaf_kind(kind: &str) -> bool {
+/// Kinds whose bodies are not searched for nested definitions: routines (a class's or a
+/// module's members are definitions of their own).
+pub fn is_leaf_kind(kind: &str) -> bool {
     matches!(kind, "function" | "method" | "constructor" | "macro")
 }
 

@@ -484,9 +484,11 @@ fn hint_text(places: &[&Cited], opened: &[Opened]) -> HintText {
     } else {
         let windows: Vec<String> = opened
             .iter()
-            .flat_map(|o| &o.parts)
-            .zip(opened.iter().flat_map(|o| o.parts.iter().map(|_| &o.path)))
-            .map(|(w, path)| format!("{path}:\n{}", w.content().trim_end()))
+            .flat_map(|o| {
+                o.parts
+                    .iter()
+                    .map(|w| format!("{}:\n{}", o.path, w.content().trim_end()))
+            })
             .collect();
         format!(
             "{list}\n\nOpened for you (line number | text):\n{}\n\nIf some of these places answer the task, reply with the final JSON object citing each one that does as it is listed above (relative/path:start-end), the best first; if none does, Read or Grep further.",
@@ -593,12 +595,10 @@ impl ScoutSearch {
             // (and where else in it half as many show, when that is another part).
             let mut windows = if span > most {
                 // A routine's parts, not a class's (its methods are places of their own).
-                let routine = c.place.as_ref().is_some_and(|p| {
-                    matches!(
-                        p.kind.as_str(),
-                        "function" | "method" | "constructor" | "macro"
-                    )
-                });
+                let routine = c
+                    .place
+                    .as_ref()
+                    .is_some_and(|p| crate::index::lang::is_leaf_kind(&p.kind));
                 let second = routine && second_windows < SECOND_WINDOWS;
                 self.focus(path, first, *end, &q, most, second)
             } else {

@@ -1971,11 +1971,7 @@ async fn a_long_first_place_is_opened_where_it_answers_and_listed_by_the_lines_s
         body.push_str(&format!("    tail{i} = {i}\n"));
     }
     std::fs::write(dir.path().join("src/cors.py"), body).unwrap();
-    let model = Scripted::new(vec![say(FINAL)]);
-    runner(&dir, model.clone(), explore_profile())
-        .run("Where are CORS preflight OPTIONS requests answered?")
-        .await;
-    let hint = last_user(&model, 0);
+    let hint = first_message(&dir, "Where are CORS preflight OPTIONS requests answered?").await;
     let first = hint
         .lines()
         .find_map(|l| l.strip_prefix("1. src/cors.py:"))
@@ -2100,15 +2096,20 @@ async fn a_long_place_whose_rest_holds_the_words_as_well_is_opened_in_two_parts(
     );
 }
 
+/// The first message (with the repo-map hint) an explore child over `dir` gets for `task`.
+async fn first_message(dir: &tempfile::TempDir, task: &str) -> String {
+    let model = Scripted::new(vec![say(FINAL)]);
+    runner(dir, model.clone(), explore_profile())
+        .run(task)
+        .await;
+    last_user(&model, 0)
+}
+
 /// The hint an explore child over `tree()` with `src/sessions.py` holding `text` gets for a
 /// question about the session cookie.
 async fn session_hint(dir: &tempfile::TempDir, text: &str) -> String {
     std::fs::write(dir.path().join("src/sessions.py"), text).unwrap();
-    let model = Scripted::new(vec![say(FINAL)]);
-    runner(dir, model.clone(), explore_profile())
-        .run("Where is the session cookie dropped?")
-        .await;
-    last_user(&model, 0)
+    first_message(dir, "Where is the session cookie dropped?").await
 }
 
 #[tokio::test]
