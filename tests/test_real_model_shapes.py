@@ -238,7 +238,7 @@ def test_a_long_function_whose_rest_holds_the_words_too_is_shown_in_two_parts(
 ) -> None:
     """The repo-map hint opens a long function where the task's words show and, when its rest
     holds as many of them, that part too: the model is shown both, and an answer citing the
-    second part stands on what it was shown."""
+    second part stands on what it was shown, the window it cited inside added after its item."""
     root = tmp_path / "repo"
     root.mkdir()
     lines = ["def handle(scope):"]
@@ -263,4 +263,7 @@ def test_a_long_function_whose_rest_holds_the_words_too_is_shown_in_two_parts(
     assert "  21 |         drop_session_cookie(scope)" in hint, hint
     assert "  91 |         drop_session_cookie(scope)" in hint, hint
     assert result.status == "completed", result.to_dict()
-    assert result.result is not None and result.result.evidence == ("sessions.py:90-91",)
+    # The lines cited lie inside the second window: the window, as listed, follows them.
+    second = listed.removeprefix("1. ").split(" (")[0].split(", ")[1]
+    assert result.result is not None
+    assert result.result.evidence == ("sessions.py:90-91", second), hint

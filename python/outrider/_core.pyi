@@ -121,9 +121,10 @@ class RuntimeProfile:
     @property
     def repo_map_hint(self) -> bool:
         """Whether the offline scout searches before the first model call and the child's
-        first message lists its ranked places (at most 5, marked as unverified hints) with the
-        first three opened (up to 16 numbered lines each, which the child has then seen).
-        Explore: True."""
+        first message lists its ranked places (at most 3, marked as unverified hints), opened
+        (numbered lines the child has then seen: up to 32 of the first, 16 of the others).
+        An accepted answer citing lines inside an opened window gets the window, as listed,
+        right after that item. Explore: True."""
     @property
     def tool_result_format(self) -> Literal["json", "compact"]:
         """``"json"``: the envelope (default); ``"compact"``: ``path:line:text`` lines for Grep,

@@ -240,6 +240,14 @@ impl RuntimeRunner {
             error,
             ungrounded,
         } = ending;
+        let mut result = result;
+        // An accepted answer's items inside a window the hint opened are followed by the window.
+        let cited_windows = match &mut result {
+            Some(ParsedResult::Explore(r)) if reason != TerminalReason::CompletedUnverified => {
+                super::lead::cite_windows(&mut r.evidence, &st.hint_windows)
+            }
+            _ => Vec::new(),
+        };
         self.trace.emit(
             step,
             &event::Terminal {
@@ -248,6 +256,7 @@ impl RuntimeRunner {
                     error: error.as_deref(),
                     has_result: result.is_some(),
                     repair,
+                    cited_windows: &cited_windows,
                     total_tokens: st.tokens,
                     usage_estimated: st.estimated,
                 },

@@ -143,6 +143,8 @@ pub(super) struct Lead {
     /// The places opened, when at least two were: an answer from the hint alone that leaves
     /// some out gets one second look (see [`SecondLook`]).
     pub(super) second_look: Option<SecondLook>,
+    /// The windows opened (path, first line, last line), best first.
+    pub(super) windows: Vec<(String, u64, u64)>,
 }
 
 /// The places opened for the child, best first: an answer from the opened lines alone that
@@ -396,13 +398,50 @@ impl RuntimeRunner {
                 serde_json::json!({"status": "ok", "data": {"hits": hint.lines}}),
             ));
         }
+        let windows = opened
+            .iter()
+            .flat_map(|o| o.parts.iter().map(|w| (o.path.clone(), w.from, w.to)))
+            .collect();
         Some(Lead {
             hint: hint.text,
             example,
             shown,
             second_look,
+            windows,
         })
     }
+}
+
+/// Follows each evidence item that lies inside a window the hint opened (and is not that
+/// window) with the window as the hint listed it (`path:from-to`), once per window; returns the
+/// items added. A small model often cites a few lines of a window it was shown and picks the
+/// wrong few (a 1.5B model cited 51-62 of a 46-78 window whose answer was 72-78): the place it
+/// pointed into, which the child saw whole, then stands beside its lines, the model's item
+/// first.
+pub(super) fn cite_windows(
+    evidence: &mut Vec<String>,
+    windows: &[(String, u64, u64)],
+) -> Vec<String> {
+    let mut added: Vec<String> = Vec::new();
+    let mut out = Vec::with_capacity(evidence.len() + windows.len());
+    for item in evidence.iter() {
+        out.push(item.clone());
+        let Some((path, a, b)) = crate::evidence::parse_citation(item) else {
+            continue;
+        };
+        let path = path.trim_start_matches("./");
+        let window = windows
+            .iter()
+            .find(|(p, from, to)| p == path && *from <= a && b <= *to && (a, b) != (*from, *to))
+            .map(|(p, from, to)| format!("{p}:{from}-{to}"));
+        // A window the model cites itself, anywhere in its list, is not added again.
+        if let Some(w) = window.filter(|w| !evidence.contains(w) && !added.contains(w)) {
+            out.push(w.clone());
+            added.push(w);
+        }
+    }
+    *evidence = out;
+    added
 }
 
 /// The hint's text, each place as it is listed (without its number), and the lines shown of

@@ -47,6 +47,9 @@ pub(crate) struct State {
     pub(crate) given_looks: u64,
     /// The last call that failed: (tool, arguments as canonical JSON, step, error message).
     pub(crate) last_failure: Option<(String, String, u64, String)>,
+    /// The windows the repo-map hint opened (path, first line, last line), best first: an
+    /// answer's item inside one is followed by the window (see `lead::cite_windows`).
+    pub(crate) hint_windows: Vec<(String, u64, u64)>,
 }
 
 impl State {
@@ -69,6 +72,7 @@ impl State {
             successful_tools: 0,
             given_looks: 0,
             last_failure: None,
+            hint_windows: Vec::new(),
         }
     }
 }

@@ -213,6 +213,7 @@ impl RuntimeRunner {
                 st.successful_tools = 1;
                 st.given_looks = 1;
             }
+            st.hint_windows.clone_from(&lead.windows);
         }
         st
     }

@@ -1616,7 +1616,8 @@ async fn a_finding_that_cites_seen_lines_joins_the_evidence() {
         (out.terminal_reason, r.evidence.as_slice()),
         (
             TerminalReason::Completed,
-            ["src/cli.py:71".to_string()].as_slice()
+            // The line, and the window the hint opened around it (see cite_windows).
+            ["src/cli.py:71".to_string(), "src/cli.py:70-72".to_string()].as_slice()
         )
     );
     let unseen =
@@ -2149,4 +2150,115 @@ async fn parts_of_a_long_place_a_few_lines_apart_are_one_window_and_a_lone_part_
         !hint.contains("two parts") && !hint.contains("  91 |"),
         "{hint}"
     );
+}
+
+#[tokio::test]
+async fn an_item_inside_a_window_the_hint_opened_is_followed_by_the_window() {
+    let dir = tree();
+    std::fs::write(
+        dir.path().join("src/sessions.py"),
+        long_function_with_two_parts(20, 90),
+    )
+    .unwrap();
+    let task = "Where is the session cookie dropped?";
+    let answer = |evidence: &str| {
+        say(&format!(
+            r#"{{"status": "completed", "summary": "it is dropped there", "findings": [], "evidence": [{evidence}]}}"#
+        ))
+    };
+    // The window of the second part, as the hint listed it.
+    let hint = first_message(&dir, task).await;
+    let listed = hint
+        .lines()
+        .find(|l| l.starts_with("1. src/sessions.py:"))
+        .unwrap_or_else(|| panic!("{hint}"));
+    let second = listed
+        .trim_start_matches("1. ")
+        .split(" (")
+        .next()
+        .and_then(|l| l.split(", ").nth(1))
+        .unwrap_or_else(|| panic!("{hint}"))
+        .to_string();
+    let run_with = |evidence: &'static str, profile: RuntimeProfile| {
+        let dir = &dir;
+        async move {
+            let r = runner(dir, Scripted::new(vec![answer(evidence)]), profile);
+            let out = r.run(task).await;
+            let Some(ParsedResult::Explore(res)) = &out.result else {
+                panic!("{:?}", out.error)
+            };
+            let details = r
+                .trace
+                .events()
+                .into_iter()
+                .find(|e| e.event == "terminal")
+                .map(|e| e.payload["details"].clone())
+                .unwrap_or_default();
+            (out.terminal_reason, res.evidence.clone(), details)
+        }
+    };
+    // Two lines inside the second window: the window follows them.
+    let (reason, evidence, details) =
+        run_with(r#""src/sessions.py:90-91""#, explore_profile()).await;
+    assert_eq!(reason, TerminalReason::Completed);
+    assert_eq!(
+        evidence,
+        ["src/sessions.py:90-91", second.as_str()],
+        "{hint}"
+    );
+    assert_eq!(details["cited_windows"], json!([second]));
+    // The window itself, cited as listed: nothing is added.
+    let (_, evidence, details) = run_with(
+        Box::leak(format!("\"{second}\"").into_boxed_str()),
+        explore_profile(),
+    )
+    .await;
+    assert_eq!(evidence, [second.as_str()]);
+    assert!(details.get("cited_windows").is_none(), "{details}");
+    // Without the hint no window was opened: the lines stand alone (after a Read, as a
+    // hint-less child must look first).
+    let mut plain = explore_profile();
+    plain.repo_map_hint = false;
+    let r = runner(
+        &dir,
+        Scripted::new(vec![
+            calls(&[("Read", json!({"path": "src/sessions.py"}))]),
+            answer(r#""src/sessions.py:90-91""#),
+        ]),
+        plain,
+    );
+    let out = r.run(task).await;
+    let Some(ParsedResult::Explore(res)) = &out.result else {
+        panic!("{:?} {:?}", out.error, r.trace.events())
+    };
+    assert_eq!(res.evidence, ["src/sessions.py:90-91"]);
+}
+
+#[test]
+fn cite_windows_adds_each_window_once_after_the_first_item_inside_it() {
+    let windows = vec![("a.py".to_string(), 10, 40), ("b.py".to_string(), 1, 20)];
+    let mut evidence: Vec<String> = ["./a.py:12-14", "a.py:30", "b.py:1-20", "a.py:41", "c.py:12"]
+        .map(String::from)
+        .to_vec();
+    let added = super::lead::cite_windows(&mut evidence, &windows);
+    assert_eq!(added, ["a.py:10-40"]);
+    assert_eq!(
+        evidence,
+        [
+            "./a.py:12-14",
+            "a.py:10-40",
+            "a.py:30",
+            "b.py:1-20",
+            "a.py:41",
+            "c.py:12"
+        ]
+    );
+    // A window the model cites itself after a line inside it is not listed twice.
+    let mut evidence: Vec<String> = ["a.py:12", "a.py:10-40"].map(String::from).to_vec();
+    super::lead::cite_windows(&mut evidence, &windows);
+    assert_eq!(evidence, ["a.py:12", "a.py:10-40"]);
+    // No window: nothing changes.
+    let mut evidence: Vec<String> = ["a.py:12"].map(String::from).to_vec();
+    assert!(super::lead::cite_windows(&mut evidence, &[]).is_empty());
+    assert_eq!(evidence, ["a.py:12"]);
 }

@@ -256,6 +256,10 @@ pub struct TerminalDetails<'a> {
     pub has_result: bool,
     /// The repair the gate made, if any.
     pub repair: Option<Repair>,
+    /// The windows of the repo-map hint added to the answer's evidence, each after the item
+    /// the model cited inside it (absent when none was).
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub cited_windows: &'a [String],
     /// Tokens used.
     pub total_tokens: u64,
     /// Whether any usage was estimated.
@@ -333,11 +337,26 @@ mod tests {
                     error: Some("used all 3 steps"),
                     has_result: false,
                     repair: None,
+                    cited_windows: &[],
                     total_tokens: 9,
                     usage_estimated: true,
                 },
             }),
             r#"{"reason":"max_steps","details":{"error":"used all 3 steps","has_result":false,"repair":null,"total_tokens":9,"usage_estimated":true}}"#
+        );
+        assert_eq!(
+            text(&Terminal {
+                reason: TerminalReason::Completed,
+                details: TerminalDetails {
+                    error: None,
+                    has_result: true,
+                    repair: None,
+                    cited_windows: &["a.py:3-18".to_string()],
+                    total_tokens: 9,
+                    usage_estimated: false,
+                },
+            }),
+            r#"{"reason":"completed","details":{"error":null,"has_result":true,"repair":null,"cited_windows":["a.py:3-18"],"total_tokens":9,"usage_estimated":false}}"#
         );
         assert_eq!(
             text(&ModelErrorEvent {
