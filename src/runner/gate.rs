@@ -291,6 +291,8 @@ pub(crate) async fn check(
             parsed: None,
         };
     }
+    let mut result = result;
+    seen_path_slips(&mut result, workspace, seen.observed);
     // The evidence and the findings that only cite are checked together, in one pass.
     let cited = cited_findings(&result);
     let mut items = result.evidence().to_vec();
@@ -325,6 +327,66 @@ pub(crate) async fn check(
         };
     }
     Gate::Accept(result, repair)
+}
+
+/// Mends an evidence item whose relative path names no file, when the child saw exactly one file that
+/// it can only mean: the same file name, and every directory written one of the seen file's, in
+/// order (a small model drops one: `clap_builder/src/value_parser.rs` for the
+/// `clap_builder/src/builder/value_parser.rs` it read), and the lines cited seen in that file.
+/// The item then cites that file. Anything else is left for the grounding check to refuse.
+/// Returns the items mended, as (written, now).
+fn seen_path_slips(
+    result: &mut ParsedResult,
+    workspace: &Workspace,
+    observed: &Observed,
+) -> Vec<(String, String)> {
+    let Some(evidence) = result.evidence_mut() else {
+        return Vec::new();
+    };
+    let mut mended = Vec::new();
+    let files = observed.files();
+    for item in evidence.iter_mut() {
+        let Some((path, start, end)) = crate::evidence::parse_citation(item) else {
+            continue;
+        };
+        // Only a relative path inside the root is a slip: an absolute one, `~` or `..` names
+        // something else (`/proc/self/cwd/README.md` is not the README.md seen).
+        let raw = path.trim();
+        if raw.starts_with(['/', '\\', '~'])
+            || raw.split(['/', '\\']).any(|c| c == ".." || c.contains(':'))
+        {
+            continue;
+        }
+        let written = crate::runner::observed::normalize(&path);
+        // Only a path that names nothing: not one the workspace refuses (a link out of the
+        // root), nor a file that exists.
+        if files.iter().any(|(f, _)| *f == written)
+            || !matches!(workspace.resolve_file(&written), Err(e) if e.kind() == "not_found")
+        {
+            continue;
+        }
+        let parts: Vec<&str> = written.split('/').collect();
+        let mut candidates = files.iter().map(|(f, _)| f).filter(|f| {
+            let theirs: Vec<&str> = f.split('/').collect();
+            // Directories dropped, never added: every part written is in the file seen.
+            theirs.last() == parts.last() && in_order(&parts, &theirs)
+        });
+        let (Some(only), None) = (candidates.next(), candidates.next()) else {
+            continue;
+        };
+        if observed.saw_range(only, start, end) {
+            let now = crate::evidence::citation(only, start, end);
+            tracing::warn!(written = %item, now = %now, "an evidence path the child slipped on was mended to the file it saw");
+            mended.push((std::mem::replace(item, now.clone()), now));
+        }
+    }
+    mended
+}
+
+/// Whether every item of `short` appears in `long`, in order.
+fn in_order(short: &[&str], long: &[&str]) -> bool {
+    let mut rest = long.iter();
+    short.iter().all(|s| rest.any(|l| l == s))
 }
 
 /// The findings of an explore answer that are nothing but a citation (`binding/json.go:32-39`,

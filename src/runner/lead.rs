@@ -206,26 +206,45 @@ impl SecondLook {
                 .collect::<Vec<_>>()
                 .join(" or ")
         };
-        let what = match missed.split_first() {
-            Some((0, rest)) => {
-                let also = if rest.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (nor {}, also opened)", names(rest))
-                };
+        // Every place left out is weighed, not only the first: asked about "that place", a
+        // small model added the first and left the right one (koa-01, listed second) out.
+        let (what, add, none) = match missed.split_first() {
+            Some((0, [])) => (
                 format!(
-                    "it cites {cites} but not the place the index ranked first, {}{also}, whose lines are shown above. If that place answers the task too",
+                    "it cites {cites} but not the place the index ranked first, {}, whose lines are shown above. If that place answers the task too",
                     names(&[0])
-                )
-            }
-            _ => format!(
-                "it cites {cites} only, not {}, whose lines were opened above too. If {} answers the task too",
-                names(missed),
-                if missed.len() == 1 { "that place" } else { "one of them" }
+                ),
+                "add it",
+                "it does not",
+            ),
+            Some((0, rest)) => (
+                format!(
+                    "it cites {cites} but not the place the index ranked first, {}, nor {}, also opened, whose lines are shown above. If any of them answers the task too",
+                    names(&[0]),
+                    names(rest)
+                ),
+                "add each one that does",
+                "none does",
+            ),
+            _ if missed.len() == 1 => (
+                format!(
+                    "it cites {cites} only, not {}, whose lines were opened above too. If that place answers the task too",
+                    names(missed)
+                ),
+                "add it",
+                "it does not",
+            ),
+            _ => (
+                format!(
+                    "it cites {cites} only, not {}, whose lines were opened above too. If any of them answers the task too",
+                    names(missed)
+                ),
+                "add each one that does",
+                "none does",
             ),
         };
         format!(
-            "Before this answer stands: {what}, add it to the evidence (the best first); if it does not, reply with the same JSON object again."
+            "Before this answer stands: {what}, {add} to the evidence (the best first); if {none}, reply with the same JSON object again."
         )
     }
 }
@@ -412,8 +431,12 @@ impl RuntimeRunner {
     }
 }
 
-/// Follows each evidence item that lies inside a window the hint opened (and is not that
-/// window) with the window as the hint listed it (`path:from-to`), once per window; returns the
+/// Lines within which an item and the window around it are the same place.
+const NEAR: u64 = 3;
+
+/// Follows each evidence item that lies inside a window the hint opened, and more than
+/// [`NEAR`] lines from one of its ends (a window hardly wider than the item adds nothing), with
+/// the window as the hint listed it (`path:from-to`), once per window; returns the
 /// items added. A small model often cites a few lines of a window it was shown and picks the
 /// wrong few (a 1.5B model cited 51-62 of a 46-78 window whose answer was 72-78): the place it
 /// pointed into, which the child saw whole, then stands beside its lines, the model's item
@@ -432,7 +455,9 @@ pub(super) fn cite_windows(
         let path = path.trim_start_matches("./");
         let window = windows
             .iter()
-            .find(|(p, from, to)| p == path && *from <= a && b <= *to && (a, b) != (*from, *to))
+            .find(|(p, from, to)| {
+                p == path && *from <= a && b <= *to && (from + NEAR < a || b + NEAR < *to)
+            })
             .map(|(p, from, to)| format!("{p}:{from}-{to}"));
         // A window the model cites itself, anywhere in its list, is not added again.
         if let Some(w) = window.filter(|w| !evidence.contains(w) && !added.contains(w)) {

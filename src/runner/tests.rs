@@ -1616,8 +1616,8 @@ async fn a_finding_that_cites_seen_lines_joins_the_evidence() {
         (out.terminal_reason, r.evidence.as_slice()),
         (
             TerminalReason::Completed,
-            // The line, and the window the hint opened around it (see cite_windows).
-            ["src/cli.py:71".to_string(), "src/cli.py:70-72".to_string()].as_slice()
+            // The window the hint opened around it (70-72) is hardly wider: not added.
+            ["src/cli.py:71".to_string()].as_slice()
         )
     );
     let unseen =
@@ -2261,4 +2261,137 @@ fn cite_windows_adds_each_window_once_after_the_first_item_inside_it() {
     let mut evidence: Vec<String> = ["a.py:12"].map(String::from).to_vec();
     assert!(super::lead::cite_windows(&mut evidence, &[]).is_empty());
     assert_eq!(evidence, ["a.py:12"]);
+}
+
+#[test]
+fn a_second_look_asks_to_weigh_every_place_left_out_not_only_the_first() {
+    use super::lead::{LookedAt, SecondLook};
+    let place = |path: &str, start, end, listed: &str| LookedAt {
+        path: path.into(),
+        start,
+        end,
+        listed: listed.into(),
+    };
+    let look = SecondLook {
+        places: vec![
+            place("app.js", 237, 252, "app.js:237-252 (method `onerror`)"),
+            place(
+                "ctx.js",
+                120,
+                161,
+                "ctx.js:146-161, ctx.js:120-135 (method `onerror`)",
+            ),
+            place("res.js", 83, 93, "res.js:83-93 (method `status`)"),
+        ],
+    };
+    let evidence = vec!["res.js:83-93".to_string()];
+    let missed = look
+        .left_out(&evidence)
+        .expect("the first place is passed over");
+    assert_eq!(missed, [0, 1]);
+    assert_eq!(
+        look.feedback(&evidence, &missed),
+        "Before this answer stands: it cites res.js:83-93 but not the place the index ranked first, app.js:237-252 (method `onerror`), nor ctx.js:146-161, ctx.js:120-135 (method `onerror`), also opened, whose lines are shown above. If any of them answers the task too, add each one that does to the evidence (the best first); if none does, reply with the same JSON object again."
+    );
+    // One place cited of three, the first among them: both others are weighed.
+    let evidence = vec!["app.js:238".to_string()];
+    let missed = look.left_out(&evidence).expect("one place of three");
+    assert_eq!(missed, [1, 2]);
+    assert!(
+        look.feedback(&evidence, &missed).ends_with(
+            "whose lines were opened above too. If any of them answers the task too, add each one that does to the evidence (the best first); if none does, reply with the same JSON object again."
+        ),
+        "{}",
+        look.feedback(&evidence, &missed)
+    );
+}
+
+#[tokio::test]
+async fn a_path_that_drops_a_directory_of_the_one_file_seen_is_mended_and_no_other_is() {
+    let dir = tree();
+    std::fs::create_dir_all(dir.path().join("lib/builder")).unwrap();
+    std::fs::create_dir_all(dir.path().join("other/builder")).unwrap();
+    let text: String = (1..=30).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(dir.path().join("lib/builder/parser.rs"), &text).unwrap();
+    std::fs::write(dir.path().join("other/builder/parser.rs"), &text).unwrap();
+    let answer = |evidence: &str| {
+        say(&format!(
+            r#"{{"status": "completed", "summary": "s", "findings": [], "evidence": ["{evidence}"]}}"#
+        ))
+    };
+    let read = |path: &str| calls(&[("Read", json!({"path": path, "start_line": 1, "limit": 20}))]);
+    let mut profile = explore_profile();
+    profile.repo_map_hint = false;
+    profile.gate_retries = 0;
+    let run_with = |steps: Vec<Step>| {
+        let (dir, profile) = (&dir, profile.clone());
+        async move {
+            let out = runner(dir, Scripted::new(steps), profile)
+                .run("Find the entry point.")
+                .await;
+            let evidence = match &out.result {
+                Some(ParsedResult::Explore(r)) => r.evidence.clone(),
+                _ => Vec::new(),
+            };
+            (out.terminal_reason, evidence)
+        }
+    };
+    // `lib/parser.rs` does not exist; the one file of that name seen is lib/builder/parser.rs.
+    assert_eq!(
+        run_with(vec![
+            read("lib/builder/parser.rs"),
+            answer("lib/parser.rs:3-5")
+        ])
+        .await,
+        (
+            TerminalReason::Completed,
+            vec!["lib/builder/parser.rs:3-5".to_string()]
+        )
+    );
+    // Lines the child did not see in that file: not mended, refused.
+    assert_eq!(
+        run_with(vec![
+            read("lib/builder/parser.rs"),
+            answer("lib/parser.rs:25")
+        ])
+        .await
+        .0,
+        TerminalReason::CompletedUnverified
+    );
+    // Two files of that name seen: which one is meant is not known.
+    assert_eq!(
+        run_with(vec![
+            read("lib/builder/parser.rs"),
+            read("other/builder/parser.rs"),
+            answer("builder/parser.rs:3"),
+        ])
+        .await
+        .0,
+        TerminalReason::CompletedUnverified
+    );
+    // An absolute path, or one that climbs out, is never taken for the file seen.
+    for hostile in [
+        "/lib/parser.rs:3",
+        "../lib/builder/parser.rs:3",
+        "/proc/self/cwd/lib/builder/parser.rs:3",
+    ] {
+        assert_eq!(
+            run_with(vec![read("lib/builder/parser.rs"), answer(hostile)])
+                .await
+                .0,
+            TerminalReason::CompletedUnverified,
+            "{hostile}"
+        );
+    }
+    // A path that names a file that exists is never taken for another.
+    std::fs::write(dir.path().join("lib/parser.rs"), &text).unwrap();
+    assert_eq!(
+        run_with(vec![
+            read("lib/builder/parser.rs"),
+            answer("lib/parser.rs:3")
+        ])
+        .await
+        .0,
+        TerminalReason::CompletedUnverified
+    );
 }
