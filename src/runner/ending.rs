@@ -235,12 +235,11 @@ impl RuntimeRunner {
         let Ending {
             reason,
             final_text,
-            result,
+            mut result,
             repair,
             error,
             ungrounded,
         } = ending;
-        let mut result = result;
         // An accepted answer's items inside a window the hint opened are followed by the window.
         let cited_windows = match &mut result {
             Some(ParsedResult::Explore(r)) if reason != TerminalReason::CompletedUnverified => {

@@ -281,7 +281,7 @@ pub(crate) async fn check(
     seen: &Exploration<'_>,
 ) -> Gate {
     let contract = profile.answer_shape();
-    let Ok((result, repair)) = parse_answer(profile, text) else {
+    let Ok((mut result, repair)) = parse_answer(profile, text) else {
         return unparsed(profile, text, seen);
     };
     if let Some(feedback) = copied_template(&result, contract) {
@@ -291,7 +291,6 @@ pub(crate) async fn check(
             parsed: None,
         };
     }
-    let mut result = result;
     seen_path_slips(&mut result, workspace, seen.observed);
     // The evidence and the findings that only cite are checked together, in one pass.
     let cited = cited_findings(&result);
@@ -333,17 +332,12 @@ pub(crate) async fn check(
 /// it can only mean: the same file name, and every directory written one of the seen file's, in
 /// order (a small model drops one: `clap_builder/src/value_parser.rs` for the
 /// `clap_builder/src/builder/value_parser.rs` it read), and the lines cited seen in that file.
-/// The item then cites that file. Anything else is left for the grounding check to refuse.
-/// Returns the items mended, as (written, now).
-fn seen_path_slips(
-    result: &mut ParsedResult,
-    workspace: &Workspace,
-    observed: &Observed,
-) -> Vec<(String, String)> {
+/// The item then cites that file (a warning logs it). Anything else is left for the grounding
+/// check to refuse.
+fn seen_path_slips(result: &mut ParsedResult, workspace: &Workspace, observed: &Observed) {
     let Some(evidence) = result.evidence_mut() else {
-        return Vec::new();
+        return;
     };
-    let mut mended = Vec::new();
     let files = observed.files();
     for item in evidence.iter_mut() {
         let Some((path, start, end)) = crate::evidence::parse_citation(item) else {
@@ -377,10 +371,9 @@ fn seen_path_slips(
         if observed.saw_range(only, start, end) {
             let now = crate::evidence::citation(only, start, end);
             tracing::warn!(written = %item, now = %now, "an evidence path the child slipped on was mended to the file it saw");
-            mended.push((std::mem::replace(item, now.clone()), now));
+            *item = now;
         }
     }
-    mended
 }
 
 /// Whether every item of `short` appears in `long`, in order.

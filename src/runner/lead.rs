@@ -126,10 +126,15 @@ impl Opened {
     fn cited(&self) -> String {
         self.parts
             .iter()
-            .map(|w| format!("{}:{}-{}", self.path, w.from, w.to))
+            .map(|w| window_citation(&self.path, w.from, w.to))
             .collect::<Vec<_>>()
             .join(", ")
     }
+}
+
+/// A window as the hint lists it and as an answer gets it back (`a.py:3-18`).
+fn window_citation(path: &str, from: u64, to: u64) -> String {
+    format!("{path}:{from}-{to}")
 }
 
 /// The repo-map hint: the first message's text, a next call to suggest, and the Read results
@@ -208,43 +213,30 @@ impl SecondLook {
         };
         // Every place left out is weighed, not only the first: asked about "that place", a
         // small model added the first and left the right one (koa-01, listed second) out.
-        let (what, add, none) = match missed.split_first() {
-            Some((0, [])) => (
+        let what = match missed.split_first() {
+            Some((0, rest)) => {
+                let nor = if rest.is_empty() {
+                    String::new()
+                } else {
+                    format!(", nor {}, also opened", names(rest))
+                };
                 format!(
-                    "it cites {cites} but not the place the index ranked first, {}, whose lines are shown above. If that place answers the task too",
+                    "it cites {cites} but not the place the index ranked first, {}{nor}, whose lines are shown above",
                     names(&[0])
-                ),
-                "add it",
-                "it does not",
-            ),
-            Some((0, rest)) => (
-                format!(
-                    "it cites {cites} but not the place the index ranked first, {}, nor {}, also opened, whose lines are shown above. If any of them answers the task too",
-                    names(&[0]),
-                    names(rest)
-                ),
-                "add each one that does",
-                "none does",
-            ),
-            _ if missed.len() == 1 => (
-                format!(
-                    "it cites {cites} only, not {}, whose lines were opened above too. If that place answers the task too",
-                    names(missed)
-                ),
-                "add it",
-                "it does not",
-            ),
-            _ => (
-                format!(
-                    "it cites {cites} only, not {}, whose lines were opened above too. If any of them answers the task too",
-                    names(missed)
-                ),
-                "add each one that does",
-                "none does",
+                )
+            }
+            _ => format!(
+                "it cites {cites} only, not {}, whose lines were opened above too",
+                names(missed)
             ),
         };
+        let (which, add, none) = if missed.len() == 1 {
+            ("that place", "add it", "it does not")
+        } else {
+            ("any of them", "add each one that does", "none does")
+        };
         format!(
-            "Before this answer stands: {what}, {add} to the evidence (the best first); if {none}, reply with the same JSON object again."
+            "Before this answer stands: {what}. If {which} answers the task too, {add} to the evidence (the best first); if {none}, reply with the same JSON object again."
         )
     }
 }
@@ -452,13 +444,13 @@ pub(super) fn cite_windows(
         let Some((path, a, b)) = crate::evidence::parse_citation(item) else {
             continue;
         };
-        let path = path.trim_start_matches("./");
+        let path = super::observed::normalize(&path);
         let window = windows
             .iter()
             .find(|(p, from, to)| {
-                p == path && *from <= a && b <= *to && (from + NEAR < a || b + NEAR < *to)
+                *p == path && *from <= a && b <= *to && (from + NEAR < a || b + NEAR < *to)
             })
-            .map(|(p, from, to)| format!("{p}:{from}-{to}"));
+            .map(|(p, from, to)| window_citation(p, *from, *to));
         // A window the model cites itself, anywhere in its list, is not added again.
         if let Some(w) = window.filter(|w| !evidence.contains(w) && !added.contains(w)) {
             out.push(w.clone());
