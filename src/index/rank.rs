@@ -252,6 +252,24 @@ pub struct QueryTerm {
     pub weight: f64,
 }
 
+/// The words of `text` (runs of letters, digits and `_`), each with its byte offset.
+fn word_spans(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut start: Option<usize> = None;
+    for (at, c) in text.char_indices().chain([(text.len(), ' ')]) {
+        let inside = c.is_alphanumeric() || c == '_';
+        match (inside, start) {
+            (true, None) => start = Some(at),
+            (false, Some(from)) => {
+                out.push((from, &text[from..at]));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// A question, read for the index.
 #[allow(clippy::struct_excessive_bools)] // what the question asks about, one flag each
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -359,10 +377,8 @@ pub fn parse(question: &str) -> Query {
             }
         }
     }
-    let words: Vec<&str> = body
-        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| !w.is_empty())
-        .collect();
+    let spans = word_spans(body);
+    let words: Vec<&str> = spans.iter().map(|&(_, w)| w).collect();
     for (i, w) in words.iter().enumerate() {
         let named = quoted.iter().any(|qd| qd.contains(*w));
         let lw = w.to_lowercase();
@@ -380,7 +396,15 @@ pub fn parse(question: &str) -> Query {
             && w.chars()
                 .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
             && w.chars().any(|c| c.is_ascii_uppercase());
-        let capitalised = i > 0 && !acronym && w.chars().next().is_some_and(char::is_uppercase);
+        // The first word of a sentence is capitalised whatever it is ("... redirects? Cite
+        // the code.").
+        let starts_sentence = body[..spans[i].0]
+            .trim_end_matches(|c: char| c.is_whitespace() || matches!(c, '(' | '"' | '\'' | '`'))
+            .chars()
+            .last()
+            .is_none_or(|c| matches!(c, '.' | '?' | '!'));
+        let capitalised =
+            !starts_sentence && !acronym && w.chars().next().is_some_and(char::is_uppercase);
         if named || is_identifier(w) || capitalised {
             let mut parts = Vec::new();
             ident_terms(w, &mut parts);
@@ -733,15 +757,29 @@ pub fn search(index: &Index, q: &Query, limit: usize, under: Option<&str>) -> Ve
     diversify(scored, limit)
 }
 
+/// How [`focus`] compares two windows: the worth of the query terms its code lines hold, how
+/// many code lines match, then the same over all its lines (worth in thousandths).
+type WindowKey = (u64, usize, u64, usize);
+
 /// Where a `width`-line window over `lines` (numbered, in order) shows the most of `q`: the
-/// first line of the window whose code lines hold the most distinct query terms (then more
-/// matching code lines, then the same counted over comment lines too, the earliest of equals),
-/// its matching lines centred. A place's code is what answers where something happens; its
-/// comments only say so (a doc comment that repeats the task's words would otherwise win). None
-/// when no line holds a query term.
-/// With the window's first line comes how many distinct query terms its code lines hold (the
-/// first key windows are compared by), to weigh it against a window of another part.
-pub fn focus(lines: &[(u64, &str)], q: &Query, width: usize) -> Option<(u64, usize)> {
+/// first line of the window whose code lines hold the most of the query's terms, each counted
+/// once by its weight and by how rare it is among these lines (then more matching code lines,
+/// then the same counted over comment lines too, the earliest of equals), its matching lines
+/// centred. A place's code is what answers where something happens; its comments only say so
+/// (a doc comment that repeats the task's words would otherwise win). A word on every other
+/// line of a long function (`response` in a response handler) says little about which part
+/// of it answers; one on a few lines (`maxRedirects`) says much. None when no line holds a
+/// query term.
+/// The words of the place's own first line (`head`, its signature) are worth nothing: they
+/// name the whole place, not a part of it.
+/// With the window's first line comes how many distinct query terms its code lines hold, to
+/// weigh it against a window of another part.
+pub fn focus(
+    lines: &[(u64, &str)],
+    q: &Query,
+    width: usize,
+    head: Option<u64>,
+) -> Option<(u64, usize)> {
     let per_line: Vec<Vec<usize>> = lines
         .iter()
         .map(|(_, l)| {
@@ -758,8 +796,25 @@ pub fn focus(lines: &[(u64, &str)], q: &Query, width: usize) -> Option<(u64, usi
         return None;
     }
     let comment = comment_lines(lines.iter().map(|(_, l)| *l));
+    // Each term's worth here: its weight in the query, by its rarity among these lines.
+    let named: &[usize] = lines
+        .iter()
+        .position(|(n, _)| Some(*n) == head)
+        .map_or(&[], |i| &per_line[i]);
+    let worth: Vec<f64> = (0..q.terms.len())
+        .map(|qi| {
+            let on = per_line.iter().filter(|t| t.contains(&qi)).count();
+            if on == 0 || named.contains(&qi) {
+                return 0.0;
+            }
+            #[allow(clippy::cast_precision_loss)] // line counts, far below 2^52
+            let rarity = (1.0 + lines.len() as f64 / on as f64).ln();
+            q.terms[qi].weight * rarity
+        })
+        .collect();
     let width = width.max(1);
-    let mut best: Option<((usize, usize, usize, usize), usize)> = None;
+    // (the window's key, its first line's index, its distinct code terms)
+    let mut best: Option<(WindowKey, usize, usize)> = None;
     for at in 0..lines.len().saturating_sub(width - 1).max(1) {
         let end = (at + width).min(per_line.len());
         let count = |code_only: bool| {
@@ -771,15 +826,19 @@ pub fn focus(lines: &[(u64, &str)], q: &Query, width: usize) -> Option<(u64, usi
             }
             distinct.sort_unstable();
             distinct.dedup();
-            (distinct.len(), matching)
+            let worth: f64 = distinct.iter().map(|&qi| worth[qi]).sum();
+            // Compared in thousandths, so that equal sums compare equal.
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let worth = (worth * 1000.0).round() as u64;
+            (worth, matching, distinct.len())
         };
         let (code, all) = (count(true), count(false));
         let key = (code.0, code.1, all.0, all.1);
-        if best.is_none_or(|(k, _)| key > k) {
-            best = Some((key, at));
+        if best.is_none_or(|(k, _, _)| key > k) {
+            best = Some((key, at, code.2));
         }
     }
-    let (key, at) = best?;
+    let (_, at, distinct) = best?;
     // Centre the matching lines in the window, so that what surrounds them shows too.
     let end = (at + width).min(per_line.len());
     let first = (at..end).find(|&i| !per_line[i].is_empty())?;
@@ -788,7 +847,7 @@ pub fn focus(lines: &[(u64, &str)], q: &Query, width: usize) -> Option<(u64, usi
     let start = first
         .saturating_sub(pad)
         .min(lines.len().saturating_sub(width));
-    Some((lines[start].0, key.0))
+    Some((lines[start].0, distinct))
 }
 
 /// Which of `lines` (in order) are comments: a line starting `//`, `/*`, `*`, `#` then a space,
@@ -1067,6 +1126,22 @@ mod tests {
     }
 
     #[test]
+    fn the_first_word_of_a_sentence_is_not_a_name() {
+        // "Cite" starts a sentence: it is capitalised because of where it stands.
+        let q = parse("Where does got follow a redirect? Cite the code. (See the Router.)");
+        assert_eq!(q.names, ["router"], "{:?}", q.terms);
+        let cite = q.terms.iter().find(|t| t.term == "cite").map(|t| t.weight);
+        assert_eq!(cite, Some(1.0));
+        // Inside a sentence, after a comma or a bracket, a capitalised word still is a name.
+        let q = parse("Where is it set, Context or (Request)?");
+        assert_eq!(q.names, ["context", "request"]);
+        assert_eq!(
+            word_spans("a.b  c_d é1"),
+            [(0, "a"), (2, "b"), (5, "c_d"), (9, "é1")]
+        );
+    }
+
+    #[test]
     fn words_in_capitals_are_words_not_names() {
         // `POST` and `GET` are values here: no definition named `post` is asked for.
         let q = parse("Where does requests turn a POST into a GET when it follows a redirect?");
@@ -1115,10 +1190,35 @@ mod tests {
             "const",
         );
         let lines = numbered(&text);
-        assert_eq!(focus(&lines, &q, 10).map(|f| f.0), Some(37));
+        assert_eq!(focus(&lines, &q, 10, Some(1)).map(|f| f.0), Some(37));
         // A window as wide as the text starts at its first line; no query word: none.
-        assert_eq!(focus(&lines, &q, 60).map(|f| f.0), Some(1));
-        assert_eq!(focus(&lines[1..5], &q, 3).map(|f| f.0), None);
+        assert_eq!(focus(&lines, &q, 60, Some(1)).map(|f| f.0), Some(1));
+        assert_eq!(focus(&lines[1..5], &q, 3, None).map(|f| f.0), None);
+    }
+
+    #[test]
+    fn the_focus_weighs_a_word_by_how_rare_it_is_in_the_place() {
+        // `response` is all through a response handler; `maxRedirects` is on two lines. The
+        // window with the rare words wins over one with as many words, the common ones.
+        let q = parse("Where does it stop after the maximum number of redirects in the response?");
+        // Every third of the first thirty lines reads the response's number, and one in three
+        // stops; the redirect limit is two lines further down.
+        let mut marks: Vec<(usize, &str)> = (1..=30)
+            .filter_map(|n| match n % 3 {
+                0 => Some((n, "  total += Number(response.part)")),
+                1 => Some((n, "  if (done) stop()")),
+                _ => None,
+            })
+            .collect();
+        marks.push((44, "  if (redirects.length >= options.maxRedirects) {"));
+        marks.push((45, "    throw new MaxRedirectsError(response)"));
+        let text = sixty_lines(&marks, "let");
+        let lines = numbered(&text);
+        // Both hold three of the words; counted alone, the first thirty lines would win (more
+        // lines match there).
+        let (at, distinct) = focus(&lines, &q, 8, None).expect("a window");
+        assert!((38..=44).contains(&at), "{at}");
+        assert_eq!(distinct, 3, "response, maximum's `max`, redirects");
     }
 
     #[test]
@@ -1138,7 +1238,7 @@ mod tests {
             "int",
         );
         let lines = numbered(&text);
-        assert_eq!(focus(&lines, &q, 8).map(|f| f.0), Some(38));
+        assert_eq!(focus(&lines, &q, 8, None).map(|f| f.0), Some(38));
         let marks = comment_lines(
             [
                 "\"\"\"Doc.",

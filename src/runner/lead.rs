@@ -656,7 +656,7 @@ impl ScoutSearch {
                     .as_ref()
                     .is_some_and(|p| crate::index::lang::is_leaf_kind(&p.kind));
                 let second = routine && second_windows < SECOND_WINDOWS;
-                self.focus(path, first, *end, &q, most, second)
+                self.focus(path, (first, *start, *end), &q, most, second)
             } else {
                 Vec::new()
             };
@@ -697,8 +697,9 @@ impl ScoutSearch {
         Some(Window { from, to, shown })
     }
 
-    /// The windows (first line, lines) to open of `path`'s lines `first..=end` (at most 400):
-    /// the `width`-line window that shows the most of the task's words and, when `second`
+    /// The windows (first line, lines) to open of `path`'s lines `first..=end` (at most 400),
+    /// of the place whose first line is `head`: the `width`-line window that shows the most of
+    /// the task's words (see [`crate::index::rank::focus`]) and, when `second`
     /// allows and the rest of the lines (before or after it) hold a window of at most
     /// [`OPENED_LINES`]`.1` lines showing at least half as many distinct words (two at
     /// least), that one after it (one window when they are a few lines apart).
@@ -708,8 +709,7 @@ impl ScoutSearch {
     fn focus(
         &self,
         path: &str,
-        first: u64,
-        end: u64,
+        (first, head, end): (u64, u64, u64),
         q: &crate::index::rank::Query,
         width: u64,
         second: bool,
@@ -727,7 +727,7 @@ impl ScoutSearch {
         let Some(w) = usize::try_from(width).ok() else {
             return Vec::new();
         };
-        let Some((start, terms)) = crate::index::rank::focus(&lines, q, w) else {
+        let Some((start, terms)) = crate::index::rank::focus(&lines, q, w, Some(head)) else {
             return Vec::new();
         };
         let mut out = vec![(start, width)];
@@ -741,7 +741,7 @@ impl ScoutSearch {
             .into_iter()
             .filter(|part| part.len() >= shortest)
             .filter_map(|part| {
-                let (from, found) = crate::index::rank::focus(part, q, widest)?;
+                let (from, found) = crate::index::rank::focus(part, q, widest, Some(head))?;
                 // The window ends where the part does (never inside the first window).
                 let to = part.last().map_or(from, |(n, _)| *n);
                 Some((found, from, (to - from + 1).min(OPENED_LINES.1)))
