@@ -267,3 +267,48 @@ def test_a_long_function_whose_rest_holds_the_words_too_is_shown_in_two_parts(
     second = listed.removeprefix("1. ").split(" (")[0].split(", ")[1]
     assert result.result is not None
     assert result.result.evidence == ("sessions.py:90-91", second), hint
+
+
+def test_a_place_the_answer_left_out_is_put_to_the_model_alone(tmp_path: pathlib.Path) -> None:
+    """The hint opens two places; the model cites one, and again after the second look. The
+    other is then put to it alone (the task, its lines, one word back, no tools): on "Yes" its
+    window joins the evidence after the model's own item, and the trace names it."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "application.js").write_text(
+        "class Application {\n  onerror (err) {\n    if (err.expose) return\n"
+        "    console.error(err.stack)\n  }\n}\n"
+    )
+    (root / "context.js").write_text(
+        "const proto = {\n  onerror (err) {\n    this.status = 500\n"
+        "    const msg = err.expose ? err.message : 'Internal error'\n    this.res.end(msg)\n"
+        "  }\n}\n"
+    )
+    task = "Where is an error thrown by a middleware turned into the response (onerror)?"
+    with scripted([completion("{}")]) as server:
+        llm = outrider.OpenAICompatible("small", f"{server.base}/v1")
+        outrider.SubagentLauncher(root, llm).launch(outrider.SubagentRequest(task=task))
+        hint = server.bodies[0]["messages"][-1]["content"]
+    listed = [x.split(" ")[1] for x in hint.splitlines() if x[:3] in ("1. ", "2. ")]
+    assert sorted(listed) == ["application.js:1-6", "context.js:1-7"], hint
+    first, other = listed
+    answer = json.dumps(dict(ANSWER, summary="it is handled there", evidence=[first]))
+    script = [completion(answer), completion(answer), completion("Yes.")]
+    with scripted(script) as server:
+        llm = outrider.OpenAICompatible("small", f"{server.base}/v1")
+        launcher = outrider.SubagentLauncher(root, llm, trace_dir=tmp_path / "traces")
+        result = launcher.launch(outrider.SubagentRequest(task=task))
+        bodies = server.bodies
+    assert (result.status, result.model_calls, len(bodies)) == ("completed", 3, 3), hint
+    assert result.result is not None
+    assert result.result.evidence == (first, other)
+    check = bodies[2]
+    assert "tools" not in check and check["max_tokens"] == 8, check
+    assert [m["role"] for m in check["messages"]] == ["system", "user"]
+    assert check["messages"][1]["content"].startswith(f"Question: {task}")
+    assert f"Code from {other} " in check["messages"][1]["content"]
+    assert result.trace_path is not None
+    terminal = [
+        e for e in outrider.Trace.load(result.trace_path).events if e["event"] == "terminal"
+    ]
+    assert terminal[0]["payload"]["details"]["confirmed_places"] == [other]

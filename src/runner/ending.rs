@@ -73,6 +73,19 @@ impl Ending {
         Self { ungrounded, ..self }
     }
 
+    /// The model's explore answer, when the gate accepted it as it is (a completed run whose
+    /// evidence was all grounded).
+    pub(super) fn accepted_explore_mut(&mut self) -> Option<&mut ExploreResult> {
+        match &mut self.result {
+            Some(ParsedResult::Explore(r))
+                if self.reason == TerminalReason::Completed && self.ungrounded.is_empty() =>
+            {
+                Some(r)
+            }
+            _ => None,
+        }
+    }
+
     /// The same ending, with an answer built without the model's text.
     fn with_result(self, result: ParsedResult) -> Self {
         Self {
@@ -181,6 +194,7 @@ impl RuntimeRunner {
             reserve: 0,
             wrap_up: true,
             tool_choice: "auto",
+            answer_tokens: None,
         };
         match self.call(step, st, spec, deadline).instrument(span).await {
             Ok(r) if !r.content.trim().is_empty() => Ok(r.content.trim().to_string()),
@@ -256,6 +270,7 @@ impl RuntimeRunner {
                     has_result: result.is_some(),
                     repair,
                     cited_windows: &cited_windows,
+                    confirmed_places: &st.confirmed_places,
                     total_tokens: st.tokens,
                     usage_estimated: st.estimated,
                 },

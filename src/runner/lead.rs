@@ -150,6 +150,53 @@ pub(super) struct Lead {
     pub(super) second_look: Option<SecondLook>,
     /// The windows opened (path, first line, last line), best first.
     pub(super) windows: Vec<(String, u64, u64)>,
+    /// The places opened, best first, as the model is asked about one that an answer leaves
+    /// out (see [`PlaceCheck`]).
+    pub(super) checks: Vec<PlaceCheck>,
+}
+
+/// A place the hint opened, put to the model alone when an accepted answer leaves it out: the
+/// task and its lines, and one word back, yes or no. A small model that weighs several places
+/// at once passes the right one over (koa-01: the error handler that builds the response,
+/// listed second, was shown and left out twice); asked about it alone, it says yes. The
+/// places it says yes to join the evidence after the answer's own items: the child saw each
+/// whole, and the model vouched for each.
+#[derive(Debug, Clone)]
+pub(super) struct PlaceCheck {
+    pub(super) place: LookedAt,
+    /// Its windows as cited (`a.py:3-18`), best first.
+    pub(super) windows: Vec<String>,
+    /// Its lines as the hint showed them: each window's path, then its numbered lines.
+    pub(super) lines: String,
+}
+
+impl PlaceCheck {
+    /// Whether an answer citing `evidence` leaves this place out.
+    pub(super) fn left_out_by(&self, evidence: &[String]) -> bool {
+        !self.place.cited_by(evidence)
+    }
+
+    /// The question put to the model about this place.
+    pub(super) fn question(&self, task: &str) -> String {
+        format!(
+            "Question: {task}\n\nCode from {} (line number | text):\n{}\n\nDo these lines do what the question asks about, in whole or in part? Reply yes or no.",
+            self.place.listed, self.lines
+        )
+    }
+}
+
+/// The system prompt of a [`PlaceCheck`].
+pub(super) const CHECK_SYSTEM: &str = "You check whether a piece of code answers a question about a codebase. Reply with one word: yes or no.";
+
+/// Whether a model's reply to a [`PlaceCheck`] is yes: its first word, whatever its case and
+/// punctuation. Anything else (no, an explanation, nothing) is not.
+pub(super) fn says_yes(reply: &str) -> bool {
+    let word: String = reply
+        .trim_start_matches(|c: char| !c.is_alphanumeric())
+        .chars()
+        .take_while(|c| c.is_alphanumeric())
+        .collect();
+    word.eq_ignore_ascii_case("yes")
 }
 
 /// The places opened for the child, best first: an answer from the opened lines alone that
@@ -384,19 +431,33 @@ impl RuntimeRunner {
         let example = next.map(|c| format!("Read with {}", read_args(c)));
         let hint = hint_text(&places, opened);
         // The opened places in the order listed, each as cited and as shown.
-        let looked: Vec<LookedAt> = places
+        let checks: Vec<PlaceCheck> = places
             .iter()
             .zip(&hint.listed)
             .filter_map(|(c, listed)| {
                 let o = c.opened_in(opened)?;
-                Some(LookedAt {
-                    path: c.path.clone(),
-                    start: c.start.min(o.from()),
-                    end: c.end.max(c.start).max(o.to()),
-                    listed: listed.clone(),
+                Some(PlaceCheck {
+                    place: LookedAt {
+                        path: c.path.clone(),
+                        start: c.start.min(o.from()),
+                        end: c.end.max(c.start).max(o.to()),
+                        listed: listed.clone(),
+                    },
+                    windows: o
+                        .parts
+                        .iter()
+                        .map(|w| window_citation(&o.path, w.from, w.to))
+                        .collect(),
+                    lines: o
+                        .parts
+                        .iter()
+                        .map(|w| format!("{}:\n{}", o.path, w.content().trim_end()))
+                        .collect::<Vec<_>>()
+                        .join("\n\n"),
                 })
             })
             .collect();
+        let looked: Vec<LookedAt> = checks.iter().map(|c| c.place.clone()).collect();
         let second_look = (looked.len() >= 2).then_some(SecondLook { places: looked });
         let mut shown: Vec<(&'static str, Value)> = opened
             .iter()
@@ -419,6 +480,7 @@ impl RuntimeRunner {
             shown,
             second_look,
             windows,
+            checks,
         })
     }
 }

@@ -16,6 +16,7 @@
 //! accumulates), [`compaction`] (fitting the history into the context budget).
 
 pub(crate) mod compaction;
+mod confirm;
 mod ending;
 mod gate;
 mod lead;

@@ -50,6 +50,9 @@ pub(crate) struct State {
     /// The windows the repo-map hint opened (path, first line, last line), best first: an
     /// answer's item inside one is followed by the window (see `lead::cite_windows`).
     pub(crate) hint_windows: Vec<(String, u64, u64)>,
+    /// The places the hint opened that the answer left out and the model, asked about each
+    /// alone, said answer the task (their windows as cited); see `lead::PlaceCheck`.
+    pub(crate) confirmed_places: Vec<String>,
 }
 
 impl State {
@@ -73,6 +76,7 @@ impl State {
             given_looks: 0,
             last_failure: None,
             hint_windows: Vec::new(),
+            confirmed_places: Vec::new(),
         }
     }
 }
@@ -95,6 +99,9 @@ pub(crate) struct CallSpec<'a> {
     /// `tool_choice` for a call with tools: `auto`, or `required` while the child must still
     /// make tool calls.
     pub(crate) tool_choice: &'a str,
+    /// The most tokens the answer may have, when this call asks for less than the settings
+    /// allow (a one-word check).
+    pub(crate) answer_tokens: Option<u64>,
 }
 
 /// The largest model answer (content plus tool-call names and arguments) a run accepts. A real

@@ -14,7 +14,7 @@ use crate::llm::{estimate_tokens, ChatResponse, Message};
 use crate::profile::BudgetPolicy;
 use crate::runner::ending::Ending;
 use crate::runner::gate::{self, Gate};
-use crate::runner::lead::{Lead, ScoutRun, SecondLook};
+use crate::runner::lead::{Lead, PlaceCheck, ScoutRun, SecondLook};
 use crate::runner::outcome::{ParsedResult, RunOutcome, TerminalReason};
 use crate::runner::state::{CallSpec, State, Stop, ANSWER_RESERVE_TOKENS};
 use crate::runner::unseen;
@@ -47,6 +47,9 @@ struct Plan {
     /// The places the hint opened, weighed once more when an answer from the hint leaves some
     /// out.
     second_look: Option<SecondLook>,
+    /// The places the hint opened, each put to the model alone when the answer that ends the
+    /// run leaves it out.
+    checks: Vec<PlaceCheck>,
 }
 
 impl Plan {
@@ -145,6 +148,7 @@ impl RuntimeRunner {
             max_steps: self.profile.max_steps.max(1) as u64,
             min_tools: self.profile.min_tool_calls.max(0) as u64,
             second_look: lead.as_ref().and_then(|l| l.second_look.clone()),
+            checks: lead.as_ref().map(|l| l.checks.clone()).unwrap_or_default(),
             example: lead.and_then(|l| l.example),
         };
         self.emit_run_start(&first);
@@ -157,13 +161,13 @@ impl RuntimeRunner {
             // takes the place of the one that stood.
             if matches!(next, Next::Stop(_) | Next::Leads(..)) {
                 if let Some(kept) = retries.before_second_look.take() {
-                    return self.finish(st, step, *kept);
+                    return self.answered(st, step, task, &plan, *kept).await;
                 }
             }
             match next {
                 Next::Continue => {}
                 Next::Stop(stop) => break stop,
-                Next::End(ending) => return self.finish(st, step, *ending),
+                Next::End(ending) => return self.answered(st, step, task, &plan, *ending).await,
                 Next::Leads(reason, error) => {
                     return self.partial_from_seen(st, step, reason, error)
                 }
@@ -176,6 +180,31 @@ impl RuntimeRunner {
             }
             Stop::Exhausted(reason, error) => self.wrap_up(st, step, reason, error, deadline).await,
         }
+    }
+
+    /// The end of a run the model answered: the places the hint opened that an accepted
+    /// answer leaves out are put to the model one by one (see [`PlaceCheck`]), then the run
+    /// finishes.
+    async fn answered(
+        &self,
+        mut st: State,
+        step: u64,
+        task: &str,
+        plan: &Plan,
+        mut ending: Ending,
+    ) -> RunOutcome {
+        if !plan.checks.is_empty() {
+            self.confirm_left_out(
+                &mut st,
+                step,
+                task,
+                &plan.checks,
+                &mut ending,
+                (plan.explore_deadline, plan.deadline),
+            )
+            .await;
+        }
+        self.finish(st, step, ending)
     }
 
     /// The run's wall-clock deadline, and when exploring stops: under policy `partial`, early
@@ -347,6 +376,7 @@ impl RuntimeRunner {
                 reserve: plan.wrap_reserve,
                 wrap_up: false,
                 tool_choice,
+                answer_tokens: None,
             };
             let called = self
                 .call(step, st, spec, plan.explore_deadline)

@@ -1916,7 +1916,12 @@ async fn an_answer_from_the_hint_that_leaves_opened_places_out_gets_one_second_l
 
     // An answer after the second look that no longer passes the gate never replaces the one
     // that stood (here: a line it never saw).
-    let model = Scripted::new(vec![say(&cite(&[second])), say(&cite(&["src/cli.py:5"]))]);
+    // (The first place, still left out, is then put to the model alone: it says no.)
+    let model = Scripted::new(vec![
+        say(&cite(&[second])),
+        say(&cite(&["src/cli.py:5"])),
+        say("No."),
+    ]);
     let out = runner(&dir, model.clone(), explore_profile())
         .run(task)
         .await;
@@ -1925,13 +1930,13 @@ async fn an_answer_from_the_hint_that_leaves_opened_places_out_gets_one_second_l
     };
     assert_eq!(
         (out.terminal_reason, res.evidence.clone(), out.model_calls),
-        (TerminalReason::Completed, vec![second.to_string()], 2)
+        (TerminalReason::Completed, vec![second.to_string()], 3)
     );
     assert!(out.ungrounded_evidence.is_empty());
 
     // Citing the first place only: asked once about the other place opened; the same answer
     // again stands.
-    let model = Scripted::new(vec![say(&cite(&[first])), say(&cite(&[first]))]);
+    let model = Scripted::new(vec![say(&cite(&[first])), say(&cite(&[first])), say("no")]);
     let out = runner(&dir, model.clone(), explore_profile())
         .run(task)
         .await;
@@ -1941,7 +1946,7 @@ async fn an_answer_from_the_hint_that_leaves_opened_places_out_gets_one_second_l
     );
     assert_eq!(
         (out.terminal_reason, out.model_calls),
-        (TerminalReason::Completed, 2)
+        (TerminalReason::Completed, 3)
     );
     // Citing both, or having looked further with a tool call of its own: no second look.
     let model = Scripted::new(vec![say(&cite(&[first, second]))]);
@@ -1951,11 +1956,12 @@ async fn an_answer_from_the_hint_that_leaves_opened_places_out_gets_one_second_l
         (TerminalReason::Completed, 1)
     );
     let look = calls(&[("Read", json!({"path": "src/app.py"}))]);
-    let model = Scripted::new(vec![look, say(&cite(&["src/app.py:1"]))]);
+    // (The place it left out is still put to the model alone: no.)
+    let model = Scripted::new(vec![look, say(&cite(&["src/app.py:1"])), say("no")]);
     let out = runner(&dir, model, explore_profile()).run(task).await;
     assert_eq!(
         (out.terminal_reason, out.model_calls),
-        (TerminalReason::Completed, 2)
+        (TerminalReason::Completed, 3)
     );
 }
 
@@ -2393,5 +2399,111 @@ async fn a_path_that_drops_a_directory_of_the_one_file_seen_is_mended_and_no_oth
         .await
         .0,
         TerminalReason::CompletedUnverified
+    );
+}
+
+#[tokio::test]
+async fn a_place_the_answer_left_out_is_put_to_the_model_alone_and_joins_the_evidence_on_yes() {
+    let dir = tree();
+    let other = format!("{}def main():\n    pass\n", "x = 1\n".repeat(70));
+    std::fs::write(dir.path().join("src/cli.py"), other).unwrap();
+    let task = "Where is the `main` function defined?";
+    let cite = |e: &str| {
+        format!(r#"{{"status": "completed", "summary": "s", "findings": [], "evidence": ["{e}"]}}"#)
+    };
+    // Citing one place, twice (the second look asks about the other): the other place is then
+    // asked about alone, and the model says yes.
+    let model = Scripted::new(vec![
+        say(&cite("src/cli.py:71")),
+        say(&cite("src/cli.py:71")),
+        with_usage(say(" Yes."), 40),
+    ]);
+    let r = runner(&dir, model.clone(), explore_profile());
+    let out = r.run(task).await;
+    let Some(ParsedResult::Explore(res)) = &out.result else {
+        panic!("{out:?}")
+    };
+    assert_eq!(
+        (out.terminal_reason, res.status, out.model_calls),
+        (TerminalReason::Completed, SubagentStatus::Completed, 3)
+    );
+    assert_eq!(res.evidence, ["src/cli.py:71", "src/app.py:1-2"]);
+    // The check: a fresh conversation, no tools, a one-word answer, the place's lines shown.
+    let check = &model.requests()[2];
+    assert!(check.tools.is_empty());
+    assert_eq!(check.messages.len(), 2);
+    assert_eq!(check.settings.as_ref().and_then(|s| s.max_tokens), Some(8));
+    let asked = last_user(&model, 2);
+    assert!(asked.starts_with(&format!("Question: {task}")), "{asked}");
+    assert!(
+        asked.contains(
+            "Code from src/app.py:1-2 (function `main`) (line number | text):\nsrc/app.py:\n"
+        ),
+        "{asked}"
+    );
+    assert!(asked.contains("def main():"), "{asked}");
+    assert!(asked.ends_with("Reply yes or no."), "{asked}");
+    // Its tokens count, and the trace names the place added.
+    assert!(out.token_usage >= 40, "{}", out.token_usage);
+    let terminal = r
+        .trace
+        .events()
+        .into_iter()
+        .find(|e| e.event == "terminal")
+        .unwrap();
+    assert_eq!(
+        terminal.payload["details"]["confirmed_places"],
+        json!(["src/app.py:1-2"])
+    );
+
+    for (reply, yes) in [
+        ("Yes", true),
+        ("**yes**", true),
+        ("YES, it does", true),
+        ("yesterday", false),
+        ("no", false),
+        ("", false),
+    ] {
+        assert_eq!(super::lead::says_yes(reply), yes, "{reply}");
+    }
+    // An answer other than yes adds nothing; a failed check leaves the answer as it stood.
+    for reply in [
+        say("No, it does not."),
+        say("The code defines main."),
+        Step::Fail(ModelError::new(ModelErrorKind::Server, "boom")),
+    ] {
+        let model = Scripted::new(vec![
+            say(&cite("src/cli.py:71")),
+            say(&cite("src/cli.py:71")),
+            reply,
+        ]);
+        let out = runner(&dir, model, explore_profile()).run(task).await;
+        let Some(ParsedResult::Explore(res)) = &out.result else {
+            panic!("{out:?}")
+        };
+        assert_eq!(
+            (out.terminal_reason, res.evidence.clone(), out.model_calls),
+            (
+                TerminalReason::Completed,
+                vec!["src/cli.py:71".to_string()],
+                3
+            )
+        );
+    }
+
+    // No hint, or an answer that is not accepted as it is: nothing is asked.
+    let mut profile = explore_profile();
+    profile.repo_map_hint = false;
+    let model = Scripted::new(vec![read_app(), say(&cite("src/app.py:1"))]);
+    let out = runner(&dir, model, profile).run(task).await;
+    assert_eq!(
+        (out.terminal_reason, out.model_calls),
+        (TerminalReason::Completed, 2)
+    );
+    let model = Scripted::new(vec![say(&cite("src/cli.py:5")), say(&cite("src/cli.py:5"))]);
+    let out = runner(&dir, model, explore_profile()).run(task).await;
+    assert_eq!(
+        (out.terminal_reason, out.model_calls),
+        (TerminalReason::CompletedUnverified, 2)
     );
 }

@@ -120,7 +120,19 @@ impl RuntimeRunner {
                 Some(spec.tool_choice.into())
             },
             deadline: Some(deadline),
-            settings: self.model.settings(),
+            settings: match spec.answer_tokens {
+                Some(most) => {
+                    let mut settings = self
+                        .model
+                        .settings()
+                        .as_deref()
+                        .cloned()
+                        .unwrap_or_default();
+                    settings.max_tokens = Some(settings.max_tokens.map_or(most, |m| m.min(most)));
+                    Some(std::sync::Arc::new(settings))
+                }
+                None => self.model.settings(),
+            },
         };
         st.calls += 1;
         let span = tracing::info_span!(target: crate::trace::SPAN_TARGET,

@@ -260,6 +260,11 @@ pub struct TerminalDetails<'a> {
     /// the model cited inside it (absent when none was).
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     pub cited_windows: &'a [String],
+    /// The windows of places the hint opened that the answer left out, added after its
+    /// evidence because the model, asked about each place alone, said it answers the task
+    /// (absent when none was).
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub confirmed_places: &'a [String],
     /// Tokens used.
     pub total_tokens: u64,
     /// Whether any usage was estimated.
@@ -338,6 +343,7 @@ mod tests {
                     has_result: false,
                     repair: None,
                     cited_windows: &[],
+                    confirmed_places: &[],
                     total_tokens: 9,
                     usage_estimated: true,
                 },
@@ -352,11 +358,12 @@ mod tests {
                     has_result: true,
                     repair: None,
                     cited_windows: &["a.py:3-18".to_string()],
+                    confirmed_places: &["b.py:40-55".to_string()],
                     total_tokens: 9,
                     usage_estimated: false,
                 },
             }),
-            r#"{"reason":"completed","details":{"error":null,"has_result":true,"repair":null,"cited_windows":["a.py:3-18"],"total_tokens":9,"usage_estimated":false}}"#
+            r#"{"reason":"completed","details":{"error":null,"has_result":true,"repair":null,"cited_windows":["a.py:3-18"],"confirmed_places":["b.py:40-55"],"total_tokens":9,"usage_estimated":false}}"#
         );
         assert_eq!(
             text(&ModelErrorEvent {
