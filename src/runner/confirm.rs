@@ -1,5 +1,5 @@
 //! The places the repo-map hint opened that an accepted answer leaves out, each put to the
-//! model alone (see [`PlaceCheck`]): the ones it says answer the task join the evidence.
+//! model alone (see [`LookedAt`]): the ones it says answer the task join the evidence.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use crate::contract::SubagentStatus;
 use crate::llm::Message;
 use crate::runner::ending::Ending;
-use crate::runner::lead::{says_yes, PlaceCheck, CHECK_SYSTEM};
+use crate::runner::lead::{says_yes, LookedAt, CHECK_SYSTEM};
 use crate::runner::state::{CallSpec, State};
 use crate::runner::RuntimeRunner;
 
@@ -17,7 +17,7 @@ const CHECK_ANSWER_TOKENS: u64 = 8;
 const CHECK_TIME_CAP: Duration = Duration::from_secs(30);
 
 impl RuntimeRunner {
-    /// Puts each place of `checks` that the accepted explore answer of `ending` leaves out to
+    /// Puts each of `places` that the accepted explore answer of `ending` leaves out to
     /// the model alone (a fresh two-message conversation, no tools, a one-word answer) and adds
     /// the windows of each it says yes to after the answer's own evidence. Only while exploring
     /// time is left and the run is not cancelled; a check that fails, runs out of time or would
@@ -29,7 +29,7 @@ impl RuntimeRunner {
         st: &mut State,
         step: u64,
         task: &str,
-        checks: &[PlaceCheck],
+        places: &[LookedAt],
         ending: &mut Ending,
         (explore_deadline, deadline): (Instant, Instant),
     ) {
@@ -44,8 +44,8 @@ impl RuntimeRunner {
             return;
         }
         let no_tools = Arc::new(Vec::new());
-        for check in checks {
-            if !check.left_out_by(&r.evidence) {
+        for check in places {
+            if check.cited_by(&r.evidence) {
                 continue;
             }
             let now = Instant::now();
@@ -60,6 +60,8 @@ impl RuntimeRunner {
                     content: check.question(task),
                 },
             ];
+            // The check goes through the run's own call (budget, tokens, trace), which sends
+            // the state's messages: the check's two stand in for the history meanwhile.
             let history = std::mem::replace(&mut st.messages, conversation);
             let spec = CallSpec {
                 tools: &no_tools,

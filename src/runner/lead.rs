@@ -145,50 +145,18 @@ pub(super) struct Lead {
     /// The tool results whose lines the hint shows (tool name, result), which the child has
     /// then seen: the Read windows opened, and the lines listed of the places not opened.
     pub(super) shown: Vec<(&'static str, Value)>,
-    /// The places opened, when at least two were: an answer from the hint alone that leaves
-    /// some out gets one second look (see [`SecondLook`]).
-    pub(super) second_look: Option<SecondLook>,
     /// The windows opened (path, first line, last line), best first.
     pub(super) windows: Vec<(String, u64, u64)>,
-    /// The places opened, best first, as the model is asked about one that an answer leaves
-    /// out (see [`PlaceCheck`]).
-    pub(super) checks: Vec<PlaceCheck>,
+    /// The places opened, best first: an answer from the hint alone that leaves some out gets
+    /// one second look (see [`SecondLook`]), and each place the answer that ends the run still
+    /// leaves out is put to the model alone (see [`LookedAt`]).
+    pub(super) looked: Vec<LookedAt>,
 }
 
-/// A place the hint opened, put to the model alone when an accepted answer leaves it out: the
-/// task and its lines, and one word back, yes or no. A small model that weighs several places
-/// at once passes the right one over (koa-01: the error handler that builds the response,
-/// listed second, was shown and left out twice); asked about it alone, it says yes. The
-/// places it says yes to join the evidence after the answer's own items: the child saw each
-/// whole, and the model vouched for each.
-#[derive(Debug, Clone)]
-pub(super) struct PlaceCheck {
-    pub(super) place: LookedAt,
-    /// Its windows as cited (`a.py:3-18`), best first.
-    pub(super) windows: Vec<String>,
-    /// Its lines as the hint showed them: each window's path, then its numbered lines.
-    pub(super) lines: String,
-}
-
-impl PlaceCheck {
-    /// Whether an answer citing `evidence` leaves this place out.
-    pub(super) fn left_out_by(&self, evidence: &[String]) -> bool {
-        !self.place.cited_by(evidence)
-    }
-
-    /// The question put to the model about this place.
-    pub(super) fn question(&self, task: &str) -> String {
-        format!(
-            "Question: {task}\n\nCode from {} (line number | text):\n{}\n\nDo these lines do what the question asks about, in whole or in part? Reply yes or no.",
-            self.place.listed, self.lines
-        )
-    }
-}
-
-/// The system prompt of a [`PlaceCheck`].
+/// The system prompt of the check of a place left out (see [`LookedAt`]).
 pub(super) const CHECK_SYSTEM: &str = "You check whether a piece of code answers a question about a codebase. Reply with one word: yes or no.";
 
-/// Whether a model's reply to a [`PlaceCheck`] is yes: its first word, whatever its case and
+/// Whether a model's reply to the check of a place left out is yes: its first word, whatever its case and
 /// punctuation. Anything else (no, an explanation, nothing) is not.
 pub(super) fn says_yes(reply: &str) -> bool {
     let word: String = reply
@@ -204,25 +172,35 @@ pub(super) fn says_yes(reply: &str) -> bool {
 /// asked once to weigh the ones it left out. A small model tends to pick the place whose words
 /// echo the task's, which is less often right than the ranking's first, or to stop at the first
 /// place that looks plausible.
-#[derive(Debug, Clone)]
-pub(super) struct SecondLook {
-    /// Each opened place: its file (relative), its lines as cited and shown, and how the hint
-    /// listed it (`routergroup.go:196-203 (method \`Static\`)`).
-    pub(super) places: Vec<LookedAt>,
+pub(super) struct SecondLook<'a> {
+    /// Each opened place, best first.
+    pub(super) places: &'a [LookedAt],
 }
 
-/// One place opened for the child, as [`SecondLook`] weighs it.
+/// One place opened for the child: its file (relative), its lines as cited and shown, how the
+/// hint listed it (`routergroup.go:196-203 (method \`Static\`)`), its windows as cited and
+/// their lines. [`SecondLook`] weighs the places an answer leaves out; and each place the answer
+/// that ends the run still leaves out is put to the model alone: the task and its lines, and
+/// one word back, yes or no. A small model that weighs several places at once passes the right
+/// one over (koa-01: the error handler that builds the response, listed second, was shown and
+/// left out twice); asked about it alone, it says yes. The places it says yes to join the
+/// evidence after the answer's own items: the child saw each whole, and the model vouched for
+/// each.
 #[derive(Debug, Clone)]
 pub(super) struct LookedAt {
     pub(super) path: String,
     pub(super) start: u64,
     pub(super) end: u64,
     pub(super) listed: String,
+    /// Its windows as cited (`a.py:3-18`), best first.
+    pub(super) windows: Vec<String>,
+    /// Its lines as the hint showed them: each window's path, then its numbered lines.
+    pub(super) lines: String,
 }
 
 impl LookedAt {
     /// Whether `evidence` cites anything in or within a few lines of this place.
-    fn cited_by(&self, evidence: &[String]) -> bool {
+    pub(super) fn cited_by(&self, evidence: &[String]) -> bool {
         evidence.iter().any(|e| {
             crate::evidence::parse_citation(e).is_some_and(|(path, a, b)| {
                 path.trim_start_matches("./") == self.path
@@ -231,9 +209,17 @@ impl LookedAt {
             })
         })
     }
+
+    /// The question put to the model about this place alone.
+    pub(super) fn question(&self, task: &str) -> String {
+        format!(
+            "Question: {task}\n\nCode from {} (line number | text):\n{}\n\nDo these lines do what the question asks about, in whole or in part? Reply yes or no.",
+            self.listed, self.lines
+        )
+    }
 }
 
-impl SecondLook {
+impl SecondLook<'_> {
     /// The opened places (their indices, best first) an answer citing `evidence` leaves out,
     /// when it should weigh them: it passes the first over, or cites one place only. None when
     /// it cites them all, cites nothing, or cites several places among which the first.
@@ -431,18 +417,16 @@ impl RuntimeRunner {
         let example = next.map(|c| format!("Read with {}", read_args(c)));
         let hint = hint_text(&places, opened);
         // The opened places in the order listed, each as cited and as shown.
-        let checks: Vec<PlaceCheck> = places
+        let looked: Vec<LookedAt> = places
             .iter()
             .zip(&hint.listed)
             .filter_map(|(c, listed)| {
                 let o = c.opened_in(opened)?;
-                Some(PlaceCheck {
-                    place: LookedAt {
-                        path: c.path.clone(),
-                        start: c.start.min(o.from()),
-                        end: c.end.max(c.start).max(o.to()),
-                        listed: listed.clone(),
-                    },
+                Some(LookedAt {
+                    path: c.path.clone(),
+                    start: c.start.min(o.from()),
+                    end: c.end.max(c.start).max(o.to()),
+                    listed: listed.clone(),
                     windows: o
                         .parts
                         .iter()
@@ -457,8 +441,6 @@ impl RuntimeRunner {
                 })
             })
             .collect();
-        let looked: Vec<LookedAt> = checks.iter().map(|c| c.place.clone()).collect();
-        let second_look = (looked.len() >= 2).then_some(SecondLook { places: looked });
         let mut shown: Vec<(&'static str, Value)> = opened
             .iter()
             .flat_map(|o| &o.parts)
@@ -478,9 +460,8 @@ impl RuntimeRunner {
             hint: hint.text,
             example,
             shown,
-            second_look,
             windows,
-            checks,
+            looked,
         })
     }
 }

@@ -51,7 +51,7 @@ pub(crate) struct State {
     /// answer's item inside one is followed by the window (see `lead::cite_windows`).
     pub(crate) hint_windows: Vec<(String, u64, u64)>,
     /// The places the hint opened that the answer left out and the model, asked about each
-    /// alone, said answer the task (their windows as cited); see `lead::PlaceCheck`.
+    /// alone, said answer the task (their windows as cited); see `lead::LookedAt`.
     pub(crate) confirmed_places: Vec<String>,
 }
 

@@ -14,7 +14,7 @@ use crate::llm::{estimate_tokens, ChatResponse, Message};
 use crate::profile::BudgetPolicy;
 use crate::runner::ending::Ending;
 use crate::runner::gate::{self, Gate};
-use crate::runner::lead::{Lead, PlaceCheck, ScoutRun, SecondLook};
+use crate::runner::lead::{Lead, LookedAt, ScoutRun, SecondLook};
 use crate::runner::outcome::{ParsedResult, RunOutcome, TerminalReason};
 use crate::runner::state::{CallSpec, State, Stop, ANSWER_RESERVE_TOKENS};
 use crate::runner::unseen;
@@ -44,12 +44,10 @@ struct Plan {
     min_tools: u64,
     /// The next call the repo-map hint suggests, quoted in the gate's feedback.
     example: Option<String>,
-    /// The places the hint opened, weighed once more when an answer from the hint leaves some
-    /// out.
-    second_look: Option<SecondLook>,
-    /// The places the hint opened, each put to the model alone when the answer that ends the
-    /// run leaves it out.
-    checks: Vec<PlaceCheck>,
+    /// The places the hint opened, best first: weighed once more when an answer from the hint
+    /// leaves some out, and each put to the model alone when the answer that ends the run
+    /// still leaves it out.
+    looked: Vec<LookedAt>,
 }
 
 impl Plan {
@@ -64,7 +62,9 @@ impl Plan {
         retries: &mut Retries,
         result: &ParsedResult,
     ) -> Option<String> {
-        let look = self.second_look.as_ref()?;
+        let look = SecondLook {
+            places: &self.looked,
+        };
         let ParsedResult::Explore(r) = result else {
             return None;
         };
@@ -147,8 +147,7 @@ impl RuntimeRunner {
             wrap_reserve: self.wrap_reserve(&st),
             max_steps: self.profile.max_steps.max(1) as u64,
             min_tools: self.profile.min_tool_calls.max(0) as u64,
-            second_look: lead.as_ref().and_then(|l| l.second_look.clone()),
-            checks: lead.as_ref().map(|l| l.checks.clone()).unwrap_or_default(),
+            looked: lead.as_ref().map(|l| l.looked.clone()).unwrap_or_default(),
             example: lead.and_then(|l| l.example),
         };
         self.emit_run_start(&first);
@@ -183,7 +182,7 @@ impl RuntimeRunner {
     }
 
     /// The end of a run the model answered: the places the hint opened that an accepted
-    /// answer leaves out are put to the model one by one (see [`PlaceCheck`]), then the run
+    /// answer leaves out are put to the model one by one (see [`LookedAt`]), then the run
     /// finishes.
     async fn answered(
         &self,
@@ -193,12 +192,12 @@ impl RuntimeRunner {
         plan: &Plan,
         mut ending: Ending,
     ) -> RunOutcome {
-        if !plan.checks.is_empty() {
+        if !plan.looked.is_empty() {
             self.confirm_left_out(
                 &mut st,
                 step,
                 task,
-                &plan.checks,
+                &plan.looked,
                 &mut ending,
                 (plan.explore_deadline, plan.deadline),
             )

@@ -1847,10 +1847,7 @@ async fn several_citations_in_one_evidence_item_are_one_item_each() {
 
 #[tokio::test]
 async fn an_answer_from_the_hint_that_leaves_opened_places_out_gets_one_second_look() {
-    let dir = tree();
-    let other = format!("{}def main():\n    pass\n", "x = 1\n".repeat(70));
-    std::fs::write(dir.path().join("src/cli.py"), other).unwrap();
-    let task = "Where is the `main` function defined?";
+    let (dir, task) = two_mains();
     let cite = |e: &[&str]| {
         let items: Vec<String> = e.iter().map(|i| format!("\"{i}\"")).collect();
         format!(
@@ -2277,9 +2274,11 @@ fn a_second_look_asks_to_weigh_every_place_left_out_not_only_the_first() {
         start,
         end,
         listed: listed.into(),
+        windows: Vec::new(),
+        lines: String::new(),
     };
     let look = SecondLook {
-        places: vec![
+        places: &[
             place("app.js", 237, 252, "app.js:237-252 (method `onerror`)"),
             place(
                 "ctx.js",
@@ -2404,13 +2403,7 @@ async fn a_path_that_drops_a_directory_of_the_one_file_seen_is_mended_and_no_oth
 
 #[tokio::test]
 async fn a_place_the_answer_left_out_is_put_to_the_model_alone_and_joins_the_evidence_on_yes() {
-    let dir = tree();
-    let other = format!("{}def main():\n    pass\n", "x = 1\n".repeat(70));
-    std::fs::write(dir.path().join("src/cli.py"), other).unwrap();
-    let task = "Where is the `main` function defined?";
-    let cite = |e: &str| {
-        format!(r#"{{"status": "completed", "summary": "s", "findings": [], "evidence": ["{e}"]}}"#)
-    };
+    let (dir, task) = two_mains();
     // Citing one place, twice (the second look asks about the other): the other place is then
     // asked about alone, and the model says yes.
     let model = Scripted::new(vec![
