@@ -461,12 +461,36 @@ pub struct ExploreResult {
     pub tool_usage: ToolUsage,
     /// Why the child stopped (from the run).
     pub terminal_reason: String,
+    /// Where each evidence item came from, item for item (from the run, not from the model):
+    /// `model` (cited by the model, in lines it saw), `index` (a place the code index ranked
+    /// and the child was shown as a lead, not vouched for by the model), `both`, or `seen` (a
+    /// place the child looked at before it stopped without an answer). Empty when unknown (a
+    /// result parsed from text).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence_sources: Vec<String>,
 }
+
+/// The values an [`ExploreResult::evidence_sources`] item may take.
+pub const EVIDENCE_SOURCES: [&str; 4] = ["model", "index", "both", "seen"];
 
 const EXPLORE: &str = "ExploreResult";
 const VERIFICATION: &str = "VerificationResult";
 
 impl ExploreResult {
+    /// A placeholder (status `partial`, nothing found), to move a result out of a `&mut`.
+    pub(crate) fn empty() -> Self {
+        Self {
+            status: SubagentStatus::Partial,
+            summary: String::new(),
+            findings: Vec::new(),
+            evidence: Vec::new(),
+            unresolved_questions: Vec::new(),
+            tool_usage: ToolUsage::new(),
+            terminal_reason: String::new(),
+            evidence_sources: Vec::new(),
+        }
+    }
+
     /// Strict parse of a model's final answer, as the reference does it.
     pub fn from_json(
         raw: &str,
@@ -549,6 +573,7 @@ impl ExploreResult {
                 unresolved_questions,
                 tool_usage,
                 terminal_reason: terminal_reason.to_string(),
+                evidence_sources: Vec::new(),
             }),
             _ => Err(ContractError {
                 contract: EXPLORE,
@@ -563,8 +588,28 @@ impl ExploreResult {
         let mut extra = Vec::new();
         let tool_usage = dict_tool_usage(obj, &mut extra);
         let terminal_reason = dict_str(obj, "terminal_reason", UNKNOWN_REASON, &mut extra);
-        let built = Self::from_object(obj, tool_usage, &terminal_reason);
-        merge(EXPLORE, built, extra)
+        let sources = dict_sources(obj, &mut extra);
+        let built = Self::from_object(obj, tool_usage, &terminal_reason).map(|mut r| {
+            r.evidence_sources = sources;
+            r
+        });
+        let mut built = merge(EXPLORE, built, extra)?;
+        if !built.evidence_sources.is_empty()
+            && built.evidence_sources.len() != built.evidence.len()
+        {
+            return Err(ContractError::single(
+                EXPLORE,
+                &format!(
+                    "evidence_sources must have one item per evidence item ({}), got {}",
+                    built.evidence.len(),
+                    built.evidence_sources.len()
+                ),
+                "list_length",
+                Json::Int(built.evidence_sources.len() as i64),
+            ));
+        }
+        built.evidence_sources.shrink_to_fit();
+        Ok(built)
     }
 
     /// The JSON form (`to_dict()`): status as its value, lists as arrays.
@@ -942,6 +987,39 @@ fn dict_tool_usage(obj: &Json, out: &mut Vec<Violation>) -> ToolUsage {
     usage
 }
 
+/// `evidence_sources` of a `to_dict()` output: a list of [`EVIDENCE_SOURCES`] values.
+fn dict_sources(obj: &Json, out: &mut Vec<Violation>) -> Vec<String> {
+    let mut sources = Vec::new();
+    match obj.get("evidence_sources") {
+        None | Some(Json::Null) => {}
+        Some(Json::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                match item {
+                    Json::Str(s) if EVIDENCE_SOURCES.contains(&s.as_str()) => {
+                        sources.push(s.clone())
+                    }
+                    other => out.push(Violation {
+                        loc: vec![LocItem::Key("evidence_sources".into()), LocItem::Index(i)],
+                        msg: format!(
+                            "evidence_sources items must be one of {}",
+                            EVIDENCE_SOURCES.join(", ")
+                        ),
+                        kind: "enum",
+                        input: other.clone(),
+                    }),
+                }
+            }
+        }
+        Some(other) => out.push(Violation {
+            loc: vec![LocItem::Key("evidence_sources".into())],
+            msg: "evidence_sources must be a list of strings".into(),
+            kind: "list_type",
+            input: other.clone(),
+        }),
+    }
+    sources
+}
+
 fn dict_str(obj: &Json, key: &str, default: &str, out: &mut Vec<Violation>) -> String {
     match obj.get(key) {
         None | Some(Json::Null) => default.to_string(),
@@ -1193,13 +1271,13 @@ mod quote_repair_tests {
 
     #[test]
     fn a_comma_before_a_closing_bracket_is_dropped_and_named() {
-        // What a 1.5B model wrote (viper): a list ended with a comma, twice in a row.
-        let trailing = "```json\n{\n  \"status\": \"completed\",\n  \"summary\": \"s\",\n  \"findings\": [\n    \"viper.go:1213-1244: find, ] here\",\n    \"flags.go:12-19\",\n  ],\n  \"evidence\": [\"viper.go:1213-1244\"],\n}\n```";
+        // What a 1.5B model wrote: a list ended with a comma, twice in a row.
+        let trailing = "```json\n{\n  \"status\": \"completed\",\n  \"summary\": \"s\",\n  \"findings\": [\n    \"config.go:1213-1244: find, ] here\",\n    \"flags.go:12-19\",\n  ],\n  \"evidence\": [\"config.go:1213-1244\"],\n}\n```";
         let (v, repair) = repair_object("ExploreResult", trailing).unwrap();
         assert_eq!(repair, Some(Repair::Commas));
         assert_eq!(
             v.to_value()["findings"],
-            serde_json::json!(["viper.go:1213-1244: find, ] here", "flags.go:12-19"])
+            serde_json::json!(["config.go:1213-1244: find, ] here", "flags.go:12-19"])
         );
         // With stray quotes too; commas inside strings are kept; valid JSON is never touched.
         let both = r#"{"status": "completed", "summary": "s", "evidence": ["a.go:3: Static("/x", "/y")",]}"#;

@@ -108,7 +108,7 @@ fn evidence_re() -> &'static Regex {
 
 /// `path:line` or `path:start-end` followed by a note: whitespace or a colon (and blanks), then
 /// text (a small model copies a hint or Grep line whole: `src/a.py:14  class A`,
-/// `src/a.py:14:class A`, `viper.go:404-411: // For backward ...`).
+/// `src/a.py:14:class A`, `config.go:404-411: // For backward ...`).
 fn noted_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
@@ -438,8 +438,8 @@ mod tests {
             ("src/a.py:14-20 the loader", Some("src/a.py:14-20")),
             ("src/a.py:14:", Some("src/a.py:14")),
             (
-                "viper.go:404-411: // For backward compatibility",
-                Some("viper.go:404-411"),
+                "config.go:404-411: // For backward compatibility",
+                Some("config.go:404-411"),
             ),
             ("src/a.py:14", None),
             ("src/a.py:14-20", None),

@@ -218,6 +218,12 @@ class ExploreResult:
     @property
     def unresolved_questions(self) -> tuple[str, ...]: ...
     @property
+    def evidence_sources(self) -> tuple[Literal["model", "index", "both", "seen"], ...]:
+        """Where each evidence item came from, item for item: ``model`` (the model cited it, in
+        lines the child saw), ``index`` (a place the code index ranked, shown as a lead, not
+        vouched for by the model), ``both``, or ``seen`` (looked at by a child that stopped
+        without an answer). Empty when unknown (a result parsed from text)."""
+    @property
     def tool_usage(self) -> dict[str, int]: ...
     @property
     def terminal_reason(self) -> str: ...

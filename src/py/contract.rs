@@ -164,6 +164,12 @@ result_class!(PyExploreResult, ExploreResult, "ExploreResult", <ExploreResult as
     fn unresolved_questions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         PyTuple::new(py, &self.inner.unresolved_questions)
     }
+    /// Where each evidence item came from (`model`, `index`, `both` or `seen`), item for item;
+    /// empty when unknown.
+    #[getter]
+    fn evidence_sources<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, &self.inner.evidence_sources)
+    }
 );
 
 result_class!(PyVerificationResult, VerificationResult, "VerificationResult", <VerificationResult as Parsed>::PARAMS,

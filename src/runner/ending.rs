@@ -10,6 +10,7 @@ use crate::contract::{ExploreResult, Repair, SubagentStatus, ToolUsage};
 use crate::evidence::EvidenceCheck;
 use crate::llm::Message;
 use crate::profile::{BudgetPolicy, ResultContract};
+use crate::runner::assist::{hint, Tuning};
 use crate::runner::gate;
 use crate::runner::outcome::{ParsedResult, RunOutcome, TerminalReason};
 use crate::runner::state::{CallSpec, State, Stop};
@@ -71,19 +72,6 @@ impl Ending {
     /// The same ending, with the cited evidence the child was not shown.
     pub(super) fn with_ungrounded(self, ungrounded: Vec<EvidenceCheck>) -> Self {
         Self { ungrounded, ..self }
-    }
-
-    /// The model's explore answer, when the gate accepted it as it is (a completed run whose
-    /// evidence was all grounded).
-    pub(super) fn accepted_explore_mut(&mut self) -> Option<&mut ExploreResult> {
-        match &mut self.result {
-            Some(ParsedResult::Explore(r))
-                if self.reason == TerminalReason::Completed && self.ungrounded.is_empty() =>
-            {
-                Some(r)
-            }
-            _ => None,
-        }
     }
 
     /// The same ending, with an answer built without the model's text.
@@ -194,7 +182,6 @@ impl RuntimeRunner {
             reserve: 0,
             wrap_up: true,
             tool_choice: "auto",
-            answer_tokens: None,
         };
         match self.call(step, st, spec, deadline).instrument(span).await {
             Ok(r) if !r.content.trim().is_empty() => Ok(r.content.trim().to_string()),
@@ -205,8 +192,9 @@ impl RuntimeRunner {
         }
     }
 
-    /// The end of a run whose wrap-up gave no answer: for an explore child that saw something,
-    /// a partial answer listing the places it saw (each one a line it was shown), else none.
+    /// The end of a run that stopped without an answer (its wrap-up gave none): for an explore
+    /// child, a partial answer of the hint's leads (fused with nothing, see [`Self::finish`]),
+    /// or, without leads, of the places it saw (each one a line it was shown); else none.
     pub(super) fn partial_from_seen(
         &self,
         st: State,
@@ -214,17 +202,23 @@ impl RuntimeRunner {
         reason: TerminalReason,
         error: String,
     ) -> RunOutcome {
-        // Only a child that searched itself has places of its own to give.
         // A caller's own schema gets its own answer or none: leads in ExploreResult's shape
         // would not be the type it asked for.
         if self.profile.result_contract != Some(ResultContract::Explore)
             || self.profile.output_schema.is_some()
-            || st.observed.is_empty()
-            || st.successful_tools <= st.given_looks
         {
             return self.finish(st, step, Ending::stopped(reason, error));
         }
+        if !st.leads.is_empty() {
+            let result = hint::leads_only(&st.leads, reason, &error);
+            let ending = Ending::stopped(reason, error).with_result(ParsedResult::Explore(result));
+            return self.finish(st, step, ending);
+        }
+        if st.observed.is_empty() || st.successful_tools == 0 {
+            return self.finish(st, step, Ending::stopped(reason, error));
+        }
         let (findings, evidence) = seen_places(&st);
+        let sources = vec!["seen".to_string(); evidence.len()];
         let result = ExploreResult {
             status: SubagentStatus::Partial,
             summary: format!(
@@ -238,6 +232,7 @@ impl RuntimeRunner {
             )],
             tool_usage: ToolUsage::new(),
             terminal_reason: reason.as_str().into(),
+            evidence_sources: sources,
         };
         let ending = Ending::stopped(reason, error).with_result(ParsedResult::Explore(result));
         self.finish(st, step, ending)
@@ -254,11 +249,29 @@ impl RuntimeRunner {
             error,
             ungrounded,
         } = ending;
-        // An accepted answer's items inside a window the hint opened are followed by the window.
-        let cited_windows = match &mut result {
-            Some(ParsedResult::Explore(r)) if reason != TerminalReason::CompletedUnverified => {
-                super::lead::cite_windows(&mut r.evidence, &st.hint_windows)
+        // The model's answer and the hint's leads, ranked together; each item with its source.
+        if let Some(ParsedResult::Explore(r)) = &mut result {
+            if r.evidence_sources.is_empty() {
+                let answer = std::mem::replace(r, ExploreResult::empty());
+                *r = if reason == TerminalReason::CompletedUnverified {
+                    // Unverified evidence is reported as the model wrote it, leads aside.
+                    hint::fused(answer, &[], &Tuning::default())
+                } else {
+                    hint::fused(answer, &st.leads, &Tuning::default())
+                };
+                // The offline scout is the code index searching on its own: no model vouched.
+                if self.model.route_label() == Some("offline") {
+                    r.evidence_sources.fill("index".to_string());
+                }
             }
+        }
+        let evidence: Vec<(String, String)> = match &result {
+            Some(ParsedResult::Explore(r)) => r
+                .evidence
+                .iter()
+                .cloned()
+                .zip(r.evidence_sources.iter().cloned())
+                .collect(),
             _ => Vec::new(),
         };
         self.trace.emit(
@@ -269,8 +282,7 @@ impl RuntimeRunner {
                     error: error.as_deref(),
                     has_result: result.is_some(),
                     repair,
-                    cited_windows: &cited_windows,
-                    confirmed_places: &st.confirmed_places,
+                    evidence: &evidence,
                     total_tokens: st.tokens,
                     usage_estimated: st.estimated,
                 },

@@ -24,6 +24,8 @@ pub(crate) enum Gate {
     Reject {
         /// Refused for exploring too little (`min_tool_calls`), which has retries of its own.
         exploring: bool,
+        /// Refused for a summary naming what the child never saw (see [`crate::runner::claims`]).
+        unseen_names: Vec<String>,
         /// What the model is told.
         feedback: String,
         /// The answer, its repair and the ungrounded evidence, when the contract held.
@@ -250,6 +252,7 @@ fn contract_refusal(profile: &RuntimeProfile, text: &str) -> Gate {
     }
     Gate::Reject {
         exploring: false,
+        unseen_names: Vec::new(),
         feedback: format!(
             "Return only a valid {contract} JSON object: {}",
             reasons.join("; ")
@@ -287,6 +290,7 @@ pub(crate) async fn check(
     if let Some(feedback) = copied_template(&result, contract) {
         return Gate::Reject {
             exploring: false,
+            unseen_names: Vec::new(),
             feedback,
             parsed: None,
         };
@@ -305,6 +309,7 @@ pub(crate) async fn check(
         if let Some(feedback) = too_little_exploration(profile, seen) {
             return Gate::Reject {
                 exploring: true,
+                unseen_names: Vec::new(),
                 feedback,
                 parsed: Some((result, repair, ungrounded)),
             };
@@ -313,6 +318,7 @@ pub(crate) async fn check(
     if !ungrounded.is_empty() {
         return Gate::Reject {
             exploring: false,
+            unseen_names: Vec::new(),
             feedback: ungrounded_feedback(contract, &ungrounded, seen.observed),
             parsed: Some((result, repair, ungrounded)),
         };
@@ -321,9 +327,22 @@ pub(crate) async fn check(
     if let Some(feedback) = missing_evidence(profile, &result) {
         return Gate::Reject {
             exploring: false,
+            unseen_names: Vec::new(),
             feedback,
             parsed: Some((result, repair, Vec::new())),
         };
+    }
+    if let ParsedResult::Explore(r) = &result {
+        let min = crate::runner::assist::Tuning::default().min_checked_name;
+        let names = crate::runner::claims::unseen_names(&r.summary, seen.observed, min);
+        if !names.is_empty() {
+            return Gate::Reject {
+                exploring: false,
+                feedback: crate::runner::claims::feedback(contract, &names),
+                unseen_names: names,
+                parsed: Some((result, repair, Vec::new())),
+            };
+        }
     }
     Gate::Accept(result, repair)
 }
@@ -426,9 +445,10 @@ fn with_cited_findings(
 fn unparsed(profile: &RuntimeProfile, text: &str, seen: &Exploration<'_>) -> Gate {
     if seen.successful_tools < profile.min_tool_calls.max(0) as u64 {
         let offered: Vec<&str> = profile.tool_allowlist.iter().map(String::as_str).collect();
-        if let Some(call) = crate::runner::text_calls::embedded(text, &offered) {
+        if let Some(call) = crate::runner::assist::text_calls::embedded(text, &offered) {
             return Gate::Reject {
                 exploring: true,
+                unseen_names: Vec::new(),
                 feedback: format!(
                     "Your reply wrote a tool call inside other text, so no tool ran. To call a tool, reply with nothing but the call, for example:\n{call}"
                 ),
@@ -468,6 +488,13 @@ fn too_little_exploration(profile: &RuntimeProfile, seen: &Exploration<'_>) -> O
         n => format!("only {n} successful tool call(s)"),
     };
     let offered: Vec<&str> = profile.tool_allowlist.iter().map(String::as_str).collect();
+    if let Some(call) = seen.example {
+        // The call itself, to copy: a small model that would not call a tool when told to
+        // "call Read with ..." writes the call when shown it.
+        return Some(format!(
+            "You answered after {made}, but this task needs at least {min}: read before answering. Reply now with nothing but a tool call, for example:\n{call}\nThen reply with the {contract} JSON object citing the lines you saw."
+        ));
+    }
     let example = match seen.example {
         Some(e) => e.to_string(),
         None if offered.contains(&"Grep") => {
@@ -591,8 +618,17 @@ pub(crate) async fn grounding(
 /// held: with ungrounded evidence, it is kept and the run is `completed_unverified`; otherwise
 /// (too little exploration, or `completed` with no evidence) it stands as `partial` (a
 /// verification verdict as `UNVERIFIED`), saying why in its open questions or reasons.
-pub(crate) fn downgraded(mut result: ParsedResult, exploring: bool) -> ParsedResult {
+pub(crate) fn downgraded(
+    mut result: ParsedResult,
+    exploring: bool,
+    unseen_names: &[String],
+) -> ParsedResult {
     match &mut result {
+        ParsedResult::Explore(r) if !unseen_names.is_empty() => {
+            r.status = SubagentStatus::Partial;
+            r.unresolved_questions
+                .push(crate::runner::claims::note(unseen_names));
+        }
         ParsedResult::Explore(r) => {
             r.status = SubagentStatus::Partial;
             r.unresolved_questions.push(if exploring {

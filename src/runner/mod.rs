@@ -11,23 +11,23 @@
 //! `total_token_budget`, and the wrap-up is compacted into what is left. The wall-clock deadline
 //! goes into every request, bounds every tool call, and stops the evidence check.
 //!
-//! The parts: [`outcome`] (what a run produced), `turn` (one model call and its tool
-//! calls), `gate` (the completion gate), `state` (what a run
-//! accumulates), [`compaction`] (fitting the history into the context budget).
+//! The parts, in the order a run meets them: `steps` (the loop, top to bottom), `turn` (one
+//! model call and its tool calls), `gate` (the completion gate) and `claims` (what a summary
+//! may name), `ending` (how a run ends), with `state` (what a run accumulates), [`outcome`]
+//! (what it produced) and [`compaction`] (fitting the history into the context budget).
+//! Small-model assists live behind one seam in [`assist`].
 
+pub mod assist;
+mod claims;
 pub(crate) mod compaction;
-mod confirm;
 mod ending;
 mod gate;
-mod lead;
 pub(crate) mod observed;
 pub(crate) mod outcome;
 mod render;
 mod state;
 mod steps;
-mod text_calls;
 mod turn;
-mod unseen;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -55,12 +55,6 @@ pub const EMPTY_RESPONSE_HINT: &str =
 pub const WRAP_UP_TIME_SHARE: f64 = 0.2;
 /// The most time kept for the wrap-up answer.
 pub const WRAP_UP_TIME_CAP: Duration = Duration::from_secs(60);
-/// Likely places listed with `repo_map_hint`.
-pub const REPO_MAP_LINES: usize = 3;
-/// The share of `timeout_seconds` the offline scout may spend before the model's first call.
-pub const SCOUT_TIME_SHARE: f64 = 0.1;
-/// The most time the offline scout spends before the model's first call.
-pub const SCOUT_TIME_CAP: Duration = Duration::from_secs(30);
 
 /// Characters kept for the wrap-up's instruction when reserving its tokens.
 pub(crate) const WRAP_UP_NOTE_CHARS: usize = 600;
@@ -90,28 +84,12 @@ pub struct RuntimeRunner {
     pub extra_system: Option<String>,
 }
 
-/// A Read of `limit` lines of `path` from line `from`, made by the runtime for the child
-/// through `registry` (the workspace's confinement, the Read tool's limits, `ctx`'s deadline),
-/// its result as the child gets it; None when it fails or shows no content.
-fn read_window(
-    registry: &ToolRegistry,
-    ctx: &crate::tools::context::ToolContext,
-    permissions: &PermissionContext,
-    path: &str,
-    from: u64,
-    limit: u64,
-) -> Option<Value> {
-    let args = serde_json::json!({"path": path, "start_line": from, "limit": limit});
-    let shown = registry.execute("Read", &args, ctx, permissions).to_value();
-    (shown["status"].as_str() != Some("error") && shown["data"]["content"].is_string())
-        .then_some(shown)
-}
-
 impl RuntimeRunner {
     /// Run the loop on `task` (the rendered user message) until it stops. An explore child
     /// with `repo_map_hint` or `scout_fallback` first lets the offline scout search (a few
-    /// milliseconds to a second): its ranking is the hint, its best place is opened for the
-    /// model, and its answer is the fallback when the model gives no verified, completed one.
+    /// milliseconds to a second): its ranked places are the hint's leads, fused with the
+    /// model's citations at the end, and its answer is the fallback (`scout_fallback`) when the
+    /// model gives no verified, completed one.
     pub async fn run(&self, task: &str) -> RunOutcome {
         let scout = self.scout_first(task).await;
         let out = self.run_model(task, scout.as_ref()).await;

@@ -8,12 +8,23 @@ use serde_json::Value;
 
 /// The most places kept for a partial answer built without the model.
 const MAX_HITS: usize = 64;
+/// The most distinct words kept of the lines seen (a run reads a few thousand lines; this
+/// bounds a hostile tree's).
+const MAX_WORDS: usize = 200_000;
 
-/// Lines seen per file (merged inclusive ranges), and the Grep matches in the order seen.
+/// Lines seen per file (merged inclusive ranges), the Grep matches in the order seen, and the
+/// words of the lines seen (identifiers, numbers, the parts of the paths seen).
 #[derive(Debug, Clone, Default)]
 pub struct Observed {
     lines: BTreeMap<String, Vec<(u64, u64)>>,
     hits: Vec<(String, u64, String)>,
+    words: std::collections::HashSet<String>,
+}
+
+/// The words of `text`: runs of letters, digits and `_`.
+pub(crate) fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
 }
 
 /// A path as the child may write it, reduced to one spelling: no `./`, no empty or `.`
@@ -42,11 +53,12 @@ impl Observed {
                 };
                 let path = normalize(path);
                 for line in content.lines() {
-                    if let Some(n) = line
+                    if let Some((n, text)) = line
                         .split_once(" | ")
-                        .and_then(|(n, _)| n.trim().parse::<u64>().ok())
+                        .and_then(|(n, t)| Some((n.trim().parse::<u64>().ok()?, t)))
                     {
                         self.add(&path, n, n);
+                        self.add_words(text);
                     }
                 }
             }
@@ -59,6 +71,13 @@ impl Observed {
                     let before = m["before"].as_array().map_or(0, Vec::len) as u64;
                     let after = m["after"].as_array().map_or(0, Vec::len) as u64;
                     self.add(&path, line.saturating_sub(before).max(1), line + after);
+                    for context in ["before", "after"] {
+                        for c in m[context].as_array().into_iter().flatten() {
+                            let text = c.as_str().or_else(|| c["text"].as_str());
+                            self.add_words(text.unwrap_or_default());
+                        }
+                    }
+                    self.add_words(m["text"].as_str().unwrap_or_default());
                     if self.hits.len() < MAX_HITS {
                         let text = m["text"].as_str().unwrap_or_default();
                         self.hits
@@ -75,12 +94,34 @@ impl Observed {
                     for l in h["lines"].as_array().into_iter().flatten() {
                         if let Some(n) = l["line"].as_u64() {
                             self.add(&path, n, n);
+                            self.add_words(l["text"].as_str().unwrap_or_default());
                         }
                     }
                 }
             }
             _ => {}
         }
+    }
+
+    fn add_words(&mut self, text: &str) {
+        for w in words(text) {
+            if self.words.len() >= MAX_WORDS {
+                return;
+            }
+            if !self.words.contains(w) {
+                self.words.insert(w.to_string());
+            }
+        }
+    }
+
+    /// Whether `word` is a word of a line the child saw, or a part of a path it saw (a file
+    /// name, a directory).
+    pub fn saw_word(&self, word: &str) -> bool {
+        self.words.contains(word)
+            || self
+                .lines
+                .keys()
+                .any(|p| p.split('/').any(|part| part == word) || words(p).any(|w| w == word))
     }
 
     fn add(&mut self, path: &str, start: u64, end: u64) {
@@ -119,14 +160,6 @@ impl Observed {
             .get(&normalize(path))?
             .iter()
             .find_map(|&(s, e)| (s <= end && start <= e).then_some((s.max(start), e.min(end))))
-    }
-
-    /// Whether the child saw a line of `path` within `within` lines of `start..=end` (or in it).
-    pub fn saw_near(&self, path: &str, start: u64, end: u64, within: u64) -> bool {
-        self.lines.get(&normalize(path)).is_some_and(|r| {
-            r.iter()
-                .any(|&(s, e)| s <= end.saturating_add(within) && start <= e.saturating_add(within))
-        })
     }
 
     /// The stretches of `path` the child saw, as `path:start-end` (`path:line` for one line),

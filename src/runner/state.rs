@@ -41,18 +41,12 @@ pub(crate) struct State {
     pub(crate) read_memory: crate::tools::context::ReadMemory,
     /// The lines the child was shown (Read windows, Grep matches and context).
     pub(crate) observed: crate::runner::observed::Observed,
-    /// Tool calls that did not fail (the repo-map hint's opened places count as one).
+    /// Tool calls that did not fail.
     pub(crate) successful_tools: u64,
-    /// Of those, the one look the repo-map hint gave (0 or 1): not the child's own search.
-    pub(crate) given_looks: u64,
     /// The last call that failed: (tool, arguments as canonical JSON, step, error message).
     pub(crate) last_failure: Option<(String, String, u64, String)>,
-    /// The windows the repo-map hint opened (path, first line, last line), best first: an
-    /// answer's item inside one is followed by the window (see `lead::cite_windows`).
-    pub(crate) hint_windows: Vec<(String, u64, u64)>,
-    /// The places the hint opened that the answer left out and the model, asked about each
-    /// alone, said answer the task (their windows as cited); see `lead::LookedAt`.
-    pub(crate) confirmed_places: Vec<String>,
+    /// The code index's places the hint listed, best first (see [`crate::runner::assist::hint`]).
+    pub(crate) leads: Vec<crate::runner::assist::hint::Lead>,
 }
 
 impl State {
@@ -73,10 +67,8 @@ impl State {
             read_memory: crate::tools::context::ReadMemory::new(),
             observed: crate::runner::observed::Observed::default(),
             successful_tools: 0,
-            given_looks: 0,
             last_failure: None,
-            hint_windows: Vec::new(),
-            confirmed_places: Vec::new(),
+            leads: Vec::new(),
         }
     }
 }
@@ -99,9 +91,6 @@ pub(crate) struct CallSpec<'a> {
     /// `tool_choice` for a call with tools: `auto`, or `required` while the child must still
     /// make tool calls.
     pub(crate) tool_choice: &'a str,
-    /// The most tokens the answer may have, when this call asks for less than the settings
-    /// allow (a one-word check).
-    pub(crate) answer_tokens: Option<u64>,
 }
 
 /// The largest model answer (content plus tool-call names and arguments) a run accepts. A real

@@ -8,16 +8,16 @@ use serde_json::Value;
 use tracing::field::Empty;
 use tracing::Instrument;
 
-use crate::contract::{Repair, SubagentStatus};
+use crate::contract::Repair;
 use crate::evidence::EvidenceCheck;
 use crate::llm::{estimate_tokens, ChatResponse, Message};
 use crate::profile::BudgetPolicy;
+use crate::runner::assist::hint::{self, Lead, ScoutRun};
+use crate::runner::assist::Tuning;
 use crate::runner::ending::Ending;
 use crate::runner::gate::{self, Gate};
-use crate::runner::lead::{Lead, LookedAt, ScoutRun, SecondLook};
 use crate::runner::outcome::{ParsedResult, RunOutcome, TerminalReason};
 use crate::runner::state::{CallSpec, State, Stop, ANSWER_RESERVE_TOKENS};
-use crate::runner::unseen;
 use crate::runner::{
     RuntimeRunner, EMPTY_RESPONSE_HINT, WRAP_UP_HISTORY_CHARS, WRAP_UP_NOTE_CHARS,
     WRAP_UP_TIME_CAP, WRAP_UP_TIME_SHARE,
@@ -44,43 +44,9 @@ struct Plan {
     min_tools: u64,
     /// The next call the repo-map hint suggests, quoted in the gate's feedback.
     example: Option<String>,
-    /// The places the hint opened, best first: weighed once more when an answer from the hint
-    /// leaves some out, and each put to the model alone when the answer that ends the run
-    /// still leaves it out.
-    looked: Vec<LookedAt>,
 }
 
 impl Plan {
-    /// The feedback asking for a second look at the places the hint opened, once per run, when
-    /// a completed explore answer made from the opened lines alone (no tool call of the child's
-    /// own) passes the first over or cites one place only, and a step and exploring time
-    /// remain; None otherwise.
-    fn second_look(
-        &self,
-        step: u64,
-        st: &State,
-        retries: &mut Retries,
-        result: &ParsedResult,
-    ) -> Option<String> {
-        let look = SecondLook {
-            places: &self.looked,
-        };
-        let ParsedResult::Explore(r) = result else {
-            return None;
-        };
-        if retries.second_look_asked
-            || r.status != SubagentStatus::Completed
-            || st.successful_tools > st.given_looks
-            || step >= self.max_steps
-            || Instant::now() >= self.explore_deadline
-        {
-            return None;
-        }
-        let missed = look.left_out(&r.evidence)?;
-        retries.second_look_asked = true;
-        Some(look.feedback(&r.evidence, &missed))
-    }
-
     /// The stop for a run that used all its steps (a wrap-up may follow).
     fn steps_spent(&self) -> Stop {
         Stop::Exhausted(
@@ -91,7 +57,6 @@ impl Plan {
 }
 
 /// The retries a run has used so far.
-#[allow(clippy::struct_excessive_bools)] // one flag per once-a-run retry
 #[derive(Default)]
 struct Retries {
     /// The one retry of an empty answer.
@@ -101,12 +66,6 @@ struct Retries {
     /// The gate's refusals, for too little exploration and for anything else.
     gate_blocks: i64,
     explore_blocks: i64,
-    /// The answer that stood before the second look was asked for: it ends the run unless the
-    /// next answer passes the gate.
-    before_second_look: Option<Box<Ending>>,
-    second_look_asked: bool,
-    /// The cited lines the child had not seen were opened for it (once per run).
-    unseen_shown: bool,
 }
 
 /// What one step decided.
@@ -117,13 +76,14 @@ enum Next {
     Stop(Stop),
     /// End the run now.
     End(Box<Ending>),
-    /// End the run with the places the child saw as leads (reason, error).
+    /// End the run without an answer: the leads, or the places the child saw (reason, error).
     Leads(TerminalReason, String),
 }
 
 /// The gate's refusal of a final answer (see [`Gate::Reject`]).
 struct Refusal {
     exploring: bool,
+    unseen_names: Vec<String>,
     feedback: String,
     parsed: Option<(ParsedResult, Option<Repair>, Vec<EvidenceCheck>)>,
 }
@@ -133,12 +93,15 @@ impl RuntimeRunner {
     /// places are the repo-map hint.
     pub(super) async fn run_model(&self, task: &str, scout: Option<&ScoutRun>) -> RunOutcome {
         let (deadline, explore_deadline) = self.deadlines();
-        let lead = self.lead(scout);
-        let first = match &lead {
-            Some(lead) => format!("{task}\n\n{}", lead.hint),
-            None => task.to_string(),
+        let tuning = Tuning::default();
+        let leads = self.leads(scout);
+        let first = if leads.is_empty() {
+            task.to_string()
+        } else {
+            format!("{task}\n\n{}", hint::leads_text(&leads, &tuning))
         };
-        let mut st = self.first_state(&first, lead.as_ref());
+        let example = leads.first().map(|l| hint::read_example(l, &tuning));
+        let mut st = self.first_state(&first, leads);
         let plan = Plan {
             deadline,
             explore_deadline,
@@ -147,26 +110,17 @@ impl RuntimeRunner {
             wrap_reserve: self.wrap_reserve(&st),
             max_steps: self.profile.max_steps.max(1) as u64,
             min_tools: self.profile.min_tool_calls.max(0) as u64,
-            looked: lead.as_ref().map(|l| l.looked.clone()).unwrap_or_default(),
-            example: lead.and_then(|l| l.example),
+            example,
         };
         self.emit_run_start(&first);
         let mut retries = Retries::default();
         let mut step = 0u64;
         let stop = loop {
             step += 1;
-            let next = self.step(step, &mut st, &plan, &mut retries).await;
-            // After a second look, an answer that no longer passes (or a run that stops) never
-            // takes the place of the one that stood.
-            if matches!(next, Next::Stop(_) | Next::Leads(..)) {
-                if let Some(kept) = retries.before_second_look.take() {
-                    return self.answered(st, step, task, &plan, *kept).await;
-                }
-            }
-            match next {
+            match self.step(step, &mut st, &plan, &mut retries).await {
                 Next::Continue => {}
                 Next::Stop(stop) => break stop,
-                Next::End(ending) => return self.answered(st, step, task, &plan, *ending).await,
+                Next::End(ending) => return self.finish(st, step, *ending),
                 Next::Leads(reason, error) => {
                     return self.partial_from_seen(st, step, reason, error)
                 }
@@ -179,31 +133,6 @@ impl RuntimeRunner {
             }
             Stop::Exhausted(reason, error) => self.wrap_up(st, step, reason, error, deadline).await,
         }
-    }
-
-    /// The end of a run the model answered: the places the hint opened that an accepted
-    /// answer leaves out are put to the model one by one (see [`LookedAt`]), then the run
-    /// finishes.
-    async fn answered(
-        &self,
-        mut st: State,
-        step: u64,
-        task: &str,
-        plan: &Plan,
-        mut ending: Ending,
-    ) -> RunOutcome {
-        if !plan.looked.is_empty() {
-            self.confirm_left_out(
-                &mut st,
-                step,
-                task,
-                &plan.looked,
-                &mut ending,
-                (plan.explore_deadline, plan.deadline),
-            )
-            .await;
-        }
-        self.finish(st, step, ending)
     }
 
     /// The run's wall-clock deadline, and when exploring stops: under policy `partial`, early
@@ -221,28 +150,16 @@ impl RuntimeRunner {
         (deadline, explore_deadline)
     }
 
-    /// The state before the first call: the system prompt (with any extra system text) and the
-    /// first user message. The windows the hint opened count as seen, and as the one look
-    /// `min_tool_calls` gives for them.
-    fn first_state(&self, first: &str, lead: Option<&Lead>) -> State {
+    /// The state before the first call: the system prompt (with any extra system text), the
+    /// first user message, and the hint's leads (none of their lines seen yet).
+    fn first_state(&self, first: &str, leads: Vec<Lead>) -> State {
         let mut system = self.profile.rendered_system_prompt();
         if let Some(extra) = &self.extra_system {
             system.push_str("\n\n");
             system.push_str(extra);
         }
         let mut st = State::new(system, first.to_string());
-        if let Some(lead) = lead {
-            // The lines the hint shows are in the child's first message: it has seen them.
-            for (tool, shown) in &lead.shown {
-                st.observed.record(tool, shown);
-            }
-            // That look counts as one of the tool calls `min_tool_calls` asks for.
-            if !lead.shown.is_empty() {
-                st.successful_tools = 1;
-                st.given_looks = 1;
-            }
-            st.hint_windows.clone_from(&lead.windows);
-        }
+        st.leads = leads;
         st
     }
 
@@ -301,20 +218,7 @@ impl RuntimeRunner {
                     content: text.clone(),
                     tool_calls: vec![],
                 });
-                let second_look = plan.second_look(step, st, retries, &result);
                 let ending = Ending::answered(TerminalReason::Completed, text, result, repair);
-                if let Some(feedback) = second_look {
-                    self.trace.emit(
-                        step,
-                        &event::GateVerdict::Fail {
-                            feedback: &feedback,
-                            blocks: retries.gate_blocks + retries.explore_blocks,
-                        },
-                    );
-                    retries.before_second_look = Some(Box::new(ending));
-                    st.messages.push(Message::User { content: feedback });
-                    return Next::Continue;
-                }
                 self.trace.emit(step, &event::GateVerdict::Pass { repair });
                 Next::End(Box::new(ending))
             }
@@ -322,18 +226,8 @@ impl RuntimeRunner {
                 feedback,
                 parsed,
                 exploring,
+                unseen_names,
             } => {
-                if let Some(kept) = retries.before_second_look.take() {
-                    // The answer after a second look does not pass: the one before it stands.
-                    self.trace.emit(
-                        step,
-                        &event::GateVerdict::Fail {
-                            feedback: &feedback,
-                            blocks: retries.gate_blocks + retries.explore_blocks + 1,
-                        },
-                    );
-                    return Next::End(kept);
-                }
                 // An answer the output limit cut short fails the contract for that reason.
                 let feedback = if cut_off && parsed.is_none() {
                     CUT_OFF_FEEDBACK.to_string()
@@ -342,6 +236,7 @@ impl RuntimeRunner {
                 };
                 let refusal = Refusal {
                     exploring,
+                    unseen_names,
                     feedback,
                     parsed,
                 };
@@ -375,7 +270,6 @@ impl RuntimeRunner {
                 reserve: plan.wrap_reserve,
                 wrap_up: false,
                 tool_choice,
-                answer_tokens: None,
             };
             let called = self
                 .call(step, st, spec, plan.explore_deadline)
@@ -483,7 +377,7 @@ impl RuntimeRunner {
         plan: &Plan,
         retries: &mut Retries,
         text: String,
-        mut refusal: Refusal,
+        refusal: Refusal,
     ) -> Next {
         // Too little exploration gets one more chance than other refusals (a small model often
         // needs telling twice to call a tool), unless the profile allows no retries at all.
@@ -496,9 +390,6 @@ impl RuntimeRunner {
             retries.gate_blocks > allowed
         };
         let out_of_time = Instant::now() >= plan.explore_deadline;
-        if !spent && !out_of_time {
-            self.show_unseen(st, plan, retries, &mut refusal).await;
-        }
         let blocks = retries.gate_blocks + retries.explore_blocks;
         tracing::warn!(
             session_id = %self.trace.session_id(),
@@ -519,7 +410,7 @@ impl RuntimeRunner {
             tool_calls: vec![],
         });
         if spent || out_of_time {
-            return self.last_refusal(text, refusal, out_of_time);
+            return self.last_refusal(text, refusal, out_of_time, &st.leads);
         }
         st.messages.push(Message::User {
             content: refusal.feedback,
@@ -530,54 +421,30 @@ impl RuntimeRunner {
         Next::Continue
     }
 
-    /// Once per run, for an answer refused only for its evidence: the cited lines the child
-    /// never saw (see [`crate::runner::unseen`]) are opened, recorded as seen, and shown in the
-    /// feedback in place of "Read it first"; the rest of the evidence keeps the gate's word.
-    async fn show_unseen(
-        &self,
-        st: &mut State,
-        plan: &Plan,
-        retries: &mut Retries,
-        refusal: &mut Refusal,
-    ) {
-        if retries.unseen_shown || refusal.exploring {
-            return;
-        }
-        let Some((_, _, ungrounded)) = &refusal.parsed else {
-            return;
-        };
-        let items = unseen::openable(ungrounded, &st.observed);
-        if items.is_empty() {
-            return;
-        }
-        retries.unseen_shown = true;
-        let opened = self.open_unseen(items, plan.explore_deadline).await;
-        if opened.is_empty() {
-            return;
-        }
-        for o in &opened {
-            st.observed.record("Read", &o.shown);
-        }
-        let rest: Vec<_> = ungrounded
-            .iter()
-            .filter(|c| !opened.iter().any(|o| o.evidence == c.evidence))
-            .cloned()
-            .collect();
-        let rest = (!rest.is_empty())
-            .then(|| gate::ungrounded_feedback(self.profile.answer_shape(), &rest, &st.observed));
-        refusal.feedback = unseen::feedback(&opened, rest);
-    }
-
     /// The end after the gate's last allowed refusal (or at the end of the exploring time).
     /// Decides what stands: an answer that met the contract and cites nothing false, as
     /// partial; one with evidence the child was not shown, as unverified; without one, the
     /// wrap-up (out of time) or the places the child saw, as leads.
-    fn last_refusal(&self, text: String, refusal: Refusal, out_of_time: bool) -> Next {
-        if let Some((result, repair, ungrounded)) = refusal.parsed {
+    /// Items that cite a lead the child never read are the lead, not the model's word: they
+    /// leave the model's evidence (the leads join it as the index's at the end).
+    fn last_refusal(
+        &self,
+        text: String,
+        refusal: Refusal,
+        out_of_time: bool,
+        leads: &[Lead],
+    ) -> Next {
+        if let Some((mut result, repair, ungrounded)) = refusal.parsed {
+            let (on_leads, ungrounded): (Vec<_>, Vec<_>) = ungrounded
+                .into_iter()
+                .partition(|c| leads.iter().any(|l| l.overlaps(&c.evidence)));
+            if let Some(evidence) = result.evidence_mut() {
+                evidence.retain(|e| !on_leads.iter().any(|c| &c.evidence == e));
+            }
             if ungrounded.is_empty() {
                 // Nothing it cites is false; it explored too little or cited nothing: it
                 // stands as partial, saying why.
-                let result = gate::downgraded(result, refusal.exploring);
+                let result = gate::downgraded(result, refusal.exploring, &refusal.unseen_names);
                 let ending = Ending::answered(TerminalReason::Completed, text, result, repair);
                 return Next::End(Box::new(ending));
             }

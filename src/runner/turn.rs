@@ -120,19 +120,7 @@ impl RuntimeRunner {
                 Some(spec.tool_choice.into())
             },
             deadline: Some(deadline),
-            settings: match spec.answer_tokens {
-                Some(most) => {
-                    let mut settings = self
-                        .model
-                        .settings()
-                        .as_deref()
-                        .cloned()
-                        .unwrap_or_default();
-                    settings.max_tokens = Some(settings.max_tokens.map_or(most, |m| m.min(most)));
-                    Some(std::sync::Arc::new(settings))
-                }
-                None => self.model.settings(),
-            },
+            settings: self.model.settings(),
         };
         st.calls += 1;
         let span = tracing::info_span!(target: crate::trace::SPAN_TARGET,
@@ -358,7 +346,7 @@ impl RuntimeRunner {
             .filter_map(|t| t["function"]["name"].as_str())
             .collect();
         let cut = resp.finish_reason.as_deref() == Some("length");
-        let calls = crate::runner::text_calls::parse(&resp.content, &offered, step, cut)?;
+        let calls = crate::runner::assist::text_calls::parse(&resp.content, &offered, step, cut)?;
         tracing::debug!(
             session_id = %self.trace.session_id(),
             step,

@@ -256,15 +256,10 @@ pub struct TerminalDetails<'a> {
     pub has_result: bool,
     /// The repair the gate made, if any.
     pub repair: Option<Repair>,
-    /// The windows of the repo-map hint added to the answer's evidence, each after the item
-    /// the model cited inside it (absent when none was).
-    #[serde(skip_serializing_if = "<[String]>::is_empty")]
-    pub cited_windows: &'a [String],
-    /// The windows of places the hint opened that the answer left out, added after its
-    /// evidence because the model, asked about each place alone, said it answers the task
-    /// (absent when none was).
-    #[serde(skip_serializing_if = "<[String]>::is_empty")]
-    pub confirmed_places: &'a [String],
+    /// The result's evidence, item for item with its source (`model`, `index`, `both`,
+    /// `seen`); absent when the result has none.
+    #[serde(skip_serializing_if = "<[(String, String)]>::is_empty")]
+    pub evidence: &'a [(String, String)],
     /// Tokens used.
     pub total_tokens: u64,
     /// Whether any usage was estimated.
@@ -342,8 +337,7 @@ mod tests {
                     error: Some("used all 3 steps"),
                     has_result: false,
                     repair: None,
-                    cited_windows: &[],
-                    confirmed_places: &[],
+                    evidence: &[],
                     total_tokens: 9,
                     usage_estimated: true,
                 },
@@ -357,13 +351,15 @@ mod tests {
                     error: None,
                     has_result: true,
                     repair: None,
-                    cited_windows: &["a.py:3-18".to_string()],
-                    confirmed_places: &["b.py:40-55".to_string()],
+                    evidence: &[
+                        ("a.py:3-18".to_string(), "both".to_string()),
+                        ("b.py:40".to_string(), "index".to_string()),
+                    ],
                     total_tokens: 9,
                     usage_estimated: false,
                 },
             }),
-            r#"{"reason":"completed","details":{"error":null,"has_result":true,"repair":null,"cited_windows":["a.py:3-18"],"confirmed_places":["b.py:40-55"],"total_tokens":9,"usage_estimated":false}}"#
+            r#"{"reason":"completed","details":{"error":null,"has_result":true,"repair":null,"evidence":[["a.py:3-18","both"],["b.py:40","index"]],"total_tokens":9,"usage_estimated":false}}"#
         );
         assert_eq!(
             text(&ModelErrorEvent {

@@ -1528,6 +1528,15 @@ fn fault(
     }
 }
 
+/// A case whose launch reaches its wall-clock limit: partial, with the index's leads, the
+/// limit named in its open questions.
+fn with_leads(name: &'static str, script: Vec<Step>, timeout_seconds: f64) -> Fault {
+    Fault {
+        status: outrider::SubagentStatus::Partial,
+        ..fault(name, script, timeout_seconds, None, None)
+    }
+}
+
 /// What one launch against a faulty server gave: the case's name, the time past its limit.
 async fn run_fault(case: Fault) -> (String, f64) {
     let server = Server::start(case.script).await;
@@ -1574,6 +1583,18 @@ async fn run_fault(case: Fault) -> (String, f64) {
         (Some(want), Some(got)) => assert!(got.contains(want), "{name}: {got}"),
         (want, got) => panic!("{name}: error {got:?}, expected {want:?}"),
     }
+    if case.status == outrider::SubagentStatus::Partial {
+        let Some(outrider::runner::ParsedResult::Explore(r)) = &result.result else {
+            panic!("{name}: no explore result: {result:?}")
+        };
+        assert!(
+            r.evidence_sources.iter().all(|s| s == "index")
+                && r.unresolved_questions
+                    .iter()
+                    .any(|q| q.contains("wall-clock limit")),
+            "{name}: {r:?}"
+        );
+    }
     let trace = std::fs::read_to_string(result.trace_path.as_ref().unwrap()).unwrap();
     let shown = format!("{result:?} {launcher:?} {trace}");
     assert!(!shown.contains(KEY), "{name}: the key leaked: {shown}");
@@ -1582,7 +1603,7 @@ async fn run_fault(case: Fault) -> (String, f64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_http_fault_ends_a_launch_within_its_limit_with_a_clear_reason() {
-    use outrider::TerminalReason::{ModelError as Model, RateLimited, Timeout};
+    use outrider::TerminalReason::{ModelError as Model, RateLimited};
     let answer = || {
         json_reply(
             200,
@@ -1674,13 +1695,9 @@ async fn every_http_fault_ends_a_launch_within_its_limit_with_a_clear_reason() {
             Some(Model),
             Some("HTTP 404: no such model; check the base URL"),
         ),
-        fault(
-            "hang",
-            always(Step::Hang),
-            1.0,
-            Some(Timeout),
-            Some("wall-clock limit of 1s"),
-        ),
+        // A run that reaches its limit returns the index's leads as a partial answer, saying
+        // why in its open questions.
+        with_leads("hang", always(Step::Hang), 1.0),
         fault(
             "reset then success",
             vec![Step::Reset(truncated_completion()), read_a(), answer()],
@@ -1730,7 +1747,7 @@ async fn every_http_fault_ends_a_launch_within_its_limit_with_a_clear_reason() {
             Some(Model),
             Some("over the 8 MiB limit"),
         ),
-        fault(
+        with_leads(
             "1 byte/s trickle",
             vec![Step::Stream {
                 head: head(200, Some(400), ""),
@@ -1739,8 +1756,6 @@ async fn every_http_fault_ends_a_launch_within_its_limit_with_a_clear_reason() {
                 pause: Duration::from_secs(1),
             }],
             1.0,
-            Some(Timeout),
-            Some("wall-clock limit of 1s"),
         ),
         fault(
             "307 to another port",

@@ -6,7 +6,7 @@
     from outrider.batch import BackendSpec, BatchTask, RateLimit
 
     run = outrider.explore_many(
-        [BatchTask("https://github.com/pallets/click", "Where is the help text formatted?",
+        [BatchTask("https://github.com/example/project", "Where is the help text formatted?",
                    commit="8.1.7")],
         backend=BackendSpec.openai("gpt-4.1-mini", api_key_env="OPENAI_API_KEY"),
         sink="out/",                      # out/manifest.jsonl, out/traces/<task id>.jsonl

@@ -11,6 +11,11 @@ use crate::error::Error;
 
 /// The default read/total timeout of one attempt.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// The default timeout of one attempt to a server on this machine (a loopback address): a
+/// model on a CPU reads a prompt of a few thousand tokens at tens of tokens a second, so a
+/// first call can take minutes; the run's own wall-clock limit still bounds it, and a run that
+/// reaches that limit returns what it has as `partial`.
+pub const LOCAL_TIMEOUT: Duration = Duration::from_secs(600);
 /// The default time allowed to open a connection.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The default number of extra attempts after a transient failure (2 means 3 attempts).
@@ -105,6 +110,8 @@ impl OpenAICompatibleConfig {
         config.api_key = settings.api_key.filter(|k| !k.is_empty());
         if let Some(t) = settings.timeout {
             config.timeout = duration_from_secs("timeout", t)?;
+        } else if parse_base_url(&config.base_url).is_ok_and(|u| is_loopback(&u)) {
+            config.timeout = LOCAL_TIMEOUT;
         }
         if let Some(t) = settings.connect_timeout {
             config.connect_timeout = duration_from_secs("connect_timeout", t)?;

@@ -1,0 +1,167 @@
+//! What a summary may name. A `completed` explore answer is a claim about the code: every name
+//! its summary uses as code (an identifier, a file, a number) must be a word of a line the child
+//! saw in this run, or the answer is refused once with the names it has not seen, and stands as
+//! `partial` after that, listing them. A summary that rests on names the child never saw is the
+//! commonest way a small model is wrong while sure ("also used in reloader.rb").
+
+use crate::runner::observed::{words, Observed};
+
+/// The names `summary` uses as code that the child did not see (each once, in order), words of
+/// at least `min_len` characters (numbers of at least three digits).
+pub(crate) fn unseen_names(summary: &str, observed: &Observed, min_len: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for name in code_names(summary) {
+        let unseen = words(&name).any(|w| {
+            let checked = if w.chars().all(|c| c.is_ascii_digit()) {
+                w.len() >= 3
+            } else {
+                w.chars().count() >= min_len
+            };
+            checked && !observed.saw_word(w)
+        });
+        if unseen && !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// The feedback for a summary naming `names` the child has not seen.
+pub(crate) fn feedback(contract: &str, names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    format!(
+        "Your summary names {}, which you have not seen in this run. Read or Grep for them to check what they are, or leave them out; then reply with the {contract} JSON object again. A summary may only state what the lines you saw show.",
+        quoted.join(", ")
+    )
+}
+
+/// The note an answer keeps when it stands with `names` unseen.
+pub(crate) fn note(names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    format!(
+        "outrider: the summary names {}, which the child never saw in this run, so the answer is partial",
+        quoted.join(", ")
+    )
+}
+
+/// The names `text` uses as code: whatever is inside backticks, and outside them each token
+/// shaped like code (a call `f()`, a path or file name `a/b.py`, a dotted or `::` name, a
+/// `snake_case` or `camelCase` word, a number). A citation's line numbers are not names.
+fn code_names(text: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for (i, part) in text.split('`').enumerate() {
+        if i % 2 == 1 {
+            if !part.trim().is_empty() {
+                names.push(part.trim().to_string());
+            }
+            continue;
+        }
+        let mut previous = "";
+        for raw in part.split_whitespace() {
+            let token = raw.trim_matches(|c: char| {
+                !(c.is_alphanumeric() || c == '_' || c == '/' || c == '(' || c == ')')
+            });
+            let token = token.trim_end_matches(['(', ')']).trim_start_matches('(');
+            // `path:12-20`: the path is a name, the numbers are lines.
+            let token = token.split(':').next().unwrap_or_default();
+            let after_line = previous
+                .trim_matches(|c: char| !c.is_alphanumeric())
+                .to_ascii_lowercase()
+                .starts_with("line");
+            previous = raw;
+            let numbers = token.chars().all(|c| c.is_ascii_digit() || c == '-');
+            if token.is_empty() || after_line && numbers {
+                continue;
+            }
+            if looks_like_code(raw, token) {
+                names.push(token.to_string());
+            } else {
+                // `400-599`: each number.
+                names.extend(
+                    token
+                        .split('-')
+                        .filter(|n| n.len() >= 3 && n.chars().all(|c| c.is_ascii_digit()))
+                        .map(str::to_string),
+                );
+            }
+        }
+    }
+    names
+}
+
+/// Whether `token` (as written, `raw`) is shaped like code rather than English.
+fn looks_like_code(raw: &str, token: &str) -> bool {
+    let has_letter = token.chars().any(char::is_alphabetic);
+    if !has_letter {
+        return false;
+    }
+    let call = raw.contains("()") || raw.contains('(') && raw.ends_with(')');
+    let joined = token.contains("::")
+        || token.contains('/')
+        || token.split('.').filter(|p| !p.is_empty()).count() >= 2;
+    let snake = token.contains('_');
+    let chars: Vec<char> = token.chars().collect();
+    let camel = chars
+        .windows(2)
+        .any(|w| w[0].is_lowercase() && w[1].is_uppercase())
+        || chars
+            .windows(3)
+            .any(|w| w[0].is_uppercase() && w[1].is_uppercase() && w[2].is_lowercase())
+            // An acronym's plural (`URLs`) is English.
+            && !(token.ends_with('s')
+                && token[..token.len() - 1].chars().all(char::is_uppercase));
+    call || joined || snake || camel
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(lines: &[&str], path: &str) -> Observed {
+        let content: String = lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| format!("{:>4} | {l}\n", i + 1))
+            .collect();
+        let mut o = Observed::default();
+        o.record(
+            "Read",
+            &serde_json::json!({"status": "ok", "context": {"path_resolved": path}, "data": {"content": content}}),
+        );
+        o
+    }
+
+    #[test]
+    fn names_shaped_like_code_are_checked_against_the_lines_seen_and_english_is_not() {
+        let o = seen(
+            &[
+                "def redirect_location(response):",
+                "    if response.status_code in (301, 302):",
+                "        return response.headers['Location']",
+            ],
+            "lib/http/client.py",
+        );
+        let summary = "The `redirect_location` function in lib/http/client.py (lines 1-3) reads the Location header when response.status_code is 301 or 302; it is also used in reloader.rb and calls follow_redirects(), with statuses 400-599 passing. URLs and JSON are English.";
+        assert_eq!(
+            unseen_names(summary, &o, 3),
+            ["reloader.rb", "follow_redirects", "400", "599"]
+        );
+        assert!(unseen_names(
+            "The `redirect_location` function in client.py returns the Location header.",
+            &o,
+            3
+        )
+        .is_empty());
+    }
+
+    #[test]
+    fn a_citation_and_line_numbers_are_not_names() {
+        let o = seen(&["fn main() {}"], "src/main.rs");
+        assert!(unseen_names(
+            "main() is at src/main.rs:1, see line 120 and lines 130-140.",
+            &o,
+            3
+        )
+        .is_empty());
+    }
+}
