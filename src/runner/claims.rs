@@ -26,6 +26,12 @@ pub(crate) fn unseen_names(summary: &str, observed: &Observed, min_len: usize) -
     out
 }
 
+/// Whether every word of `name` is a word of `text` (a name the task itself uses).
+pub(crate) fn named_in(name: &str, text: &str) -> bool {
+    let known: std::collections::HashSet<&str> = words(text).collect();
+    words(name).all(|w| known.contains(w))
+}
+
 /// The feedback for a summary naming `names` the child has not seen.
 pub(crate) fn feedback(contract: &str, names: &[String]) -> String {
     let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();

@@ -269,6 +269,8 @@ pub(crate) struct Exploration<'a> {
     pub(crate) successful_tools: u64,
     /// A first tool call to suggest (`Read with {...}`), from the repo-map hint.
     pub(crate) example: Option<&'a str>,
+    /// The task: names a summary repeats from it are not claims about the code.
+    pub(crate) task: &'a str,
 }
 
 /// The completion gate: the contract (with repair); enough exploration (`min_tool_calls`);
@@ -334,7 +336,10 @@ pub(crate) async fn check(
     }
     if let ParsedResult::Explore(r) = &result {
         let min = crate::runner::assist::Tuning::default().min_checked_name;
-        let names = crate::runner::claims::unseen_names(&r.summary, seen.observed, min);
+        let names = crate::runner::claims::unseen_names(&r.summary, seen.observed, min)
+            .into_iter()
+            .filter(|n| !crate::runner::claims::named_in(n, seen.task))
+            .collect::<Vec<_>>();
         if !names.is_empty() {
             return Gate::Reject {
                 exploring: false,

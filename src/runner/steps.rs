@@ -44,6 +44,9 @@ struct Plan {
     min_tools: u64,
     /// The next call the repo-map hint suggests, quoted in the gate's feedback.
     example: Option<String>,
+    /// The task as the caller gave it: names a summary repeats from it are the caller's, not
+    /// claims about the code.
+    task: String,
 }
 
 impl Plan {
@@ -111,6 +114,7 @@ impl RuntimeRunner {
             max_steps: self.profile.max_steps.max(1) as u64,
             min_tools: self.profile.min_tool_calls.max(0) as u64,
             example,
+            task: task.to_string(),
         };
         self.emit_run_start(&first);
         let mut retries = Retries::default();
@@ -348,6 +352,7 @@ impl RuntimeRunner {
             observed: &st.observed,
             successful_tools: st.successful_tools,
             example: plan.example.as_deref(),
+            task: &plan.task,
         };
         let verdict = gate::check(&self.profile, &self.workspace, text, plan.deadline, &seen)
             .instrument(span.clone())

@@ -153,10 +153,12 @@ fn grep(ctx: &ToolContext, params: &Value) -> ToolResult {
         Ok(r) => r,
         Err(msg) => return invalid(msg),
     };
-    // A file given as the path (models do it often): search that file alone.
-    if req.glob.is_none() {
+    // A file given as the path (models do it often, with a glob or a type beside it): search
+    // that file alone; the file named exactly overrides the filters.
+    {
         if let Ok(r) = ctx.workspace.resolve(&req.path) {
             if r.kind == crate::tools::workspace::EntryKind::File {
+                req.rules.types = None;
                 let (dir, name) = r.relative.rsplit_once('/').unwrap_or((".", &r.relative));
                 match args::FileGlob::exact(name) {
                     Ok(only) => {
@@ -267,6 +269,15 @@ mod tests {
         assert_eq!(
             files(json!({"pattern": "hit", "path": "./docs/c.md"})),
             ["docs/c.md"]
+        );
+        // With a glob or a type beside it (a small model fills every field), the file still.
+        assert_eq!(
+            files(json!({"pattern": "hit", "path": "src/b.py", "glob": "src/b.py", "type": "rs"})),
+            ["src/b.py"]
+        );
+        assert_eq!(
+            files(json!({"pattern": "hit", "path": "src/b.py", "glob": "**/*.py"})),
+            ["src/b.py"]
         );
         // A glob given as the path.
         assert_eq!(
