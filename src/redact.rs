@@ -52,12 +52,18 @@ macro_rules! secret_names {
     };
 }
 
-/// A secret's name, then its separator and opening quote, then the value (see [`assignment`]).
+/// A secret's name, then its separator, then the value (see [`assignment`]): a quoted value
+/// runs to its closing quote (spaces, `;` and `&` included; `\"` escapes; a value cut off at
+/// the end of its line is masked to there), an unquoted one to the first space or delimiter.
 /// Separators stay on one line: `if not password:` then a newline assigns nothing.
 const ASSIGNMENT: &str = concat!(
     r#"(?i)\b((?P<name>[A-Za-z0-9_\-]*?(?:"#,
     secret_names!(),
-    r#")|pwd)["']?[ \t]*(?P<sep>=>|:=|=|:)[ \t]*(?P<q>["']?))(?P<value>[^\s"'&,;}=][^\s"'&,;}]*)"#
+    r#")|pwd)["']?[ \t]*(?P<sep>=>|:=|=|:)[ \t]*)"#,
+    r#"(?:"(?P<dq>(?:[^"\\\r\n]|\\.)+)(?P<dqe>"?)"#,
+    r#"|'(?P<sq>(?:[^'\\\r\n]|\\.)+)(?P<sqe>'?)"#,
+    r#"|`(?P<bq>[^`\r\n]+)(?P<bqe>`?)"#,
+    r#"|(?P<value>[^\s"'`&,;}=][^\s"'&,;}]*))"#
 );
 
 /// How one pattern's match is replaced.
@@ -86,12 +92,28 @@ const PATTERNS: &[(&str, Replace)] = &[
         r"(?m)(?:^[ \t]*(?:\d+ \| )?[A-Za-z0-9+/=]{16,}[ \t]*\r?\n)+([ \t]*(?:\d+ \| )?)-----END ([A-Z0-9 ]*)PRIVATE KEY-----",
         Replace::With("***\n${1}-----END ${2}PRIVATE KEY-----"),
     ),
+    // A PEM private key's first body line, known by its DER header (RSA and PKCS#8
+    // `MII..IBA`, encrypted PKCS#8, EC `MHcCAQEE`/`MIG.AgEB`, Ed25519 `MC4CAQAw`, OpenSSH
+    // `b3BlbnNzaC1rZXktdjE`), with the base64 lines that follow: a Read window that starts on
+    // the key's second line and ends before END, or a Grep match on that line. Certificates
+    // (`MII..CCA`) and public keys (`MII..ANBg`) have other headers and stay.
+    (
+        r"(?m)^([ \t]*(?:\d+ \| )?)(?:MII[A-Za-z0-9+/]{3}IBA[AD]|MII[A-Za-z0-9+/]{3}DBOBgkqhkiG9w0BBQ0|MHcCAQEE|MI[GH][A-Za-z0-9+/]AgEB|MIG[A-Za-z0-9+/]AgEAM|MC4CAQAw|b3BlbnNzaC1rZXktdjE)[A-Za-z0-9+/=]*[ \t]*(?:\r?\n[ \t]*(?:\d+ \| )?[A-Za-z0-9+/=]{16,}[ \t]*$)*",
+        Replace::With("${1}***"),
+    ),
     // An AWS secret key (40 base64 characters) written next to its access key id, as in the
     // console's credentials.csv or `AKIA... wJalr...`; before the key-id pattern, which would
     // hide the pair.
     (
         r#"\b(AKIA|ASIA)[A-Z0-9]{16}([\s,;:|='"]{1,8}(?:[A-Za-z_]{1,40}["']?[ \t]*[=:][ \t]*["']?)?)[A-Za-z0-9/+]{40}([^A-Za-z0-9/+]|$)"#,
         Replace::With("${1}***${2}***${3}"),
+    ),
+    // An AWS secret key (40 base64 characters) after its own name, whatever separates them:
+    // `aws configure set aws_secret_access_key <key>`, `Secret access key: <key>`,
+    // `SecretAccessKey <key>` (the assignment pattern below needs `=` or `:`).
+    (
+        r#"(?i)\b((?:aws[ _\-]?)?secret[ _\-]?access[ _\-]?key["']?(?:[ \t]+is)?[\s=:,|>"'`]{1,8})[A-Za-z0-9/+]{40}([^A-Za-z0-9/+=]|$)"#,
+        Replace::With("${1}***${2}"),
     ),
     // OpenAI (`sk-`, `sk-proj-`) and Anthropic (`sk-ant-`); `\b` keeps `task-...` intact.
     (r"\bsk-[A-Za-z0-9_\-]{20,}", Replace::With("sk-***")),
@@ -205,11 +227,15 @@ fn basic_credential(caps: &Captures<'_>) -> String {
 /// `token := os.Getenv("T")`, `password=password`), a literal such as `None`, or a count
 /// (`max_token=9`). A quoted value is always a value.
 fn assignment(caps: &Captures<'_>) -> String {
+    for (quote, close, q) in [("dq", "dqe", '"'), ("sq", "sqe", '\''), ("bq", "bqe", '`')] {
+        if caps.name(quote).is_some() {
+            return format!("{}{q}{MASK}{}", &caps[1], &caps[close]);
+        }
+    }
     let (name, value) = (&caps["name"], &caps["value"]);
     let lower = name.to_ascii_lowercase();
     let count = lower.ends_with("token") && value.bytes().all(|b| b.is_ascii_digit());
-    let code = caps["q"].is_empty() && is_code(&lower, &caps["sep"], value);
-    if count || code {
+    if count || is_code(&lower, &caps["sep"], value) {
         caps[0].to_string()
     } else {
         format!("{}{MASK}", &caps[1])
@@ -409,6 +435,37 @@ mod tests {
             "  12 | MIIEowIBAAKCAQEA7secretsecret\n  13 | AAAABBBBCCCCDDDDEEEE\n  14 | -----END PRIVATE KEY-----",
             "***\n  14 | -----END PRIVATE KEY-----",
         ),
+        // A PEM body whose first line is in view but neither BEGIN nor END is (Read from
+        // line 2 with a limit, a Grep match on that line).
+        (
+            "   2 | MIIEowIBAAKCAQEA7bodybodybodybodybody\n   3 | Kx3fQ0nZcY8mR2l5TtA9bodybody\n",
+            "   2 | ***\n",
+        ),
+        ("MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7", "***"),
+        ("b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW", "***"),
+        ("MHcCAQEEIIrYSSNQFaA2Hwf1duRSxKtLYX5CB04fSeQ6tF1aY/PuoAoGCCqGSM49", "***"),
+        // An AWS secret key after its name with no `=` or `:`.
+        (
+            "aws configure set aws_secret_access_key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "aws configure set aws_secret_access_key ***",
+        ),
+        (
+            "my AWS secret access key is wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY.",
+            "my AWS secret access key is ***.",
+        ),
+        (
+            "SecretAccessKey\twJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n",
+            "SecretAccessKey\t***\n",
+        ),
+        // A quoted value runs to its closing quote, whatever it holds.
+        (
+            r#"password := "correct horse; battery & staple""#,
+            r#"password := "***""#,
+        ),
+        (r#"password := "hun\"ter2" // x"#, r#"password := "***" // x"#),
+        ("password := `hunter 2`", "password := `***`"),
+        ("secret: 'two words'", "secret: '***'"),
+        ("password = \"cut off at the line's end\nnext", "password = \"***\nnext"),
         // An AWS secret key next to its access key id.
         (
             "bob,,AKIAIOSFODNN7EXAMPLE,wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY,https://x",
@@ -463,6 +520,11 @@ mod tests {
         "if password == \"\":",
         "<maxTokens>5</maxTokens> total_token_budget=3 max_token=9",
         "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY alone",
+        // Certificates and public keys have other DER headers.
+        "MIIDdzCCAl+gAwIBAgIJAKZ7D9l8Y1pFMA0GCSqGSIb3DQEBCwUAMFIxCzAJBgNV",
+        "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAu1SU1LfVLPHCozMxH2Mo",
+        "the secret access key rotates daily",
+        r#"if password == "": pass"#,
     ];
 
     #[test]

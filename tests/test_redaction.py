@@ -115,7 +115,7 @@ def test_assignments_pem_tails_and_aws_pairs_are_redacted_in_tools_and_traces(
     (root / "key.pem").write_text("-----BEGIN RSA PRIVATE KEY-----\n" + PEM_TAIL)
     llm = ScriptedLLM(
         [
-            [call("Read", path="settings.txt"), call("Read", path="key.pem", offset=2)],
+            [call("Read", path="settings.txt"), call("Read", path="key.pem", start_line=2)],
             final(status="completed", summary="settings.txt", evidence=["settings.txt:1"]),
         ]
     )
@@ -190,3 +190,40 @@ print("done")
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
     )
     assert (run.returncode, run.stdout, run.stderr) == (0, "done\n", "")
+
+
+# --- issue 36, Keys: what is still read verbatim --------------------------------------------
+
+TASK_AWS = "why does `aws configure set aws_secret_access_key {}` fail?"
+AWS_SECRET = "Zq8s9dJ2kLmN3oP4qR5sT6uV7wX8yZ9aB0cD1eF2"
+
+
+def test_aws_secret_keys_go_passwords_and_pem_bodies_out_of_view_are_redacted(
+    tmp_path: pathlib.Path,
+) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "setup.sh").write_text(
+        f"aws configure set aws_secret_access_key {AWS_SECRET}\n"
+        'password := "correct horse; battery & staple"\n'
+    )
+    (root / "key.pem").write_text("-----BEGIN RSA PRIVATE KEY-----\n" + PEM_TAIL)
+    llm = ScriptedLLM(
+        [
+            [
+                call("Read", path="setup.sh"),
+                call("Read", path="key.pem", start_line=2, limit=1),
+                call("Grep", pattern="MIIEow"),
+            ],
+            *[final(status="completed", summary="setup.sh", evidence=["setup.sh:1"])] * 3,
+        ]
+    )
+    result = outrider.SubagentLauncher(root, llm, trace_dir=tmp_path / "traces").launch(
+        outrider.SubagentRequest(task=TASK_AWS.format(AWS_SECRET))
+    )
+    assert result.trace_path is not None
+    trace = pathlib.Path(result.trace_path).read_text()
+    assert "setup.sh" in trace and "key.pem" in trace
+    text = f"{trace} {result!r} {json.dumps(result.to_dict())}"
+    for secret in (AWS_SECRET, "horse", "battery", "bodybody", "MIIEowIBAAKCAQEA7"):
+        assert secret not in text, secret
