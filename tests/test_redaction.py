@@ -194,6 +194,23 @@ print("done")
 
 # --- issue 36, Keys: what is still read verbatim --------------------------------------------
 
+def test_a_key_an_http_error_body_echoes_past_the_snippet_cut_leaves_no_prefix(
+    tmp_path: pathlib.Path,
+) -> None:
+    key = "plain-http-key-not-shaped-6081"
+    root = tmp_path / "root"
+    root.mkdir()
+    for pad in (280, 286, 290, 295):
+        echo = {"error": {"message": "x" * pad + f" key {key} refused", "type": "auth"}}
+        with answering(401, echo) as base:
+            llm = outrider.OpenAICompatible("m", base, key, max_retries=0)
+            result = outrider.SubagentLauncher(root, llm, trace_dir=False).launch(
+                outrider.SubagentRequest(task="find main")
+            )
+        assert result.status == "failed"
+        assert key[:6] not in (result.error or ""), (pad, result.error)
+
+
 TASK_AWS = "why does `aws configure set aws_secret_access_key {}` fail?"
 AWS_SECRET = "Zq8s9dJ2kLmN3oP4qR5sT6uV7wX8yZ9aB0cD1eF2"
 
