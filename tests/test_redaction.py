@@ -194,6 +194,55 @@ print("done")
 
 # --- issue 36, Keys: what is still read verbatim --------------------------------------------
 
+APP = "def main():\n    return 1\n"
+
+
+def test_the_gates_refusal_log_and_ungrounded_evidence_hold_no_key(
+    tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    key = "plain-gate-key-not-shaped-0816"
+    outrider._core._register_secret(key)
+    shaped = "sk-proj-GateEvidenceKey0123456789abcdef"
+    caplog.set_level(logging.DEBUG, logger="outrider")
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "app.py").write_text(APP)
+    # Evidence that cannot be grounded, quoting both keys: refused, then returned unverified.
+    bad = [f"conf/{key}.py:1", f"{shaped}.py:1"]
+    answer = final(status="completed", summary="main is in app.py", evidence=bad)
+    script = [[call("Read", path="app.py")], answer, answer, answer]
+    launcher = outrider.SubagentLauncher(root, ScriptedLLM(script), trace_dir=tmp_path / "traces")
+    result = launcher.launch(outrider.SubagentRequest(task="where is main?"))
+    tool = outrider.TaskTool(outrider.SubagentLauncher(root, ScriptedLLM(script), trace_dir=False))
+    envelope = tool.run(
+        {"description": "d", "prompt": "where is main?", "subagent_type": "explore"}
+    )
+    refusals = [r for r in caplog.records if "completion gate refused" in r.getMessage()]
+    assert refusals and all(r.levelno == logging.WARNING for r in refusals)
+    assert (result.status, envelope["status"]) == ("unverified", "unverified")
+    outlets = {
+        "log": "".join(f"{r.getMessage()} {r.__dict__}" for r in caplog.records),
+        "ungrounded_evidence": json.dumps(result.ungrounded_evidence),
+        "to_dict": json.dumps(result.to_dict()),
+        "repr": repr(result),
+        "envelope": json.dumps(envelope),
+        "traces": everything(result, tmp_path, ""),
+    }
+    assert leaking(outlets, key, shaped) == {}
+    assert [c["evidence"] for c in result.ungrounded_evidence] == [
+        "conf/[REDACTED].py:1",
+        "sk-***.py:1",
+    ]
+
+
+def leaking(outlets: dict[str, str], *secrets: str) -> dict[str, list[str]]:
+    """The outlets that show a secret or its first 16 characters, and which."""
+    found = {
+        name: [s for s in secrets if s in text or s[:16] in text] for name, text in outlets.items()
+    }
+    return {name: hit for name, hit in found.items() if hit}
+
+
 def test_a_key_an_http_error_body_echoes_past_the_snippet_cut_leaves_no_prefix(
     tmp_path: pathlib.Path,
 ) -> None:

@@ -17,6 +17,7 @@ use crate::error::{Error, LaunchError};
 use crate::llm::env::EnvFile;
 use crate::llm::ChatModel;
 use crate::profile::{explore_profile, verification_profile, ModelChoice, RuntimeProfile};
+use crate::evidence::EvidenceCheck;
 use crate::redact::redact_str;
 use crate::runner::{CancelToken, ParsedResult, RunOutcome, RuntimeRunner, TerminalReason};
 use crate::tools::permissions::PermissionContext;
@@ -794,7 +795,7 @@ fn assemble(
         trace_path: trace.path().map(PathBuf::from),
         trace_error: None,
         failure_reason: failed.then_some(reason),
-        ungrounded_evidence: outcome.ungrounded_evidence,
+        ungrounded_evidence: scrub_checks(outcome.ungrounded_evidence),
         output_schema: profile.output_schema.as_ref().map(|s| s.name().to_string()),
         schema: profile.output_schema.clone(),
     }
@@ -841,6 +842,17 @@ fn scrub_answer(result: &mut Option<ParsedResult>, outcome: &RunOutcome, child_s
         Some(ParsedResult::Text(t)) => *t = redact_str(t),
         None => {}
     }
+}
+
+/// The ungrounded evidence as the parent gets it: an item is the model's own text, which may
+/// quote a credential it read (and the check's path and message repeat it).
+fn scrub_checks(mut checks: Vec<EvidenceCheck>) -> Vec<EvidenceCheck> {
+    for c in &mut checks {
+        c.evidence = redact_str(&c.evidence);
+        c.path = c.path.as_deref().map(redact_str);
+        c.message = redact_str(&c.message);
+    }
+    checks
 }
 
 /// The launch's status: the answer's own, partial when a budget ran out, unverified when its
