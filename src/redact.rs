@@ -312,7 +312,8 @@ pub fn redact_cow(text: &str) -> Cow<'_, str> {
     out
 }
 
-/// Redact a JSON value in place: secret keys get `***`, every string is scrubbed.
+/// Redact a JSON value in place: secret keys get `***`, every string is scrubbed, object keys
+/// included.
 pub fn redact_in_place(value: &mut Value) {
     match value {
         Value::String(s) => {
@@ -322,6 +323,7 @@ pub fn redact_in_place(value: &mut Value) {
         }
         Value::Array(items) => items.iter_mut().for_each(redact_in_place),
         Value::Object(map) => {
+            redact_keys(map);
             for (k, v) in map.iter_mut() {
                 let named = SECRET_KEYS.iter().any(|s| k.eq_ignore_ascii_case(s));
                 if (named && !v.is_null()) || (v.is_string() && is_secret_key(k)) {
@@ -332,6 +334,46 @@ pub fn redact_in_place(value: &mut Value) {
             }
         }
         _ => {}
+    }
+}
+
+/// Redact every string of a JSON value in place, object keys included, without masking values
+/// by their key's name: an answer object whose schema has a `token` field keeps its count.
+pub fn redact_strings_in_place(value: &mut Value) {
+    match value {
+        Value::String(s) => {
+            if let Cow::Owned(r) = redact_cow(s) {
+                *s = r;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(redact_strings_in_place),
+        Value::Object(map) => redact_map_strings(map),
+        _ => {}
+    }
+}
+
+/// [`redact_strings_in_place`] over an object's keys and values.
+pub fn redact_map_strings(map: &mut serde_json::Map<String, Value>) {
+    redact_keys(map);
+    map.values_mut().for_each(redact_strings_in_place);
+}
+
+/// An object's keys with their secrets redacted, in their order; a key that redacts to one
+/// already there gets ` (2)`, ` (3)`, ... so no value is lost.
+fn redact_keys(map: &mut serde_json::Map<String, Value>) {
+    if !map.keys().any(|k| matches!(redact_cow(k), Cow::Owned(_))) {
+        return;
+    }
+    let old = std::mem::take(map);
+    for (k, v) in old {
+        let mut key = redact_str(&k);
+        let base = key.clone();
+        let mut n = 2;
+        while map.contains_key(&key) {
+            key = format!("{base} ({n})");
+            n += 1;
+        }
+        map.insert(key, v);
     }
 }
 
@@ -556,6 +598,34 @@ mod tests {
         assert_eq!(
             redact_str("HTTP 401: key plain-configured-key-42 is not valid (short)"),
             "HTTP 401: key [REDACTED] is not valid (short)"
+        );
+    }
+
+    #[test]
+    fn a_secret_used_as_an_object_key_is_redacted() {
+        register_secret("plain-key-as-a-key-0042");
+        let v = serde_json::json!({
+            "sk-abcdefghijklmnopqrstuvwx": 1, "sk-ABCDEFGHIJKLMNOPQRSTUVWX": 2,
+            "nested": {"plain-key-as-a-key-0042": "v", "ok": "sk-abcdefghijklmnopqrstuvwx"},
+            "token": 3
+        });
+        let expected = serde_json::json!({
+            "sk-***": 1, "sk-*** (2)": 2,
+            "nested": {"[REDACTED]": "v", "ok": "sk-***"},
+            "token": 3
+        });
+        let mut strings = v.clone();
+        redact_strings_in_place(&mut strings);
+        assert_eq!(strings, expected);
+        let keys: Vec<_> = strings.as_object().unwrap().keys().cloned().collect();
+        assert_eq!(keys, ["sk-***", "sk-*** (2)", "nested", "token"]);
+        assert_eq!(
+            redact(&v),
+            serde_json::json!({
+                "sk-***": 1, "sk-*** (2)": 2,
+                "nested": {"[REDACTED]": "v", "ok": "sk-***"},
+                "token": "***"
+            })
         );
     }
 

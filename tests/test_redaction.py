@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import pydantic
 import pytest
 from loopback import answering
 
@@ -241,6 +242,54 @@ def leaking(outlets: dict[str, str], *secrets: str) -> dict[str, list[str]]:
         name: [s for s in secrets if s in text or s[:16] in text] for name, text in outlets.items()
     }
     return {name: hit for name, hit in found.items() if hit}
+
+
+class Checked(pydantic.BaseModel):
+    """A schema whose validator quotes the value it refuses (as pydantic's own messages do)."""
+
+    functions: list[str]
+    counts: dict[str, int] = {}
+    evidence: list[str]
+
+    @pydantic.field_validator("functions")
+    @classmethod
+    def known(cls, value: list[str]) -> list[str]:
+        if any(" " in v for v in value):
+            raise ValueError(f"not a function name: {value}")
+        return value
+
+
+def test_a_validators_message_and_an_answers_object_keys_hold_no_key(
+    tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    key = "plain-schema-key-not-shaped-3342"
+    outrider._core._register_secret(key)
+    shaped = "sk-ant-api03-SchemaKeyAsAnObjectKey0123"
+    caplog.set_level(logging.DEBUG, logger="outrider")
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "app.py").write_text(APP)
+    refused = final(functions=[f"main uses {key}", shaped], evidence=["app.py:1"])
+    keyed = final(functions=["main"], counts={key: 1, shaped: 2}, evidence=["app.py:1"])
+    llm = ScriptedLLM([[call("Read", path="app.py")], refused, keyed])
+    result = outrider.SubagentLauncher(root, llm, trace_dir=tmp_path / "traces").launch(
+        outrider.SubagentRequest(task="which functions?", output_schema=Checked)
+    )
+    assert result.status == "completed", result.error
+    refusals = [r for r in caplog.records if "completion gate refused" in r.getMessage()]
+    assert refusals and "not a function name" in refusals[0].getMessage()
+    outlets = {
+        "log": "".join(f"{r.getMessage()} {r.__dict__}" for r in caplog.records),
+        "to_dict": json.dumps(result.to_dict()),
+        "result": repr(result.result),
+        "traces": everything(result, tmp_path, ""),
+    }
+    assert leaking(outlets, key, shaped) == {}
+    assert result.to_dict()["result"] == {
+        "functions": ["main"],
+        "counts": {"[REDACTED]": 1, "sk-***": 2},
+        "evidence": ["app.py:1"],
+    }
 
 
 def test_a_key_an_http_error_body_echoes_past_the_snippet_cut_leaves_no_prefix(

@@ -14,10 +14,10 @@ use crate::agent::request::SubagentRequest;
 use crate::agent::result::{ModelRoute, SubagentLaunchResult, CHILD_RUN_ID};
 use crate::contract::{SubagentStatus, VerificationVerdict};
 use crate::error::{Error, LaunchError};
+use crate::evidence::EvidenceCheck;
 use crate::llm::env::EnvFile;
 use crate::llm::ChatModel;
 use crate::profile::{explore_profile, verification_profile, ModelChoice, RuntimeProfile};
-use crate::evidence::EvidenceCheck;
 use crate::redact::redact_str;
 use crate::runner::{CancelToken, ParsedResult, RunOutcome, RuntimeRunner, TerminalReason};
 use crate::tools::permissions::PermissionContext;
@@ -834,9 +834,8 @@ fn scrub_answer(result: &mut Option<ParsedResult>, outcome: &RunOutcome, child_s
             r.token_usage = outcome.token_usage;
         }
         Some(ParsedResult::Custom(r)) => {
-            for v in r.value.values_mut() {
-                redact_value(v);
-            }
+            // Keys too: an answer may use what it read as an object's key.
+            crate::redact::redact_map_strings(&mut r.value);
             scrub(&mut r.evidence);
         }
         Some(ParsedResult::Text(t)) => *t = redact_str(t),
@@ -933,14 +932,4 @@ fn launch_error(
         why.push("outrider: some evidence is not grounded in what the child saw (see ungrounded_evidence)".into());
     }
     (!why.is_empty()).then(|| why.join("; "))
-}
-
-/// Every string in `v` with credentials redacted.
-fn redact_value(v: &mut Value) {
-    match v {
-        Value::String(s) => *s = redact_str(s),
-        Value::Array(items) => items.iter_mut().for_each(redact_value),
-        Value::Object(map) => map.values_mut().for_each(redact_value),
-        _ => {}
-    }
 }

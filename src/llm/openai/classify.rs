@@ -219,11 +219,22 @@ mod tests {
     fn a_key_the_snippet_cut_splits_leaves_no_prefix() {
         let key = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789";
         crate::redact::register_secret("plain-echoed-key-0123456789");
-        for (secret, shown) in [(key, "sk-***"), ("plain-echoed-key-0123456789", "[REDACTED]")] {
+        for (secret, shown) in [
+            (key, "sk-***"),
+            ("plain-echoed-key-0123456789", "[REDACTED]"),
+        ] {
             for pad in [285, 290, 295, 299] {
                 let body = format!("{} {secret} was refused", "x".repeat(pad));
                 let cut = snippet(&body);
-                assert_eq!(cut, format!("{} {shown} was refused", "x".repeat(pad)).chars().take(300).collect::<String>() + "…", "pad {pad}");
+                assert_eq!(
+                    cut,
+                    format!("{} {shown} was refused", "x".repeat(pad))
+                        .chars()
+                        .take(300)
+                        .collect::<String>()
+                        + "…",
+                    "pad {pad}"
+                );
                 assert!(!cut.contains(&secret[..12]), "{cut}");
                 let said = provider_message(&serde_json::json!({"error": {"message": body}}));
                 assert_eq!(said, Some(cut));
