@@ -193,7 +193,89 @@ print("done")
     assert (run.returncode, run.stdout, run.stderr) == (0, "done\n", "")
 
 
-# --- issue 36, Keys: what is still read verbatim --------------------------------------------
+# --- issue 36, Keys: every new outlet -----------------------------------------------------------
+# Each test uses a key of its own: a registered key stays registered for the process, so a
+# shared one would be removed by an earlier test's registration and hide a leak.
+
+BATCH_ENV = "REDACTION_TEST_BATCH_KEY"
+TESTS = pathlib.Path(__file__).resolve().parent
+
+
+def refusing_factory(
+    model: str | None = None, base_url: str | None = None, api_key: str | None = None
+) -> Any:
+    """A batch backend whose constructor refuses its key, quoting it (as SDKs do)."""
+    raise RuntimeError(f"the key {api_key} is not valid for this client")
+
+
+def echoing_factory(
+    model: str | None = None, base_url: str | None = None, api_key: str | None = None
+) -> Any:
+    """A batch backend built fine whose every call fails with an error that quotes its key."""
+
+    def llm(request: dict[str, Any]) -> Any:
+        raise RuntimeError(f"HTTP 401: Incorrect API key provided: {api_key}")
+
+    return llm
+
+
+def test_a_batch_backends_key_from_api_key_env_never_appears(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from outrider.batch import BackendSpec, explore_many
+
+    key = "plain-batch-env-key-not-shaped-7731"
+    monkeypatch.setenv(BATCH_ENV, key)
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.py").write_text("def main():\n    pass\n")
+    tasks = [{"root": str(root), "question": "where is main?"}]
+
+    # A factory's error: explore_many's ConfigError, its cause and traceback.
+    refusing = BackendSpec("test_redaction:refusing_factory", api_key_env=BATCH_ENV)
+    with pytest.raises(outrider.ConfigError) as refused:
+        explore_many(tasks, backend=refusing, sink=tmp_path / "out1")
+    shown = "".join(traceback_of(refused.value))
+    assert "the key [REDACTED] is not valid" in str(refused.value)
+    assert key not in shown
+
+    # A model error: the manifest row, the trace the batch keeps, every file it writes.
+    echoing = BackendSpec("test_redaction:echoing_factory", api_key_env=BATCH_ENV)
+    run = explore_many(tasks, backend=echoing, sink=tmp_path / "out2")
+    assert [r["status"] for r in run.rows] == ["failed"]
+    assert "Incorrect API key provided: [REDACTED]" in run.rows[0]["error"]
+    written = "".join(
+        p.read_text(errors="replace") for p in sorted((tmp_path / "out2").rglob("*")) if p.is_file()
+    )
+    assert "[REDACTED]" in written and key not in written
+    assert key not in json.dumps(run.rows) + repr(run) + str(run.summary)
+
+
+def test_outrider_batch_does_not_print_a_backend_factorys_key(tmp_path: pathlib.Path) -> None:
+    import os
+
+    key = "plain-batch-cli-key-not-shaped-5520"
+    root = tmp_path / "root"
+    root.mkdir()
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"root": str(root), "question": "where is main?"}) + "\n")
+    spec = json.dumps({"factory": "test_redaction:refusing_factory", "api_key_env": BATCH_ENV})
+    env = {**os.environ, BATCH_ENV: key, "PYTHONPATH": str(TESTS)}
+    done = subprocess.run(
+        [sys.executable, "-m", "outrider", "batch", str(tasks), "--out", str(tmp_path / "out"),
+         "--backend", spec],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "the key [REDACTED] is not valid" in done.stderr
+    assert key not in done.stdout + done.stderr
+
+
+def traceback_of(error: BaseException) -> list[str]:
+    import traceback
+
+    return traceback.format_exception(error)
+
 
 APP = "def main():\n    return 1\n"
 
@@ -308,6 +390,8 @@ def test_a_key_an_http_error_body_echoes_past_the_snippet_cut_leaves_no_prefix(
         assert result.status == "failed"
         assert key[:6] not in (result.error or ""), (pad, result.error)
 
+
+# What a task or a file the child reads holds (issue 36, Keys, still open from before).
 
 TASK_AWS = "why does `aws configure set aws_secret_access_key {}` fail?"
 AWS_SECRET = "Zq8s9dJ2kLmN3oP4qR5sT6uV7wX8yZ9aB0cD1eF2"
