@@ -377,6 +377,94 @@ fn redact_keys(map: &mut serde_json::Map<String, Value>) {
     }
 }
 
+/// How much of a line's start [`PrivateKeyLines`] keeps to tell a BEGIN or END line.
+const PEM_HEAD: usize = 80;
+
+/// The lines of a file that lie inside a PEM private key (after its BEGIN line, before its END
+/// line; to the end of what was read when no END came), found in one pass over the bytes as a
+/// tool reads them. A text pattern cannot tell a key's third base64 line from any other: the
+/// file can, so Read and Grep show `***` for those lines.
+#[derive(Debug, Default)]
+pub struct PrivateKeyLines {
+    /// Newlines seen: the current line is `newlines + 1`.
+    newlines: u64,
+    head: Vec<u8>,
+    open: Option<u64>,
+    /// Inclusive ranges of body lines.
+    bodies: Vec<(u64, u64)>,
+}
+
+impl PrivateKeyLines {
+    /// Take the file's next bytes.
+    pub fn feed(&mut self, buf: &[u8]) {
+        // The line begun in the previous chunk first: a BEGIN line may straddle the two.
+        let Some(first) = memchr::memchr(b'\n', buf) else {
+            self.keep(buf);
+            return;
+        };
+        self.keep(&buf[..first]);
+        self.end_line();
+        let rest = &buf[first + 1..];
+        if self.open.is_none() && memchr::memmem::find(rest, b"PRIVATE KEY").is_none() {
+            // No key here (the common case): count lines, keep the unfinished one's head.
+            let last = memchr::memrchr(b'\n', rest);
+            self.newlines += memchr::memchr_iter(b'\n', rest).count() as u64;
+            self.keep(&rest[last.map_or(0, |i| i + 1)..]);
+            return;
+        }
+        let mut pos = 0;
+        while let Some(i) = memchr::memchr(b'\n', &rest[pos..]) {
+            self.keep(&rest[pos..pos + i]);
+            self.end_line();
+            pos += i + 1;
+        }
+        self.keep(&rest[pos..]);
+    }
+
+    /// The end of what was read: a last line without a newline counts, a key without its END
+    /// line runs to the end.
+    pub fn finish(&mut self) {
+        if !self.head.is_empty() {
+            self.end_line();
+        }
+        if let Some(start) = self.open.take() {
+            self.bodies.push((start, u64::MAX));
+        }
+    }
+
+    /// Whether line `n` (1-based) is inside a private key.
+    pub fn contains(&self, n: u64) -> bool {
+        self.bodies.iter().any(|&(a, b)| a <= n && n <= b)
+    }
+
+    /// Whether no private key was seen.
+    pub fn is_empty(&self) -> bool {
+        self.bodies.is_empty() && self.open.is_none()
+    }
+
+    fn keep(&mut self, piece: &[u8]) {
+        let room = PEM_HEAD.saturating_sub(self.head.len());
+        self.head.extend_from_slice(&piece[..piece.len().min(room)]);
+    }
+
+    fn end_line(&mut self) {
+        let line = self.newlines + 1;
+        let text = self.head.trim_ascii();
+        let key = memchr::memmem::find(text, b"PRIVATE KEY-----").is_some();
+        if key && text.starts_with(b"-----BEGIN ") && self.open.is_none() {
+            self.open = Some(line + 1);
+        } else if key && text.starts_with(b"-----END ") {
+            if let Some(start) = self.open.take() {
+                if line > start {
+                    self.bodies.push((start, line - 1));
+                }
+            }
+        }
+        self.head.clear();
+        self.newlines += 1;
+    }
+}
+
 /// Redact a JSON value: secret keys get `***`, every string is scrubbed (the tests' view of
 /// [`redact_in_place`]).
 #[cfg(test)]
@@ -589,6 +677,24 @@ mod tests {
             let once = redact_str(input);
             assert_eq!(redact_str(&once), once, "input: {input:?}");
         }
+    }
+
+    #[test]
+    fn private_key_lines_are_found_in_any_chunking() {
+        let file = "a\n-----BEGIN RSA PRIVATE KEY-----\nAAAA\nBBBB\n-----END RSA PRIVATE KEY-----\nb\n-----BEGIN CERTIFICATE-----\nCCCC\n-----END CERTIFICATE-----\n  -----BEGIN OPENSSH PRIVATE KEY-----\nDDDD\nEEEE";
+        for size in 1..=file.len() {
+            let mut keys = PrivateKeyLines::default();
+            for chunk in file.as_bytes().chunks(size) {
+                keys.feed(chunk);
+            }
+            keys.finish();
+            let inside: Vec<u64> = (1..=16).filter(|&n| keys.contains(n)).collect();
+            assert_eq!(inside, [3, 4, 11, 12, 13, 14, 15, 16], "chunks of {size}");
+        }
+        let mut none = PrivateKeyLines::default();
+        none.feed(b"-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----\n");
+        none.finish();
+        assert!(none.is_empty());
     }
 
     #[test]

@@ -412,7 +412,9 @@ def test_aws_secret_keys_go_passwords_and_pem_bodies_out_of_view_are_redacted(
             [
                 call("Read", path="setup.sh"),
                 call("Read", path="key.pem", start_line=2, limit=1),
+                call("Read", path="key.pem", start_line=3, limit=1),
                 call("Grep", pattern="MIIEow"),
+                call("Grep", pattern="Kx3fQ0", context=1),
             ],
             *[final(status="completed", summary="setup.sh", evidence=["setup.sh:1"])] * 3,
         ]
@@ -424,5 +426,12 @@ def test_aws_secret_keys_go_passwords_and_pem_bodies_out_of_view_are_redacted(
     trace = pathlib.Path(result.trace_path).read_text()
     assert "setup.sh" in trace and "key.pem" in trace
     text = f"{trace} {result!r} {json.dumps(result.to_dict())}"
-    for secret in (AWS_SECRET, "horse", "battery", "bodybody", "MIIEowIBAAKCAQEA7"):
+    for secret in (
+        AWS_SECRET,
+        "horse",
+        "battery",
+        "bodybody",
+        "MIIEowIBAAKCAQEA7",
+        "Kx3fQ0nZcY8mR2l5",
+    ):
         assert secret not in text, secret
