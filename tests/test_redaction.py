@@ -293,7 +293,7 @@ def test_the_gates_refusal_log_and_ungrounded_evidence_hold_no_key(
     # Evidence that cannot be grounded, quoting both keys: refused, then returned unverified.
     bad = [f"conf/{key}.py:1", f"{shaped}.py:1"]
     answer = final(status="completed", summary="main is in app.py", evidence=bad)
-    script = [[call("Read", path="app.py")], answer, answer, answer]
+    script: list[Any] = [[call("Read", path="app.py")], answer, answer, answer]
     launcher = outrider.SubagentLauncher(root, ScriptedLLM(script), trace_dir=tmp_path / "traces")
     result = launcher.launch(outrider.SubagentRequest(task="where is main?"))
     tool = outrider.TaskTool(outrider.SubagentLauncher(root, ScriptedLLM(script), trace_dir=False))

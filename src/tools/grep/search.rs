@@ -160,7 +160,7 @@ pub(crate) fn search(
             if !keys.is_empty() {
                 // A private key's body lines, matched or shown as context: no text pattern
                 // knows a key's middle line, the file does.
-                for (n, text) in sink.lines.iter_mut() {
+                for (n, text) in &mut sink.lines {
                     if keys.contains(*n) {
                         *text = crate::redact::MASK.into();
                     }
