@@ -52,12 +52,18 @@ macro_rules! secret_names {
     };
 }
 
-/// A secret's name, then its separator and opening quote, then the value (see [`assignment`]).
+/// A secret's name, then its separator, then the value (see [`assignment`]): a quoted value
+/// runs to its closing quote (spaces, `;` and `&` included; `\"` escapes; a value cut off at
+/// the end of its line is masked to there), an unquoted one to the first space or delimiter.
 /// Separators stay on one line: `if not password:` then a newline assigns nothing.
 const ASSIGNMENT: &str = concat!(
     r#"(?i)\b((?P<name>[A-Za-z0-9_\-]*?(?:"#,
     secret_names!(),
-    r#")|pwd)["']?[ \t]*(?P<sep>=>|:=|=|:)[ \t]*(?P<q>["']?))(?P<value>[^\s"'&,;}=][^\s"'&,;}]*)"#
+    r#")|pwd)["']?[ \t]*(?P<sep>=>|:=|=|:)[ \t]*)"#,
+    r#"(?:"(?P<dq>(?:[^"\\\r\n]|\\.)+)(?P<dqe>"?)"#,
+    r#"|'(?P<sq>(?:[^'\\\r\n]|\\.)+)(?P<sqe>'?)"#,
+    r#"|`(?P<bq>[^`\r\n]+)(?P<bqe>`?)"#,
+    r#"|(?P<value>[^\s"'`&,;}=][^\s"'&,;}]*))"#
 );
 
 /// How one pattern's match is replaced.
@@ -86,12 +92,28 @@ const PATTERNS: &[(&str, Replace)] = &[
         r"(?m)(?:^[ \t]*(?:\d+ \| )?[A-Za-z0-9+/=]{16,}[ \t]*\r?\n)+([ \t]*(?:\d+ \| )?)-----END ([A-Z0-9 ]*)PRIVATE KEY-----",
         Replace::With("***\n${1}-----END ${2}PRIVATE KEY-----"),
     ),
+    // A PEM private key's first body line, known by its DER header (RSA and PKCS#8
+    // `MII..IBA`, encrypted PKCS#8, EC `MHcCAQEE`/`MIG.AgEB`, Ed25519 `MC4CAQAw`, OpenSSH
+    // `b3BlbnNzaC1rZXktdjE`), with the base64 lines that follow: a Read window that starts on
+    // the key's second line and ends before END, or a Grep match on that line. Certificates
+    // (`MII..CCA`) and public keys (`MII..ANBg`) have other headers and stay.
+    (
+        r"(?m)^([ \t]*(?:\d+ \| )?)(?:MII[A-Za-z0-9+/]{3}IBA[AD]|MII[A-Za-z0-9+/]{3}DBOBgkqhkiG9w0BBQ0|MHcCAQEE|MI[GH][A-Za-z0-9+/]AgEB|MIG[A-Za-z0-9+/]AgEAM|MC4CAQAw|b3BlbnNzaC1rZXktdjE)[A-Za-z0-9+/=]*[ \t]*(?:\r?\n[ \t]*(?:\d+ \| )?[A-Za-z0-9+/=]{16,}[ \t]*$)*",
+        Replace::With("${1}***"),
+    ),
     // An AWS secret key (40 base64 characters) written next to its access key id, as in the
     // console's credentials.csv or `AKIA... wJalr...`; before the key-id pattern, which would
     // hide the pair.
     (
         r#"\b(AKIA|ASIA)[A-Z0-9]{16}([\s,;:|='"]{1,8}(?:[A-Za-z_]{1,40}["']?[ \t]*[=:][ \t]*["']?)?)[A-Za-z0-9/+]{40}([^A-Za-z0-9/+]|$)"#,
         Replace::With("${1}***${2}***${3}"),
+    ),
+    // An AWS secret key (40 base64 characters) after its own name, whatever separates them:
+    // `aws configure set aws_secret_access_key <key>`, `Secret access key: <key>`,
+    // `SecretAccessKey <key>` (the assignment pattern below needs `=` or `:`).
+    (
+        r#"(?i)\b((?:aws[ _\-]?)?secret[ _\-]?access[ _\-]?key["']?(?:[ \t]+is)?[\s=:,|>"'`]{1,8})[A-Za-z0-9/+]{40}([^A-Za-z0-9/+=]|$)"#,
+        Replace::With("${1}***${2}"),
     ),
     // OpenAI (`sk-`, `sk-proj-`) and Anthropic (`sk-ant-`); `\b` keeps `task-...` intact.
     (r"\bsk-[A-Za-z0-9_\-]{20,}", Replace::With("sk-***")),
@@ -205,11 +227,15 @@ fn basic_credential(caps: &Captures<'_>) -> String {
 /// `token := os.Getenv("T")`, `password=password`), a literal such as `None`, or a count
 /// (`max_token=9`). A quoted value is always a value.
 fn assignment(caps: &Captures<'_>) -> String {
+    for (quote, close, q) in [("dq", "dqe", '"'), ("sq", "sqe", '\''), ("bq", "bqe", '`')] {
+        if caps.name(quote).is_some() {
+            return format!("{}{q}{MASK}{}", &caps[1], &caps[close]);
+        }
+    }
     let (name, value) = (&caps["name"], &caps["value"]);
     let lower = name.to_ascii_lowercase();
     let count = lower.ends_with("token") && value.bytes().all(|b| b.is_ascii_digit());
-    let code = caps["q"].is_empty() && is_code(&lower, &caps["sep"], value);
-    if count || code {
+    if count || is_code(&lower, &caps["sep"], value) {
         caps[0].to_string()
     } else {
         format!("{}{MASK}", &caps[1])
@@ -286,7 +312,8 @@ pub fn redact_cow(text: &str) -> Cow<'_, str> {
     out
 }
 
-/// Redact a JSON value in place: secret keys get `***`, every string is scrubbed.
+/// Redact a JSON value in place: secret keys get `***`, every string is scrubbed, object keys
+/// included.
 pub fn redact_in_place(value: &mut Value) {
     match value {
         Value::String(s) => {
@@ -296,6 +323,7 @@ pub fn redact_in_place(value: &mut Value) {
         }
         Value::Array(items) => items.iter_mut().for_each(redact_in_place),
         Value::Object(map) => {
+            redact_keys(map);
             for (k, v) in map.iter_mut() {
                 let named = SECRET_KEYS.iter().any(|s| k.eq_ignore_ascii_case(s));
                 if (named && !v.is_null()) || (v.is_string() && is_secret_key(k)) {
@@ -306,6 +334,134 @@ pub fn redact_in_place(value: &mut Value) {
             }
         }
         _ => {}
+    }
+}
+
+/// Redact every string of a JSON value in place, object keys included, without masking values
+/// by their key's name: an answer object whose schema has a `token` field keeps its count.
+pub fn redact_strings_in_place(value: &mut Value) {
+    match value {
+        Value::String(s) => {
+            if let Cow::Owned(r) = redact_cow(s) {
+                *s = r;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(redact_strings_in_place),
+        Value::Object(map) => redact_map_strings(map),
+        _ => {}
+    }
+}
+
+/// [`redact_strings_in_place`] over an object's keys and values.
+pub fn redact_map_strings(map: &mut serde_json::Map<String, Value>) {
+    redact_keys(map);
+    map.values_mut().for_each(redact_strings_in_place);
+}
+
+/// An object's keys with their secrets redacted, in their order; a key that redacts to one
+/// already there gets ` (2)`, ` (3)`, ... so no value is lost.
+fn redact_keys(map: &mut serde_json::Map<String, Value>) {
+    if !map.keys().any(|k| matches!(redact_cow(k), Cow::Owned(_))) {
+        return;
+    }
+    let old = std::mem::take(map);
+    for (k, v) in old {
+        let mut key = redact_str(&k);
+        let base = key.clone();
+        let mut n = 2;
+        while map.contains_key(&key) {
+            key = format!("{base} ({n})");
+            n += 1;
+        }
+        map.insert(key, v);
+    }
+}
+
+/// How much of a line's start [`PrivateKeyLines`] keeps to tell a BEGIN or END line.
+const PEM_HEAD: usize = 80;
+
+/// The lines of a file that lie inside a PEM private key (after its BEGIN line, before its END
+/// line; to the end of what was read when no END came), found in one pass over the bytes as a
+/// tool reads them. A text pattern cannot tell a key's third base64 line from any other: the
+/// file can, so Read and Grep show `***` for those lines.
+#[derive(Debug, Default)]
+pub struct PrivateKeyLines {
+    /// Newlines seen: the current line is `newlines + 1`.
+    newlines: u64,
+    head: Vec<u8>,
+    open: Option<u64>,
+    /// Inclusive ranges of body lines.
+    bodies: Vec<(u64, u64)>,
+}
+
+impl PrivateKeyLines {
+    /// Take the file's next bytes.
+    pub fn feed(&mut self, buf: &[u8]) {
+        // The line begun in the previous chunk first: a BEGIN line may straddle the two.
+        let Some(first) = memchr::memchr(b'\n', buf) else {
+            self.keep(buf);
+            return;
+        };
+        self.keep(&buf[..first]);
+        self.end_line();
+        let rest = &buf[first + 1..];
+        if self.open.is_none() && memchr::memmem::find(rest, b"PRIVATE KEY").is_none() {
+            // No key here (the common case): count lines, keep the unfinished one's head.
+            let last = memchr::memrchr(b'\n', rest);
+            self.newlines += memchr::memchr_iter(b'\n', rest).count() as u64;
+            self.keep(&rest[last.map_or(0, |i| i + 1)..]);
+            return;
+        }
+        let mut pos = 0;
+        while let Some(i) = memchr::memchr(b'\n', &rest[pos..]) {
+            self.keep(&rest[pos..pos + i]);
+            self.end_line();
+            pos += i + 1;
+        }
+        self.keep(&rest[pos..]);
+    }
+
+    /// The end of what was read: a last line without a newline counts, a key without its END
+    /// line runs to the end.
+    pub fn finish(&mut self) {
+        if !self.head.is_empty() {
+            self.end_line();
+        }
+        if let Some(start) = self.open.take() {
+            self.bodies.push((start, u64::MAX));
+        }
+    }
+
+    /// Whether line `n` (1-based) is inside a private key.
+    pub fn contains(&self, n: u64) -> bool {
+        self.bodies.iter().any(|&(a, b)| a <= n && n <= b)
+    }
+
+    /// Whether no private key was seen.
+    pub fn is_empty(&self) -> bool {
+        self.bodies.is_empty() && self.open.is_none()
+    }
+
+    fn keep(&mut self, piece: &[u8]) {
+        let room = PEM_HEAD.saturating_sub(self.head.len());
+        self.head.extend_from_slice(&piece[..piece.len().min(room)]);
+    }
+
+    fn end_line(&mut self) {
+        let line = self.newlines + 1;
+        let text = self.head.trim_ascii();
+        let key = memchr::memmem::find(text, b"PRIVATE KEY-----").is_some();
+        if key && text.starts_with(b"-----BEGIN ") && self.open.is_none() {
+            self.open = Some(line + 1);
+        } else if key && text.starts_with(b"-----END ") {
+            if let Some(start) = self.open.take() {
+                if line > start {
+                    self.bodies.push((start, line - 1));
+                }
+            }
+        }
+        self.head.clear();
+        self.newlines += 1;
     }
 }
 
@@ -409,6 +565,37 @@ mod tests {
             "  12 | MIIEowIBAAKCAQEA7secretsecret\n  13 | AAAABBBBCCCCDDDDEEEE\n  14 | -----END PRIVATE KEY-----",
             "***\n  14 | -----END PRIVATE KEY-----",
         ),
+        // A PEM body whose first line is in view but neither BEGIN nor END is (Read from
+        // line 2 with a limit, a Grep match on that line).
+        (
+            "   2 | MIIEowIBAAKCAQEA7bodybodybodybodybody\n   3 | Kx3fQ0nZcY8mR2l5TtA9bodybody\n",
+            "   2 | ***\n",
+        ),
+        ("MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7", "***"),
+        ("b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW", "***"),
+        ("MHcCAQEEIIrYSSNQFaA2Hwf1duRSxKtLYX5CB04fSeQ6tF1aY/PuoAoGCCqGSM49", "***"),
+        // An AWS secret key after its name with no `=` or `:`.
+        (
+            "aws configure set aws_secret_access_key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "aws configure set aws_secret_access_key ***",
+        ),
+        (
+            "my AWS secret access key is wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY.",
+            "my AWS secret access key is ***.",
+        ),
+        (
+            "SecretAccessKey\twJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n",
+            "SecretAccessKey\t***\n",
+        ),
+        // A quoted value runs to its closing quote, whatever it holds.
+        (
+            r#"password := "correct horse; battery & staple""#,
+            r#"password := "***""#,
+        ),
+        (r#"password := "hun\"ter2" // x"#, r#"password := "***" // x"#),
+        ("password := `hunter 2`", "password := `***`"),
+        ("secret: 'two words'", "secret: '***'"),
+        ("password = \"cut off at the line's end\nnext", "password = \"***\nnext"),
         // An AWS secret key next to its access key id.
         (
             "bob,,AKIAIOSFODNN7EXAMPLE,wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY,https://x",
@@ -463,6 +650,11 @@ mod tests {
         "if password == \"\":",
         "<maxTokens>5</maxTokens> total_token_budget=3 max_token=9",
         "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY alone",
+        // Certificates and public keys have other DER headers.
+        "MIIDdzCCAl+gAwIBAgIJAKZ7D9l8Y1pFMA0GCSqGSIb3DQEBCwUAMFIxCzAJBgNV",
+        "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAu1SU1LfVLPHCozMxH2Mo",
+        "the secret access key rotates daily",
+        r#"if password == "": pass"#,
     ];
 
     #[test]
@@ -488,12 +680,58 @@ mod tests {
     }
 
     #[test]
+    fn private_key_lines_are_found_in_any_chunking() {
+        let file = "a\n-----BEGIN RSA PRIVATE KEY-----\nAAAA\nBBBB\n-----END RSA PRIVATE KEY-----\nb\n-----BEGIN CERTIFICATE-----\nCCCC\n-----END CERTIFICATE-----\n  -----BEGIN OPENSSH PRIVATE KEY-----\nDDDD\nEEEE";
+        for size in 1..=file.len() {
+            let mut keys = PrivateKeyLines::default();
+            for chunk in file.as_bytes().chunks(size) {
+                keys.feed(chunk);
+            }
+            keys.finish();
+            let inside: Vec<u64> = (1..=16).filter(|&n| keys.contains(n)).collect();
+            assert_eq!(inside, [3, 4, 11, 12, 13, 14, 15, 16], "chunks of {size}");
+        }
+        let mut none = PrivateKeyLines::default();
+        none.feed(b"-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----\n");
+        none.finish();
+        assert!(none.is_empty());
+    }
+
+    #[test]
     fn registered_secrets_are_removed_whatever_their_shape() {
         register_secret("short");
         register_secret("plain-configured-key-42");
         assert_eq!(
             redact_str("HTTP 401: key plain-configured-key-42 is not valid (short)"),
             "HTTP 401: key [REDACTED] is not valid (short)"
+        );
+    }
+
+    #[test]
+    fn a_secret_used_as_an_object_key_is_redacted() {
+        register_secret("plain-key-as-a-key-0042");
+        let v = serde_json::json!({
+            "sk-abcdefghijklmnopqrstuvwx": 1, "sk-ABCDEFGHIJKLMNOPQRSTUVWX": 2,
+            "nested": {"plain-key-as-a-key-0042": "v", "ok": "sk-abcdefghijklmnopqrstuvwx"},
+            "token": 3
+        });
+        let expected = serde_json::json!({
+            "sk-***": 1, "sk-*** (2)": 2,
+            "nested": {"[REDACTED]": "v", "ok": "sk-***"},
+            "token": 3
+        });
+        let mut strings = v.clone();
+        redact_strings_in_place(&mut strings);
+        assert_eq!(strings, expected);
+        let keys: Vec<_> = strings.as_object().unwrap().keys().cloned().collect();
+        assert_eq!(keys, ["sk-***", "sk-*** (2)", "nested", "token"]);
+        assert_eq!(
+            redact(&v),
+            serde_json::json!({
+                "sk-***": 1, "sk-*** (2)": 2,
+                "nested": {"[REDACTED]": "v", "ok": "sk-***"},
+                "token": "***"
+            })
         );
     }
 

@@ -14,6 +14,7 @@ use crate::agent::request::SubagentRequest;
 use crate::agent::result::{ModelRoute, SubagentLaunchResult, CHILD_RUN_ID};
 use crate::contract::{SubagentStatus, VerificationVerdict};
 use crate::error::{Error, LaunchError};
+use crate::evidence::EvidenceCheck;
 use crate::llm::env::EnvFile;
 use crate::llm::ChatModel;
 use crate::profile::{explore_profile, verification_profile, ModelChoice, RuntimeProfile};
@@ -794,7 +795,7 @@ fn assemble(
         trace_path: trace.path().map(PathBuf::from),
         trace_error: None,
         failure_reason: failed.then_some(reason),
-        ungrounded_evidence: outcome.ungrounded_evidence,
+        ungrounded_evidence: scrub_checks(outcome.ungrounded_evidence),
         output_schema: profile.output_schema.as_ref().map(|s| s.name().to_string()),
         schema: profile.output_schema.clone(),
     }
@@ -833,14 +834,24 @@ fn scrub_answer(result: &mut Option<ParsedResult>, outcome: &RunOutcome, child_s
             r.token_usage = outcome.token_usage;
         }
         Some(ParsedResult::Custom(r)) => {
-            for v in r.value.values_mut() {
-                redact_value(v);
-            }
+            // Keys too: an answer may use what it read as an object's key.
+            crate::redact::redact_map_strings(&mut r.value);
             scrub(&mut r.evidence);
         }
         Some(ParsedResult::Text(t)) => *t = redact_str(t),
         None => {}
     }
+}
+
+/// The ungrounded evidence as the parent gets it: an item is the model's own text, which may
+/// quote a credential it read (and the check's path and message repeat it).
+fn scrub_checks(mut checks: Vec<EvidenceCheck>) -> Vec<EvidenceCheck> {
+    for c in &mut checks {
+        c.evidence = redact_str(&c.evidence);
+        c.path = c.path.as_deref().map(redact_str);
+        c.message = redact_str(&c.message);
+    }
+    checks
 }
 
 /// The launch's status: the answer's own, partial when a budget ran out, unverified when its
@@ -921,14 +932,4 @@ fn launch_error(
         why.push("outrider: some evidence is not grounded in what the child saw (see ungrounded_evidence)".into());
     }
     (!why.is_empty()).then(|| why.join("; "))
-}
-
-/// Every string in `v` with credentials redacted.
-fn redact_value(v: &mut Value) {
-    match v {
-        Value::String(s) => *s = redact_str(s),
-        Value::Array(items) => items.iter_mut().for_each(redact_value),
-        Value::Object(map) => map.values_mut().for_each(redact_value),
-        _ => {}
-    }
 }

@@ -394,7 +394,7 @@ fn seen_path_slips(result: &mut ParsedResult, workspace: &Workspace, observed: &
         };
         if observed.saw_range(only, start, end) {
             let now = crate::evidence::citation(only, start, end);
-            tracing::warn!(written = %item, now = %now, "an evidence path the child slipped on was mended to the file it saw");
+            tracing::warn!(written = %crate::redact::redact_cow(item), now = %crate::redact::redact_cow(&now), "an evidence path the child slipped on was mended to the file it saw");
             *item = now;
         }
     }

@@ -400,7 +400,8 @@ impl RuntimeRunner {
             session_id = %self.trace.session_id(),
             step,
             blocks,
-            feedback = %refusal.feedback,
+            // The feedback quotes the model's answer, which may quote a key it read.
+            feedback = %crate::redact::redact_cow(&refusal.feedback),
             "the completion gate refused the final answer"
         );
         self.trace.emit(

@@ -458,6 +458,7 @@ fn scan(
     let mut lines = LineCollector::new(start, limit);
     let mut last: Option<u8> = None;
     let mut utf8 = Utf8Check::default();
+    let mut keys = crate::redact::PrivateKeyLines::default();
     loop {
         if let Some(why) = ctx.interrupted() {
             return Err(Scan::Interrupted(why));
@@ -467,13 +468,24 @@ fn scan(
             break;
         }
         utf8.feed(buf, lines.line_no);
+        keys.feed(buf);
         let n = buf.len();
         last = Some(buf[n - 1]);
         lines.feed(buf);
         reader.consume(n);
     }
     let unterminated = last.is_some_and(|b| b != b'\n');
-    Ok(Some(lines.finish(unterminated, utf8.finish())))
+    let mut window = lines.finish(unterminated, utf8.finish());
+    keys.finish();
+    if !keys.is_empty() {
+        // A private key's body lines, wherever the window starts: no text pattern knows them.
+        for (n, line) in (start..).zip(window.lines.iter_mut()) {
+            if keys.contains(n) {
+                *line = crate::redact::MASK.as_bytes().to_vec();
+            }
+        }
+    }
+    Ok(Some(window))
 }
 
 /// The lines of one window, collected from a stream of chunks, and the count of all lines.
@@ -683,6 +695,28 @@ mod tests {
             v["text"] = json!(t);
         }
         v
+    }
+
+    #[test]
+    fn a_private_keys_body_is_masked_wherever_the_window_starts() {
+        let pem = b"x = 1\n-----BEGIN PRIVATE KEY-----\nAAAAsecretline1\nBBBBsecretline2\nCCCCsecretline3\n-----END PRIVATE KEY-----\ny = 2\n";
+        let (_dir, ctx) = setup(&[("k.pem", pem)]);
+        let read = |start: u64, limit: u64| {
+            ReadTool
+                .run(
+                    &ctx,
+                    &json!({"path": "k.pem", "start_line": start, "limit": limit}),
+                )
+                .to_value()["data"]["content"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(read(4, 1), "   4 | ***\n");
+        assert_eq!(
+            read(1, 10),
+            "   1 | x = 1\n   2 | -----BEGIN PRIVATE KEY-----\n   3 | ***\n   4 | ***\n   5 | ***\n   6 | -----END PRIVATE KEY-----\n   7 | y = 2\n"
+        );
     }
 
     #[test]

@@ -17,6 +17,7 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
+from outrider._core import _register_secret
 from outrider.exceptions import ConfigError
 
 __all__ = ["BackendSpec"]
@@ -201,6 +202,9 @@ class BackendSpec:
                 f"set where this task runs (host {os.uname().nodename}); set it there (on Ray: "
                 "runtime_env={'env_vars': ...} or the cluster's environment)"
             )
+        # Registered before anything is built with it: a factory's error, a model error, a
+        # trace or a manifest row that quotes it then shows [REDACTED] in this process.
+        _register_secret(key)
         return key
 
     def build(self, *, rate_limited: bool = False) -> Any:

@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from outrider._core import _redact
 from outrider.batch._ratelimit import LocalLimiter, RateLimit, RayLimiter, RayLimiterActor
 from outrider.batch._worker import Job, Worker, WorkerConfig, lost, worker_for
 from outrider.exceptions import ConfigError, MissingExtraError
@@ -63,7 +64,10 @@ class LocalExecutor(Executor):
             worker.models()
         except Exception as e:
             worker.close()
-            raise ConfigError(f"backend: cannot be built ({type(e).__name__}: {e})") from e
+            # The message may quote the key the factory was given (registered when it was read).
+            raise ConfigError(
+                _redact(f"backend: cannot be built ({type(e).__name__}: {e})")
+            ) from None
         queue = iter(jobs)
 
         async def lane() -> None:

@@ -21,6 +21,7 @@ import uuid
 from typing import Any
 
 import outrider
+from outrider._core import _redact
 from outrider.batch._backend import BackendSpec
 from outrider.batch._ratelimit import Limiter, limited
 from outrider.batch._tasks import CheckoutError, RepoCache, is_url
@@ -146,7 +147,8 @@ class Worker:
             "id": job.id,
             "status": "error",
             "reason": reason,
-            "error": message,
+            # A backend's or a launch's error may quote the key (registered when it was read).
+            "error": _redact(message),
             "result": None,
             "terminal_reason": None,
             "model_used": None,

@@ -158,8 +158,11 @@ pub(crate) fn provider_message(json: &Value) -> Option<String> {
     Some(snippet(&text))
 }
 
-/// The first [`BODY_SNIPPET_CHARS`] characters of a body, trimmed.
+/// The first [`BODY_SNIPPET_CHARS`] characters of a body, trimmed, with its secrets redacted
+/// BEFORE the cut: a key the cut splits is no longer a whole key, and its first characters
+/// would pass every pattern.
 pub(crate) fn snippet(text: &str) -> String {
+    let text = crate::redact::redact_cow(text.trim());
     let text = text.trim();
     if text.is_empty() {
         return "(empty body)".into();
@@ -210,5 +213,32 @@ mod tests {
         );
         assert_eq!(msg(serde_json::json!({"choices": []})), None);
         assert_eq!(snippet(&"x".repeat(301)), format!("{}…", "x".repeat(300)));
+    }
+
+    #[test]
+    fn a_key_the_snippet_cut_splits_leaves_no_prefix() {
+        let key = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789";
+        crate::redact::register_secret("plain-echoed-key-0123456789");
+        for (secret, shown) in [
+            (key, "sk-***"),
+            ("plain-echoed-key-0123456789", "[REDACTED]"),
+        ] {
+            for pad in [285, 290, 295, 299] {
+                let body = format!("{} {secret} was refused", "x".repeat(pad));
+                let cut = snippet(&body);
+                assert_eq!(
+                    cut,
+                    format!("{} {shown} was refused", "x".repeat(pad))
+                        .chars()
+                        .take(300)
+                        .collect::<String>()
+                        + "…",
+                    "pad {pad}"
+                );
+                assert!(!cut.contains(&secret[..12]), "{cut}");
+                let said = provider_message(&serde_json::json!({"error": {"message": body}}));
+                assert_eq!(said, Some(cut));
+            }
+        }
     }
 }

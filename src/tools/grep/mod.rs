@@ -238,6 +238,26 @@ mod tests {
     }
 
     #[test]
+    fn a_private_keys_body_lines_are_masked_matched_or_as_context() {
+        let (_d, ctx) = setup(&[(
+            "k.pem",
+            "-----BEGIN EC PRIVATE KEY-----\nAAAAsecret1\nBBBBsecret2\n-----END EC PRIVATE KEY-----\nsecret3 = public\n",
+        )]);
+        let r = GrepTool.run(&ctx, &json!({"pattern": "secret", "context": 1}));
+        assert_eq!(
+            r.data["matches"],
+            json!([
+                {"file": "k.pem", "line": 2, "text": "***",
+                 "before": ["-----BEGIN EC PRIVATE KEY-----"], "after": ["***"]},
+                {"file": "k.pem", "line": 3, "text": "***",
+                 "before": ["***"], "after": ["-----END EC PRIVATE KEY-----"]},
+                {"file": "k.pem", "line": 5, "text": "secret3 = public",
+                 "before": ["-----END EC PRIVATE KEY-----"], "after": []},
+            ])
+        );
+    }
+
+    #[test]
     fn common_argument_slips_are_taken_or_named() {
         let (_d, ctx) = setup(&[
             ("src/a.rs", "fn hit() {}\n"),

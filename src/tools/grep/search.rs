@@ -125,7 +125,12 @@ pub(crate) fn search(
             };
             shared.searched.fetch_add(1, Ordering::Relaxed);
             let mut sink = FileSink::new(req.mode, pool, req.after);
-            let reader = Guarded { inner: file, ctx };
+            let mut keys = crate::redact::PrivateKeyLines::default();
+            let reader = Guarded {
+                inner: file,
+                ctx,
+                keys: &mut keys,
+            };
             let outcome = match engine {
                 Engine::Plain(m) => searcher.search_reader(m, reader, &mut sink),
                 Engine::Fancy(m) => searcher.search_reader(m, reader, &mut sink),
@@ -150,6 +155,16 @@ pub(crate) fn search(
             }
             if sink.binary || sink.count == 0 && sink.hits.is_empty() {
                 return Visit::Continue;
+            }
+            keys.finish();
+            if !keys.is_empty() {
+                // A private key's body lines, matched or shown as context: no text pattern
+                // knows a key's middle line, the file does.
+                for (n, text) in &mut sink.lines {
+                    if keys.contains(*n) {
+                        *text = crate::redact::MASK.into();
+                    }
+                }
             }
             let hits = sink.into_hits(rel, req.before);
             match req.mode {
@@ -257,10 +272,12 @@ impl Shared {
     }
 }
 
-/// A reader that fails once the call's deadline passes or it is cancelled.
+/// A reader that fails once the call's deadline passes or it is cancelled, and notes the
+/// private keys' lines in what it reads.
 struct Guarded<'a, R> {
     inner: R,
     ctx: &'a ToolContext,
+    keys: &'a mut crate::redact::PrivateKeyLines,
 }
 
 impl<R: Read> Read for Guarded<'_, R> {
@@ -268,7 +285,9 @@ impl<R: Read> Read for Guarded<'_, R> {
         if let Some(why) = self.ctx.interrupted() {
             return Err(io::Error::new(io::ErrorKind::TimedOut, format!("{why:?}")));
         }
-        self.inner.read(buf)
+        let n = self.inner.read(buf)?;
+        self.keys.feed(&buf[..n]);
+        Ok(n)
     }
 }
 
