@@ -57,7 +57,7 @@ def completion() -> dict[str, Any]:
 
 def accepted(r: Any) -> bool:
     """The child ended as scripted: its one answer accepted after one model call."""
-    return r.status == "partial" and r.terminal_reason == "completed" and r.model_calls == 1
+    return bool(r.status == "partial" and r.terminal_reason == "completed" and r.model_calls == 1)
 
 
 class InFlight:

@@ -44,7 +44,7 @@ def scripted() -> Any:
     """The 4-call explore, turn by turn. A request without tools is one of the child's yes/no
     questions about a place the hint opened and the answer left out (only with the repo-map
     hint): it is answered "no", so the answer stays the scripted one."""
-    answers = [
+    answers: list[dict[str, Any]] = [
         {"tool_calls": [{"id": "c1", "name": "Glob", "arguments": {"pattern": "src/**/*.py"}}]},
         {
             "tool_calls": [
