@@ -55,6 +55,24 @@ test-python: dev ## pytest on the Python API (runs `dev`: .venv then holds a deb
 .PHONY: test
 test: test-rust test-python ## All tests (leaves a debug build in .venv: `make dev-release` again before benchmarks)
 
+# Every bench script's --quick mode: tiny sizes, seconds each, figures not judged; a script that
+# raises or finds a wrong result fails the target. bench/real_model*.py need a real model: not here.
+# search.py and scout/ndcg.py compare with rg: the venv's, from the ripgrep wheel, comes first.
+BENCH_QUICK := attack.py batch.py "batch.py --model mock --no-ray" clock.py exit.py fanout.py \
+	loop.py many.py memory.py search.py scout/run.py scout/ndcg.py
+RIPGREP := ripgrep==15.1.0
+
+$(BIN)/rg: | $(BIN)/.deps
+	$(BIN)/pip install -q "$(RIPGREP)"
+
+.PHONY: bench-quick
+bench-quick: dev $(BIN)/rg ## Run every bench script's --quick mode (seconds each; figures not judged)
+	@export PATH="$(abspath $(BIN)):$$PATH"; \
+	for b in $(BENCH_QUICK); do \
+	  echo "== bench/$$b --quick"; TIMEFORMAT="(bench/$$b --quick: %1R s)"; \
+	  time $(BIN)/python bench/$$b --quick || { echo "bench-quick: bench/$$b failed"; exit 1; }; \
+	done
+
 .PHONY: lint
 lint: dev ## fmt, clippy (with and without python), ruff, mypy --strict, stubtest, README types
 	cargo fmt --all -- --check

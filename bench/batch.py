@@ -2,7 +2,7 @@
 thread-pool loop over ``SubagentLauncher.launch()``, the same tasks in the same run.
 
     python bench/batch.py [--tasks 200] [--repos 8] [--in-flight 8] [--model scout|mock]
-                          [--latency 0.05] [--rounds 3] [--no-ray]
+                          [--latency 0.05] [--rounds 3] [--no-ray] [--quick]
 
 The tasks are where-is questions over generated repositories (local directories: no git clone
 is timed). ``--model scout`` (default) is the offline scout, CPU-bound; ``--model mock`` is a
@@ -14,7 +14,11 @@ per task (to a temporary directory), as a user's run does; the pool's launchers 
 traces too.
 
 Per mode: the median wall time of the rounds, tasks/s, and the overhead per task: (wall -
-pool's wall) / tasks. Ray's start (``ray.init``) is printed apart and not counted.
+pool's wall) / tasks. Ray's start (``ray.init``) is printed apart and not counted. A mode whose
+rows are not all there, or hold a ``failed`` or ``error`` status, stops the script (exit 1).
+
+``--quick`` (what ``make bench-quick`` runs): 8 tasks over 2 repositories, 2 in flight, one
+round; figures not judged (Ray's start alone takes 5-9 s: add ``--no-ray`` to skip it).
 """
 
 from __future__ import annotations
@@ -141,7 +145,10 @@ def main() -> int:
     ap.add_argument("--latency", type=float, default=0.05)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-ray", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="8 tasks, 2 repos, 2 in flight, 1 round")
     opts = ap.parse_args()
+    if opts.quick:
+        opts.tasks, opts.repos, opts.in_flight, opts.rounds = 8, 2, 2, 1
 
     ray: Any = None
     ray_start = 0.0

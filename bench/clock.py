@@ -1,20 +1,27 @@
 """Hostile exits: how long a child runs past its wall-clock limit, and how many tokens it reports
 against its total budget, in the three cases issue 9 measured.
 
-    python bench/clock.py
+    python bench/clock.py [--quick]
 
 1. A final answer citing a 2 GiB sparse file 40 times, timeout_seconds=2 (was 16 s).
 2. A loopback server answering 429 with Retry-After: 99999, timeout_seconds=3 (was 60 s per
    attempt).
 3. The explore profile (32 000 total tokens) on an exploration of 100-line Reads whose model
    reports usage at about 4 characters a token (was 35 446 to 51 087 tokens).
+
+Each case must also end the way it should (exit 1 otherwise): the sparse evidence `unverified`
+as too large, the throttled child `failed` as rate limited, the exploration `partial` on its
+token budget and never over it. The times are printed, not judged. The whole run takes about a
+second, so `--quick` (what `make bench-quick` runs) is the same run.
 """
 
 from __future__ import annotations
 
+import argparse
 import http.server
 import json
 import pathlib
+import sys
 import tempfile
 import threading
 import time
@@ -37,7 +44,7 @@ def launch(root: pathlib.Path, model: Any, **profile: Any) -> tuple[float, Any]:
     return time.perf_counter() - started, result
 
 
-def sparse_evidence(root: pathlib.Path) -> None:
+def sparse_evidence(root: pathlib.Path) -> list[str]:
     evidence = [f"huge.bin:{2 + i}" for i in range(40)]
     answer = json.dumps(
         {"status": "completed", "summary": "s", "findings": ["f"], "evidence": evidence}
@@ -47,6 +54,9 @@ def sparse_evidence(root: pathlib.Path) -> None:
     print(
         f"sparse evidence x40, limit 2 s:   {took:6.2f} s  {r.status} {r.terminal_reason} {reasons}"
     )
+    if r.status != "unverified" or reasons != ["too_large"]:
+        return [f"sparse evidence: {r.status} {reasons}, not unverified ['too_large']"]
+    return []
 
 
 class Throttled(http.server.BaseHTTPRequestHandler):
@@ -64,7 +74,7 @@ class Throttled(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def retry_after(root: pathlib.Path) -> None:
+def retry_after(root: pathlib.Path) -> list[str]:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Throttled)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
@@ -78,9 +88,12 @@ def retry_after(root: pathlib.Path) -> None:
         )
     finally:
         server.shutdown()
+    if r.status != "failed" or r.failure_reason != "rate_limited":
+        return [f"Retry-After: {r.status} {r.failure_reason}, not failed rate_limited"]
+    return []
 
 
-def exploration(root: pathlib.Path) -> None:
+def exploration(root: pathlib.Path) -> list[str]:
     reads = 0
 
     def model(request: dict[str, Any]) -> dict[str, Any]:
@@ -113,16 +126,29 @@ def exploration(root: pathlib.Path) -> None:
         f"100-line Reads, budget 32 000:    {r.token_usage:6d} tokens  {r.status} "
         f"{r.terminal_reason}, {reads} reads + wrap-up"
     )
+    budget = outrider.EXPLORE_PROFILE.total_token_budget
+    if r.status != "partial" or r.terminal_reason != "token_budget" or r.token_usage > budget:
+        return [
+            f"exploration: {r.status} {r.terminal_reason} {r.token_usage} tokens, not partial "
+            f"token_budget within {budget}"
+        ]
+    return []
 
 
-def main() -> None:
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--quick", action="store_true", help="the same run (it takes about 1 s)")
+    ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         root = pathlib.Path(d)
         tree(root)
-        sparse_evidence(root)
-        retry_after(root)
-        exploration(root)
+        wrong = sparse_evidence(root) + retry_after(root) + exploration(root)
+    for line in wrong:
+        print(f"error: {line}", file=sys.stderr)
+    return 1 if wrong else 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

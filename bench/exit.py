@@ -6,10 +6,12 @@ loopback server, the evidence check, traces and logging on), lets them run for a
 and lets the interpreter exit under them. A run fails when the process does not exit 0 within
 30 s (a segfault, an abort, a hang) or prints to stderr.
 
-    python bench/exit.py [--runs 60] [--jobs 4] [--compare DIR]
+    python bench/exit.py [--runs 60] [--jobs 4] [--compare DIR] [--quick]
 
 `--compare DIR` runs every scenario a second time with DIR first on PYTHONPATH (an older build
 installed with `pip install --target DIR ...`) and prints its figure beside this build's.
+The script exits 1 when a run of this build failed. `--quick` (what `make bench-quick` runs):
+2 runs per scenario, 2 at once.
 """
 
 from __future__ import annotations
@@ -162,12 +164,15 @@ def one(script: str, root: str, mode: str, seed: int, path: str | None) -> str |
     return None
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=60, help="runs per scenario")
     parser.add_argument("--jobs", type=int, default=4, help="runs at once")
     parser.add_argument("--compare", help="an older build's site directory")
+    parser.add_argument("--quick", action="store_true", help="2 runs per scenario, 2 at once")
     args = parser.parse_args()
+    if args.quick:
+        args.runs, args.jobs = 2, 2
     builds = [("this build", None)] + ([(args.compare, args.compare)] if args.compare else [])
     with tempfile.TemporaryDirectory() as tmp:
         root = pathlib.Path(tmp, "repo")
@@ -195,7 +200,8 @@ def main() -> None:
                 print("\n".join(shown) if shown else "", end="\n" if shown else "", flush=True)
         runs = args.runs * len(MODES)
         print(f"{'total':<16}" + "".join(f"{f'{t} of {runs}':>26}" for t in totals))
+    return 1 if totals[0] else 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,6 +1,6 @@
 """Memory: resident set size before, at its peak and after many launches.
 
-    python bench/memory.py [--launches 2000] [--children 256]
+    python bench/memory.py [--launches 2000] [--children 256] [--quick]
 
 Runs the 4-call scripted explore of `loop.py` (Glob, Grep, Read, the final JSON; a plain Python
 callable; traces written outside the root) `--launches` times in a row, then the same number
@@ -10,7 +10,8 @@ of them are in flight together; the launcher has no limit of its own, the call p
 `max_concurrency=--children`, and the most first calls in flight at once is printed), and reads
 RSS once more after 11 s idle. RSS is sampled every
 2 ms by a thread reading /proc/self/statm. The peer figures come from the same run: a bare
-interpreter, and one that only imports outrider.
+interpreter, and one that only imports outrider. Every child must end `completed` (the
+script fails otherwise). `--quick`: 20 launches, 8 children, no idle wait; figures not judged.
 Linux only (/proc).
 """
 
@@ -95,7 +96,11 @@ def main() -> int:
     )
     ap.add_argument("--launches", type=int, default=2000)
     ap.add_argument("--children", type=int, default=256)
+    ap.add_argument("--quick", action="store_true", help="tiny sizes, no idle wait")
     opts = ap.parse_args()
+    idle = 11
+    if opts.quick:
+        opts.launches, opts.children, idle = 20, 8, 0
     rows: list[tuple[str, dict[str, float]]] = []
     with tempfile.TemporaryDirectory() as tmp:
         root = pathlib.Path(tmp) / "repo"
@@ -122,7 +127,7 @@ def main() -> int:
         written = sum(1 for _ in traces.rglob("*.jsonl"))
         # The runtime's idle blocking threads (one per concurrent sync model call) exit after
         # 10 s; what is left then is what the process keeps.
-        time.sleep(11)
+        time.sleep(idle)
         settled = rss_mib()
     print(
         f"outrider {outrider.__version__}: RSS in MiB, 4-call scripted explore on 20 files, "
@@ -131,9 +136,12 @@ def main() -> int:
     print(f"{'':62} {'before':>8} {'peak':>8} {'after':>8}")
     for label, f in rows:
         print(f"{label:62} {f['before']:8.1f} {f['peak']:8.1f} {f['after']:8.1f}")
-    print(f"{'after 11 s idle':62} {settled:8.1f}")
+    print(f"{f'after {idle} s idle':62} {settled:8.1f}")
     for code in ("pass", "import outrider"):
         print(f"{f'peer: python -c {code!r}':62} {peer(code):8.1f}")
+    if statuses != {"completed"}:
+        print(f"error: a child did not complete: statuses {sorted(statuses)}", file=sys.stderr)
+        return 1
     return 0
 
 

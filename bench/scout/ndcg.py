@@ -30,6 +30,13 @@ when missing; nothing is downloaded. Every labelled file and range is checked ag
 commit before anything runs.
 
     python bench/scout/ndcg.py --repos /work/scout-repos --mirrors /work/.mirror
+    python bench/scout/ndcg.py --quick
+
+`--quick` (what `make bench-quick` runs) needs no repository: it runs every step above on the
+tiny git repository and questions that run.py's `quick_fixture` makes in a temporary directory,
+with a 40-file scale tree, and judges no figure; it still fails (exit 1) on a false statement.
+Needs `rg` on PATH all the same (`make bench-quick` puts the venv's, from the `ripgrep` wheel,
+first).
 """
 
 from __future__ import annotations
@@ -384,12 +391,14 @@ def print_table(rows: list[dict[str, Any]], langs: list[str]) -> None:
         )
 
 
-def main() -> None:
+def main() -> int:
     if len(sys.argv) == 3 and sys.argv[1] == "--child":
         child_main(sys.argv[2])
-        return
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repos", type=pathlib.Path, required=True, help="checked-out repositories")
+    ap.add_argument(
+        "--repos", type=pathlib.Path, help="checked-out repositories (required unless --quick)"
+    )
     ap.add_argument("--mirrors", type=pathlib.Path, help="local git mirrors to clone from")
     ap.add_argument("--questions", type=pathlib.Path, default=HERE / "ndcg_questions.json")
     ap.add_argument("--only", help="comma-separated repositories to run")
@@ -398,9 +407,22 @@ def main() -> None:
     ap.add_argument("--no-scale", action="store_true", help="skip the >= 10 000-file tree")
     ap.add_argument("--big-files", type=int, default=10_000, help="files in the generated tree")
     ap.add_argument("--verbose", "-v", action="store_true", help="print every question's ranks")
+    ap.add_argument(
+        "--quick", action="store_true", help="a tiny generated repository; judge no figure"
+    )
     args = ap.parse_args()
-
     run = import_run()
+    if args.quick:
+        with tempfile.TemporaryDirectory(prefix="outrider-ndcg-quick-") as tmp:
+            args.questions, args.repos = run.quick_fixture(pathlib.Path(tmp))
+            args.mirrors, args.big_files = None, 40
+            return bench(args, run)
+    if args.repos is None:
+        ap.error("--repos is required (or --quick)")
+    return bench(args, run)
+
+
+def bench(args: argparse.Namespace, run: Any) -> int:
     import outrider
 
     if shutil.which("rg") is None:
@@ -585,7 +607,13 @@ def main() -> None:
             )
         )
         print(f"per-question results written to {args.json}")
+    if args.quick:
+        if false:
+            print(f"error: {false} false statement(s) by the scout", file=sys.stderr)
+            return 1
+        print("quick mode: statements checked, figures not judged")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
