@@ -101,12 +101,18 @@ def start_server(base_url: str, llm_dir: pathlib.Path) -> int | None:
     return int((llm_dir / "server.pid").read_text().strip())
 
 
-def ensure_repo(name: str, spec: dict[str, Any], repos: pathlib.Path, mirrors: pathlib.Path) -> pathlib.Path:
+def ensure_repo(
+    name: str, spec: dict[str, Any], repos: pathlib.Path, mirrors: pathlib.Path
+) -> pathlib.Path:
     """repos/name at the pinned commit, cloned from a local mirror when missing."""
     dest = repos / name
     if not dest.exists():
         source = next(
-            (c for c in (mirrors / spec["mirror"] / "repo", mirrors / spec["mirror"]) if c.is_dir()),
+            (
+                c
+                for c in (mirrors / spec["mirror"] / "repo", mirrors / spec["mirror"])
+                if c.is_dir()
+            ),
             None,
         )
         if source is None:
@@ -150,7 +156,11 @@ def summarize(records: list[dict[str, Any]], label: str) -> list[str]:
             continue
         right = sum(r["right"] for r in model)
         worse = [r["id"] for r in model if not r["right"] and index.get(r["id"], {}).get("right")]
-        better = [r["id"] for r in model if r["right"] and r["id"] in index and not index[r["id"]]["right"]]
+        better = [
+            r["id"]
+            for r in model
+            if r["right"] and r["id"] in index and not index[r["id"]]["right"]
+        ]
         wrong_completed = sum(1 for r in model if r["status"] == "completed" and not r["right"])
         completed = sum(1 for r in model if r["status"] == "completed")
         own_tools = sum(1 for r in model if sum((r.get("tool_usage") or {}).values()) > 0)
@@ -175,17 +185,42 @@ def quick() -> int:
     """The judge and the table on stub runs (no model, no repository): seconds, for CI."""
     q_where = {"id": "w-1", "kind": "where", "answers": ["a/b.py:10-20"]}
     q_how = {"id": "h-1", "kind": "how", "answers": ["c.go:5-9"], "keywords": ["Parse"]}
-    ok = {"status": "completed", "result": {"evidence": ["x.py:1", "y.py:2", "a/b.py:22"], "summary": "s"}}
-    late = {"status": "completed", "result": {"evidence": ["x.py:1", "y.py:2", "z.py:3", "a/b.py:12"]}}
+    ok = {
+        "status": "completed",
+        "result": {"evidence": ["x.py:1", "y.py:2", "a/b.py:22"], "summary": "s"},
+    }
+    late = {
+        "status": "completed",
+        "result": {"evidence": ["x.py:1", "y.py:2", "z.py:3", "a/b.py:12"]},
+    }
     how = {"status": "partial", "result": {"evidence": ["c.go:7"], "summary": "calls parse()"}}
     assert judge(ok, q_where) and not judge(late, q_where), "top-3 judge"
     assert judge(how, q_how) and not judge({**how, "status": "unverified"}, q_how), "how judge"
-    assert not judge({"status": "completed", "result": {"evidence": ["c.go:7"], "summary": "x"}}, q_how)
+    assert not judge(
+        {"status": "completed", "result": {"evidence": ["c.go:7"], "summary": "x"}}, q_how
+    )
     records = [
-        {"set": "s", "id": "w-1", "by": "model", "right": True, "status": "completed", "kind": "where",
-         "tool_usage": {"Read": 1}, "model_calls": 2, "token_usage": 100, "seconds": 1.0},
-        {"set": "s", "id": "w-1", "by": "index", "right": True, "status": "partial", "kind": "where",
-         "seconds": 0.1},
+        {
+            "set": "s",
+            "id": "w-1",
+            "by": "model",
+            "right": True,
+            "status": "completed",
+            "kind": "where",
+            "tool_usage": {"Read": 1},
+            "model_calls": 2,
+            "token_usage": 100,
+            "seconds": 1.0,
+        },
+        {
+            "set": "s",
+            "id": "w-1",
+            "by": "index",
+            "right": True,
+            "status": "partial",
+            "kind": "where",
+            "seconds": 0.1,
+        },
     ]
     lines = summarize(records, "quick")
     assert "right 1/1 (index 1/1)" in lines[0] and "own tool calls 1/1" in lines[0], lines
@@ -196,7 +231,9 @@ def quick() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sets", help="question files, comma-separated (default: every set in bench/real_model/)")
+    ap.add_argument(
+        "--sets", help="question files, comma-separated (default: every set in bench/real_model/)"
+    )
     ap.add_argument("--ids", help="question ids, comma-separated (default: all)")
     ap.add_argument("--repos", type=pathlib.Path, default=pathlib.Path("/work/bench-repos"))
     ap.add_argument("--mirrors", type=pathlib.Path, default=pathlib.Path("/work/.mirror"))
@@ -212,7 +249,11 @@ def main(argv: list[str] | None = None) -> int:
         return quick()
     import outrider
 
-    files = [pathlib.Path(p) for p in args.sets.split(",")] if args.sets else sorted(SETS.glob("*.json"))
+    files = (
+        [pathlib.Path(p) for p in args.sets.split(",")]
+        if args.sets
+        else sorted(SETS.glob("*.json"))
+    )
     wanted = set(args.ids.split(",")) if args.ids else None
     print("command:", shlex.join([sys.executable, *sys.argv]), flush=True)
     started_pid = start_server(args.base_url, args.llm_dir)
@@ -229,7 +270,9 @@ def main(argv: list[str] | None = None) -> int:
                 question = q.get("question") or q.get("task")
                 answers = q.get("answers") or q.get("accepted")
                 q = {**q, "answers": answers}
-                runs = [("model", llm)] + ([] if args.no_index else [("index", outrider.OfflineScout())])
+                runs = [("model", llm)] + (
+                    [] if args.no_index else [("index", outrider.OfflineScout())]
+                )
                 for by, model in runs:
                     data = run_one(root, model, question, args.traces)
                     right = judge(data, q)
@@ -246,8 +289,14 @@ def main(argv: list[str] | None = None) -> int:
                         print(f"    summary: {(data.get('result') or {}).get('summary', '')!r}")
                         print(f"    truth:   {q.get('truth', '')!r}")
                     records.append(
-                        {"set": path.stem, "id": q["id"], "kind": q.get("kind", "where"), "by": by,
-                         "right": right, **data}
+                        {
+                            "set": path.stem,
+                            "id": q["id"],
+                            "kind": q.get("kind", "where"),
+                            "by": by,
+                            "right": right,
+                            **data,
+                        }
                     )
     finally:
         if started_pid is not None:

@@ -54,7 +54,9 @@ async def main() -> None:
         print(f"{len(results)} children at once in {loop.time() - started:.2f} s:")
         for r in results:
             assert isinstance(r.result, outrider.ExploreResult)
-            print(f"  {r.status}: {r.result.summary}  {list(r.result.evidence)}")
+            # What the model itself cited; the index's leads beside it are marked "index".
+            own = [e for e, s in zip(r.result.evidence, r.result.evidence_sources) if s != "index"]
+            print(f"  {r.status}: {r.result.summary}  {own}")
 
 
 if __name__ == "__main__":

@@ -114,6 +114,7 @@ def check_result(result: Any) -> None:
         "unresolved_questions": [],
         "tool_usage": {"Glob": 1, "Grep": 1, "Read": 1},
         "terminal_reason": "completed",
+        "evidence_sources": ["model"],
     }
     # Three calls of 110 tokens each, as the provider reported them.
     assert result.token_usage == 330

@@ -140,6 +140,8 @@ def test_long_summaries_and_lists_are_folded() -> None:
 def test_a_launch_shows_status_usage_and_its_step_timeline(
     repo: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:
+    # The file holds the markup the summary quotes: a summary may only name what the child saw.
+    (repo / "app.py").write_text(f"# {EVIL}\ndef main():\n    return 1\n")
     llm = ScriptedLLM(
         [
             # The Read shows the line the answer cites (evidence must be observed).

@@ -215,6 +215,20 @@ def launch(
     return result, elapsed
 
 
+def assert_leads(result: outrider.SubagentLaunchResult, fragment: str) -> None:
+    """A launch that reached its wall-clock limit: partial, the index's leads as its evidence
+    (each marked ``index``), the limit named in its open questions."""
+    assert (result.status, result.terminal_reason, result.failure_reason) == (
+        "partial",
+        "timeout",
+        None,
+    ), result.error
+    answer = result.result
+    assert isinstance(answer, outrider.ExploreResult), answer
+    assert answer.evidence and set(answer.evidence_sources) == {"index"}, answer
+    assert any(fragment in q for q in answer.unresolved_questions), answer.unresolved_questions
+
+
 # --- HTTP faults through a whole launch --------------------------------------------------------
 
 ROOMY = 10.0
@@ -263,14 +277,14 @@ HTTP_FAULTS: dict[str, tuple[list[Handler], float, str | None, str]] = {
     ),
     "403": ([answer({"error": "forbidden"}, 403)], ROOMY, "model_error", "HTTP 403: forbidden"),
     "404": ([answer({"error": "no model"}, 404)], ROOMY, "model_error", "HTTP 404: no model"),
-    "hang": ([hang], 1.0, "timeout", "wall-clock limit of 1s"),
+    "hang": ([hang], 1.0, "leads", "wall-clock limit of 1s"),
     "reset then success": ([reset, answer(READING), answer(completion(FINAL))], ROOMY, None, ""),
     "truncated past the retries": ([truncated], ROOMY, "model_error", "connection error"),
     "non-JSON body": ([answer(b"<html>login</html>")], ROOMY, "model_error", "not JSON"),
     "choices: []": ([answer({"choices": []})], ROOMY, "model_error", "no choices"),
     "100 MB body": ([flood(True)], ROOMY, "model_error", "over the 8 MiB limit"),
     "100 MB body without a length": ([flood(False)], ROOMY, "model_error", "8 MiB limit"),
-    "1 byte/s trickle": ([trickle], 1.0, "timeout", "wall-clock limit of 1s"),
+    "1 byte/s trickle": ([trickle], 1.0, "leads", "wall-clock limit of 1s"),
     "gzip bomb": ([bomb], ROOMY, "model_error", "Content-Encoding 'gzip'"),
 }
 
@@ -285,6 +299,8 @@ def test_an_http_fault_ends_the_launch_in_time_with_a_clear_reason(
     result, _ = launch(root, llm, limit)
     if reason is None:
         assert (result.status, result.error) == ("completed", None)
+    elif reason == "leads":
+        assert_leads(result, fragment)
     else:
         assert (result.status, result.failure_reason) == ("failed", reason), result.error
         assert fragment in (result.error or ""), result.error
@@ -492,8 +508,8 @@ BAD_RETURNS: dict[str, tuple[Callable[[dict[str, Any]], Any], str, str]] = {
         "model_error",
         "the model's answer is 52428800 bytes (content and tool calls), over the 1 MiB limit",
     ),
-    "slow past the timeout": (slow, "timeout", "wall-clock limit of 1s"),
-    "async, slow past the timeout": (slow_async, "timeout", "wall-clock limit of 1s"),
+    "slow past the timeout": (slow, "leads", "wall-clock limit of 1s"),
+    "async, slow past the timeout": (slow_async, "leads", "wall-clock limit of 1s"),
 }
 
 
@@ -501,6 +517,9 @@ BAD_RETURNS: dict[str, tuple[Callable[[dict[str, Any]], Any], str, str]] = {
 def test_a_bad_model_return_fails_the_child_clearly(name: str, root: pathlib.Path) -> None:
     model, reason, fragment = BAD_RETURNS[name]
     result, _ = launch(root, model, 1.0)
+    if reason == "leads":
+        assert_leads(result, fragment)
+        return
     assert (result.status, result.terminal_reason, result.failure_reason) == (
         "failed",
         "runtime_error",

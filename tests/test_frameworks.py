@@ -68,7 +68,14 @@ def expected_envelope(args: dict[str, Any] = ARGS) -> dict[str, Any]:
             "profile": "explore",
             "child_session_id": "<id>",
             "child_run_id": "run-1",
-            "result": {**ANSWER, "tool_usage": {"Grep": 1}, "terminal_reason": "completed"},
+            # The model's citation (also the index's first place) and the index's second lead.
+            "result": {
+                **ANSWER,
+                "evidence": [*ANSWER["evidence"], "app.py:1"],
+                "tool_usage": {"Grep": 1},
+                "terminal_reason": "completed",
+                "evidence_sources": ["both", "index"],
+            },
         },
         "text": ANSWER["summary"],
         "stats": {

@@ -141,6 +141,7 @@ def test_task_success_envelope_key_by_key(repo: pathlib.Path, traces: pathlib.Pa
         "unresolved_questions": [],
         "tool_usage": {"Grep": 1},
         "terminal_reason": "completed",
+        "evidence_sources": ["both"],
     }
     assert env["text"] == "Auth is in src/auth.py"
     assert set(env["stats"]) == {
@@ -157,20 +158,17 @@ def test_task_success_envelope_key_by_key(repo: pathlib.Path, traces: pathlib.Pa
         and env["stats"]["model"] == "main"
     )
     assert env["context"] == {"cwd": ".", "params_input": args}
-    # The built-in explore profile gives the child the scout's likely places, the first opened.
+    # The built-in explore profile gives the child the index's places as leads, without code.
     assert llm.requests[0]["messages"][1]["content"] == (
         "Explore auth\n\nFind the login code.\n\nStructured context:\n{}\n\n"
-        "Likely places (an offline search of the code index ranked them, best first; unverified, they may "
-        "not answer "
-        "the task):\n"
-        "1. src/auth.py:1-2 (function `login`, opened below)\n\n"
-        "Opened for you (line number | text):\n"
-        "src/auth.py:\n"
-        "   1 | def login(user):\n"
-        "   2 |     return session_token(user)\n\n"
-        "If some of these places answer the task, reply with the final JSON object citing each "
-        "one that does as it is listed above (relative/path:start-end), the best first; if none "
-        "does, Read or Grep further."
+        "Leads (an offline search of the code index ranked these places, best first; you have not "
+        "seen their lines, and they may not answer the task):\n"
+        "1. src/auth.py:1-2 (function `login`)\n\n"
+        "Read a lead before you rely on it: your first reply is a tool call, for example:\n"
+        '{"name":"Read","arguments":{"path":"src/auth.py","start_line":1,"limit":40}}\n'
+        "Read around what you find (the rest of a function, the definition of a name it uses) and "
+        "Grep for other places when the task asks where something is used. Then reply with the "
+        "final JSON object citing only lines you read."
     )
     assert light.calls == 0
     assert "history" not in env["data"] and "session_memory" not in env["data"]
@@ -180,8 +178,22 @@ def test_task_success_envelope_key_by_key(repo: pathlib.Path, traces: pathlib.Pa
 
 
 def test_task_failure_envelope(repo: pathlib.Path, traces: pathlib.Path) -> None:
-    tool = TaskTool(
+    # With the repo-map hint (explore's default) the same child returns the index's leads as a
+    # partial answer, each marked "index"; without it, nothing is left and the child fails.
+    hinted = TaskTool(
         SubagentLauncher(repo, ScriptedLLM(["not json", "still not json"]), trace_dir=traces),
+        reference_format=True,
+    ).run(TASK_ARGS)
+    assert (hinted["status"], hinted["data"]["status"]) == ("success", "partial")
+    assert hinted["data"]["result"]["evidence_sources"] == ["index"]
+    no_hint = outrider.EXPLORE_PROFILE.replace(repo_map_hint=False)
+    tool = TaskTool(
+        SubagentLauncher(
+            repo,
+            ScriptedLLM(["not json", "still not json"]),
+            trace_dir=traces,
+            profiles=[no_hint],
+        ),
         reference_format=True,
     )
     env = tool.run(TASK_ARGS)

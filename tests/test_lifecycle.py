@@ -166,7 +166,13 @@ def test_exit_with_model_calls_in_flight_is_clean(tmp_path: pathlib.Path) -> Non
             outcomes.append((proc.returncode, out.strip(), err[-300:]))
     # A launch on a daemon thread checks for Ctrl-C every 50 ms; that check took the GIL after
     # the interpreter was gone (a segfault in about 1 of 100 runs of "running").
-    assert outcomes == [(0, "runtime_error timeout", ""), (0, "exiting", "")] * 10
+    # The timed-out child fails, or, when the index's search finished within its 20 ms share,
+    # returns its leads as a partial answer (terminal reason "timeout"): either is a clean end.
+    ended = {"runtime_error timeout", "timeout None"}
+    assert [(code, out in ended or out, err) for code, out, err in outcomes[0::2]] == [
+        (0, True, "")
+    ] * 10
+    assert outcomes[1::2] == [(0, "exiting", "")] * 10
 
 
 LATE = textwrap.dedent(

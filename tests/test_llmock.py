@@ -339,7 +339,12 @@ def test_a_whole_launch_survives_a_fault_and_is_judged_resilient(
         None,
         "main",
     )
-    assert d["result"] == {**final, "tool_usage": {"Grep": 1}, "terminal_reason": "completed"}
+    assert d["result"] == {
+        **final,
+        "tool_usage": {"Grep": 1},
+        "terminal_reason": "completed",
+        "evidence_sources": ["both"],
+    }
     assert (d["model_calls"], d["usage_estimated"]) == (2, False)
     assert d["token_usage"] > 0
 

@@ -294,10 +294,14 @@ def test_configured_model_options_and_headers_are_sent_and_tools_left_out_when_n
         max_tokens=64,
         headers={"X-Team": "explore"},
     )
+    # A server on a loopback address gets the local default (a CPU model reads a long prompt
+    # for minutes); a remote one the usual 120 s; a timeout given is kept.
+    assert outrider.OpenAICompatible(MODEL, "https://api.example.com/v1", KEY).timeout == 120.0
+    assert outrider.OpenAICompatible(MODEL, server.base_url, KEY, timeout=7.0).timeout == 7.0
     assert (llm.model, llm.base_url, llm.timeout, llm.max_retries) == (
         MODEL,
         server.base_url,
-        120.0,
+        600.0,
         2,
     )
     messages = [{"role": "user", "content": "hi"}]
@@ -489,7 +493,7 @@ def test_the_api_key_appears_in_no_error_message_or_repr(server: LoopbackLLM) ->
     assert all("[REDACTED]" in m for m in messages[:3]), messages
     assert repr(llm) == (
         f"OpenAICompatible(model='{MODEL}', base_url='{server.base_url}', api_key='***', "
-        "timeout=120.0, max_retries=1)"
+        "timeout=600.0, max_retries=1)"
     )
 
 
@@ -693,15 +697,20 @@ def test_a_launch_runs_through_the_http_client(
         2,
     )
     assert d["tool_usage"] == {"Grep": 1}
-    assert d["result"] == {**FINAL, "tool_usage": {"Grep": 1}, "terminal_reason": "completed"}
+    assert d["result"] == {
+        **FINAL,
+        "tool_usage": {"Grep": 1},
+        "terminal_reason": "completed",
+        "evidence_sources": ["both"],
+    }
 
     first, second = server.requests
     assert first.headers["authorization"] == second.headers["authorization"] == f"Bearer {KEY}"
     assert first.body["model"] == MODEL
     # A tool call is required until the child has looked at code (min_tool_calls=1): the
-    # places the repo-map hint opened in its first message count as that look.
-    assert "Opened for you (line number | text):" in first.body["messages"][1]["content"]
-    assert (first.body["tool_choice"], second.body["tool_choice"]) == ("auto", "auto")
+    # hint's leads carry no code, so the first request asks for a call.
+    assert "Leads (an offline search" in first.body["messages"][1]["content"]
+    assert (first.body["tool_choice"], second.body["tool_choice"]) == ("required", "auto")
     assert sorted(t["function"]["name"] for t in first.body["tools"]) == ["Glob", "Grep", "Read"]
     assert [m["role"] for m in first.body["messages"]] == ["system", "user"]
     assert [m["role"] for m in second.body["messages"]] == ["system", "user", "assistant", "tool"]

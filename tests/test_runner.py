@@ -77,6 +77,7 @@ def test_happy_path_with_scripted_llm(repo: pathlib.Path, traces: pathlib.Path) 
         "unresolved_questions": [],
         "tool_usage": {"Glob": 1, "Grep": 1, "Read": 1},
         "terminal_reason": "completed",
+        "evidence_sources": ["model"],
     }
     assert (d["status"], d["terminal_reason"], d["model_used"], d["error"], d["model_calls"]) == (
         "completed",

@@ -352,15 +352,16 @@ def test_views_show_the_answer_and_profiles_keep_the_schema_as_data(repo: pathli
     assert profile.replace(output_schema=None).output_schema is None
 
 
-def test_a_schema_child_gets_the_repo_map_hint_and_may_answer_from_it(repo: pathlib.Path) -> None:
-    # The scout answers ExploreResult whatever shape the child returns: its places are opened
-    # for a schema child too, and citing them needs no tool call of the child's own.
-    llm = ScriptedLLM([answer(functions=["main"], evidence=["src/app.py:1"])])
+def test_a_schema_child_gets_the_repo_map_hint_and_reads_a_lead(repo: pathlib.Path) -> None:
+    # The scout answers ExploreResult whatever shape the child returns: its places are leads
+    # for a schema child too, and the child reads one before it cites it.
+    llm = ScriptedLLM([READ, answer(functions=["main"], evidence=["src/app.py:1"])])
     result = launcher(repo, llm).launch(
         outrider.SubagentRequest("Where is the `main` function defined?"), output_schema=Functions
     )
-    assert "Opened for you (line number | text):\nsrc/app.py:\n" in users(llm)[0]
-    assert (result.status, result.model_calls) == ("completed", 1)
+    assert "Leads (an offline search of the code index" in users(llm)[0]
+    assert "1. src/app.py:1-2 (function `main`)" in users(llm)[0]
+    assert (result.status, result.model_calls) == ("completed", 2)
     assert isinstance(result.result, Functions) and result.result.functions == ["main"]
 
 

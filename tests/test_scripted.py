@@ -255,8 +255,12 @@ def test_the_async_client_and_the_client_without_openai(
 
 
 def test_explore_and_verification_accessors_narrow_or_say_why(repo: pathlib.Path) -> None:
+    # Without the hint, a child whose answers never parse has nothing to return (with it, the
+    # index's leads would stand as a partial answer).
     launcher = SubagentLauncher(
-        repo, ScriptedLLM([READ_AUTH, answer("ok", "src/auth.py:1"), "not json", "still not"])
+        repo,
+        ScriptedLLM([READ_AUTH, answer("ok", "src/auth.py:1"), "not json", "still not"]),
+        profiles=[outrider.EXPLORE_PROFILE.replace(repo_map_hint=False)],
     )
     done = launcher.launch(SubagentRequest(task="Find login"))
     assert done.explore == done.result and isinstance(done.explore, outrider.ExploreResult)

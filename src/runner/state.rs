@@ -45,8 +45,8 @@ pub(crate) struct State {
     pub(crate) successful_tools: u64,
     /// The last call that failed: (tool, arguments as canonical JSON, step, error message).
     pub(crate) last_failure: Option<(String, String, u64, String)>,
-    /// The code index's places the hint listed, best first (see [`crate::runner::assist::hint`]).
-    pub(crate) leads: Vec<crate::runner::assist::hint::Lead>,
+    /// The code index's places the hint listed, best first (see the hint assist).
+    pub(crate) leads: Vec<crate::runner::assist::lead::Lead>,
 }
 
 impl State {

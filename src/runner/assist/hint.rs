@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use crate::contract::{ExploreResult, SubagentStatus, ToolUsage};
 use crate::profile::ResultContract;
+pub(crate) use crate::runner::assist::lead::Lead;
 use crate::runner::assist::Tuning;
 use crate::runner::observed::Observed;
 use crate::runner::outcome::{ParsedResult, RunOutcome, TerminalReason};
@@ -34,32 +35,6 @@ pub(crate) struct ScoutRun {
     tool_usage: BTreeMap<String, u64>,
     /// The places it cites, best first.
     pub(crate) leads: Vec<Lead>,
-}
-
-/// One place the index ranked: lines of a file, and what the index says they are.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Lead {
-    pub(crate) path: String,
-    pub(crate) start: u64,
-    pub(crate) end: u64,
-    /// ``method `add_env` ``, when the index said.
-    pub(crate) what: Option<String>,
-}
-
-impl Lead {
-    /// The lead as an evidence item (`a.py:3-18`).
-    pub(crate) fn citation(&self) -> String {
-        crate::evidence::citation(&self.path, self.start, self.end)
-    }
-
-    /// Whether the evidence item `item` cites lines of this lead.
-    pub(crate) fn overlaps(&self, item: &str) -> bool {
-        crate::evidence::parse_citation(item).is_some_and(|(path, a, b)| {
-            crate::runner::observed::normalize(&path) == self.path
-                && a <= self.end
-                && b >= self.start
-        })
-    }
 }
 
 /// The text added to the first message: the leads, best first, and how to use them.

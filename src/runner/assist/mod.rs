@@ -17,6 +17,7 @@
 //! seen, and the following of an item by the window around it.
 
 pub(crate) mod hint;
+pub(crate) mod lead;
 pub(crate) mod text_calls;
 
 use std::time::Duration;
