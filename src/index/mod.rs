@@ -413,6 +413,7 @@ pub fn open(
         if source == "built" {
             if let Some(loaded) = store::load(ws.root()) {
                 *index = loaded;
+                index.rebuild_ids();
                 source = "disk";
             }
         }
@@ -423,7 +424,7 @@ pub fn open(
             source
         };
         if refresh.read > 0 || refresh.dropped > 0 {
-            store::save(ws.root(), &index);
+            store::save(ws.root(), &*index);
         }
     }
     refresh.ms = started.elapsed().as_millis() as u64;
