@@ -356,49 +356,14 @@ impl RuntimeProfile {
         let mut on_budget_exhausted = self.on_budget_exhausted.as_str().to_string();
         for (key, value) in fields {
             let field = format!("RuntimeProfile.{key}");
-            let text = || match value {
-                Json::Str(s) => Ok(s.clone()),
-                other => Err(crate::Error::wrong_type(&field, "str", other.type_name())),
-            };
-            let int = || match value {
-                Json::Int(i) => Ok(*i),
-                Json::BigInt(digits) => Err(crate::Error::config(
-                    &field,
-                    format!("is out of range: {digits}"),
-                )),
-                other => Err(crate::Error::wrong_type(&field, "int", other.type_name())),
-            };
+            let field = field.as_str();
+            let text = || field_text(field, value);
+            let int = || field_int(field, value);
+            let flag = || field_bool(field, value);
             match key.as_str() {
                 "name" => self.name = text()?,
                 "system_prompt" => self.system_prompt = text()?,
-                "tool_allowlist" => {
-                    self.tool_allowlist = match value {
-                        Json::Array(items) => items
-                            .iter()
-                            .map(|t| match t {
-                                Json::Str(s) => Ok(s.clone()),
-                                other => Err(crate::Error::wrong_type(
-                                    format!("{field} item"),
-                                    "str",
-                                    other.type_name(),
-                                )),
-                            })
-                            .collect::<Result<_, _>>()?,
-                        Json::Str(_) => {
-                            return Err(crate::Error::Type {
-                                field,
-                                message: "must be an iterable of tool names such as {'Read', 'Grep', 'Glob'}, not a single str".into(),
-                            })
-                        }
-                        other => {
-                            return Err(crate::Error::wrong_type(
-                                &field,
-                                "an iterable of str",
-                                other.type_name(),
-                            ))
-                        }
-                    }
-                }
+                "tool_allowlist" => self.tool_allowlist = field_tool_names(field, value)?,
                 "max_steps" => self.max_steps = int()?,
                 "context_token_budget" => self.context_token_budget = int()?,
                 "total_token_budget" => self.total_token_budget = int()?,
@@ -406,37 +371,16 @@ impl RuntimeProfile {
                 "context_source_policy" => self.context_source_policy = text()?,
                 "completion_policy" => self.completion_policy = text()?,
                 "result_contract" => result_contract = text()?,
-                "recursive_subagents" => {
-                    self.recursive_subagents = match value {
-                        Json::Bool(b) => *b,
-                        other => {
-                            return Err(crate::Error::wrong_type(&field, "bool", other.type_name()))
-                        }
-                    }
-                }
+                "recursive_subagents" => self.recursive_subagents = flag()?,
                 "gate_retries" => self.gate_retries = int()?,
                 "min_tool_calls" => self.min_tool_calls = int()?,
-                "scout_fallback" => {
-                    self.scout_fallback = match value {
-                        Json::Bool(b) => *b,
-                        other => {
-                            return Err(crate::Error::wrong_type(&field, "bool", other.type_name()))
-                        }
-                    }
-                }
-                "repo_map_hint" => {
-                    self.repo_map_hint = match value {
-                        Json::Bool(b) => *b,
-                        other => {
-                            return Err(crate::Error::wrong_type(&field, "bool", other.type_name()))
-                        }
-                    }
-                }
+                "scout_fallback" => self.scout_fallback = flag()?,
+                "repo_map_hint" => self.repo_map_hint = flag()?,
                 "tool_result_format" => {
                     let raw = text()?;
                     self.tool_result_format = raw.parse().map_err(|_| {
                         crate::Error::config(
-                            &field,
+                            field,
                             format!("'{raw}' is not a format; expected 'json' or 'compact'"),
                         )
                     })?;
@@ -445,7 +389,10 @@ impl RuntimeProfile {
                 "output_schema" => {
                     self.output_schema = match value {
                         Json::Null => None,
-                        other => Some(OutputSchema::from_json(other).map_err(|e| e.within("RuntimeProfile"))?),
+                        other => Some(
+                            OutputSchema::from_json(other)
+                                .map_err(|e| e.within("RuntimeProfile"))?,
+                        ),
                     }
                 }
                 "max_summary_chars" => {
@@ -460,14 +407,20 @@ impl RuntimeProfile {
                         Json::Float(f) => *f,
                         other => {
                             return Err(crate::Error::wrong_type(
-                                &field,
+                                field,
                                 "a number",
                                 other.type_name(),
                             ))
                         }
                     }
                 }
-                other => return Err(crate::args::unknown_option("RuntimeProfile", other, &PROFILE_FIELDS)),
+                other => {
+                    return Err(crate::args::unknown_option(
+                        "RuntimeProfile",
+                        other,
+                        &PROFILE_FIELDS,
+                    ))
+                }
             }
         }
         self.check_in_order(&model_choice, &result_contract, &on_budget_exhausted)?;
@@ -653,6 +606,61 @@ pub fn verification_profile() -> RuntimeProfile {
         result_contract: Some(ResultContract::Verification),
         repo_map_hint: false,
         ..explore_profile()
+    }
+}
+
+/// A profile field's value as a str, or an error naming `field`.
+fn field_text(field: &str, value: &Json) -> Result<String, crate::Error> {
+    match value {
+        Json::Str(s) => Ok(s.clone()),
+        other => Err(crate::Error::wrong_type(field, "str", other.type_name())),
+    }
+}
+
+/// A profile field's value as an int, or an error naming `field`.
+fn field_int(field: &str, value: &Json) -> Result<i64, crate::Error> {
+    match value {
+        Json::Int(i) => Ok(*i),
+        Json::BigInt(digits) => Err(crate::Error::config(
+            field,
+            format!("is out of range: {digits}"),
+        )),
+        other => Err(crate::Error::wrong_type(field, "int", other.type_name())),
+    }
+}
+
+/// A profile field's value as a bool, or an error naming `field`.
+fn field_bool(field: &str, value: &Json) -> Result<bool, crate::Error> {
+    match value {
+        Json::Bool(b) => Ok(*b),
+        other => Err(crate::Error::wrong_type(field, "bool", other.type_name())),
+    }
+}
+
+/// `tool_allowlist`'s value: tool names from a list of str. A single str is refused (it is
+/// not a list of its letters).
+fn field_tool_names<T: FromIterator<String>>(field: &str, value: &Json) -> Result<T, crate::Error> {
+    match value {
+        Json::Array(items) => items
+            .iter()
+            .map(|t| match t {
+                Json::Str(s) => Ok(s.clone()),
+                other => Err(crate::Error::wrong_type(
+                    format!("{field} item"),
+                    "str",
+                    other.type_name(),
+                )),
+            })
+            .collect(),
+        Json::Str(_) => Err(crate::Error::Type {
+            field: field.to_string(),
+            message: "must be an iterable of tool names such as {'Read', 'Grep', 'Glob'}, not a single str".into(),
+        }),
+        other => Err(crate::Error::wrong_type(
+            field,
+            "an iterable of str",
+            other.type_name(),
+        )),
     }
 }
 
