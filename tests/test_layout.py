@@ -1,6 +1,6 @@
 """The crate's layering rules (tools/check_layout.py, also run by `make lint`): no import cycle
-(with paths resolved as rustc resolves them), the binding only through `crate::api`, and no
-lower layer importing a higher one."""
+(with paths resolved as rustc resolves them), the binding only through `crate::api`, no lower
+layer importing a higher one, and no function over 120 lines."""
 
 from __future__ import annotations
 
@@ -129,3 +129,31 @@ def test_a_re_export_is_followed_to_the_file_that_defines_the_name(
         "index/text": [],
     }
     assert crate.cycles() == []
+
+
+def test_a_long_function_is_refused_and_braces_in_literals_do_not_count(
+    tmp_path: pathlib.Path,
+) -> None:
+    line = "    let x = 1;\n"
+    write_tree(
+        tmp_path,
+        {
+            "lib.rs": "mod a;\n",
+            # 120 lines, the most allowed: a '{', a "}" and a `// }` neither end nor extend it.
+            "a.rs": "fn fits() {\n    let c = '{'; // }\n"
+            + line * 116
+            + '    "}";\n}\n'
+            # 121 lines, over the limit (a `;` inside the signature's [] is no declaration end).
+            + "fn over(\n    x: [u8; 2],\n) {\n"
+            + line * 117
+            + "}\n",
+        },
+    )
+    code, out = check(tmp_path)
+    assert (code, [line for line in out.splitlines() if not line.startswith("note:")]) == (
+        1,
+        [
+            "a.rs:121: fn over has 121 lines (at most 120): split it",
+            "layout: 2 files, 1 problem(s)",
+        ],
+    )
