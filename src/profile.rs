@@ -1,7 +1,7 @@
 //! Runtime profiles: what a child may use (tools, budgets, model route) and what it must return.
 //!
 //! ```
-//! use outrider::profile::{RuntimeProfile, explore_profile};
+//! use outrider::api::{RuntimeProfile, explore_profile};
 //! let p = RuntimeProfile { max_steps: 20, ..explore_profile() };
 //! p.validate().unwrap();
 //! assert!(p.rendered_system_prompt().contains("20 model turns"));
@@ -42,7 +42,7 @@ pub const PROFILE_FIELDS: [&str; 20] = [
 pub const READONLY_TOOLS: [&str; 3] = ["Glob", "Grep", "Read"];
 /// Read-only tools a profile may add to [`READONLY_TOOLS`]: `Search`, ranked search of the
 /// code index (the offline scout has it wherever Grep is allowed).
-pub const OPTIONAL_TOOLS: [&str; 1] = ["Search"];
+pub(crate) const OPTIONAL_TOOLS: [&str; 1] = ["Search"];
 
 pub use crate::error::ProfileError;
 
@@ -112,7 +112,7 @@ wire_enum! {
 }
 
 /// The most successful tool calls a profile may require before a final answer.
-pub const MAX_MIN_TOOL_CALLS: i64 = 20;
+pub(crate) const MAX_MIN_TOOL_CALLS: i64 = 20;
 
 /// A sub-agent profile. Validated by [`RuntimeProfile::validate`]; immutable once built.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -180,13 +180,13 @@ pub struct RuntimeProfile {
 }
 
 /// The smallest `max_summary_chars`: room for a sentence and the marker that says it was cut.
-pub const MIN_SUMMARY_CHARS: i64 = 100;
+pub(crate) const MIN_SUMMARY_CHARS: i64 = 100;
 /// The largest `max_summary_chars`.
-pub const MAX_SUMMARY_CHARS: i64 = 1_000_000;
+pub(crate) const MAX_SUMMARY_CHARS: i64 = 1_000_000;
 
 /// `summary` cut to at most `cap` characters (the cut one ending in a marker that says how much
 /// was left out), or None when it already fits.
-pub fn cap_summary(summary: &str, cap: i64) -> Option<String> {
+pub(crate) fn cap_summary(summary: &str, cap: i64) -> Option<String> {
     let cap = cap.max(MIN_SUMMARY_CHARS) as usize;
     let total = summary.chars().count();
     if total <= cap {
@@ -208,7 +208,7 @@ fn default_format() -> ToolResultFormat {
 
 /// The longest wall-clock limit a profile may set: a year, far past any real run, and short
 /// enough that every deadline computed from it is representable.
-pub const MAX_TIMEOUT_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
+pub(crate) const MAX_TIMEOUT_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
 
 fn check_timeout(seconds: f64) -> Result<(), ProfileError> {
     if !(seconds.is_finite() && seconds > 0.0) {
@@ -540,7 +540,7 @@ impl std::fmt::Display for RuntimeProfile {
 }
 
 /// The explore system prompt (a template; see [`RuntimeProfile::system_prompt`]).
-pub const EXPLORE_SYSTEM_PROMPT: &str = r#"You are an Explore agent: a read-only investigator of one repository, working for another agent that needs a short, reliable answer.
+pub(crate) const EXPLORE_SYSTEM_PROMPT: &str = r#"You are an Explore agent: a read-only investigator of one repository, working for another agent that needs a short, reliable answer.
 
 Tools: Glob finds files by name pattern, Grep searches file contents with a regular expression, Read shows a file with line numbers (at most `limit` lines, default 500, from `start_line`; page with start_line). You cannot change files, run commands or ask anyone.
 
@@ -553,7 +553,7 @@ Answer: exactly one JSON object, no fences, no other text; replace every <...> w
 status is "completed" when answered, "partial" when something remains open. Evidence is a path relative to the root with a line or range that a Read or Grep result showed you in this run; a "completed" answer needs at least one."#;
 
 /// The verification system prompt (a template).
-pub const VERIFICATION_SYSTEM_PROMPT: &str = r#"You are a Verification agent: you independently check a completion candidate against its requirements by reading the repository. Trust nothing you have not seen yourself.
+pub(crate) const VERIFICATION_SYSTEM_PROMPT: &str = r#"You are a Verification agent: you independently check a completion candidate against its requirements by reading the repository. Trust nothing you have not seen yourself.
 
 Tools: Glob finds files by name pattern, Grep searches file contents with a regular expression, Read shows a file with line numbers. Read returns at most `limit` lines (default 500) from `start_line`; page through a long file with start_line. You cannot change files, run commands, ask the user, or delegate to another agent.
 

@@ -18,10 +18,10 @@ const WINDOW_LINES: usize = 50;
 /// Comment and decorator lines above a definition that belong to it, at most.
 const MAX_LEAD_LINES: usize = 12;
 /// Files bigger than this are split into windows without parsing (generated code, mostly).
-pub const MAX_PARSE_BYTES: usize = 512 * 1024;
+pub(crate) const MAX_PARSE_BYTES: usize = 512 * 1024;
 
 /// The kinds a chunk may have, by their stored code.
-pub const KINDS: [&str; 18] = [
+pub(crate) const KINDS: [&str; 18] = [
     "lines",
     "part",
     "function",
@@ -51,7 +51,7 @@ fn kind_code(kind: &str) -> u8 {
 
 /// One chunk of a file.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Chunk {
+pub(crate) struct Chunk {
     /// First line, 1-based: a definition's line (its leading comments are counted, not cited).
     pub start: u32,
     /// Last line, inclusive: the whole definition for a definition's chunk.
@@ -72,12 +72,12 @@ pub struct Chunk {
 
 impl Chunk {
     /// Its kind's name.
-    pub fn kind_name(&self) -> &'static str {
+    pub(crate) fn kind_name(&self) -> &'static str {
         KINDS.get(self.kind as usize).copied().unwrap_or("other")
     }
 
     /// Whether it is a definition (not a window or the part of one).
-    pub fn is_definition(&self) -> bool {
+    pub(crate) fn is_definition(&self) -> bool {
         self.kind >= 2
     }
 }
@@ -85,7 +85,7 @@ impl Chunk {
 /// A file's chunks and their terms: per chunk, `(term id << 8) | count` (count at most 255),
 /// sorted by term id.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct FileChunks {
+pub(crate) struct FileChunks {
     /// In source order.
     pub chunks: Vec<Chunk>,
     /// Packed terms of every chunk, chunk after chunk.
@@ -96,7 +96,7 @@ pub struct FileChunks {
 
 impl FileChunks {
     /// The packed terms of chunk `i`.
-    pub fn chunk_terms(&self, i: usize) -> &[u32] {
+    pub(crate) fn chunk_terms(&self, i: usize) -> &[u32] {
         let from = self.chunks[i].terms_at as usize;
         let to = self
             .chunks
@@ -120,7 +120,12 @@ fn is_lead_line(line: &str) -> bool {
 }
 
 /// Cut `text` (the file at `path`) into chunks, interning its terms in `terms`.
-pub fn chunk_file(path: &str, text: &str, parser: &mut Parser, terms: &mut Terms) -> FileChunks {
+pub(crate) fn chunk_file(
+    path: &str,
+    text: &str,
+    parser: &mut Parser,
+    terms: &mut Terms,
+) -> FileChunks {
     let lines: Vec<&str> = text.lines().collect();
     let lang = Lang::of(path)
         .filter(|_| text.len() <= MAX_PARSE_BYTES && !super::rank::is_secondary_code(path));

@@ -16,12 +16,12 @@ use serde::Serialize;
 /// Bumped whenever what the index stores or how it chunks changes.
 const FORMAT: &[u8] = b"outrider-index-v3\n";
 /// Cached indexes kept; past this the least recently written are deleted.
-pub const MAX_CACHED: usize = 32;
+pub(crate) const MAX_CACHED: usize = 32;
 /// Cache files bigger than this are not read.
 const MAX_CACHE_BYTES: u64 = 2 << 30;
 
 /// The cache directory, if any.
-pub fn cache_dir() -> Option<PathBuf> {
+pub(crate) fn cache_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("OUTRIDER_CACHE_DIR") {
         return (!dir.is_empty()).then(|| PathBuf::from(dir));
     }
@@ -44,12 +44,12 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 
 /// The cache file of `root`, or None when there is no cache directory or it lies inside the
 /// root (the read-only child never writes inside the tree it explores).
-pub fn cache_file(root: &Path) -> Option<PathBuf> {
+pub(crate) fn cache_file(root: &Path) -> Option<PathBuf> {
     cache_file_in(cache_dir()?, root)
 }
 
 /// The cache file of `root` in the cache directory `dir` (see [`cache_file`]).
-pub fn cache_file_in(dir: PathBuf, root: &Path) -> Option<PathBuf> {
+pub(crate) fn cache_file_in(dir: PathBuf, root: &Path) -> Option<PathBuf> {
     let dir = if dir.is_absolute() {
         dir
     } else {
@@ -72,12 +72,12 @@ struct Stored<T> {
 }
 
 /// The cached index of `root`, if there is a usable one.
-pub fn load<T: DeserializeOwned>(root: &Path) -> Option<T> {
+pub(crate) fn load<T: DeserializeOwned>(root: &Path) -> Option<T> {
     load_from(&cache_file(root)?, root)
 }
 
 /// The index of `root` cached in the file `path`, if usable.
-pub fn load_from<T: DeserializeOwned>(path: &Path, root: &Path) -> Option<T> {
+pub(crate) fn load_from<T: DeserializeOwned>(path: &Path, root: &Path) -> Option<T> {
     let mut file = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
@@ -99,14 +99,14 @@ pub fn load_from<T: DeserializeOwned>(path: &Path, root: &Path) -> Option<T> {
 }
 
 /// Save `index` as `root`'s cache; failures are ignored (the cache is an optimisation).
-pub fn save<T: Serialize>(root: &Path, index: &T) {
+pub(crate) fn save<T: Serialize>(root: &Path, index: &T) {
     if let Some(path) = cache_file(root) {
         save_to(&path, root, index);
     }
 }
 
 /// Save `index` of `root` in the file `path` (its directory made private when created).
-pub fn save_to<T: Serialize>(path: &Path, root: &Path, index: &T) {
+pub(crate) fn save_to<T: Serialize>(path: &Path, root: &Path, index: &T) {
     let Some(dir) = path.parent() else {
         return;
     };
@@ -157,7 +157,7 @@ pub fn save_to<T: Serialize>(path: &Path, root: &Path, index: &T) {
 
 /// Delete all but the [`MAX_CACHED`] most recently written index files of `dir` (and temporary
 /// files an interrupted save left behind an hour ago or more).
-pub fn prune(dir: &Path) {
+pub(crate) fn prune(dir: &Path) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };

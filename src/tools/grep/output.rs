@@ -11,11 +11,11 @@ use crate::tools::grep::engine::EngineKind;
 use crate::tools::grep::search::{FileHits, Found, HEAP_LIMIT};
 
 /// Characters of one line kept in a result; longer lines are cut and marked.
-pub const MAX_LINE_CHARS: usize = 2000;
+pub(super) const MAX_LINE_CHARS: usize = 2000;
 /// Files named at most in a result's list of files searched only in part.
 const MAX_NAMED_FILES: usize = 20;
 /// The marker that ends a cut line (1 987 kept characters + this = 2 000).
-pub const LINE_TRUNCATION_MARKER: &str = "… [truncated]";
+pub(super) const LINE_TRUNCATION_MARKER: &str = "… [truncated]";
 fn cut_line(text: String, reasons: &mut Vec<&'static str>) -> String {
     if text.chars().count() <= MAX_LINE_CHARS {
         return text;
@@ -30,7 +30,7 @@ fn cut_line(text: String, reasons: &mut Vec<&'static str>) -> String {
 }
 
 /// Matches per file shown before any file gets more (when not all can be shown).
-pub const PER_FILE: usize = 3;
+pub(super) const PER_FILE: usize = 3;
 
 /// Whether a matched line looks like a definition (of what the pattern named).
 fn is_definition(text: &str) -> bool {
