@@ -1,5 +1,6 @@
 //! The one front door to the core for an embedder such as the Python binding: every type and
-//! function a front end needs, by name, so it never reaches into the core's modules.
+//! function a front end needs, by name, so it never reaches into the core's modules. The
+//! modules themselves are private to the crate; what is public is listed here.
 
 pub use crate::agent::task_tool::{
     EnvelopeFormat, FactoryError, LauncherFactory, TaskTool, TASK_TOOL_NAME,
@@ -12,10 +13,10 @@ pub use crate::agent::{
 pub use crate::args::{seconds, unknown_option, within_bounds, Record};
 pub use crate::cancel::{CancelToken, Owner};
 pub use crate::contract::{
-    answer_text, tool_usage_from_json, Answer, ContractError, ExploreResult, LocItem, Repair,
-    SubagentStatus, ToolUsage, VerificationMeta, VerificationResult, UNKNOWN_REASON,
+    answer_text, tool_usage_from_json, Answer, ExploreResult, Repair, SubagentStatus, ToolUsage,
+    VerificationMeta, VerificationResult, UNKNOWN_REASON,
 };
-pub use crate::error::{Error, Result};
+pub use crate::error::{ContractError, Error, LocItem, Result};
 pub use crate::evidence::{check_evidence, EvidenceCheck};
 pub use crate::exec::{
     allow_spin, current_caller, runtime, spin_first, with_caller, CallerScope, Inbox,
@@ -28,12 +29,13 @@ pub use crate::llm::env::MAIN_PREFIX;
 pub use crate::llm::env::{EnvFile, ENV_FILE};
 pub use crate::llm::openai::config::ClientSettings;
 pub use crate::llm::openai::{OpenAICompatible, OpenAICompatibleConfig};
+pub use crate::llm::request::{ChatRequest, ModelSettings};
 pub use crate::llm::scout::{terms as scout_terms, OfflineScout};
 pub use crate::llm::settings::RouteSettings;
-pub use crate::llm::ModelSettings;
-pub use crate::llm::{BoxFuture, ChatModel, ChatRequest, ChatResponse, ModelError, ModelErrorKind};
+pub use crate::llm::{BoxFuture, ChatModel, ChatResponse, ModelError, ModelErrorKind};
 pub use crate::profile::{
-    explore_profile, verification_profile, RuntimeProfile, PROFILE_FIELDS, READONLY_TOOLS,
+    explore_profile, verification_profile, BudgetPolicy, ModelChoice, ProfileError, ResultContract,
+    RuntimeProfile, PROFILE_FIELDS, READONLY_TOOLS,
 };
 pub use crate::pyjson::{py_repr_str, Json};
 pub use crate::redact::{redact_str, register_secret};
@@ -44,9 +46,31 @@ pub use crate::schema::{
 };
 pub use crate::tools::envelope::{to_pretty_json, ToolResult};
 pub use crate::tools::run::{run_tool, run_tool_blocking, tool_schemas, ToolArgs};
-pub use crate::tools::workspace::Workspace;
-pub use crate::trace::{EventSink, TraceEvent, TraceRetention, SPAN_TARGET};
+pub use crate::tools::workspace::{PathError, Workspace};
+pub use crate::trace::retention::TraceRetention;
+pub use crate::trace::{EventSink, TraceEvent, SPAN_TARGET};
 // The trace vocabulary a front end checks its own names against.
 pub use crate::runner::TerminalReason;
-pub use crate::trace::EventKind;
+pub use crate::trace::event::EventKind;
 pub use crate::VERSION;
+
+// What the integration tests (tests/rust/), the fuzz targets and the doc examples reach below
+// the launch layer: the tools, the loop, the model messages, the client's settings.
+pub use crate::llm::env::{
+    config_from_lookup, config_from_sources, env_or_dotenv, load_dotenv, parse_dotenv,
+    read_env_file, DotEnv, MAX_DOTENV_BYTES,
+};
+pub use crate::llm::openai::{
+    duration_from_secs, LOCAL_MAX_TOKENS, LOCAL_TEMPERATURE, MAX_RESPONSE_BYTES,
+};
+pub use crate::llm::{Message, ToolCall, Usage};
+pub use crate::runner::RuntimeRunner;
+pub use crate::tools::budget::{OutputBudget, MAX_TOOL_BATCH_BYTES};
+pub use crate::tools::context::ToolContext;
+pub use crate::tools::envelope::{ErrorCode, ToolStatus};
+pub use crate::tools::glob::GlobTool;
+pub use crate::tools::grep::GrepTool;
+pub use crate::tools::permissions::{classify, PermissionAction, PermissionContext, RuntimeMode};
+pub use crate::tools::read::ReadTool;
+pub use crate::tools::registry::{Tool, ToolRegistry};
+pub use crate::trace::Trace;

@@ -17,9 +17,9 @@ pub fn seconds(field: &str, secs: f64) -> Result<std::time::Duration, Error> {
 }
 
 /// How deep a value a front end converts for the core may nest: deeper is a cycle or an attack.
-pub const MAX_DEPTH: usize = 256;
+pub(crate) const MAX_DEPTH: usize = 256;
 /// How many items an iterator a front end converts may yield: it may never end.
-pub const MAX_ITEMS: usize = 1 << 20;
+pub(crate) const MAX_ITEMS: usize = 1 << 20;
 
 /// Refuse a value being converted for the core (named `what`) once it is `depth` levels deep
 /// or has yielded `items` items, beyond [`MAX_DEPTH`] or [`MAX_ITEMS`].

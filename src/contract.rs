@@ -13,7 +13,7 @@ use std::fmt;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-pub use crate::error::{ContractError, LocItem, Violation};
+pub(crate) use crate::error::{ContractError, LocItem, Violation};
 use crate::pyjson::{self as json, py_repr_str, py_strip, Json};
 
 wire_enum! {
@@ -72,7 +72,7 @@ wire_enum! {
 
 /// The reference's object parse: strip, refuse a leading fence, parse the whole string, require
 /// an object.
-pub fn parse_object(contract: &'static str, raw: &str) -> Result<Json, ContractError> {
+pub(crate) fn parse_object(contract: &'static str, raw: &str) -> Result<Json, ContractError> {
     let text = py_strip(raw);
     if text.starts_with("```") {
         return Err(ContractError::single(
@@ -104,7 +104,7 @@ pub fn parse_object(contract: &'static str, raw: &str) -> Result<Json, ContractE
 /// The lenient parse: strict first; then the first fenced block that holds an object; then the
 /// one balanced JSON object found in the text. Returns the object and the repair made, if any.
 /// When nothing can be recovered, the strict parse's error is returned.
-pub fn repair_object(
+pub(crate) fn repair_object(
     contract: &'static str,
     raw: &str,
 ) -> Result<(Json, Option<Repair>), ContractError> {
@@ -599,7 +599,7 @@ impl ExploreResult {
         {
             return Err(ContractError::single(
                 EXPLORE,
-                &format!(
+                format!(
                     "evidence_sources must have one item per evidence item ({}), got {}",
                     built.evidence.len(),
                     built.evidence_sources.len()
@@ -996,7 +996,7 @@ fn dict_sources(obj: &Json, out: &mut Vec<Violation>) -> Vec<String> {
             for (i, item) in items.iter().enumerate() {
                 match item {
                     Json::Str(s) if EVIDENCE_SOURCES.contains(&s.as_str()) => {
-                        sources.push(s.clone())
+                        sources.push(s.clone());
                     }
                     other => out.push(Violation {
                         loc: vec![LocItem::Key("evidence_sources".into()), LocItem::Index(i)],

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::tools::workspace::{PathError, Workspace};
 
 /// The stable names of [`EvidenceCheck::reason`].
-pub const EVIDENCE_REASONS: [&str; 13] = [
+pub(crate) const EVIDENCE_REASONS: [&str; 13] = [
     "format",
     "invalid_range",
     "absolute",
@@ -119,7 +119,7 @@ fn noted_re() -> &'static Regex {
 
 /// A citation of lines `start..=end` of `path`: `path:start`, or `path:start-end` for more than
 /// one line (the form [`parse_citation`] reads).
-pub fn citation(path: &str, start: u64, end: u64) -> String {
+pub(crate) fn citation(path: &str, start: u64, end: u64) -> String {
     if end > start {
         format!("{path}:{start}-{end}")
     } else {
@@ -129,7 +129,7 @@ pub fn citation(path: &str, start: u64, end: u64) -> String {
 
 /// An evidence item's `(path, start, end)` when it is a well-formed citation
 /// (`path:line` or `path:start-end`, lines from 1, end not before start).
-pub fn parse_citation(item: &str) -> Option<(String, u64, u64)> {
+pub(crate) fn parse_citation(item: &str) -> Option<(String, u64, u64)> {
     let caps = evidence_re().captures(item.trim())?;
     let start = caps[2].parse::<u64>().ok()?;
     let end = match caps.get(3) {
@@ -141,7 +141,7 @@ pub fn parse_citation(item: &str) -> Option<(String, u64, u64)> {
 
 /// The citation of an evidence item written with a note after it (`src/a.py:14  class A` gives
 /// `src/a.py:14`); None when the item is a bare citation or no citation at all.
-pub fn citation_of_noted(item: &str) -> Option<String> {
+pub(crate) fn citation_of_noted(item: &str) -> Option<String> {
     let trimmed = item.trim();
     if evidence_re().is_match(trimmed) {
         return None;
@@ -151,7 +151,7 @@ pub fn citation_of_noted(item: &str) -> Option<String> {
 }
 
 /// The most bytes one check reads over all the files it looks at.
-pub const EVIDENCE_BYTE_BUDGET: u64 = 64 * 1024 * 1024;
+pub(crate) const EVIDENCE_BYTE_BUDGET: u64 = 64 * 1024 * 1024;
 
 /// How far scanning a cited file got.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,7 +177,7 @@ pub fn check_evidence(ws: &Workspace, items: &[String]) -> Vec<EvidenceCheck> {
 
 /// Check every item, giving up on what is left at `deadline`; items citing the same file read
 /// it once, up to the highest line any of them cites.
-pub fn check_evidence_until(
+pub(crate) fn check_evidence_until(
     ws: &Workspace,
     items: &[String],
     deadline: Option<Instant>,
@@ -237,7 +237,7 @@ enum Parsed {
 
 /// Marks each grounded check whose lines the child did not see (`saw(path, start, end)` is
 /// false) as not grounded, with reason `unobserved`.
-pub fn require_observed(checks: &mut [EvidenceCheck], saw: impl Fn(&str, u64, u64) -> bool) {
+pub(crate) fn require_observed(checks: &mut [EvidenceCheck], saw: impl Fn(&str, u64, u64) -> bool) {
     for check in checks.iter_mut().filter(|c| c.grounded) {
         let (Some(path), Some(start), Some(end)) = (&check.path, check.start_line, check.end_line)
         else {
@@ -401,29 +401,6 @@ fn scan_lines(
             return Ok((begun(newlines, last), Stopped::Timeout));
         }
     }
-}
-
-/// Lines as Read and Grep count them: split on `\n` only; a last line without `\n` counts.
-pub fn count_lines(ws: &Workspace, path: &str) -> Result<u64, PathError> {
-    let resolved = ws.resolve_file(path)?;
-    let (mut file, _) = ws.open(&resolved)?;
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut lines = 0u64;
-    let mut last = b'\n';
-    loop {
-        let n = file
-            .read(&mut buf)
-            .map_err(|e| PathError::Io(e.to_string()))?;
-        if n == 0 {
-            break;
-        }
-        lines += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
-        last = buf[n - 1];
-    }
-    if last != b'\n' {
-        lines += 1;
-    }
-    Ok(lines)
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ pub fn current_caller() -> Option<CallerScope> {
 }
 
 /// `fut`, keeping the current task's [`CallerScope`] (for a task about to be spawned).
-pub fn inherit_caller<F: Future>(fut: F) -> impl Future<Output = F::Output> {
+pub(crate) fn inherit_caller<F: Future>(fut: F) -> impl Future<Output = F::Output> {
     let scope = current_caller();
     async move {
         match scope {
@@ -43,7 +43,7 @@ pub fn inherit_caller<F: Future>(fut: F) -> impl Future<Output = F::Output> {
 
 /// `f`, keeping the current task's [`CallerScope`] (for a blocking closure about to be handed to
 /// another thread, such as a tool that launches children).
-pub fn inherit_caller_sync<R>(f: impl FnOnce() -> R) -> impl FnOnce() -> R {
+pub(crate) fn inherit_caller_sync<R>(f: impl FnOnce() -> R) -> impl FnOnce() -> R {
     let scope = current_caller();
     move || match scope {
         Some(s) => CALLER.sync_scope(s, f),
@@ -114,7 +114,7 @@ impl<T> Default for Inbox<T> {
 
 /// How long an idle worker spins in [`Inbox::take_idle`] before it sleeps: the next call of a
 /// running loop usually comes within a millisecond.
-pub const IDLE_SPIN: Duration = Duration::from_millis(2);
+pub(crate) const IDLE_SPIN: Duration = Duration::from_millis(2);
 
 impl<T> Inbox<T> {
     /// [`Inbox::take`] for an idle worker: spin [`IDLE_SPIN`], then sleep up to `timeout`.

@@ -1,7 +1,7 @@
 //! Runtime profiles: what a child may use (tools, budgets, model route) and what it must return.
 //!
 //! ```
-//! use outrider::profile::{RuntimeProfile, explore_profile};
+//! use outrider::api::{RuntimeProfile, explore_profile};
 //! let p = RuntimeProfile { max_steps: 20, ..explore_profile() };
 //! p.validate().unwrap();
 //! assert!(p.rendered_system_prompt().contains("20 model turns"));
@@ -42,7 +42,7 @@ pub const PROFILE_FIELDS: [&str; 20] = [
 pub const READONLY_TOOLS: [&str; 3] = ["Glob", "Grep", "Read"];
 /// Read-only tools a profile may add to [`READONLY_TOOLS`]: `Search`, ranked search of the
 /// code index (the offline scout has it wherever Grep is allowed).
-pub const OPTIONAL_TOOLS: [&str; 1] = ["Search"];
+pub(crate) const OPTIONAL_TOOLS: [&str; 1] = ["Search"];
 
 pub use crate::error::ProfileError;
 
@@ -112,7 +112,7 @@ wire_enum! {
 }
 
 /// The most successful tool calls a profile may require before a final answer.
-pub const MAX_MIN_TOOL_CALLS: i64 = 20;
+pub(crate) const MAX_MIN_TOOL_CALLS: i64 = 20;
 
 /// A sub-agent profile. Validated by [`RuntimeProfile::validate`]; immutable once built.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -180,13 +180,13 @@ pub struct RuntimeProfile {
 }
 
 /// The smallest `max_summary_chars`: room for a sentence and the marker that says it was cut.
-pub const MIN_SUMMARY_CHARS: i64 = 100;
+pub(crate) const MIN_SUMMARY_CHARS: i64 = 100;
 /// The largest `max_summary_chars`.
-pub const MAX_SUMMARY_CHARS: i64 = 1_000_000;
+pub(crate) const MAX_SUMMARY_CHARS: i64 = 1_000_000;
 
 /// `summary` cut to at most `cap` characters (the cut one ending in a marker that says how much
 /// was left out), or None when it already fits.
-pub fn cap_summary(summary: &str, cap: i64) -> Option<String> {
+pub(crate) fn cap_summary(summary: &str, cap: i64) -> Option<String> {
     let cap = cap.max(MIN_SUMMARY_CHARS) as usize;
     let total = summary.chars().count();
     if total <= cap {
@@ -208,7 +208,7 @@ fn default_format() -> ToolResultFormat {
 
 /// The longest wall-clock limit a profile may set: a year, far past any real run, and short
 /// enough that every deadline computed from it is representable.
-pub const MAX_TIMEOUT_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
+pub(crate) const MAX_TIMEOUT_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
 
 fn check_timeout(seconds: f64) -> Result<(), ProfileError> {
     if !(seconds.is_finite() && seconds > 0.0) {
@@ -356,49 +356,14 @@ impl RuntimeProfile {
         let mut on_budget_exhausted = self.on_budget_exhausted.as_str().to_string();
         for (key, value) in fields {
             let field = format!("RuntimeProfile.{key}");
-            let text = || match value {
-                Json::Str(s) => Ok(s.clone()),
-                other => Err(crate::Error::wrong_type(&field, "str", other.type_name())),
-            };
-            let int = || match value {
-                Json::Int(i) => Ok(*i),
-                Json::BigInt(digits) => Err(crate::Error::config(
-                    &field,
-                    format!("is out of range: {digits}"),
-                )),
-                other => Err(crate::Error::wrong_type(&field, "int", other.type_name())),
-            };
+            let field = field.as_str();
+            let text = || field_text(field, value);
+            let int = || field_int(field, value);
+            let flag = || field_bool(field, value);
             match key.as_str() {
                 "name" => self.name = text()?,
                 "system_prompt" => self.system_prompt = text()?,
-                "tool_allowlist" => {
-                    self.tool_allowlist = match value {
-                        Json::Array(items) => items
-                            .iter()
-                            .map(|t| match t {
-                                Json::Str(s) => Ok(s.clone()),
-                                other => Err(crate::Error::wrong_type(
-                                    format!("{field} item"),
-                                    "str",
-                                    other.type_name(),
-                                )),
-                            })
-                            .collect::<Result<_, _>>()?,
-                        Json::Str(_) => {
-                            return Err(crate::Error::Type {
-                                field,
-                                message: "must be an iterable of tool names such as {'Read', 'Grep', 'Glob'}, not a single str".into(),
-                            })
-                        }
-                        other => {
-                            return Err(crate::Error::wrong_type(
-                                &field,
-                                "an iterable of str",
-                                other.type_name(),
-                            ))
-                        }
-                    }
-                }
+                "tool_allowlist" => self.tool_allowlist = field_tool_names(field, value)?,
                 "max_steps" => self.max_steps = int()?,
                 "context_token_budget" => self.context_token_budget = int()?,
                 "total_token_budget" => self.total_token_budget = int()?,
@@ -406,37 +371,16 @@ impl RuntimeProfile {
                 "context_source_policy" => self.context_source_policy = text()?,
                 "completion_policy" => self.completion_policy = text()?,
                 "result_contract" => result_contract = text()?,
-                "recursive_subagents" => {
-                    self.recursive_subagents = match value {
-                        Json::Bool(b) => *b,
-                        other => {
-                            return Err(crate::Error::wrong_type(&field, "bool", other.type_name()))
-                        }
-                    }
-                }
+                "recursive_subagents" => self.recursive_subagents = flag()?,
                 "gate_retries" => self.gate_retries = int()?,
                 "min_tool_calls" => self.min_tool_calls = int()?,
-                "scout_fallback" => {
-                    self.scout_fallback = match value {
-                        Json::Bool(b) => *b,
-                        other => {
-                            return Err(crate::Error::wrong_type(&field, "bool", other.type_name()))
-                        }
-                    }
-                }
-                "repo_map_hint" => {
-                    self.repo_map_hint = match value {
-                        Json::Bool(b) => *b,
-                        other => {
-                            return Err(crate::Error::wrong_type(&field, "bool", other.type_name()))
-                        }
-                    }
-                }
+                "scout_fallback" => self.scout_fallback = flag()?,
+                "repo_map_hint" => self.repo_map_hint = flag()?,
                 "tool_result_format" => {
                     let raw = text()?;
                     self.tool_result_format = raw.parse().map_err(|_| {
                         crate::Error::config(
-                            &field,
+                            field,
                             format!("'{raw}' is not a format; expected 'json' or 'compact'"),
                         )
                     })?;
@@ -445,7 +389,10 @@ impl RuntimeProfile {
                 "output_schema" => {
                     self.output_schema = match value {
                         Json::Null => None,
-                        other => Some(OutputSchema::from_json(other).map_err(|e| e.within("RuntimeProfile"))?),
+                        other => Some(
+                            OutputSchema::from_json(other)
+                                .map_err(|e| e.within("RuntimeProfile"))?,
+                        ),
                     }
                 }
                 "max_summary_chars" => {
@@ -460,14 +407,20 @@ impl RuntimeProfile {
                         Json::Float(f) => *f,
                         other => {
                             return Err(crate::Error::wrong_type(
-                                &field,
+                                field,
                                 "a number",
                                 other.type_name(),
                             ))
                         }
                     }
                 }
-                other => return Err(crate::args::unknown_option("RuntimeProfile", other, &PROFILE_FIELDS)),
+                other => {
+                    return Err(crate::args::unknown_option(
+                        "RuntimeProfile",
+                        other,
+                        &PROFILE_FIELDS,
+                    ))
+                }
             }
         }
         self.check_in_order(&model_choice, &result_contract, &on_budget_exhausted)?;
@@ -587,7 +540,7 @@ impl std::fmt::Display for RuntimeProfile {
 }
 
 /// The explore system prompt (a template; see [`RuntimeProfile::system_prompt`]).
-pub const EXPLORE_SYSTEM_PROMPT: &str = r#"You are an Explore agent: a read-only investigator of one repository, working for another agent that needs a short, reliable answer.
+pub(crate) const EXPLORE_SYSTEM_PROMPT: &str = r#"You are an Explore agent: a read-only investigator of one repository, working for another agent that needs a short, reliable answer.
 
 Tools: Glob finds files by name pattern, Grep searches file contents with a regular expression, Read shows a file with line numbers (at most `limit` lines, default 500, from `start_line`; page with start_line). You cannot change files, run commands or ask anyone.
 
@@ -600,7 +553,7 @@ Answer: exactly one JSON object, no fences, no other text; replace every <...> w
 status is "completed" when answered, "partial" when something remains open. Evidence is a path relative to the root with a line or range that a Read or Grep result showed you in this run; a "completed" answer needs at least one."#;
 
 /// The verification system prompt (a template).
-pub const VERIFICATION_SYSTEM_PROMPT: &str = r#"You are a Verification agent: you independently check a completion candidate against its requirements by reading the repository. Trust nothing you have not seen yourself.
+pub(crate) const VERIFICATION_SYSTEM_PROMPT: &str = r#"You are a Verification agent: you independently check a completion candidate against its requirements by reading the repository. Trust nothing you have not seen yourself.
 
 Tools: Glob finds files by name pattern, Grep searches file contents with a regular expression, Read shows a file with line numbers. Read returns at most `limit` lines (default 500) from `start_line`; page through a long file with start_line. You cannot change files, run commands, ask the user, or delegate to another agent.
 
@@ -653,6 +606,61 @@ pub fn verification_profile() -> RuntimeProfile {
         result_contract: Some(ResultContract::Verification),
         repo_map_hint: false,
         ..explore_profile()
+    }
+}
+
+/// A profile field's value as a str, or an error naming `field`.
+fn field_text(field: &str, value: &Json) -> Result<String, crate::Error> {
+    match value {
+        Json::Str(s) => Ok(s.clone()),
+        other => Err(crate::Error::wrong_type(field, "str", other.type_name())),
+    }
+}
+
+/// A profile field's value as an int, or an error naming `field`.
+fn field_int(field: &str, value: &Json) -> Result<i64, crate::Error> {
+    match value {
+        Json::Int(i) => Ok(*i),
+        Json::BigInt(digits) => Err(crate::Error::config(
+            field,
+            format!("is out of range: {digits}"),
+        )),
+        other => Err(crate::Error::wrong_type(field, "int", other.type_name())),
+    }
+}
+
+/// A profile field's value as a bool, or an error naming `field`.
+fn field_bool(field: &str, value: &Json) -> Result<bool, crate::Error> {
+    match value {
+        Json::Bool(b) => Ok(*b),
+        other => Err(crate::Error::wrong_type(field, "bool", other.type_name())),
+    }
+}
+
+/// `tool_allowlist`'s value: tool names from a list of str. A single str is refused (it is
+/// not a list of its letters).
+fn field_tool_names<T: FromIterator<String>>(field: &str, value: &Json) -> Result<T, crate::Error> {
+    match value {
+        Json::Array(items) => items
+            .iter()
+            .map(|t| match t {
+                Json::Str(s) => Ok(s.clone()),
+                other => Err(crate::Error::wrong_type(
+                    format!("{field} item"),
+                    "str",
+                    other.type_name(),
+                )),
+            })
+            .collect(),
+        Json::Str(_) => Err(crate::Error::Type {
+            field: field.to_string(),
+            message: "must be an iterable of tool names such as {'Read', 'Grep', 'Glob'}, not a single str".into(),
+        }),
+        other => Err(crate::Error::wrong_type(
+            field,
+            "an iterable of str",
+            other.type_name(),
+        )),
     }
 }
 

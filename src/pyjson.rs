@@ -8,7 +8,7 @@
 use std::fmt;
 
 /// Nesting deeper than this is refused instead of recursing without bound.
-pub const MAX_DEPTH: usize = 256;
+pub(crate) const MAX_DEPTH: usize = 256;
 
 /// A parsed JSON value. Objects keep key order; a repeated key keeps its first position and the
 /// last value, as a Python dict built by `json.loads` does.
@@ -198,7 +198,7 @@ pub fn py_repr_str(s: &str) -> String {
 
 /// `json.dumps(value, ensure_ascii=False, sort_keys=sort_keys)`: Python's default separators
 /// (`", "` and `": "`), non-ASCII kept.
-pub fn py_dumps(value: &serde_json::Value, sort_keys: bool) -> String {
+pub(crate) fn py_dumps(value: &serde_json::Value, sort_keys: bool) -> String {
     use serde_json::Value;
     let mut out = String::new();
     fn go(v: &Value, sort: bool, out: &mut String) {
@@ -237,18 +237,18 @@ pub fn py_dumps(value: &serde_json::Value, sort_keys: bool) -> String {
 }
 
 /// Whitespace as Python's `str.strip()` sees it.
-pub fn is_py_whitespace(c: char) -> bool {
+pub(crate) fn is_py_whitespace(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
 /// `text.strip()` with Python's notion of whitespace.
-pub fn py_strip(text: &str) -> &str {
+pub(crate) fn py_strip(text: &str) -> &str {
     text.trim_matches(is_py_whitespace)
 }
 
 /// A decode error with Python's message and position.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JsonError {
+pub(crate) struct JsonError {
     /// The message without the position, e.g. `Expecting value`.
     pub msg: String,
     /// Character offset of the error.
@@ -272,7 +272,7 @@ impl fmt::Display for JsonError {
 impl std::error::Error for JsonError {}
 
 /// Parse the whole of `text` as one JSON document, as `json.loads` does.
-pub fn parse(text: &str) -> Result<Json, JsonError> {
+pub(crate) fn parse(text: &str) -> Result<Json, JsonError> {
     let chars: Vec<char> = text.chars().collect();
     let mut p = Parser { s: &chars, i: 0 };
     p.skip_ws();
@@ -584,13 +584,13 @@ impl serde::Serialize for Json {
 }
 
 /// `repr()` of a list of str: `['explore', 'deep']`.
-pub fn py_repr_list(items: &[String]) -> String {
+pub(crate) fn py_repr_list(items: &[String]) -> String {
     let parts: Vec<String> = items.iter().map(|s| py_repr_str(s)).collect();
     format!("[{}]", parts.join(", "))
 }
 
 /// `repr()` of a `{str: int}` dict (tool usage) as Python prints it.
-pub fn py_repr_counts(counts: &std::collections::BTreeMap<String, u64>) -> String {
+pub(crate) fn py_repr_counts(counts: &std::collections::BTreeMap<String, u64>) -> String {
     let parts: Vec<String> = counts
         .iter()
         .map(|(k, v)| format!("{}: {v}", py_repr_str(k)))

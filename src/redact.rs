@@ -13,15 +13,15 @@ use regex::{Captures, Regex, RegexSet};
 use serde_json::Value;
 
 /// What a redacted secret is replaced by.
-pub const MASK: &str = "***";
+pub(crate) const MASK: &str = "***";
 
 /// What a registered (configured) secret is replaced by: the word the HTTP client has always used.
-pub const REGISTERED_MASK: &str = "[REDACTED]";
+pub(crate) const REGISTERED_MASK: &str = "[REDACTED]";
 
 /// Payload keys whose values are always replaced by `***` (compared lower-cased, exactly).
 /// Unlike the reference, ids (`session_id`, `tool_call_id`, `call_id`) are kept: traces must
 /// correlate.
-pub const SECRET_KEYS: [&str; 14] = [
+pub(crate) const SECRET_KEYS: [&str; 14] = [
     "api_key",
     "apikey",
     "api-key",
@@ -40,7 +40,7 @@ pub const SECRET_KEYS: [&str; 14] = [
 
 /// Configured secrets shorter than this are not registered: replacing a short word everywhere
 /// would mangle ordinary text, and no real key is that short.
-pub const MIN_REGISTERED_LEN: usize = 8;
+pub(crate) const MIN_REGISTERED_LEN: usize = 8;
 /// Registered secrets kept at most (a process configures a handful of clients).
 const MAX_REGISTERED: usize = 256;
 
@@ -204,7 +204,7 @@ pub fn register_secret(secret: &str) {
 }
 
 /// [`register_secret`] for each of `secrets`.
-pub fn register_secrets<S: AsRef<str>>(secrets: &[S]) {
+pub(crate) fn register_secrets<S: AsRef<str>>(secrets: &[S]) {
     for s in secrets {
         register_secret(s.as_ref());
     }
@@ -281,7 +281,7 @@ pub fn redact_str(text: &str) -> String {
 }
 
 /// [`redact_str`], borrowing when nothing was found.
-pub fn redact_cow(text: &str) -> Cow<'_, str> {
+pub(crate) fn redact_cow(text: &str) -> Cow<'_, str> {
     let mut out = Cow::Borrowed(text);
     if let Ok(list) = registered().read() {
         for secret in list.iter() {
@@ -314,7 +314,7 @@ pub fn redact_cow(text: &str) -> Cow<'_, str> {
 
 /// Redact a JSON value in place: secret keys get `***`, every string is scrubbed, object keys
 /// included.
-pub fn redact_in_place(value: &mut Value) {
+pub(crate) fn redact_in_place(value: &mut Value) {
     match value {
         Value::String(s) => {
             if let Cow::Owned(r) = redact_cow(s) {
@@ -468,7 +468,7 @@ impl PrivateKeyLines {
 /// Redact a JSON value: secret keys get `***`, every string is scrubbed (the tests' view of
 /// [`redact_in_place`]).
 #[cfg(test)]
-pub fn redact(value: &Value) -> Value {
+pub(crate) fn redact(value: &Value) -> Value {
     let mut out = value.clone();
     redact_in_place(&mut out);
     out

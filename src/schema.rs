@@ -10,7 +10,7 @@
 //! coercions are the rule).
 //!
 //! ```
-//! use outrider::schema::OutputSchema;
+//! use outrider::api::OutputSchema;
 //! use serde_json::json;
 //! let schema = OutputSchema::from_json_schema(&json!({
 //!     "title": "Endpoints", "type": "object",
@@ -37,7 +37,7 @@ use crate::pyjson::Json;
 pub const EXPECTED: &str = "a pydantic model class or a JSON-schema dict";
 
 /// The name a schema without a `title` goes by in messages.
-pub const UNTITLED: &str = "output_schema";
+pub(crate) const UNTITLED: &str = "output_schema";
 
 /// One way an answer does not fit the schema: where (`routes.0`, empty for the whole answer)
 /// and what.
@@ -72,13 +72,13 @@ pub trait AnswerValidator: Send + Sync {
 
 /// The core's validator: the JSON schema itself (draft 2020-12 unless `$schema` says otherwise;
 /// formats are not asserted, as the specification's default is; no remote `$ref` is fetched).
-pub struct JsonSchemaValidator {
+pub(crate) struct JsonSchemaValidator {
     validator: jsonschema::Validator,
 }
 
 impl JsonSchemaValidator {
     /// Compile `schema`; an invalid schema is refused with the validator's reason.
-    pub fn new(schema: &Value) -> Result<Self, Error> {
+    pub(crate) fn new(schema: &Value) -> Result<Self, Error> {
         let validator = jsonschema::options()
             .build(schema)
             .map_err(|e| Error::config(UNTITLED, format!("is not a valid JSON schema: {e}")))?;

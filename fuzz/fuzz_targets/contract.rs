@@ -3,8 +3,8 @@
 //! error, never a panic; a strict parse that succeeds is what the repair gives too.
 
 use libfuzzer_sys::fuzz_target;
-use outrider::contract::{answer_text, ExploreResult, VerificationMeta, VerificationResult};
-use outrider::pyjson::Json;
+use outrider::api::{answer_text, ExploreResult, VerificationMeta, VerificationResult};
+use outrider::api::Json;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(raw) = answer_text(Some(data), "ExploreResult") else {

@@ -3,7 +3,7 @@
 //! never a path outside the root.
 
 use libfuzzer_sys::fuzz_target;
-use outrider::tools::run::{run_tool, ToolArgs};
+use outrider::api::{run_tool, ToolArgs};
 use serde_json::json;
 
 #[path = "common.rs"]
@@ -24,7 +24,7 @@ fuzz_target!(|data: &[u8]| {
         ),
     ];
     for (name, args) in calls {
-        let envelope = run_tool(common::root(), name, ToolArgs::Json(outrider::pyjson::Json::from_value(&args)), None, Some(2.0))
+        let envelope = run_tool(common::root(), name, ToolArgs::Json(outrider::api::Json::from_value(&args)), None, Some(2.0))
             .expect("run_tool with a good root, mode and timeout");
         common::assert_no_secret(&envelope.to_string(), glob);
         for path in envelope["data"]["paths"].as_array().into_iter().flatten() {

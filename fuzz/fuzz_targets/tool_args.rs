@@ -3,7 +3,7 @@
 //! an envelope every time, never a panic, never outside data.
 
 use libfuzzer_sys::fuzz_target;
-use outrider::tools::run::{run_tool, ToolArgs};
+use outrider::api::{run_tool, ToolArgs};
 
 #[path = "common.rs"]
 mod common;

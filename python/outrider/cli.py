@@ -17,53 +17,14 @@ import json
 import logging
 import os
 import pathlib
-import re
 import sys
 import textwrap
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
 import outrider
+from outrider._terminal import fail, json_text, say, term
 from outrider.trace import _SUBAGENT_EVENTS
-
-# C0 controls but tab (newline too, unless kept), DEL, C1 controls, bidirectional marks,
-# embeddings, overrides and isolates, and lone surrogates (not printable as UTF-8).
-_CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff"
-_UNSAFE = re.compile(f"[\n{_CONTROLS}]")
-_UNSAFE_KEEPING_LINES = re.compile(f"[{_CONTROLS}]")
-# What json.dumps(..., ensure_ascii=False) leaves raw that a terminal acts on.
-_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-
-
-def _escape_char(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def _term(value: Any, *, lines: bool = False) -> str:
-    """``value`` as text safe to print on a terminal: control characters escaped as ``\\x1b``
-    (newlines too, unless ``lines``), so a file name or a model's answer cannot move the cursor,
-    set the window title, or forge a line of output."""
-    text = value if isinstance(value, str) else str(value)
-    return (_UNSAFE_KEEPING_LINES if lines else _UNSAFE).sub(_escape_char, text)
-
-
-def _json_text(value: Any) -> str:
-    """``value`` as indented JSON, non-ASCII kept but nothing a terminal acts on left raw (JSON
-    itself escapes C0 controls; C1 controls, bidi overrides and lone surrogates are escaped here
-    as ``\\u`` escapes, which read back as the same string)."""
-    text = json.dumps(value, indent=2, ensure_ascii=False)
-    return _UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
-def _say(text: Any) -> None:
-    """Print one line (control characters and newlines escaped)."""
-    print(_term(text))
-
-
-def _fail(message: Any) -> None:
-    """Say on stderr, in one escaped line, why the command stops."""
-    print(f"outrider: {_term(message)}", file=sys.stderr)
 
 
 class _TerminalLog(logging.Handler):
@@ -72,7 +33,7 @@ class _TerminalLog(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            print(_term(self.format(record), lines=True), file=sys.stderr)
+            print(term(self.format(record), lines=True), file=sys.stderr)
         except Exception:
             self.handleError(record)
 
@@ -110,23 +71,23 @@ def _print_result(result: outrider.SubagentLaunchResult, note: str) -> None:
         reason = f"{reason}: {data['failure_reason']}"
     from outrider._display import model_label, partial_why
 
-    _say(f"status: {data['status']}  (run ended: {reason}; model: {model_label(result)} - {note})")
+    say(f"status: {data['status']}  (run ended: {reason}; model: {model_label(result)} - {note})")
     why = partial_why(result)
     if why:
-        _say(f"why {data['status']}: {why}")
+        say(f"why {data['status']}: {why}")
     if data["error"]:
-        _say(f"error: {data['error']}")
+        say(f"error: {data['error']}")
     if data["status"] == "unverified":
         print(
             "\nUNVERIFIED: this evidence could not be found in the files; treat the answer as a lead:"
         )
         for item in data.get("ungrounded_evidence") or []:
-            _say(f"  - {item['message']}")
+            say(f"  - {item['message']}")
     if isinstance(body, dict):
         if body.get("summary"):
             print()
             # fill() turns newlines and other whitespace into spaces and adds its own newlines.
-            print(_term(textwrap.fill(body["summary"], width=100), lines=True))
+            print(term(textwrap.fill(body["summary"], width=100), lines=True))
         for title, key in (
             ("Findings", "findings"),
             ("Evidence", "evidence"),
@@ -136,15 +97,15 @@ def _print_result(result: outrider.SubagentLaunchResult, note: str) -> None:
             if items:
                 print(f"\n{title}:")
                 for item in items:
-                    _say(f"  - {item}")
+                    say(f"  - {item}")
     tools = ", ".join(f"{k} x{v}" for k, v in sorted(data["tool_usage"].items())) or "none"
     est = " (estimated)" if data["usage_estimated"] else ""
     print()
-    _say(
+    say(
         f"{data['model_calls']} model call(s), tools: {tools}, {data['token_usage']} tokens{est}, {data['elapsed_ms']} ms"
     )
     if data["trace_path"]:
-        _say(f"trace: {data['trace_path']}   (outrider trace FILE shows it step by step)")
+        say(f"trace: {data['trace_path']}   (outrider trace FILE shows it step by step)")
 
 
 def _prepared(
@@ -154,7 +115,7 @@ def _prepared(
     the default), or None after saying on stderr why not."""
     root = pathlib.Path(args.root)
     if not root.is_dir():
-        _fail(f"--root {args.root!r} is not a directory")
+        fail(f"--root {args.root!r} is not a directory")
         return None
     try:
         main, light, note = _model(args.model, root, args.env_file)
@@ -162,7 +123,7 @@ def _prepared(
     except outrider.OutriderError as err:
         # A bad LLM_TIMEOUT / LLM_BASE_URL / LLM_MAX_RETRIES (environment or .env) is a usage
         # error: its message names the variable, the value and what is expected.
-        _fail(err)
+        fail(err)
         return None
     return root, launcher, note
 
@@ -176,10 +137,10 @@ def _explore(args: argparse.Namespace) -> int:
     try:
         result = launcher.launch(outrider.SubagentRequest(task=args.task, model_choice=route))
     except outrider.OutriderError as err:
-        _fail(err)
+        fail(err)
         return 2
     if args.json:
-        print(_json_text(result.to_dict()))
+        print(json_text(result.to_dict()))
     else:
         _print_result(result, note)
     return EXIT_CODES.get(result.status, 1)
@@ -198,12 +159,12 @@ def _mcp(args: argparse.Namespace) -> int:
         server = mcp_server.build_server(root, outrider.TaskTool(launcher))
         # stdout carries the protocol: say which model answers on stderr.
         print(
-            f"outrider mcp: serving {_term(root.resolve())} on stdio ({_term(note)})",
+            f"outrider mcp: serving {term(root.resolve())} on stdio ({term(note)})",
             file=sys.stderr,
         )
         asyncio.run(mcp_server.run_stdio(server))
     except outrider.OutriderError as err:
-        _fail(err)
+        fail(err)
         return 2
     return 0
 
@@ -217,16 +178,16 @@ def _trace(args: argparse.Namespace) -> int:
     try:
         trace = outrider.Trace.load(args.file)
     except outrider.TraceError as err:
-        _fail(err)
+        fail(err)
         return 2
-    _say(f"session {_clip(trace.session_id, 200)}")
+    say(f"session {_clip(trace.session_id, 200)}")
     for r in trace.to_records():
         detail = r["detail"]
         if r["event"] in _SUBAGENT_EVENTS and r["payload"].get("trace_path") is not None:
             detail += f" trace={_clip(r['payload']['trace_path'], 300)}"
-        _say(f"{r['step']:>4}  {r['elapsed_ms']:>8.1f} ms  {_clip(r['event'], 60):<24} {detail}")
+        say(f"{r['step']:>4}  {r['elapsed_ms']:>8.1f} ms  {_clip(r['event'], 60):<24} {detail}")
     if trace.truncated:
-        _fail(
+        fail(
             f"note: line {trace.skipped_line} of {args.file} was cut short (the writer stopped "
             "mid-line) and is not shown"
         )
@@ -248,7 +209,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse, its error messages (which quote what was typed) escaped for the terminal."""
 
     def error(self, message: str) -> NoReturn:
-        super().error(_term(message))
+        super().error(term(message))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -315,7 +276,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if sys.stdout is not None:  # None when started with stdout closed
             sys.stdout.flush()
     except outrider.OutriderError as err:
-        _fail(err)
+        fail(err)
         return 2
     except KeyboardInterrupt:
         print("outrider: interrupted", file=sys.stderr)

@@ -29,7 +29,7 @@ use crate::trace::{
 };
 
 /// Children running at once through one launcher, unless configured otherwise.
-pub const DEFAULT_MAX_CONCURRENCY: usize = 8;
+pub(crate) const DEFAULT_MAX_CONCURRENCY: usize = 8;
 
 /// Where traces go: the default directory, nowhere (in memory only), or a given directory.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -86,7 +86,7 @@ impl TraceDirSetting {
 /// Delete old traces from a directory this launcher or main agent prepared (a held directory is
 /// its owner's to prune). `retention` None reads `OUTRIDER_TRACE_KEEP`, else keeps the default.
 /// A directory that cannot be pruned does not stop anything: it is reported as a warning.
-pub fn prune_traces(
+pub(crate) fn prune_traces(
     dir: Option<&TraceDir>,
     setting: &TraceDirSetting,
     retention: Option<TraceRetention>,
@@ -136,7 +136,10 @@ impl LaunchObserver {
 
 /// The main model when none is given: `LLM_*` from the environment (and the `.env` that
 /// `env_file` names, never one inside `root` unless named), else the offline scout.
-pub fn default_main_model(env_file: &EnvFile, root: &Path) -> Result<Arc<dyn ChatModel>, Error> {
+pub(crate) fn default_main_model(
+    env_file: &EnvFile,
+    root: &Path,
+) -> Result<Arc<dyn ChatModel>, Error> {
     Ok(
         match crate::llm::openai::OpenAICompatible::from_env(None, env_file, Some(root))? {
             Some(m) => Arc::new(m),
@@ -147,7 +150,7 @@ pub fn default_main_model(env_file: &EnvFile, root: &Path) -> Result<Arc<dyn Cha
 
 /// The light model when none is given: `LIGHT_LLM_*` when `LIGHT_LLM_MODEL_ID` is set, as in the
 /// reference; otherwise there is no light route and light requests fall back to main.
-pub fn default_light_model(
+pub(crate) fn default_light_model(
     env_file: &EnvFile,
     root: &Path,
 ) -> Result<Option<Arc<dyn ChatModel>>, Error> {
@@ -248,7 +251,7 @@ pub fn profiles_by_key(pairs: Vec<(String, RuntimeProfile)>) -> Result<Vec<Runti
 }
 
 /// A concurrency limit given by a caller: at least 1.
-pub fn concurrency_limit(field: &str, value: i64) -> Result<usize, Error> {
+pub(crate) fn concurrency_limit(field: &str, value: i64) -> Result<usize, Error> {
     if value < 1 {
         return Err(Error::config(
             field,

@@ -29,16 +29,16 @@ use crate::tools::workspace::Workspace;
 use crate::trace::{new_child_id, EventSink, Trace, TraceRetention};
 
 /// A main agent's model turns, unless configured.
-pub const MAIN_MAX_STEPS: i64 = 50;
+pub(crate) const MAIN_MAX_STEPS: i64 = 50;
 /// A main agent's tokens for the whole run, unless configured.
-pub const MAIN_TOTAL_TOKEN_BUDGET: i64 = 200_000;
+pub(crate) const MAIN_TOTAL_TOKEN_BUDGET: i64 = 200_000;
 /// A main agent's tokens per request, unless configured.
-pub const MAIN_CONTEXT_TOKEN_BUDGET: i64 = 64_000;
+pub(crate) const MAIN_CONTEXT_TOKEN_BUDGET: i64 = 64_000;
 /// A main agent's wall-clock limit in seconds, unless configured.
-pub const MAIN_TIMEOUT_SECONDS: f64 = 1800.0;
+pub(crate) const MAIN_TIMEOUT_SECONDS: f64 = 1800.0;
 
 /// The main agent's system prompt (a template, like a profile's).
-pub const MAIN_SYSTEM_PROMPT: &str = "You are a coding assistant working in one repository, with read-only tools: Glob, Grep, Read, and Task, which delegates a self-contained exploration to an isolated read-only sub-agent and returns its validated findings. Use Task for broad or noisy explorations; use Glob, Grep and Read directly for quick look-ups. You have at most {max_steps} turns and {total_token_budget} tokens. When you are done, answer the user in plain text, citing files as relative/path:line.";
+pub(crate) const MAIN_SYSTEM_PROMPT: &str = "You are a coding assistant working in one repository, with read-only tools: Glob, Grep, Read, and Task, which delegates a self-contained exploration to an isolated read-only sub-agent and returns its validated findings. Use Task for broad or noisy explorations; use Glob, Grep and Read directly for quick look-ups. You have at most {max_steps} turns and {total_token_budget} tokens. When you are done, answer the user in plain text, citing files as relative/path:line.";
 
 /// How a main agent is set up; None fields take the defaults above.
 #[derive(Clone, Default)]
@@ -67,7 +67,7 @@ pub struct MainAgentOptions {
 }
 
 /// The main agent's profile: no result contract (a plain-text answer), Task allowed.
-pub fn main_profile(
+pub(crate) fn main_profile(
     max_steps: i64,
     total_token_budget: i64,
     context_token_budget: i64,

@@ -10,9 +10,9 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use outrider::agent::{LauncherOptions, SubagentLauncher, SubagentRequest, TraceDirSetting};
-//! use outrider::llm::scout::OfflineScout;
-//! use outrider::runner::CancelToken;
+//! use outrider::api::{LauncherOptions, SubagentLauncher, SubagentRequest, TraceDirSetting};
+//! use outrider::api::OfflineScout;
+//! use outrider::api::CancelToken;
 //! let dir = tempfile::tempdir().unwrap();
 //! std::fs::write(dir.path().join("auth.py"), "def login(user):\n    return token(user)\n").unwrap();
 //! let launcher = SubagentLauncher::new(dir.path(), LauncherOptions {
@@ -25,22 +25,20 @@
 //! assert_eq!(result.child_run_id, "run-1");
 //! ```
 
-pub mod launcher;
-pub mod main_agent;
-pub mod request;
-pub mod result;
-pub mod task_tool;
-pub mod verify;
+pub(crate) mod launcher;
+pub(crate) mod main_agent;
+pub(crate) mod request;
+pub(crate) mod result;
+pub(crate) mod task_tool;
+pub(crate) mod verify;
 
 pub use crate::error::LaunchError;
 pub use launcher::{
-    default_light_model, default_main_model, profiles_by_key, prune_traces, LaunchObserver,
-    LauncherOptions, OnFinished, SubagentLauncher, TraceDirSetting,
+    profiles_by_key, LaunchObserver, LauncherOptions, OnFinished, SubagentLauncher, TraceDirSetting,
 };
 pub use main_agent::{MainAgent, MainAgentOptions, MainRun};
 pub use request::{RequestInit, SubagentRequest, REQUEST_FIELDS};
-pub use result::{ModelRoute, SubagentLaunchResult, CHILD_RUN_ID};
-pub use task_tool::{LauncherFactory, Prepared, TaskTool, TASK_TOOL_NAME};
+pub use result::{ModelRoute, SubagentLaunchResult};
 pub use verify::{CompletionVerdict, Verification};
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use crate::pyjson::{py_dumps, Json};
 use crate::schema::OutputSchema;
 
 /// The profile a request uses when it names none.
-pub const DEFAULT_PROFILE: &str = "explore";
+pub(crate) const DEFAULT_PROFILE: &str = "explore";
 
 /// A request for one child (validated: a non-empty task, a known model choice).
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -13,7 +13,7 @@ use crate::runner::{ParsedResult, TerminalReason};
 use crate::schema::{CustomResult, OutputSchema};
 
 /// The run id of every child (one run per child session, as in the reference).
-pub const CHILD_RUN_ID: &str = "run-1";
+pub(crate) const CHILD_RUN_ID: &str = "run-1";
 
 wire_enum! {
     /// The model route a child actually used.
@@ -125,7 +125,7 @@ fn deserialize_parsed<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ParsedRe
 }
 
 /// The JSON form of a parsed result (a text answer is a string).
-pub fn parsed_value(r: Option<&ParsedResult>) -> Value {
+pub(crate) fn parsed_value(r: Option<&ParsedResult>) -> Value {
     match r {
         Some(ParsedResult::Explore(e)) => e.to_value(),
         Some(ParsedResult::Verification(v)) => v.to_value(),

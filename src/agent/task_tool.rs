@@ -45,7 +45,7 @@ pub enum FactoryError {
 
 /// Validated Task arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TaskArgs {
+pub(crate) struct TaskArgs {
     /// Short summary of the delegated search.
     pub description: String,
     /// Self-contained instructions.
@@ -58,7 +58,7 @@ pub struct TaskArgs {
 
 impl TaskArgs {
     /// The child request: `description.strip() + "\n\n" + prompt.strip()`.
-    pub fn to_request(&self) -> SubagentRequest {
+    pub(crate) fn to_request(&self) -> SubagentRequest {
         SubagentRequest {
             profile_name: self.subagent_type.clone(),
             task: format!("{}\n\n{}", self.description.trim(), self.prompt.trim()),
@@ -104,7 +104,7 @@ fn required_text(args: &Json, key: &str) -> Result<String, String> {
 }
 
 /// The message for an unreachable `subagent_type`.
-pub fn subagent_type_message(reachable: &[String]) -> String {
+pub(crate) fn subagent_type_message(reachable: &[String]) -> String {
     match reachable {
         [one] => format!("Parameter 'subagent_type' must be '{one}'."),
         many => format!(
@@ -118,7 +118,7 @@ pub fn subagent_type_message(reachable: &[String]) -> String {
 }
 
 /// Validate in the reference's order; the first failure is the message.
-pub fn validate(args: &Json, reachable: &[String]) -> Result<TaskArgs, String> {
+pub(crate) fn validate(args: &Json, reachable: &[String]) -> Result<TaskArgs, String> {
     let empty = Json::Object(vec![]);
     let args = if matches!(args, Json::Object(_)) {
         args
@@ -145,7 +145,7 @@ pub fn validate(args: &Json, reachable: &[String]) -> Result<TaskArgs, String> {
 
 /// The profiles a Task tool reaches: names trimmed, lower-cased, deduplicated, at least one;
 /// None means `["explore"]`.
-pub fn reachable_profiles(names: Option<Vec<String>>) -> Result<Vec<String>, Error> {
+pub(crate) fn reachable_profiles(names: Option<Vec<String>>) -> Result<Vec<String>, Error> {
     let Some(names) = names else {
         return Ok(vec!["explore".to_string()]);
     };
@@ -166,7 +166,7 @@ pub fn reachable_profiles(names: Option<Vec<String>>) -> Result<Vec<String>, Err
 }
 
 /// The reachable names that are not among `known`.
-pub fn unknown_profiles(known: &[String], reachable: &[String]) -> Vec<String> {
+pub(crate) fn unknown_profiles(known: &[String], reachable: &[String]) -> Vec<String> {
     reachable
         .iter()
         .filter(|p| !known.contains(p))
@@ -175,7 +175,10 @@ pub fn unknown_profiles(known: &[String], reachable: &[String]) -> Vec<String> {
 }
 
 /// Check that every reachable profile is registered in the launcher.
-pub fn check_reachable(launcher: &SubagentLauncher, reachable: &[String]) -> Result<(), Error> {
+pub(crate) fn check_reachable(
+    launcher: &SubagentLauncher,
+    reachable: &[String],
+) -> Result<(), Error> {
     let known = launcher.profile_names();
     let missing = unknown_profiles(&known, reachable);
     if missing.is_empty() {
@@ -251,7 +254,7 @@ fn envelope_text(
 /// is not in the files, and an `INTERNAL_ERROR` error for a failed child; in `format`.
 /// `max_summary_chars` caps the `text` shown for a caller's own schema (an `ExploreResult`'s
 /// summary was capped when the launch finished).
-pub fn launch_envelope(
+pub(crate) fn launch_envelope(
     launched: &SubagentLaunchResult,
     params_input: &Value,
     elapsed_ms: u64,
@@ -382,7 +385,7 @@ fn add_launch_stats(out: &mut ToolResult, launched: &SubagentLaunchResult) {
 }
 
 /// The tool description the parent model reads: when to delegate, and the boundaries.
-pub fn description(reachable: &[String]) -> String {
+pub(crate) fn description(reachable: &[String]) -> String {
     let types = reachable
         .iter()
         .map(|p| format!("\"{p}\""))
@@ -413,7 +416,7 @@ Example: {{\"description\": \"Explore auth flow\", \"prompt\": \"Find the files 
 }
 
 /// The JSON schema of the arguments (order pinned: description, prompt, subagent_type, model).
-pub fn parameters(reachable: &[String]) -> Value {
+pub(crate) fn parameters(reachable: &[String]) -> Value {
     json!({
         "type": "object",
         "properties": {

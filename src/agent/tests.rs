@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::task_tool::TaskTool;
 use super::*;
 use crate::contract::SubagentStatus;
 use crate::error::Error;

@@ -15,7 +15,7 @@ use crate::error::Error;
 use crate::runner::{CancelToken, ParsedResult};
 
 /// The task the verification child receives.
-pub const VERIFY_TASK: &str = "Independently verify this completion candidate.";
+pub(crate) const VERIFY_TASK: &str = "Independently verify this completion candidate.";
 
 /// The verdict of a completion verification.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -132,13 +132,13 @@ impl crate::args::Record for Verification {
 
 /// The keys `requirements` may have: the reference's two, and the free-form criteria a
 /// verification child checks the candidate against.
-pub const REQUIREMENT_KEYS: [&str; 3] = ["todos", "requires_verification", "criteria"];
+pub(crate) const REQUIREMENT_KEYS: [&str; 3] = ["todos", "requires_verification", "criteria"];
 
 /// The deterministic part of the verification (§2.14 steps 1-2), which needs no model: an incomplete
 /// todo fails the candidate, and `requires_verification: false` passes it without a child.
 /// Returns None when a verification child must decide; an error when `todos` is not a list of
 /// objects or `requires_verification` not a bool.
-pub fn deterministic_verdict(
+pub(crate) fn deterministic_verdict(
     requirements: &Map<String, Value>,
 ) -> Result<Option<CompletionVerdict>, Error> {
     let type_name = |v: &Value| crate::pyjson::Json::from_value(v).type_name();
@@ -243,7 +243,7 @@ fn open_todo(todo: &Map<String, Value>) -> Option<String> {
 
 /// The request: the candidate, requirements and evidence as structured context, route from the
 /// profile (`main`).
-pub fn verification_request(
+pub(crate) fn verification_request(
     candidate: &str,
     requirements: Map<String, Value>,
     evidence: Vec<String>,
@@ -267,7 +267,7 @@ pub fn verification_request(
 /// Map a finished verification launch to a verdict, as the reference does: PASS stays PASS,
 /// UNVERIFIED stays UNVERIFIED, FAIL and PARTIAL become FAIL with feedback, and a child without a
 /// verification result is UNVERIFIED (`verification_agent_error`).
-pub fn verdict_of(launched: &SubagentLaunchResult) -> CompletionVerdict {
+pub(crate) fn verdict_of(launched: &SubagentLaunchResult) -> CompletionVerdict {
     let Some(ParsedResult::Verification(v)) = &launched.result else {
         let mut reasons = vec!["verification_agent_error".to_string()];
         if let Some(e) = &launched.error {

@@ -7,9 +7,9 @@ use crate::cancel::CancelToken;
 use crate::error::Error;
 
 /// How often [`block_on_interruptible`] asks whether the host was interrupted.
-pub const INTERRUPT_POLL: Duration = Duration::from_millis(50);
+pub(crate) const INTERRUPT_POLL: Duration = Duration::from_millis(50);
 /// How long interrupted work gets to wind down once its token is cancelled.
-pub const WIND_DOWN: Duration = Duration::from_millis(500);
+pub(crate) const WIND_DOWN: Duration = Duration::from_millis(500);
 
 /// Run `fut` to completion on the calling thread (no hand-off to a worker and back), asking
 /// `interrupted` every [`INTERRUPT_POLL`]: its error cancels `cancel`, gives the work

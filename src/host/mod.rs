@@ -3,7 +3,7 @@
 //! runtime while listening for interrupts, models that answer through a host callback, and the
 //! core's log records forwarded to the host's logging.
 
-pub mod block;
-pub mod callback;
-pub mod exit;
+pub(crate) mod block;
+pub(crate) mod callback;
+pub(crate) mod exit;
 pub mod log;

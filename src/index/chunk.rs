@@ -18,10 +18,10 @@ const WINDOW_LINES: usize = 50;
 /// Comment and decorator lines above a definition that belong to it, at most.
 const MAX_LEAD_LINES: usize = 12;
 /// Files bigger than this are split into windows without parsing (generated code, mostly).
-pub const MAX_PARSE_BYTES: usize = 512 * 1024;
+pub(crate) const MAX_PARSE_BYTES: usize = 512 * 1024;
 
 /// The kinds a chunk may have, by their stored code.
-pub const KINDS: [&str; 18] = [
+pub(crate) const KINDS: [&str; 18] = [
     "lines",
     "part",
     "function",
@@ -51,7 +51,7 @@ fn kind_code(kind: &str) -> u8 {
 
 /// One chunk of a file.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Chunk {
+pub(crate) struct Chunk {
     /// First line, 1-based: a definition's line (its leading comments are counted, not cited).
     pub start: u32,
     /// Last line, inclusive: the whole definition for a definition's chunk.
@@ -72,12 +72,12 @@ pub struct Chunk {
 
 impl Chunk {
     /// Its kind's name.
-    pub fn kind_name(&self) -> &'static str {
+    pub(crate) fn kind_name(&self) -> &'static str {
         KINDS.get(self.kind as usize).copied().unwrap_or("other")
     }
 
     /// Whether it is a definition (not a window or the part of one).
-    pub fn is_definition(&self) -> bool {
+    pub(crate) fn is_definition(&self) -> bool {
         self.kind >= 2
     }
 }
@@ -85,7 +85,7 @@ impl Chunk {
 /// A file's chunks and their terms: per chunk, `(term id << 8) | count` (count at most 255),
 /// sorted by term id.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct FileChunks {
+pub(crate) struct FileChunks {
     /// In source order.
     pub chunks: Vec<Chunk>,
     /// Packed terms of every chunk, chunk after chunk.
@@ -96,7 +96,7 @@ pub struct FileChunks {
 
 impl FileChunks {
     /// The packed terms of chunk `i`.
-    pub fn chunk_terms(&self, i: usize) -> &[u32] {
+    pub(crate) fn chunk_terms(&self, i: usize) -> &[u32] {
         let from = self.chunks[i].terms_at as usize;
         let to = self
             .chunks
@@ -120,18 +120,47 @@ fn is_lead_line(line: &str) -> bool {
 }
 
 /// Cut `text` (the file at `path`) into chunks, interning its terms in `terms`.
-pub fn chunk_file(path: &str, text: &str, parser: &mut Parser, terms: &mut Terms) -> FileChunks {
+pub(crate) fn chunk_file(
+    path: &str,
+    text: &str,
+    parser: &mut Parser,
+    terms: &mut Terms,
+) -> FileChunks {
     let lines: Vec<&str> = text.lines().collect();
-    let n = lines.len();
     let lang = Lang::of(path)
         .filter(|_| text.len() <= MAX_PARSE_BYTES && !super::rank::is_secondary_code(path));
     let defs: Vec<Def> = match lang {
         Some(l) => lang::definitions(l, text.as_bytes(), parser),
         None => Vec::new(),
     };
-    // The definition (index into defs) each line belongs to; outer first, inner overwrite.
-    const NONE: u32 = u32::MAX;
-    let mut owner = vec![NONE; n];
+    // Lines by owner, in order.
+    let mut owned: Vec<Vec<usize>> = vec![Vec::new(); defs.len()];
+    let mut loose: Vec<usize> = Vec::new();
+    for (l, o) in owners(&defs, &lines).into_iter().enumerate() {
+        match o {
+            None => loose.push(l),
+            Some(o) => owned[o].push(l),
+        }
+    }
+    // Chunks in source order: definitions by their start, windows by theirs.
+    let mut pending = definition_chunks(&defs, &owned, lines.len());
+    pending.extend(windows(&loose, &lines));
+    pending.sort_by_key(|p| (p.0, std::cmp::Reverse(p.1)));
+    let mut out = FileChunks {
+        lang: lang.map(|l| l.name().to_string()),
+        ..FileChunks::default()
+    };
+    for chunk in pending {
+        add_chunk(&mut out, terms, &lines, chunk);
+    }
+    out
+}
+
+/// The definition (index into `defs`) each line belongs to, if any: outer first, inner
+/// overwrite; a definition also takes the comment and decorator lines just above it.
+fn owners(defs: &[Def], lines: &[&str]) -> Vec<Option<usize>> {
+    let n = lines.len();
+    let mut owner: Vec<Option<usize>> = vec![None; n];
     for (i, d) in defs.iter().enumerate() {
         let (s, e) = (d.start as usize, (d.end as usize).min(n));
         if s == 0 || s > e {
@@ -139,7 +168,7 @@ pub fn chunk_file(path: &str, text: &str, parser: &mut Parser, terms: &mut Terms
         }
         let parent = owner[s - 1];
         for o in &mut owner[s - 1..e] {
-            *o = i as u32;
+            *o = Some(i);
         }
         let mut l = s - 1;
         let mut taken = 0;
@@ -148,70 +177,17 @@ pub fn chunk_file(path: &str, text: &str, parser: &mut Parser, terms: &mut Terms
             && owner[l - 1] == parent
             && is_lead_line(lines[l - 1])
         {
-            owner[l - 1] = i as u32;
+            owner[l - 1] = Some(i);
             l -= 1;
             taken += 1;
         }
     }
-    let mut out = FileChunks {
-        lang: lang.map(|l| l.name().to_string()),
-        ..FileChunks::default()
-    };
-    let mut push = |out: &mut FileChunks,
-                    start: u32,
-                    end: u32,
-                    kind: u8,
-                    name: &str,
-                    parent: &str,
-                    depth: u32,
-                    body: &[usize]| {
-        let mut ids: Vec<u32> = Vec::new();
-        for &l in body {
-            terms.add_text(lines[l], &mut ids);
-        }
-        // The name counts again: a definition is about what it is called.
-        if !name.is_empty() {
-            terms.add_text(name, &mut ids);
-        }
-        if ids.is_empty() && name.is_empty() {
-            return;
-        }
-        let len = ids.len() as u32;
-        ids.sort_unstable();
-        let terms_at = out.terms.len() as u32;
-        let mut i = 0;
-        while i < ids.len() {
-            let mut j = i;
-            while j < ids.len() && ids[j] == ids[i] {
-                j += 1;
-            }
-            let count = (j - i).min(255) as u32;
-            out.terms.push((ids[i] << 8) | count);
-            i = j;
-        }
-        out.chunks.push(Chunk {
-            start,
-            end,
-            kind,
-            name: name.to_string(),
-            depth,
-            parent: parent.to_string(),
-            len,
-            terms_at,
-        });
-    };
-    // Lines by owner, in order.
-    let mut owned: Vec<Vec<usize>> = vec![Vec::new(); defs.len()];
-    let mut loose: Vec<usize> = Vec::new();
-    for (l, &o) in owner.iter().enumerate() {
-        if o == NONE {
-            loose.push(l);
-        } else {
-            owned[o as usize].push(l);
-        }
-    }
-    // Chunks in source order: definitions by their start, windows by theirs.
-    let mut pending: Vec<Pending> = Vec::new();
+    owner
+}
+
+/// Each definition's chunk (its whole range), and after it its parts when its own lines
+/// (`owned[i]`) are too many for one chunk; `n` is the file's line count.
+fn definition_chunks(defs: &[Def], owned: &[Vec<usize>], n: usize) -> Vec<Pending> {
     // The enclosing definition of each: the nearest earlier one one level up that contains it.
     let parents: Vec<String> = defs
         .iter()
@@ -225,6 +201,7 @@ pub fn chunk_file(path: &str, text: &str, parser: &mut Parser, terms: &mut Terms
                 .unwrap_or_default()
         })
         .collect();
+    let mut pending: Vec<Pending> = Vec::new();
     for (i, d) in defs.iter().enumerate() {
         let body = &owned[i];
         if body.is_empty() {
@@ -257,7 +234,13 @@ pub fn chunk_file(path: &str, text: &str, parser: &mut Parser, terms: &mut Terms
             ));
         }
     }
-    // Windows over runs of loose lines.
+    pending
+}
+
+/// Windows of at most [`WINDOW_LINES`] over runs of `loose` lines (those outside any
+/// definition); a window of blank lines only is dropped.
+fn windows(loose: &[usize], lines: &[&str]) -> Vec<Pending> {
+    let mut pending: Vec<Pending> = Vec::new();
     let mut run: Vec<usize> = Vec::new();
     let flush = |run: &mut Vec<usize>, pending: &mut Vec<Pending>| {
         if run.iter().any(|&l| !lines[l].trim().is_empty()) {
@@ -274,18 +257,54 @@ pub fn chunk_file(path: &str, text: &str, parser: &mut Parser, terms: &mut Terms
         }
         run.clear();
     };
-    for &l in &loose {
+    for &l in loose {
         if run.last().is_some_and(|&p| p + 1 != l) || run.len() >= WINDOW_LINES {
             flush(&mut run, &mut pending);
         }
         run.push(l);
     }
     flush(&mut run, &mut pending);
-    pending.sort_by_key(|p| (p.0, std::cmp::Reverse(p.1)));
-    for (start, end, kind, name, parent, depth, body) in pending {
-        push(&mut out, start, end, kind, &name, &parent, depth, &body);
+    pending
+}
+
+/// Intern a pending chunk's words (its lines, and its name once more) and add it to `out`;
+/// a chunk with neither words nor name is dropped.
+fn add_chunk(out: &mut FileChunks, terms: &mut Terms, lines: &[&str], chunk: Pending) {
+    let (start, end, kind, name, parent, depth, body) = chunk;
+    let mut ids: Vec<u32> = Vec::new();
+    for &l in &body {
+        terms.add_text(lines[l], &mut ids);
     }
-    out
+    // The name counts again: a definition is about what it is called.
+    if !name.is_empty() {
+        terms.add_text(&name, &mut ids);
+    }
+    if ids.is_empty() && name.is_empty() {
+        return;
+    }
+    let len = ids.len() as u32;
+    ids.sort_unstable();
+    let terms_at = out.terms.len() as u32;
+    let mut i = 0;
+    while i < ids.len() {
+        let mut j = i;
+        while j < ids.len() && ids[j] == ids[i] {
+            j += 1;
+        }
+        let count = (j - i).min(255) as u32;
+        out.terms.push((ids[i] << 8) | count);
+        i = j;
+    }
+    out.chunks.push(Chunk {
+        start,
+        end,
+        kind,
+        name,
+        depth,
+        parent,
+        len,
+        terms_at,
+    });
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use tree_sitter::{Language, Node, Parser};
 
 /// A language the index parses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Lang {
+pub(crate) enum Lang {
     /// Python (`.py`, `.pyi`).
     Python,
     /// Rust (`.rs`).
@@ -36,7 +36,7 @@ pub enum Lang {
 impl Lang {
     /// The language of a file, by its extension; None for files the index only splits into
     /// windows of lines.
-    pub fn of(path: &str) -> Option<Lang> {
+    pub(crate) fn of(path: &str) -> Option<Lang> {
         let name = path.rsplit('/').next().unwrap_or(path);
         let ext = name.rsplit_once('.').map(|(_, e)| e)?;
         Some(match ext {
@@ -55,7 +55,7 @@ impl Lang {
     }
 
     /// The tree-sitter grammar.
-    pub fn grammar(self) -> Language {
+    pub(crate) fn grammar(self) -> Language {
         match self {
             Lang::Python => tree_sitter_python::LANGUAGE.into(),
             Lang::Rust => tree_sitter_rust::LANGUAGE.into(),
@@ -71,7 +71,7 @@ impl Lang {
     }
 
     /// A short stable name (stored in the cache, shown in results).
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Lang::Python => "python",
             Lang::Rust => "rust",
@@ -88,7 +88,7 @@ impl Lang {
 
     /// Every language, for tests and tables.
     #[cfg(test)]
-    pub const ALL: [Lang; 10] = [
+    pub(crate) const ALL: [Lang; 10] = [
         Lang::Python,
         Lang::Rust,
         Lang::Go,
@@ -104,7 +104,7 @@ impl Lang {
 
 /// One definition a parse found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Def {
+pub(crate) struct Def {
     /// What it defines: `function`, `method`, `class`, `struct`, `enum`, `trait`, `interface`,
     /// `impl`, `module`, `type`, `macro`, `constructor`.
     pub kind: &'static str,
@@ -197,7 +197,7 @@ const MAX_NODES: usize = 2_000_000;
 
 /// The definitions in `text`, parsed as `lang`, in source order. `parser` is reused across
 /// files (set to the language here). A parse that fails gives none.
-pub fn definitions(lang: Lang, text: &[u8], parser: &mut Parser) -> Vec<Def> {
+pub(crate) fn definitions(lang: Lang, text: &[u8], parser: &mut Parser) -> Vec<Def> {
     if parser.set_language(&lang.grammar()).is_err() {
         return Vec::new();
     }
@@ -255,7 +255,7 @@ pub fn definitions(lang: Lang, text: &[u8], parser: &mut Parser) -> Vec<Def> {
 
 /// Kinds whose bodies are not searched for nested definitions: routines (a class's or a
 /// module's members are definitions of their own).
-pub fn is_leaf_kind(kind: &str) -> bool {
+pub(crate) fn is_leaf_kind(kind: &str) -> bool {
     matches!(kind, "function" | "method" | "constructor" | "macro")
 }
 

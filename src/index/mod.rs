@@ -9,11 +9,11 @@
 //! workspace's confined walk (ignore files included) and opened through the workspace, so the
 //! index sees exactly what Grep and Read may see.
 
-pub mod chunk;
-pub mod lang;
-pub mod rank;
-pub mod store;
-pub mod text;
+pub(crate) mod chunk;
+pub(crate) mod lang;
+pub(crate) mod rank;
+pub(crate) mod store;
+pub(crate) mod text;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -28,12 +28,12 @@ use chunk::FileChunks;
 use text::Terms;
 
 /// Files bigger than this are not indexed.
-pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_FILE_BYTES: u64 = 1024 * 1024;
 /// The most files one index holds; a bigger tree is indexed in part (and says so).
-pub const MAX_FILES: usize = 200_000;
+pub(crate) const MAX_FILES: usize = 200_000;
 /// The most bytes of text one index reads (its memory grows with them); past this, files are
 /// left out as over the limit (and the result says so).
-pub const MAX_TOTAL_BYTES: u64 = 1 << 30;
+pub(crate) const MAX_TOTAL_BYTES: u64 = 1 << 30;
 /// File names that are never worth searching (lock files, minified bundles, source maps).
 const NOISE_SUFFIXES: [&str; 12] = [
     ".lock",
@@ -52,7 +52,7 @@ const NOISE_SUFFIXES: [&str; 12] = [
 
 /// One indexed file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct IndexedFile {
+pub(crate) struct IndexedFile {
     /// Relative to the root, `/`-separated.
     pub path: String,
     /// Size in bytes when it was read.
@@ -65,7 +65,7 @@ pub struct IndexedFile {
 
 /// Why an index is not the whole tree.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Coverage {
+pub(crate) struct Coverage {
     /// Files the walk listed that are indexed.
     pub files: usize,
     /// Files left out as binary, too big or noise.
@@ -80,14 +80,14 @@ pub struct Coverage {
 
 impl Coverage {
     /// Whether every searchable file is indexed.
-    pub fn complete(&self) -> bool {
+    pub(crate) fn complete(&self) -> bool {
         self.pending == 0 && self.over_limit == 0
     }
 }
 
 /// An index of one workspace.
 #[derive(Debug, Default, Serialize, Deserialize)]
-pub struct Index {
+pub(crate) struct Index {
     /// Indexed files, in path order.
     pub files: Vec<IndexedFile>,
     /// Term id → term.
@@ -101,7 +101,7 @@ pub struct Index {
 
 /// What one refresh did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Refresh {
+pub(crate) struct Refresh {
     /// Files read and cut into chunks now (new or changed).
     pub read: usize,
     /// Files dropped (gone from the tree).
@@ -126,7 +126,7 @@ fn is_noise(path: &str) -> bool {
 
 impl Index {
     /// The id of a term, if the index has it.
-    pub fn term_id(&self, term: &str) -> Option<u32> {
+    pub(crate) fn term_id(&self, term: &str) -> Option<u32> {
         self.ids.get(term).copied()
     }
 
@@ -151,7 +151,7 @@ impl Index {
     }
 
     /// Number of chunks.
-    pub fn chunk_count(&self) -> usize {
+    pub(crate) fn chunk_count(&self) -> usize {
         self.files.iter().map(|f| f.chunks.chunks.len()).sum()
     }
 
@@ -159,7 +159,7 @@ impl Index {
     /// drop files that are gone, read and chunk files that are new or changed, in a few
     /// threads, until `deadline` or `cancel`. What was not read in time is counted pending and
     /// left out (never kept stale).
-    pub fn refresh(
+    pub(crate) fn refresh(
         &mut self,
         ws: &Workspace,
         deadline: Option<Instant>,
@@ -376,7 +376,7 @@ const MAX_OPEN: usize = 4;
 /// refreshed against the tree and, when anything changed, saved back to the disk cache
 /// (outside the root; see [`store`]). The lock is held while searching so that two children
 /// on one tree share one refresh.
-pub fn open(
+pub(crate) fn open(
     ws: &Workspace,
     deadline: Option<Instant>,
     cancel: &AtomicBool,
@@ -413,6 +413,7 @@ pub fn open(
         if source == "built" {
             if let Some(loaded) = store::load(ws.root()) {
                 *index = loaded;
+                index.rebuild_ids();
                 source = "disk";
             }
         }
@@ -423,7 +424,7 @@ pub fn open(
             source
         };
         if refresh.read > 0 || refresh.dropped > 0 {
-            store::save(ws.root(), &index);
+            store::save(ws.root(), &*index);
         }
     }
     refresh.ms = started.elapsed().as_millis() as u64;

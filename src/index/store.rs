@@ -10,17 +10,18 @@ use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use super::Index;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 /// Bumped whenever what the index stores or how it chunks changes.
 const FORMAT: &[u8] = b"outrider-index-v3\n";
 /// Cached indexes kept; past this the least recently written are deleted.
-pub const MAX_CACHED: usize = 32;
+pub(crate) const MAX_CACHED: usize = 32;
 /// Cache files bigger than this are not read.
 const MAX_CACHE_BYTES: u64 = 2 << 30;
 
 /// The cache directory, if any.
-pub fn cache_dir() -> Option<PathBuf> {
+pub(crate) fn cache_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("OUTRIDER_CACHE_DIR") {
         return (!dir.is_empty()).then(|| PathBuf::from(dir));
     }
@@ -43,12 +44,12 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 
 /// The cache file of `root`, or None when there is no cache directory or it lies inside the
 /// root (the read-only child never writes inside the tree it explores).
-pub fn cache_file(root: &Path) -> Option<PathBuf> {
+pub(crate) fn cache_file(root: &Path) -> Option<PathBuf> {
     cache_file_in(cache_dir()?, root)
 }
 
 /// The cache file of `root` in the cache directory `dir` (see [`cache_file`]).
-pub fn cache_file_in(dir: PathBuf, root: &Path) -> Option<PathBuf> {
+pub(crate) fn cache_file_in(dir: PathBuf, root: &Path) -> Option<PathBuf> {
     let dir = if dir.is_absolute() {
         dir
     } else {
@@ -62,19 +63,21 @@ pub fn cache_file_in(dir: PathBuf, root: &Path) -> Option<PathBuf> {
     Some(dir.join("index").join(format!("{key:016x}.idx")))
 }
 
-#[derive(serde::Serialize, serde::Deserialize)]
-struct Stored {
+// What is stored knows nothing of the index's shape (the index module owns that, and rebuilds
+// what it does not store after a load), so the cache stays below the index.
+#[derive(serde::Deserialize)]
+struct Stored<T> {
     root: String,
-    index: Index,
+    index: T,
 }
 
 /// The cached index of `root`, if there is a usable one.
-pub fn load(root: &Path) -> Option<Index> {
+pub(crate) fn load<T: DeserializeOwned>(root: &Path) -> Option<T> {
     load_from(&cache_file(root)?, root)
 }
 
 /// The index of `root` cached in the file `path`, if usable.
-pub fn load_from(path: &Path, root: &Path) -> Option<Index> {
+pub(crate) fn load_from<T: DeserializeOwned>(path: &Path, root: &Path) -> Option<T> {
     let mut file = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
@@ -88,24 +91,22 @@ pub fn load_from(path: &Path, root: &Path) -> Option<Index> {
     let mut bytes = Vec::with_capacity(meta.len() as usize);
     file.read_to_end(&mut bytes).ok()?;
     let body = bytes.strip_prefix(FORMAT)?;
-    let stored: Stored = postcard::from_bytes(body).ok()?;
+    let stored: Stored<T> = postcard::from_bytes(body).ok()?;
     if stored.root != root.to_string_lossy() {
         return None;
     }
-    let mut index = stored.index;
-    index.rebuild_ids();
-    Some(index)
+    Some(stored.index)
 }
 
 /// Save `index` as `root`'s cache; failures are ignored (the cache is an optimisation).
-pub fn save(root: &Path, index: &Index) {
+pub(crate) fn save<T: Serialize>(root: &Path, index: &T) {
     if let Some(path) = cache_file(root) {
         save_to(&path, root, index);
     }
 }
 
 /// Save `index` of `root` in the file `path` (its directory made private when created).
-pub fn save_to(path: &Path, root: &Path, index: &Index) {
+pub(crate) fn save_to<T: Serialize>(path: &Path, root: &Path, index: &T) {
     let Some(dir) = path.parent() else {
         return;
     };
@@ -118,9 +119,9 @@ pub fn save_to(path: &Path, root: &Path, index: &Index) {
         return;
     }
     #[derive(serde::Serialize)]
-    struct StoredRef<'a> {
+    struct StoredRef<'a, T> {
         root: String,
-        index: &'a Index,
+        index: &'a T,
     }
     let Ok(body) = postcard::to_stdvec(&StoredRef {
         root: root.to_string_lossy().into_owned(),
@@ -156,7 +157,7 @@ pub fn save_to(path: &Path, root: &Path, index: &Index) {
 
 /// Delete all but the [`MAX_CACHED`] most recently written index files of `dir` (and temporary
 /// files an interrupted save left behind an hour ago or more).
-pub fn prune(dir: &Path) {
+pub(crate) fn prune(dir: &Path) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };

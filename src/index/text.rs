@@ -9,7 +9,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// A fast hash for short keys the index interns by the million (the Fx hash rustc uses):
 /// not resistant to chosen collisions, which only slow a build down.
 #[derive(Default, Clone, Copy)]
-pub struct FxHasher(u64);
+pub(crate) struct FxHasher(u64);
 
 impl Hasher for FxHasher {
     fn write(&mut self, bytes: &[u8]) {
@@ -34,13 +34,13 @@ impl Hasher for FxHasher {
 }
 
 /// A map keyed by [`FxHasher`].
-pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// Identifiers longer than this are cut (minified code, data blobs).
 const MAX_IDENT: usize = 64;
 
 /// Split a name into lowercase sub-words: `parseHTTPRequest_v2` → parse, http, request, v2.
-pub fn split_words(name: &str) -> Vec<String> {
+pub(crate) fn split_words(name: &str) -> Vec<String> {
     let mut out = Vec::new();
     for chunk in name.split(|c: char| !c.is_alphanumeric()) {
         let chars: Vec<char> = chunk.chars().collect();
@@ -72,7 +72,7 @@ pub fn split_words(name: &str) -> Vec<String> {
 
 /// A light stem: what a word's inflections and derivations start with (`parsing` → `pars`,
 /// `proxies` → `prox`, `configuration` → `configur`, `router` → `rout`).
-pub fn stem(word: &str) -> String {
+pub(crate) fn stem(word: &str) -> String {
     let w = word.to_lowercase();
     let n = w.len();
     if !w.is_ascii() || n <= 3 {
@@ -121,7 +121,7 @@ fn undouble(s: &str) -> String {
 }
 
 /// A word as the index keeps it: Snowball's English stem of the lowercase word.
-pub fn index_stem(word: &str) -> String {
+pub(crate) fn index_stem(word: &str) -> String {
     static STEMMER: std::sync::OnceLock<rust_stemmers::Stemmer> = std::sync::OnceLock::new();
     let stemmer =
         STEMMER.get_or_init(|| rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English));
@@ -136,7 +136,7 @@ pub fn index_stem(word: &str) -> String {
 
 /// The index terms of one identifier-like run: its parts stemmed and, when it has several
 /// parts, the whole lowercased. Pure numbers and one-letter parts give nothing.
-pub fn ident_terms(ident: &str, out: &mut Vec<String>) {
+pub(crate) fn ident_terms(ident: &str, out: &mut Vec<String>) {
     let ident = if ident.len() > MAX_IDENT {
         let mut end = MAX_IDENT;
         while !ident.is_char_boundary(end) {
@@ -165,7 +165,7 @@ pub fn ident_terms(ident: &str, out: &mut Vec<String>) {
 }
 
 /// The identifier-like runs of a text (letters, digits, `_`), in order.
-pub fn idents(text: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn idents(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .filter(|w| !w.is_empty() && w.chars().any(char::is_alphabetic))
 }
@@ -173,7 +173,7 @@ pub fn idents(text: &str) -> impl Iterator<Item = &str> {
 /// Turns text into term ids, interning terms in its own vocabulary and remembering each
 /// identifier's terms (identifiers repeat: most are looked up, not split again).
 #[derive(Debug, Default)]
-pub struct Terms {
+pub(crate) struct Terms {
     /// Term text → id.
     ids: FxMap<String, u32>,
     /// Id → term text.
@@ -184,7 +184,7 @@ pub struct Terms {
 
 impl Terms {
     /// The id of `term`, added when new.
-    pub fn id(&mut self, term: &str) -> u32 {
+    pub(crate) fn id(&mut self, term: &str) -> u32 {
         if let Some(&id) = self.ids.get(term) {
             return id;
         }
@@ -196,7 +196,7 @@ impl Terms {
 
     /// Add the term ids of every identifier in `text` to `out` (repeats included: they are
     /// term frequencies).
-    pub fn add_text(&mut self, text: &str, out: &mut Vec<u32>) {
+    pub(crate) fn add_text(&mut self, text: &str, out: &mut Vec<u32>) {
         let mut buf = Vec::new();
         for word in idents(text) {
             if let Some(ids) = self.seen.get(word) {

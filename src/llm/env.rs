@@ -18,7 +18,7 @@
 //! redirect the user's key to a host it chooses.
 //!
 //! ```
-//! use outrider::llm::env::{config_from_lookup, parse_dotenv};
+//! use outrider::api::{config_from_lookup, parse_dotenv};
 //! let dotenv = parse_dotenv("LLM_MODEL_ID=gpt-4o-mini\nexport LLM_API_KEY='sk-test' # main key\n");
 //! let lookup = |name: &str| dotenv.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.clone());
 //! let config = config_from_lookup("LLM", &lookup).unwrap().unwrap();
@@ -39,9 +39,9 @@ use crate::llm::openai::config::{
 /// The prefix of the main model's variables.
 pub const MAIN_PREFIX: &str = "LLM";
 /// The prefix of the light model's variables (the cheaper route for sub-agents).
-pub const LIGHT_PREFIX: &str = "LIGHT_LLM";
+pub(crate) const LIGHT_PREFIX: &str = "LIGHT_LLM";
 /// The temperature of the light route when `LIGHT_LLM_TEMPERATURE` is unset (as the reference).
-pub const LIGHT_DEFAULT_TEMPERATURE: f64 = 0.5;
+pub(crate) const LIGHT_DEFAULT_TEMPERATURE: f64 = 0.5;
 /// The largest `.env` file read; a larger one is refused, never read in part.
 pub const MAX_DOTENV_BYTES: u64 = 1 << 20;
 
@@ -187,7 +187,7 @@ fn read_regular(path: &Path) -> Result<String, String> {
 
 /// Where a setting came from: the process environment, or a `.env` file.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Origin {
+pub(crate) enum Origin {
     /// The process environment.
     Environment,
     /// The `.env` file at this path.
@@ -203,15 +203,9 @@ impl std::fmt::Display for Origin {
     }
 }
 
-/// The config for `prefix` (`"LLM"`, `"LIGHT_LLM"`, ...) from the process environment and the
-/// working directory's `.env`; `Ok(None)` when `{prefix}_MODEL_ID` is unset.
-pub fn from_env(prefix: &str) -> Result<Option<OpenAICompatibleConfig>, Error> {
-    from_env_file(prefix, &EnvFile::WorkingDirectory, None)
-}
-
 /// The config for `prefix` from the process environment and the `.env` file `env_file` names
 /// (see [`read_env_file`] for `root`).
-pub fn from_env_file(
+pub(crate) fn from_env_file(
     prefix: &str,
     env_file: &EnvFile,
     root: Option<&Path>,

@@ -6,21 +6,21 @@
 //! normaliser of a backend's answer), [`error`] (how a call fails), [`openai`] (the built-in HTTP
 //! client). Their types are re-exported here.
 
-pub mod env;
-pub mod error;
-pub mod message;
-pub mod openai;
+pub(crate) mod env;
+pub(crate) mod error;
+pub(crate) mod message;
+pub(crate) mod openai;
 pub(crate) mod request;
 pub(crate) mod response;
-pub mod scout;
-pub mod settings;
+pub(crate) mod scout;
+pub(crate) mod settings;
 pub(crate) mod wire;
 
-pub use error::{BadResponse, ModelError, ModelErrorKind};
+pub use error::{ModelError, ModelErrorKind};
 pub use message::{Message, ToolCall, Usage};
-pub use request::{estimate_tokens, ChatRequest, ModelSettings};
+pub(crate) use request::{estimate_tokens, ChatRequest, ModelSettings};
 pub use response::ChatResponse;
-pub use wire::WireOptions;
+pub(crate) use wire::WireOptions;
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;

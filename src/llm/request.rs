@@ -39,12 +39,12 @@ impl ChatRequest {
 
 /// Tokens for a number of characters: a deliberately pessimistic 3 characters per token, so that
 /// budgets hold even for providers that report no usage.
-pub fn estimate_tokens(chars: usize) -> u64 {
+pub(crate) fn estimate_tokens(chars: usize) -> u64 {
     chars.div_ceil(3) as u64
 }
 
 /// Keys a `model_settings` mapping may hold.
-pub const SETTINGS_KEYS: [&str; 6] = [
+pub(crate) const SETTINGS_KEYS: [&str; 6] = [
     "model",
     "temperature",
     "top_p",

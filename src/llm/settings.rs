@@ -51,14 +51,14 @@ impl RouteSettings {
 }
 
 /// A model whose requests carry [`ModelSettings`].
-pub struct Configured {
+pub(crate) struct Configured {
     inner: Arc<dyn ChatModel>,
     settings: Arc<ModelSettings>,
 }
 
 impl Configured {
     /// `inner` with `settings`; `inner` itself when there are none.
-    pub fn wrap(inner: Arc<dyn ChatModel>, settings: ModelSettings) -> Arc<dyn ChatModel> {
+    pub(crate) fn wrap(inner: Arc<dyn ChatModel>, settings: ModelSettings) -> Arc<dyn ChatModel> {
         if settings.is_empty() {
             return inner;
         }

@@ -17,7 +17,7 @@ use crate::py::convert::{json_at, req_str, type_name};
 
 /// The keyword arguments given to `owner` (a null value counts as not given).
 #[derive(Debug, Clone, Default)]
-pub struct Kwargs {
+pub(super) struct Kwargs {
     items: Vec<(String, Json)>,
     /// Arguments given as values with no JSON form: reading one is refused as the wrong type,
     /// saying what the reader expected, unless it is a path object read as a path.
@@ -26,7 +26,7 @@ pub struct Kwargs {
 
 /// An argument with no JSON form, as Python describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Opaque {
+pub(super) struct Opaque {
     /// Its Python type's name (`PosixPath`, `URL`).
     pub type_name: String,
     /// Its text when it is a path object (`os.PathLike`); only [`Kwargs::path`] reads it.
@@ -53,7 +53,7 @@ const ANY_JSON: &str = "a JSON value (dict, list, tuple, str, int, float, bool o
 /// and how many (the first ones) are required; the same its `text_signature` shows
 /// (`tests/test_errors.py` checks each against `inspect.signature`).
 #[derive(Debug, Clone, Copy)]
-pub struct Params {
+pub(super) struct Params {
     /// Who takes them, for messages (`ExploreResult`).
     pub owner: &'static str,
     /// Every parameter, in order.
@@ -69,7 +69,7 @@ impl Params {
     /// name: too many positional arguments, a name given twice, an unknown name or a missing
     /// required one is refused, naming it. An optional argument that `is_null` counts as not
     /// given. Returns `(name, value)` in the order given.
-    pub fn bind<T>(
+    pub(super) fn bind<T>(
         &self,
         positional: Vec<T>,
         named: Vec<(String, T)>,
@@ -123,7 +123,7 @@ impl Params {
     }
 
     /// Parameters that may only be given by name, none required.
-    pub const fn keywords(owner: &'static str, names: &'static [&'static str]) -> Self {
+    pub(super) const fn keywords(owner: &'static str, names: &'static [&'static str]) -> Self {
         Params {
             owner,
             names,
@@ -149,7 +149,7 @@ impl Kwargs {
     }
 
     /// The arguments given, in the order given; refused when one has no JSON form.
-    pub fn items(&self) -> Result<&[(String, Json)], Error> {
+    pub(super) fn items(&self) -> Result<&[(String, Json)], Error> {
         if let Some((key, opaque)) = self.opaque.first() {
             return Err(Error::wrong_type(key, ANY_JSON, &opaque.type_name));
         }
@@ -157,7 +157,7 @@ impl Kwargs {
     }
 
     /// The given arguments among `names`, as one JSON object in the order given.
-    pub fn object(&self, names: &[&str]) -> Result<Json, Error> {
+    pub(super) fn object(&self, names: &[&str]) -> Result<Json, Error> {
         for name in names {
             self.given(name, ANY_JSON)?;
         }
@@ -170,7 +170,7 @@ impl Kwargs {
 
     /// With `key` given as `value` (the accessors read null as not given), or as a value with
     /// no JSON form (its type's name), which the accessors refuse as the wrong type.
-    pub fn with(mut self, key: &str, value: Result<Json, Opaque>) -> Self {
+    pub(super) fn with(mut self, key: &str, value: Result<Json, Opaque>) -> Self {
         match value {
             Ok(json) => self.items.push((key.into(), json)),
             Err(opaque) => self.opaque.push((key.into(), opaque)),
@@ -180,7 +180,7 @@ impl Kwargs {
 
     /// The value given for `key` (null when it was not given), refused as not `expected` when it
     /// was given as a value with no JSON form.
-    pub fn given(&self, key: &str, expected: &str) -> Result<&Json, Error> {
+    pub(super) fn given(&self, key: &str, expected: &str) -> Result<&Json, Error> {
         if let Some((_, opaque)) = self.opaque.iter().find(|(k, _)| k == key) {
             return Err(Error::wrong_type(key, expected, &opaque.type_name));
         }
@@ -189,18 +189,18 @@ impl Kwargs {
     }
 
     /// The value given for `key`, any JSON; null when it was not given.
-    pub fn json(&self, key: &str) -> Result<&Json, Error> {
+    pub(super) fn json(&self, key: &str) -> Result<&Json, Error> {
         self.given(key, ANY_JSON)
     }
 
     /// A required str (given, and not None).
-    pub fn req_str(&self, key: &str) -> Result<String, Error> {
+    pub(super) fn req_str(&self, key: &str) -> Result<String, Error> {
         let given = self.str(key)?;
         given.ok_or_else(|| Error::wrong_type(key, "str", "NoneType"))
     }
 
     /// An optional path: a str or a path object.
-    pub fn path(&self, key: &str) -> Result<Option<std::path::PathBuf>, Error> {
+    pub(super) fn path(&self, key: &str) -> Result<Option<std::path::PathBuf>, Error> {
         let object = self.opaque.iter().find(|(k, _)| k == key);
         if let Some(path) = object.and_then(|(_, o)| o.path.as_ref()) {
             return Ok(Some(path.into()));
@@ -213,13 +213,13 @@ impl Kwargs {
     }
 
     /// A required path.
-    pub fn req_path(&self, key: &str) -> Result<std::path::PathBuf, Error> {
+    pub(super) fn req_path(&self, key: &str) -> Result<std::path::PathBuf, Error> {
         let given = self.path(key)?;
         given.ok_or_else(|| Error::wrong_type(key, PATH, "NoneType"))
     }
 
     /// An optional str.
-    pub fn str(&self, key: &str) -> Result<Option<String>, Error> {
+    pub(super) fn str(&self, key: &str) -> Result<Option<String>, Error> {
         match self.given(key, "str")? {
             Json::Null => Ok(None),
             Json::Str(s) => Ok(Some(s.clone())),
@@ -228,7 +228,7 @@ impl Kwargs {
     }
 
     /// An optional int (not a bool).
-    pub fn int(&self, key: &str) -> Result<Option<i64>, Error> {
+    pub(super) fn int(&self, key: &str) -> Result<Option<i64>, Error> {
         match self.given(key, "int")? {
             Json::Null => Ok(None),
             Json::Int(i) => Ok(Some(*i)),
@@ -238,7 +238,7 @@ impl Kwargs {
     }
 
     /// An optional real number: an int or a float, not a bool.
-    pub fn number(&self, key: &str) -> Result<Option<f64>, Error> {
+    pub(super) fn number(&self, key: &str) -> Result<Option<f64>, Error> {
         match self.given(key, "a number")? {
             Json::Null => Ok(None),
             Json::Int(i) => Ok(Some(*i as f64)),
@@ -249,7 +249,7 @@ impl Kwargs {
     }
 
     /// An optional list of str (a single str is refused: it is not a list of names).
-    pub fn str_list(&self, key: &str) -> Result<Option<Vec<String>>, Error> {
+    pub(super) fn str_list(&self, key: &str) -> Result<Option<Vec<String>>, Error> {
         let items = match self.given(key, "an iterable of str")? {
             Json::Null => return Ok(None),
             Json::Array(items) => items,
@@ -280,7 +280,7 @@ impl Kwargs {
     }
 
     /// An optional dict of str to str, in the order given.
-    pub fn str_map(&self, key: &str) -> Result<Vec<(String, String)>, Error> {
+    pub(super) fn str_map(&self, key: &str) -> Result<Vec<(String, String)>, Error> {
         match self.given(key, "a dict of str to str")? {
             Json::Null => Ok(vec![]),
             Json::Object(items) => items
@@ -322,11 +322,11 @@ fn arg_value(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Result<Json, Opaque
 
 /// A call's arguments bound to an entry point's parameters ([`Params::bind`]), as the objects
 /// given (None counts as not given for an optional one).
-pub struct Args<'py>(Vec<(String, Bound<'py, PyAny>)>);
+pub(super) struct Args<'py>(Vec<(String, Bound<'py, PyAny>)>);
 
 impl<'py> Args<'py> {
     /// Bind `args` and `kwargs` to `params`; a wrong count, name or repetition is refused by it.
-    pub fn bind(
+    pub(super) fn bind(
         params: &Params,
         args: Option<&Bound<'py, PyTuple>>,
         kwargs: Option<&Bound<'py, PyDict>>,
@@ -339,19 +339,19 @@ impl<'py> Args<'py> {
     }
 
     /// The argument given as `name`, if it was.
-    pub fn get(&self, name: &str) -> Option<&Bound<'py, PyAny>> {
+    pub(super) fn get(&self, name: &str) -> Option<&Bound<'py, PyAny>> {
         self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v)
     }
 
     /// A required argument (the binding made sure it was given).
-    pub fn req(&self, name: &str) -> PyResult<&Bound<'py, PyAny>> {
+    pub(super) fn req(&self, name: &str) -> PyResult<&Bound<'py, PyAny>> {
         let missing = || Error::Internal(format!("argument {name} was not bound"));
         Ok(self.get(name).ok_or_else(missing)?)
     }
 
     /// The arguments given, except the `objects` the binding converts itself, as JSON for the
     /// core to read ([`Kwargs`]); a value with no JSON form is read as the wrong type there.
-    pub fn plain(&self, objects: &[&str]) -> PyResult<Kwargs> {
+    pub(super) fn plain(&self, objects: &[&str]) -> PyResult<Kwargs> {
         let mut plain = Kwargs::default();
         for (k, v) in self
             .0
@@ -365,7 +365,7 @@ impl<'py> Args<'py> {
 }
 
 /// A call's arguments bound to an entry point's parameters, as JSON for the readers.
-pub fn bind(
+pub(super) fn bind(
     params: &Params,
     args: Option<&Bound<'_, PyTuple>>,
     kwargs: Option<&Bound<'_, PyDict>>,
@@ -374,7 +374,7 @@ pub fn bind(
 }
 
 /// The keyword options `owner` was given, by name only (None counts as not given).
-pub fn kwargs(
+pub(super) fn kwargs(
     owner: &'static str,
     names: &'static [&'static str],
     given: Option<&Bound<'_, PyDict>>,
@@ -383,13 +383,13 @@ pub fn kwargs(
 }
 
 /// One argument (None: not given) as JSON for the readers, like [`Args::plain`].
-pub fn one(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Kwargs> {
+pub(super) fn one(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Kwargs> {
     Ok(Kwargs::default().with(name, arg_value(obj, name)?))
 }
 
 /// `trace_dir`: None (not given) is the default directory, False keeps traces in memory, a path
 /// is that directory.
-pub fn trace_dir(k: &Kwargs) -> Result<TraceDirSetting, Error> {
+pub(super) fn trace_dir(k: &Kwargs) -> Result<TraceDirSetting, Error> {
     const EXPECTED: &str = "a str, os.PathLike, None or False";
     if let Ok(Some(dir)) = k.path("trace_dir") {
         return Ok(TraceDirSetting::Dir(dir));
@@ -402,7 +402,7 @@ pub fn trace_dir(k: &Kwargs) -> Result<TraceDirSetting, Error> {
 }
 
 /// `env_file`: None (the default), False (no file) or a path.
-pub fn env_file(k: &Kwargs) -> Result<EnvFile, Error> {
+pub(super) fn env_file(k: &Kwargs) -> Result<EnvFile, Error> {
     if let Json::Bool(b) = k.json("env_file").unwrap_or(&Json::Null) {
         return if *b {
             Err(Error::config(
@@ -432,7 +432,7 @@ pub fn env_file(k: &Kwargs) -> Result<EnvFile, Error> {
 
 /// The model names and settings: the main model's name under `main_field` (`main_model` for a
 /// launcher, `model` for a main agent), `light_model`, and `model_settings`.
-pub fn routes(k: &Kwargs, main_field: &str) -> Result<RouteSettings, Error> {
+pub(super) fn routes(k: &Kwargs, main_field: &str) -> Result<RouteSettings, Error> {
     Ok(RouteSettings {
         main_model: k.str(main_field)?,
         light_model: k.str("light_model")?,
@@ -449,7 +449,7 @@ fn trace_retention(k: &Kwargs) -> Result<Option<TraceRetention>, Error> {
 }
 
 /// `SubagentLauncher`'s plain options; models, trace directory and profiles at their defaults.
-pub fn launcher_options(k: &Kwargs) -> Result<LauncherOptions, Error> {
+pub(super) fn launcher_options(k: &Kwargs) -> Result<LauncherOptions, Error> {
     Ok(LauncherOptions {
         trace_dir: trace_dir(k)?,
         parent_trace: k.path("parent_trace")?,
@@ -462,7 +462,7 @@ pub fn launcher_options(k: &Kwargs) -> Result<LauncherOptions, Error> {
 }
 
 /// `MainAgent`'s plain options; the light model and launcher at their defaults.
-pub fn main_agent_options(k: &Kwargs) -> Result<MainAgentOptions, Error> {
+pub(super) fn main_agent_options(k: &Kwargs) -> Result<MainAgentOptions, Error> {
     Ok(MainAgentOptions {
         trace_dir: trace_dir(k)?,
         subagent_types: k.str_list("subagent_types")?,
@@ -478,7 +478,7 @@ pub fn main_agent_options(k: &Kwargs) -> Result<MainAgentOptions, Error> {
 
 /// `verify`'s arguments: the candidate, the requirements (null when not given) and the
 /// evidence (none when not given).
-pub fn verify_args(k: &Kwargs) -> Result<(String, serde_json::Value, Vec<String>), Error> {
+pub(super) fn verify_args(k: &Kwargs) -> Result<(String, serde_json::Value, Vec<String>), Error> {
     let evidence = k.str_list("evidence")?.unwrap_or_default();
     Ok((
         k.req_str("candidate")?,
@@ -488,7 +488,7 @@ pub fn verify_args(k: &Kwargs) -> Result<(String, serde_json::Value, Vec<String>
 }
 
 /// `OpenAICompatible`'s arguments as a config (validated by `OpenAICompatible::new`).
-pub fn client_config(k: &Kwargs) -> Result<OpenAICompatibleConfig, Error> {
+pub(super) fn client_config(k: &Kwargs) -> Result<OpenAICompatibleConfig, Error> {
     let model = k.req_str("model")?;
     let settings = ClientSettings {
         base_url: k.str("base_url")?,
@@ -504,7 +504,7 @@ pub fn client_config(k: &Kwargs) -> Result<OpenAICompatibleConfig, Error> {
 }
 
 /// The `request` of a direct call to a client: a dict of chat-completions arguments.
-pub fn chat_request(k: &Kwargs) -> Result<ChatRequest, Error> {
+pub(super) fn chat_request(k: &Kwargs) -> Result<ChatRequest, Error> {
     const EXPECTED: &str = "a dict of chat-completions arguments";
     match k.given("request", EXPECTED)? {
         obj @ Json::Object(_) => {
@@ -516,7 +516,7 @@ pub fn chat_request(k: &Kwargs) -> Result<ChatRequest, Error> {
 
 /// `SubagentRequest`'s arguments (not validated yet: [`RequestInit::build`]); a value of the
 /// wrong type is refused naming its field (`SubagentRequest.task`).
-pub fn request_init(k: &Kwargs) -> Result<RequestInit, Error> {
+pub(super) fn request_init(k: &Kwargs) -> Result<RequestInit, Error> {
     let read = || -> Result<RequestInit, Error> {
         Ok(RequestInit {
             task: k.str("task")?,
@@ -533,7 +533,7 @@ pub fn request_init(k: &Kwargs) -> Result<RequestInit, Error> {
 
 /// `reference_format`: True for the reference's envelope format; False or not given for the
 /// compact default.
-pub fn envelope_format(k: &Kwargs) -> Result<EnvelopeFormat, Error> {
+pub(super) fn envelope_format(k: &Kwargs) -> Result<EnvelopeFormat, Error> {
     match k.given("reference_format", "bool")? {
         Json::Null | Json::Bool(false) => Ok(EnvelopeFormat::Compact),
         Json::Bool(true) => Ok(EnvelopeFormat::Reference),
@@ -546,7 +546,7 @@ pub fn envelope_format(k: &Kwargs) -> Result<EnvelopeFormat, Error> {
 }
 
 /// `evidence`: one `path:line` str, or an iterable of them.
-pub fn evidence(k: &Kwargs) -> Result<Vec<String>, Error> {
+pub(super) fn evidence(k: &Kwargs) -> Result<Vec<String>, Error> {
     match k.given("evidence", "a str or an iterable of str")? {
         Json::Str(one) => Ok(vec![one.clone()]),
         _ => Ok(k.str_list("evidence")?.unwrap_or_default()),
@@ -554,14 +554,14 @@ pub fn evidence(k: &Kwargs) -> Result<Vec<String>, Error> {
 }
 
 /// The metadata given beside an explore answer: `tool_usage` and `terminal_reason`.
-pub fn explore_meta(k: &Kwargs) -> Result<(ToolUsage, String), Error> {
+pub(super) fn explore_meta(k: &Kwargs) -> Result<(ToolUsage, String), Error> {
     let usage = crate::api::tool_usage_from_json(k.json("tool_usage")?, "tool_usage")?;
     let reason = k.str("terminal_reason")?;
     Ok((usage, reason.unwrap_or_else(|| UNKNOWN_REASON.into())))
 }
 
 /// The metadata given beside a verification answer.
-pub fn verification_meta(k: &Kwargs) -> Result<VerificationMeta, Error> {
+pub(super) fn verification_meta(k: &Kwargs) -> Result<VerificationMeta, Error> {
     let reason = k.str("terminal_reason")?;
     let reason = reason.unwrap_or_else(|| UNKNOWN_REASON.into());
     let (session, run) = (k.str("child_session_id")?, k.str("child_run_id")?);

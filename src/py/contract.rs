@@ -198,7 +198,7 @@ const CHECK_EVIDENCE_PARAMS: Params = Params {
 /// Check `path:line` / `path:start-end` evidence items against the files under `root`.
 #[pyfunction]
 #[pyo3(signature = (*args, **kwargs), text_signature = "(root, evidence)")]
-pub fn check_evidence<'py>(
+pub(super) fn check_evidence<'py>(
     args: &Bound<'py, PyTuple>,
     kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {

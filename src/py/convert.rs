@@ -15,7 +15,7 @@ use crate::api::{within_bounds, Json};
 const JSON_ONLY: &str = "JSON values only (dict, list, tuple, set, str, int, float, bool, None)";
 
 /// Python value → JSON value (sets and tuples become arrays). `what` names the argument.
-pub fn to_json(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Json> {
+pub(super) fn to_json(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Json> {
     json_at(obj, what, 0)?.ok_or_else(|| wrong_type(what, JSON_ONLY, obj))
 }
 
@@ -81,7 +81,7 @@ pub(crate) fn json_at(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyRes
 
 /// The items of `obj` (the value `what`, `depth` levels deep; not iterable: not `expected`),
 /// refused past the core's bound ([`within_bounds`]): an iterator may never end.
-pub fn bounded<'a, 'py: 'a>(
+pub(super) fn bounded<'a, 'py: 'a>(
     obj: &Bound<'py, PyAny>,
     (what, expected, depth): (&'a str, &str, usize),
 ) -> PyResult<impl Iterator<Item = PyResult<Bound<'py, PyAny>>> + 'a> {
@@ -96,7 +96,7 @@ pub fn bounded<'a, 'py: 'a>(
 
 /// Tool or Task arguments as given: JSON text (a str), or a value converted to JSON, or one that
 /// cannot be (the tool answers with an error envelope saying why). None means no arguments.
-pub fn tool_args(args: Option<&Bound<'_, PyAny>>) -> crate::api::ToolArgs {
+pub(super) fn tool_args(args: Option<&Bound<'_, PyAny>>) -> crate::api::ToolArgs {
     use crate::api::ToolArgs;
     let Some(args) = args.filter(|a| !a.is_none()) else {
         return ToolArgs::Json(Json::Null);
@@ -114,7 +114,7 @@ pub fn tool_args(args: Option<&Bound<'_, PyAny>>) -> crate::api::ToolArgs {
 }
 
 /// A Python str as a Rust String; lone surrogates are refused naming the field.
-pub fn py_str(s: &Bound<'_, PyString>, what: &str) -> PyResult<String> {
+pub(super) fn py_str(s: &Bound<'_, PyString>, what: &str) -> PyResult<String> {
     s.to_str().map(str::to_owned).map_err(|_| {
         Error::config(
             what,
@@ -125,7 +125,7 @@ pub fn py_str(s: &Bound<'_, PyString>, what: &str) -> PyResult<String> {
 }
 
 /// A str argument, or an `ArgumentTypeError` naming it.
-pub fn req_str(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
+pub(super) fn req_str(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
     match obj.cast::<PyString>() {
         Ok(s) => py_str(s, what),
         Err(_) => Err(wrong_type(what, "str", obj)),
@@ -133,18 +133,18 @@ pub fn req_str(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
 }
 
 /// Any serialisable core value → plain Python data (dicts, lists, str, int, float, None).
-pub fn dump<'py>(py: Python<'py>, value: &impl Serialize) -> PyResult<Bound<'py, PyAny>> {
+pub(super) fn dump<'py>(py: Python<'py>, value: &impl Serialize) -> PyResult<Bound<'py, PyAny>> {
     pythonize::pythonize(py, value)
         .map_err(|e| Error::Internal(format!("cannot convert a result to Python: {e}")).into())
 }
 
 /// The `ArgumentTypeError` for an argument that is not of the expected type.
-pub fn wrong_type(field: &str, expected: &str, obj: &Bound<'_, PyAny>) -> PyErr {
+pub(super) fn wrong_type(field: &str, expected: &str, obj: &Bound<'_, PyAny>) -> PyErr {
     Error::wrong_type(field, expected, &type_name(obj)).into()
 }
 
 /// The Python type name of an object, for messages.
-pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
+pub(super) fn type_name(obj: &Bound<'_, PyAny>) -> String {
     obj.get_type()
         .name()
         .map(|n| n.to_string())

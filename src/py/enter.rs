@@ -10,7 +10,7 @@ static BARRIER: ExitBarrier = ExitBarrier::new();
 
 /// Run `f` with the GIL on a thread Python did not start (a runtime worker); None, touching
 /// nothing, once the interpreter is exiting. Only short sections come here (see [`ExitBarrier`]).
-pub fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> Option<R> {
+pub(super) fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> Option<R> {
     BARRIER.pass(|| Python::try_attach(f)).flatten()
 }
 
@@ -19,7 +19,7 @@ pub fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> Option<R> {
 /// parks for good (a daemon thread resuming during finalization with native frames on its stack
 /// would bring the process down). Exit waits for a thread on its way back in. The thread that is
 /// finalizing (a launch from an exit hook) comes back: the interpreter is its own.
-pub fn detach_waiting<T, F>(py: Python<'_>, f: F) -> T
+pub(super) fn detach_waiting<T, F>(py: Python<'_>, f: F) -> T
 where
     T: Send,
     F: Send + FnOnce() -> T,
@@ -31,6 +31,6 @@ where
 /// The `atexit` hook: no new entries into Python from other threads, and two seconds for the
 /// ones inside (resolving an awaitable, handing over a model call) to leave.
 #[pyfunction]
-pub fn _at_exit(py: Python<'_>) {
+pub(super) fn _at_exit(py: Python<'_>) {
     py.detach(|| BARRIER.close(EXIT_GRACE));
 }

@@ -12,7 +12,7 @@ use pyo3::call::PyCallArgs;
 use pyo3::prelude::*;
 
 /// `module.function(*args)`: the Python body of a native method.
-pub fn call<'py>(
+pub(super) fn call<'py>(
     py: Python<'py>,
     (module, function): (&str, &str),
     args: impl PyCallArgs<'py>,

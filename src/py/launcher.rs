@@ -127,7 +127,7 @@ frozen_class! {
 }
 
 /// A `launcher` argument: an `outrider.SubagentLauncher`.
-pub fn launcher_arg(obj: &Bound<'_, PyAny>) -> PyResult<Arc<SubagentLauncher>> {
+pub(super) fn launcher_arg(obj: &Bound<'_, PyAny>) -> PyResult<Arc<SubagentLauncher>> {
     let launcher = obj.cast::<PySubagentLauncher>();
     let expected = "an outrider.SubagentLauncher";
     let launcher = launcher.map_err(|_| wrong_type("launcher", expected, obj))?;
@@ -137,7 +137,7 @@ pub fn launcher_arg(obj: &Bound<'_, PyAny>) -> PyResult<Arc<SubagentLauncher>> {
 /// A Python model argument: an `OpenAICompatible`, the `OfflineScout`, or any callable. None
 /// (or missing) means "the default".
 /// `home` is the `outrider._aio.Home` a callable's coroutines run on (one per launcher).
-pub fn model_arg(
+pub(super) fn model_arg(
     obj: Option<&Bound<'_, PyAny>>,
     what: &str,
     home: &Py<PyAny>,

@@ -18,7 +18,7 @@ use crate::py::enter::{attach, detach_waiting};
 use crate::py::runtime::Caller;
 
 /// A Python callable taking the chat-completions request dict.
-pub struct PyCallable {
+pub(super) struct PyCallable {
     callable: Py<PyAny>,
     name: String,
     /// The `outrider._aio.Home` its coroutines run on, shared by one launcher's models.
@@ -26,7 +26,7 @@ pub struct PyCallable {
 }
 
 /// A new `outrider._aio.Home`: one per launcher or main agent, given to each of its models.
-pub fn new_home(py: Python<'_>) -> PyResult<Py<PyAny>> {
+pub(super) fn new_home(py: Python<'_>) -> PyResult<Py<PyAny>> {
     Ok(py
         .import("outrider._aio")?
         .getattr("Home")?
@@ -35,7 +35,10 @@ pub fn new_home(py: Python<'_>) -> PyResult<Py<PyAny>> {
 }
 
 /// `callable` (checked to be callable) as a model whose coroutines run on `home`.
-pub fn callable_model(callable: &Bound<'_, PyAny>, home: &Py<PyAny>) -> CallbackModel<PyCallable> {
+pub(super) fn callable_model(
+    callable: &Bound<'_, PyAny>,
+    home: &Py<PyAny>,
+) -> CallbackModel<PyCallable> {
     let name = callable
         .getattr("__qualname__")
         .or_else(|_| callable.get_type().getattr("__qualname__"))

@@ -14,7 +14,7 @@ use crate::py::enter::attach;
 static LOGGER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// Route the core's log records to the `outrider` logger (once per process) and read its level.
-pub fn install(py: Python<'_>) -> PyResult<()> {
+pub(super) fn install(py: Python<'_>) -> PyResult<()> {
     let logging = py.import("logging")?;
     LOGGER.get_or_try_init(py, || {
         logging
@@ -35,7 +35,7 @@ pub fn install(py: Python<'_>) -> PyResult<()> {
 
 /// Read the logger's effective level into the core's filter (before each call into the core,
 /// so that `logger.setLevel` and pytest's `caplog.set_level` take effect from the next one).
-pub fn refresh_level(py: Python<'_>) {
+pub(super) fn refresh_level(py: Python<'_>) {
     if let Some(logger) = LOGGER.get(py) {
         let level = logger
             .bind(py)
@@ -48,14 +48,14 @@ pub fn refresh_level(py: Python<'_>) {
 /// `_core._redact(text)`: `text` with every secret the core knows of removed (what the core's own
 /// messages go through), for Python-side text such as a callback's traceback.
 #[pyfunction]
-pub fn _redact(text: &str) -> String {
+pub(super) fn _redact(text: &str) -> String {
     crate::api::redact_str(text)
 }
 
 /// `_core._register_secret(value)`: remove `value` from everything the core reports from now on
 /// (an adapter's API key). Anything but a str is ignored, as is a str the core deems too short.
 #[pyfunction]
-pub fn _register_secret(value: &Bound<'_, PyAny>) {
+pub(super) fn _register_secret(value: &Bound<'_, PyAny>) {
     if let Ok(secret) = value.extract::<&str>() {
         crate::api::register_secret(secret);
     }
@@ -63,7 +63,7 @@ pub fn _register_secret(value: &Bound<'_, PyAny>) {
 
 /// An `on_event` argument: None, or a callable that receives each trace event as a dict (on a
 /// runtime thread; an exception it raises is logged as a warning and the run goes on).
-pub fn event_sink(on_event: Option<&Bound<'_, PyAny>>) -> PyResult<Option<EventSink>> {
+pub(super) fn event_sink(on_event: Option<&Bound<'_, PyAny>>) -> PyResult<Option<EventSink>> {
     let Some(callback) = on_event.filter(|o| !o.is_none()) else {
         return Ok(None);
     };
@@ -93,7 +93,7 @@ pub fn event_sink(on_event: Option<&Bound<'_, PyAny>>) -> PyResult<Option<EventS
 
 /// A launch's observer: `on_event` (see [`event_sink`]) and `on_finished`, a callable of
 /// `outrider._aio` called once per finished child (a progress bar's tick).
-pub fn observer(
+pub(super) fn observer(
     on_event: Option<&Bound<'_, PyAny>>,
     on_finished: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<LaunchObserver> {

@@ -15,14 +15,14 @@ use crate::py::enter::{attach, detach_waiting};
 /// came through an async entry point, and, for a blocking entry point called in a thread whose
 /// event loop runs (a notebook cell), an `outrider._aio.Blocked` naming that stalled loop. Model
 /// callables run with them (see `outrider._aio`).
-pub struct Caller {
+pub(super) struct Caller {
     pub context: Py<PyAny>,
     pub event_loop: Option<Py<PyAny>>,
     pub blocked: Option<Py<PyAny>>,
 }
 
 /// A serialisable core value handed to Python as plain data (dicts, lists, str, numbers, None).
-pub struct Plain<T>(pub T);
+pub(super) struct Plain<T>(pub T);
 
 impl<'py, T: serde::Serialize> IntoPyObject<'py> for Plain<T> {
     type Target = PyAny;
@@ -37,7 +37,7 @@ impl<'py, T: serde::Serialize> IntoPyObject<'py> for Plain<T> {
 /// With `awaitable`: an asyncio future of the running loop, resolved with the work's output;
 /// cancelling it cancels the work, and async model callables run on that loop. Otherwise it
 /// blocks with the GIL released, and Ctrl-C cancels the work and raises KeyboardInterrupt.
-pub fn finish<T, F, Fut>(
+pub(super) fn finish<T, F, Fut>(
     py: Python<'_>,
     parent: &CancelToken,
     awaitable: bool,

@@ -13,14 +13,14 @@ use crate::py::convert::{to_json, type_name, wrong_type};
 use crate::py::enter::attach;
 
 /// Answers checked by a pydantic model class (`model_validate_json` on the answer's JSON).
-pub struct PydanticValidator {
+pub(super) struct PydanticValidator {
     /// The class.
     pub class: Py<PyAny>,
 }
 
 impl PydanticValidator {
     /// An instance of the class from an answer that met it.
-    pub fn instance<'py>(
+    pub(super) fn instance<'py>(
         &self,
         py: Python<'py>,
         answer: &serde_json::Value,
@@ -108,7 +108,7 @@ fn is_model_class(obj: &Bound<'_, PyAny>) -> bool {
 
 /// An `output_schema` argument (`what` names it: `SubagentRequest.output_schema`); None or
 /// Python None for none.
-pub fn output_schema_arg(
+pub(super) fn output_schema_arg(
     obj: Option<&Bound<'_, PyAny>>,
     what: &str,
 ) -> PyResult<Option<OutputSchema>> {
@@ -162,7 +162,7 @@ pub fn output_schema_arg(
 }
 
 /// The schema as the caller gave it: the pydantic class, or the JSON-schema dict.
-pub fn output_schema_value<'py>(
+pub(super) fn output_schema_value<'py>(
     py: Python<'py>,
     schema: Option<&OutputSchema>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
@@ -181,7 +181,7 @@ pub fn output_schema_value<'py>(
 
 /// An answer that met `schema`, as the caller's type: an instance of its pydantic class, or
 /// the validated dict.
-pub fn answer_object<'py>(
+pub(super) fn answer_object<'py>(
     py: Python<'py>,
     schema: Option<&OutputSchema>,
     answer: &serde_json::Map<String, serde_json::Value>,

@@ -30,7 +30,7 @@ use crate::py::runtime::{finish, Plain};
     signature = (*args, **kwargs),
     text_signature = "(root, name, arguments=None, *, runtime_mode=None, timeout=None)"
 )]
-pub fn run_tool(
+pub(super) fn run_tool(
     args: &Bound<'_, PyTuple>,
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Py<PyAny>> {
@@ -50,7 +50,7 @@ pub fn run_tool(
 /// The JSON schemas of the read-only tools, in OpenAI or Anthropic tool format.
 #[pyfunction]
 #[pyo3(signature = (*args, **kwargs), text_signature = "(format=None, names=None)")]
-pub fn tool_schemas<'py>(
+pub(super) fn tool_schemas<'py>(
     args: &Bound<'py, PyTuple>,
     kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {

@@ -244,7 +244,7 @@ impl RuntimeRunner {
                     feedback,
                     parsed,
                 };
-                self.refused(step, st, plan, retries, text, refusal).await
+                self.refused(step, st, plan, retries, text, refusal)
             }
         }
     }
@@ -375,7 +375,7 @@ impl RuntimeRunner {
     /// A final answer the gate refused. Decides whether the child gets another try (its
     /// feedback), or whether its refusals are spent (or its exploring time is up), and then
     /// how the run ends.
-    async fn refused(
+    fn refused(
         &self,
         step: u64,
         st: &mut State,

@@ -8,8 +8,8 @@
 //! and the text tells the model how to ask for less.
 //!
 //! ```
-//! use outrider::tools::budget::OutputBudget;
-//! use outrider::tools::envelope::ToolResult;
+//! use outrider::api::OutputBudget;
+//! use outrider::api::ToolResult;
 //! use serde_json::json;
 //! let big = json!({"content": "x\n".repeat(40_000)}).as_object().unwrap().clone();
 //! let r = ToolResult::success(&json!({"path": "big.txt"}), big, "Read 40000 lines", 5);
@@ -23,11 +23,11 @@ use serde_json::{json, Map, Value};
 use super::envelope::{ToolResult, ToolStatus};
 
 /// Largest serialised result passed through unchanged.
-pub const MAX_TOOL_RESULT_BYTES: usize = 50_000;
+pub(crate) const MAX_TOOL_RESULT_BYTES: usize = 50_000;
 /// Largest serialised total of the results of one batch (one model turn).
 pub const MAX_TOOL_BATCH_BYTES: usize = 200_000;
 /// Bytes of the preview kept from a replaced result.
-pub const PREVIEW_BYTES: usize = 8_192;
+pub(crate) const PREVIEW_BYTES: usize = 8_192;
 
 /// The limits in force.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,7 +52,7 @@ impl Default for OutputBudget {
 
 wire_enum! {
     /// Why a result was replaced.
-    pub enum TruncationReason {
+    pub(crate) enum TruncationReason {
         /// It alone was over the per-result limit.
         ResultBytes = "result_bytes",
         /// It was among the largest of a batch over the batch limit.
@@ -185,7 +185,7 @@ fn line_count(s: &str) -> usize {
 }
 
 /// Replace `result` (whose JSON is `json`) by its stub.
-pub fn truncate(
+pub(crate) fn truncate(
     tool: &str,
     result: ToolResult,
     json: &str,

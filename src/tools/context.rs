@@ -85,7 +85,7 @@ impl ToolContext {
 
 /// Files one [`ReadMemory`] remembers; past this the least recently read is forgotten, so a
 /// run that reads very many files costs bounded memory (and may miss a change to a forgotten one).
-pub const READ_MEMORY_CAPACITY: usize = 1024;
+pub(crate) const READ_MEMORY_CAPACITY: usize = 1024;
 
 /// What Read saw of a file: enough to tell a rewrite from an untouched file. The size is kept
 /// because a quick rewrite can land within the file system's mtime granularity; the inode because

@@ -4,7 +4,7 @@
 //! byte-for-byte what the reference's `json.dumps(payload, indent=2, ensure_ascii=False)` gives.
 //!
 //! ```
-//! use outrider::tools::envelope::{ErrorCode, ToolResult};
+//! use outrider::api::{ErrorCode, ToolResult};
 //! use serde_json::json;
 //! let params = json!({"path": "missing.py"});
 //! let r = ToolResult::error(&params, ErrorCode::NotFound, "File 'missing.py' does not exist.", 0);
@@ -95,21 +95,21 @@ pub struct ToolResult {
 }
 
 /// Milliseconds since `started`, at least 1 (success and partial results never report 0).
-pub fn elapsed_ms(started: Instant) -> u64 {
+pub(crate) fn elapsed_ms(started: Instant) -> u64 {
     (started.elapsed().as_millis() as u64).max(1)
 }
 
 /// Characters of one string kept in `params_input`; longer strings end in a marker that says how
 /// many were left out.
-pub const MAX_ECHOED_CHARS: usize = 1000;
+pub(crate) const MAX_ECHOED_CHARS: usize = 1000;
 /// Items of one list or object kept in `params_input`.
-pub const MAX_ECHOED_ITEMS: usize = 100;
+pub(crate) const MAX_ECHOED_ITEMS: usize = 100;
 /// Levels of nesting kept in `params_input`.
-pub const MAX_ECHOED_DEPTH: usize = 16;
+pub(crate) const MAX_ECHOED_DEPTH: usize = 16;
 
 /// The arguments as echoed back in `context.params_input`: whole when small, else cut (long
 /// strings, long lists, deep nesting), so a 30 MB argument is not sent back whole.
-pub fn echoed_input(value: &Value) -> Value {
+pub(crate) fn echoed_input(value: &Value) -> Value {
     fn cut(value: &Value, depth: usize) -> Value {
         match value {
             Value::String(s) => match s.char_indices().nth(MAX_ECHOED_CHARS) {

@@ -8,7 +8,7 @@
 //! apart). Results are sorted by code point and cut to `limit`.
 //!
 //! ```
-//! use outrider::tools::{context::ToolContext, glob::GlobTool, registry::Tool, workspace::Workspace};
+//! use outrider::api::{ToolContext, GlobTool, Tool, Workspace};
 //! use serde_json::json;
 //! let dir = tempfile::tempdir().unwrap();
 //! std::fs::create_dir(dir.path().join("src")).unwrap();

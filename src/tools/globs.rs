@@ -4,7 +4,7 @@
 use globset::{GlobBuilder, GlobMatcher};
 
 /// Glob length accepted, in bytes.
-pub const MAX_GLOB_BYTES: usize = 1024;
+pub(crate) const MAX_GLOB_BYTES: usize = 1024;
 
 /// Build a `*`-does-not-cross-`/` glob; leading `./` and `/` are dropped.
 pub(crate) fn build_glob(pattern: &str) -> Result<GlobMatcher, String> {

@@ -1,8 +1,8 @@
 //! The read-only tools. Everything a tool may touch goes through [`workspace::Workspace`].
 //!
 //! ```
-//! use outrider::tools::{context::ToolContext, permissions::PermissionContext};
-//! use outrider::tools::{registry::ToolRegistry, workspace::Workspace};
+//! use outrider::api::{ToolContext, PermissionContext};
+//! use outrider::api::{ToolRegistry, Workspace};
 //! let dir = tempfile::tempdir().unwrap();
 //! std::fs::write(dir.path().join("notes.txt"), "hello\n").unwrap();
 //! let ctx = ToolContext::new(Workspace::new(dir.path()).unwrap());
@@ -11,19 +11,19 @@
 //! assert_eq!(result.text, "Found 1 matching line(s) in '.'.");
 //! ```
 
-pub mod budget;
-pub mod context;
-pub mod envelope;
-pub mod glob;
-pub mod globs;
-pub mod grep;
+pub(crate) mod budget;
+pub(crate) mod context;
+pub(crate) mod envelope;
+pub(crate) mod glob;
+pub(crate) mod globs;
+pub(crate) mod grep;
 mod memo;
 mod params;
-pub mod permissions;
-pub mod read;
-pub mod registry;
-pub mod run;
-pub mod search;
-pub mod tool;
-pub mod walk;
-pub mod workspace;
+pub(crate) mod permissions;
+pub(crate) mod read;
+pub(crate) mod registry;
+pub(crate) mod run;
+pub(crate) mod search;
+pub(crate) mod tool;
+pub(crate) mod walk;
+pub(crate) mod workspace;

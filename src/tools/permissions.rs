@@ -5,7 +5,7 @@
 //! (and the internal TodoWrite and Skill) are allowed; every unknown name fails closed.
 //!
 //! ```
-//! use outrider::tools::permissions::{classify, PermissionAction, PermissionContext, RuntimeMode};
+//! use outrider::api::{classify, PermissionAction, PermissionContext, RuntimeMode};
 //! use serde_json::json;
 //! let child = PermissionContext::new(RuntimeMode::ReadonlySubagent);
 //! assert_eq!(classify("Grep", &json!({"pattern": "x"}), &child).action, PermissionAction::Allow);
@@ -104,9 +104,9 @@ wire_enum! {
 }
 
 /// The source of classifier decisions in trace payloads.
-pub const POLICY_RISK_CLASSIFIER: &str = "risk_classifier";
+pub(crate) const POLICY_RISK_CLASSIFIER: &str = "risk_classifier";
 /// The source of decisions made by a registry's allow-list.
-pub const POLICY_RUNTIME_ALLOWLIST: &str = "runtime_allowlist";
+pub(crate) const POLICY_RUNTIME_ALLOWLIST: &str = "runtime_allowlist";
 
 /// One decision, with the reason a person or model can read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -175,7 +175,7 @@ const SUMMARY_MAX_CHARS: usize = 240;
 
 /// `Tool(<compact JSON with sorted keys>)`; the JSON is cut to 237 characters plus "..." when it is
 /// longer than 240.
-pub fn input_summary(tool: &str, input: &Value) -> String {
+pub(crate) fn input_summary(tool: &str, input: &Value) -> String {
     let json = serde_json::to_string(&sorted(input)).unwrap_or_default();
     let json = if json.chars().count() > SUMMARY_MAX_CHARS {
         let head: String = json.chars().take(SUMMARY_MAX_CHARS - 3).collect();

@@ -11,7 +11,7 @@
 //! changed since (`modified_externally`), remembering per run, never per process.
 //!
 //! ```
-//! use outrider::tools::{context::ToolContext, read::ReadTool, registry::Tool, workspace::Workspace};
+//! use outrider::api::{ToolContext, ReadTool, Tool, Workspace};
 //! use serde_json::json;
 //! let dir = tempfile::tempdir().unwrap();
 //! std::fs::write(dir.path().join("a.txt"), "one\ntwo\n").unwrap();
@@ -34,15 +34,15 @@ use super::tool::Tool;
 use super::workspace::{EntryKind, PathError, Resolved};
 
 /// Lines returned when `limit` is not given.
-pub const READ_DEFAULT_LIMIT: i64 = 500;
+pub(crate) const READ_DEFAULT_LIMIT: i64 = 500;
 /// The largest `limit` Read accepts.
-pub const READ_MAX_LIMIT: i64 = 2000;
+pub(crate) const READ_MAX_LIMIT: i64 = 2000;
 /// A NUL byte in this many leading bytes makes a file binary.
-pub const BINARY_SNIFF_BYTES: usize = 8192;
+pub(crate) const BINARY_SNIFF_BYTES: usize = 8192;
 /// Bytes of one line that are kept; the rest of a longer line is dropped (and said so).
-pub const MAX_LINE_BYTES: usize = 1 << 20;
+pub(crate) const MAX_LINE_BYTES: usize = 1 << 20;
 /// Bytes one window may hold; a window that would hold more ends early (as a truncation).
-pub const MAX_WINDOW_BYTES: usize = 8 << 20;
+pub(crate) const MAX_WINDOW_BYTES: usize = 8 << 20;
 
 const ACCEPTED: [&str; 3] = ["path", "start_line", "limit"];
 

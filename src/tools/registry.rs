@@ -5,7 +5,7 @@
 //! error envelope the model can read.
 //!
 //! ```
-//! use outrider::tools::registry::ToolRegistry;
+//! use outrider::api::ToolRegistry;
 //! let child = ToolRegistry::readonly().filtered(["Read", "Grep"]);
 //! assert_eq!(child.names(), ["Grep", "Read"]);
 //! assert_eq!(child.openai_tools()[0]["function"]["name"], "Grep");
@@ -67,7 +67,7 @@ impl<'a> From<&'a Value> for RawArguments<'a> {
 
 /// Parse tool arguments: missing or empty → `{}`; otherwise the JSON value (any type), or the
 /// parser's message.
-pub fn parse_tool_arguments(raw: RawArguments<'_>) -> Result<Value, String> {
+pub(crate) fn parse_tool_arguments(raw: RawArguments<'_>) -> Result<Value, String> {
     match raw {
         RawArguments::Text(None) => Ok(json!({})),
         RawArguments::Text(Some(s)) if s.trim().is_empty() => Ok(json!({})),
@@ -273,7 +273,7 @@ impl ToolRegistry {
 
 /// The INVALID_PARAM envelope for arguments that are not JSON (`error` is the parser's
 /// message), echoing them as sent.
-pub fn unparsable_arguments(raw: RawArguments<'_>, error: &str) -> ToolResult {
+pub(crate) fn unparsable_arguments(raw: RawArguments<'_>, error: &str) -> ToolResult {
     let echo = match raw {
         RawArguments::Text(s) => Value::from(s.unwrap_or_default()),
         RawArguments::Value(v) => v.clone(),

@@ -62,7 +62,7 @@ pub async fn run_tool_blocking(
 }
 
 /// [`run_tool`] that stops at its next check once `cancel` is cancelled (Ctrl-C in Python).
-pub fn run_tool_until(
+pub(crate) fn run_tool_until(
     root: &Path,
     name: &str,
     args: ToolArgs,

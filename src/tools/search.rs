@@ -19,9 +19,9 @@ use super::tool::Tool;
 use crate::index::{self, rank, text};
 
 /// Places returned when `limit` is not given.
-pub const DEFAULT_LIMIT: u64 = 10;
+pub(crate) const DEFAULT_LIMIT: u64 = 10;
 /// The most places one call returns.
-pub const MAX_LIMIT: u64 = 30;
+pub(crate) const MAX_LIMIT: u64 = 30;
 /// Lines shown per place: its definition line and the best-matching others.
 const LINES_PER_HIT: usize = 3;
 /// Characters kept of a shown line.
@@ -29,7 +29,7 @@ const LINE_CHARS: usize = 200;
 
 /// The Search tool.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct SearchTool;
+pub(crate) struct SearchTool;
 
 impl Tool for SearchTool {
     fn name(&self) -> &'static str {

@@ -36,7 +36,7 @@ use super::envelope::{ErrorCode, ToolResult};
 use super::workspace::{EntryKind, PathError, Resolved, Workspace};
 
 /// Names skipped at any depth, for files and directories alike, unless `include_ignored`.
-pub const DEFAULT_IGNORED_NAMES: [&str; 16] = [
+pub(crate) const DEFAULT_IGNORED_NAMES: [&str; 16] = [
     ".git",
     ".hg",
     ".svn",
@@ -56,13 +56,13 @@ pub const DEFAULT_IGNORED_NAMES: [&str; 16] = [
 ];
 
 /// Results returned when `limit` is not given.
-pub const DEFAULT_RESULT_LIMIT: i64 = 100;
+pub(crate) const DEFAULT_RESULT_LIMIT: i64 = 100;
 /// The largest `limit` Grep and Glob accept.
-pub const MAX_RESULT_LIMIT: i64 = 200;
+pub(crate) const MAX_RESULT_LIMIT: i64 = 200;
 
 /// Which entries a walk visits.
 #[derive(Debug, Clone, Default)]
-pub struct WalkRules {
+pub(crate) struct WalkRules {
     /// Visit names starting with ".".
     pub include_hidden: bool,
     /// Visit [`DEFAULT_IGNORED_NAMES`] and entries matched by ignore files.
@@ -678,7 +678,7 @@ pub(crate) fn search_root(
 }
 
 /// The ripgrep file-type names, for error messages and the schema.
-pub const COMMON_TYPES: &str =
+pub(crate) const COMMON_TYPES: &str =
     "py, rust, js, ts, go, java, c, cpp, cs, rb, php, sh, md, json, yaml, toml, html, css";
 
 /// Names models often give for a ripgrep type: language names and extensions.

@@ -34,7 +34,7 @@ pub struct TraceDir {
 /// `path` made absolute with every existing prefix resolved (symlinks and `..` as the kernel
 /// sees them) and the part that does not exist yet normalised lexically, so that
 /// `<out>/missing/../../root/x` is `<root>/x`.
-pub fn resolve(path: &Path) -> PathBuf {
+pub(crate) fn resolve(path: &Path) -> PathBuf {
     let absolute = if path.is_absolute() {
         path.to_path_buf()
     } else {

@@ -81,7 +81,7 @@ macro_rules! payload {
 
 /// `run_start`: what the run is about to do.
 #[derive(Debug, Serialize)]
-pub struct RunStart<'a> {
+pub(crate) struct RunStart<'a> {
     /// The profile name.
     pub profile: &'a str,
     /// The step budget.
@@ -102,7 +102,7 @@ payload!(RunStart, RunStart);
 
 /// `user_input`: the task.
 #[derive(Debug, Serialize)]
-pub struct UserInput<'a> {
+pub(crate) struct UserInput<'a> {
     /// The rendered task.
     pub content: &'a str,
 }
@@ -110,7 +110,7 @@ payload!(UserInput, UserInput);
 
 /// `context_compaction`: what fitting the context budget changed.
 #[derive(Debug, Serialize)]
-pub struct ContextCompaction {
+pub(crate) struct ContextCompaction {
     /// Tool observations shortened.
     pub shortened: usize,
     /// Messages folded into the summary.
@@ -127,7 +127,7 @@ impl EventPayload for ContextCompaction {
 
 /// `model_error`: a failed model call.
 #[derive(Debug, Serialize)]
-pub struct ModelErrorEvent<'a> {
+pub(crate) struct ModelErrorEvent<'a> {
     /// The classification.
     pub kind: ModelErrorKind,
     /// What happened.
@@ -139,7 +139,7 @@ payload!(ModelErrorEvent, ModelError);
 
 /// `model_output`: one model answer.
 #[derive(Debug, Serialize)]
-pub struct ModelOutput<'a> {
+pub(crate) struct ModelOutput<'a> {
     /// The answer text.
     pub raw: &'a str,
     /// Usage, reported or estimated.
@@ -155,7 +155,7 @@ payload!(ModelOutput, ModelOutput);
 
 /// The `meta` of a `model_output` event.
 #[derive(Debug, Serialize)]
-pub struct ModelOutputMeta<'a> {
+pub(crate) struct ModelOutputMeta<'a> {
     /// Why the model stopped.
     pub finish_reason: Option<&'a str>,
     /// Characters in the answer text.
@@ -171,7 +171,7 @@ pub struct ModelOutputMeta<'a> {
 
 /// `empty_response_retry`: the model answered with nothing.
 #[derive(Debug, Serialize)]
-pub struct EmptyResponseRetry<'a> {
+pub(crate) struct EmptyResponseRetry<'a> {
     /// Why the model stopped.
     pub finish_reason: Option<&'a str>,
 }
@@ -179,7 +179,7 @@ payload!(EmptyResponseRetry, EmptyResponseRetry);
 
 /// `tool_call`: a requested tool call.
 #[derive(Debug, Serialize)]
-pub struct ToolCallEvent<'a> {
+pub(crate) struct ToolCallEvent<'a> {
     /// The tool name.
     pub tool: &'a str,
     /// The arguments (parsed when they are JSON, else the raw text).
@@ -191,7 +191,7 @@ payload!(ToolCallEvent, ToolCall);
 
 /// `tool_result`: a tool call's envelope.
 #[derive(Debug, Serialize)]
-pub struct ToolResultEvent<'a> {
+pub(crate) struct ToolResultEvent<'a> {
     /// The tool name.
     pub tool: &'a str,
     /// The call id.
@@ -208,7 +208,7 @@ payload!(ToolResultEvent, ToolResult);
 /// `completion_gate_verdict`: the gate's decision on a final answer.
 #[derive(Debug, Serialize)]
 #[serde(tag = "verdict")]
-pub enum GateVerdict<'a> {
+pub(crate) enum GateVerdict<'a> {
     /// Accepted.
     #[serde(rename = "PASS")]
     Pass {
@@ -228,7 +228,7 @@ payload!(GateVerdict, CompletionGateVerdict);
 
 /// `wrap_up`: a budget ran out and the run asks for its result.
 #[derive(Debug, Serialize)]
-pub struct WrapUp {
+pub(crate) struct WrapUp {
     /// The budget that ran out.
     pub reason: TerminalReason,
 }
@@ -239,7 +239,7 @@ impl EventPayload for WrapUp {
 
 /// `terminal`: why the run stopped.
 #[derive(Debug, Serialize)]
-pub struct Terminal<'a> {
+pub(crate) struct Terminal<'a> {
     /// The reason.
     pub reason: TerminalReason,
     /// The details.
@@ -249,7 +249,7 @@ payload!(Terminal, Terminal);
 
 /// The `details` of a `terminal` event.
 #[derive(Debug, Serialize)]
-pub struct TerminalDetails<'a> {
+pub(crate) struct TerminalDetails<'a> {
     /// What went wrong, for runs without a result.
     pub error: Option<&'a str>,
     /// Whether there is a parsed result.
@@ -268,7 +268,7 @@ pub struct TerminalDetails<'a> {
 
 /// `run_end`: the run is over.
 #[derive(Debug, Serialize)]
-pub struct RunEnd {
+pub(crate) struct RunEnd {
     /// Model calls made.
     pub model_calls: u64,
 }
@@ -279,7 +279,7 @@ impl EventPayload for RunEnd {
 
 /// `session_summary`: the totals of a session.
 #[derive(Debug, Serialize)]
-pub struct SessionSummary {
+pub(crate) struct SessionSummary {
     /// The highest step recorded.
     pub steps: u64,
     /// `tool_call` events recorded.

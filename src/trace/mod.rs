@@ -5,8 +5,8 @@
 //! directory, [`TraceDir`]); secret removal is [`crate::redact`].
 
 mod dir;
-pub mod event;
-mod retention;
+pub(crate) mod event;
+pub(crate) mod retention;
 mod terminal;
 
 use std::fs::File;
@@ -20,9 +20,9 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::redact::redact_in_place;
-pub use dir::{resolve, TraceDir};
-pub use event::{EventKind, EventPayload, SessionSummary, UnknownEvent};
-pub use retention::{TraceRetention, DEFAULT_KEEP_DAYS, DEFAULT_KEEP_FILES, TRACE_KEEP_ENV};
+pub(crate) use dir::{resolve, TraceDir};
+pub(crate) use event::{EventKind, EventPayload, SessionSummary};
+pub(crate) use retention::{TraceRetention, TRACE_KEEP_ENV};
 pub use terminal::{TerminalReason, UnknownTerminalReason};
 
 /// The `tracing` target of every span the core opens (launch, step, model_call, tool_call,
@@ -31,12 +31,12 @@ pub use terminal::{TerminalReason, UnknownTerminalReason};
 pub const SPAN_TARGET: &str = "outrider::span";
 
 /// A UTC timestamp in ISO 8601 with milliseconds and a `Z`.
-pub fn utc_now_iso() -> String {
+pub(crate) fn utc_now_iso() -> String {
     humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }
 
 /// A new child session id: `child-<32 hex>`.
-pub fn new_child_id() -> String {
+pub(crate) fn new_child_id() -> String {
     format!("child-{}", uuid::Uuid::new_v4().simple())
 }
 
@@ -55,7 +55,7 @@ pub struct TraceEvent {
     pub payload: Value,
 }
 
-pub use crate::error::TraceDirError;
+pub(crate) use crate::error::TraceDirError;
 
 /// Receives each event of a trace as it is recorded (a caller's `on_event`): called on the
 /// thread that records it, after the event is written, with no lock held.
@@ -77,7 +77,7 @@ impl std::fmt::Debug for EventSink {
 
 /// The default trace directory: `$OUTRIDER_TRACE_DIR`, else `$XDG_STATE_HOME/outrider/traces`,
 /// else `~/.local/state/outrider/traces`, else the system temp dir.
-pub fn default_trace_dir() -> PathBuf {
+pub(crate) fn default_trace_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("OUTRIDER_TRACE_DIR").filter(|d| !d.is_empty()) {
         return PathBuf::from(dir);
     }
@@ -92,7 +92,7 @@ pub fn default_trace_dir() -> PathBuf {
 
 /// Resolve `dir`, refuse it when inside `root`, create it (`0700`) and hold it open (see
 /// [`TraceDir`]).
-pub fn prepare_trace_dir(dir: &Path, root: &Path) -> Result<TraceDir, TraceDirError> {
+pub(crate) fn prepare_trace_dir(dir: &Path, root: &Path) -> Result<TraceDir, TraceDirError> {
     TraceDir::prepare(dir, root)
 }
 

@@ -5,11 +5,11 @@
 use std::time::{Duration, SystemTime};
 
 /// The environment variable that sets the retention when the caller gives none.
-pub const TRACE_KEEP_ENV: &str = "OUTRIDER_TRACE_KEEP";
+pub(crate) const TRACE_KEEP_ENV: &str = "OUTRIDER_TRACE_KEEP";
 /// Trace files kept by default.
-pub const DEFAULT_KEEP_FILES: usize = 1000;
+pub(super) const DEFAULT_KEEP_FILES: usize = 1000;
 /// Days a trace file is kept by default.
-pub const DEFAULT_KEEP_DAYS: u64 = 30;
+pub(super) const DEFAULT_KEEP_DAYS: u64 = 30;
 
 /// Which old trace files are deleted when a launcher or main agent prepares its directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,7 +136,7 @@ impl TraceRetention {
 
 /// Whether `name` is a trace file outrider writes: `trace-child-<32 hex>.jsonl` or
 /// `trace-main-<32 hex>.jsonl`.
-pub fn is_trace_name(name: &str) -> bool {
+pub(super) fn is_trace_name(name: &str) -> bool {
     let Some(rest) = name
         .strip_prefix("trace-child-")
         .or_else(|| name.strip_prefix("trace-main-"))

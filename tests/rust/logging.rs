@@ -5,11 +5,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use outrider::agent::{LauncherOptions, SubagentLauncher, SubagentRequest, TraceDirSetting};
-use outrider::llm::{
+use outrider::api::CancelToken;
+use outrider::api::{
     BoxFuture, ChatModel, ChatRequest, ChatResponse, Message, ModelError, ToolCall,
 };
-use outrider::runner::CancelToken;
+use outrider::api::{LauncherOptions, SubagentLauncher, SubagentRequest, TraceDirSetting};
 use serde_json::{json, Value};
 
 /// Answers by how many tool results the request holds.

@@ -4,12 +4,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use outrider::error::Error;
-use outrider::llm::env::{config_from_lookup, env_or_dotenv, load_dotenv, parse_dotenv};
-use outrider::llm::openai::{OpenAICompatible, OpenAICompatibleConfig};
-use outrider::llm::{
+use outrider::api::Error;
+use outrider::api::{config_from_lookup, env_or_dotenv, load_dotenv, parse_dotenv};
+use outrider::api::{
     ChatModel, ChatRequest, ChatResponse, Message, ModelError, ModelErrorKind, ToolCall, Usage,
 };
+use outrider::api::{OpenAICompatible, OpenAICompatibleConfig};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -350,8 +350,8 @@ async fn no_tools_means_no_tool_choice_and_no_key_means_no_auth_header() {
     assert_eq!(
         serde_json::from_str::<Value>(&sent.body).unwrap(),
         json!({"model": "other-model", "messages": [{"role": "user", "content": "hi"}],
-               "max_tokens": outrider::llm::openai::LOCAL_MAX_TOKENS, "stop": ["\n\n\n\n"],
-               "temperature": outrider::llm::openai::LOCAL_TEMPERATURE})
+               "max_tokens": outrider::api::LOCAL_MAX_TOKENS, "stop": ["\n\n\n\n"],
+               "temperature": outrider::api::LOCAL_TEMPERATURE})
     );
 }
 
@@ -783,13 +783,13 @@ fn config_validation_names_the_bad_value() {
         "api_key: the key has characters an HTTP header cannot carry (a newline or a control character?)"
     );
     assert_eq!(
-        outrider::llm::openai::duration_from_secs("timeout", -1.0)
+        outrider::api::duration_from_secs("timeout", -1.0)
             .unwrap_err()
             .to_string(),
         "timeout: -1 is not a positive number of seconds; use e.g. 120"
     );
     assert_eq!(
-        outrider::llm::openai::duration_from_secs("timeout", f64::INFINITY)
+        outrider::api::duration_from_secs("timeout", f64::INFINITY)
             .unwrap_err()
             .to_string(),
         "timeout: inf is not a positive number of seconds; use e.g. 120"
@@ -1243,7 +1243,7 @@ async fn an_echoed_key_never_reaches_the_launch_result_or_the_traces() {
     let result = launcher
         .launch(
             outrider::SubagentRequest::explore("find main"),
-            outrider::runner::CancelToken::new(),
+            outrider::api::CancelToken::new(),
         )
         .await
         .unwrap();
@@ -1332,7 +1332,7 @@ async fn a_body_streaming_past_the_size_cap_is_cut_off_there() {
         )
     );
     assert_eq!(server.requests().len(), 1);
-    assert_eq!(outrider::llm::openai::MAX_RESPONSE_BYTES, 8 << 20);
+    assert_eq!(outrider::api::MAX_RESPONSE_BYTES, 8 << 20);
 }
 
 #[tokio::test]
@@ -1341,7 +1341,7 @@ async fn a_body_just_under_the_size_cap_is_read() {
     let body = completion("padded").to_string();
     let padded = format!(
         "{body}{}",
-        " ".repeat(outrider::llm::openai::MAX_RESPONSE_BYTES - body.len())
+        " ".repeat(outrider::api::MAX_RESPONSE_BYTES - body.len())
     );
     let server = Server::start(vec![Step::Reply(200, vec![], padded)]).await;
     let model = server.model(|_| {});
@@ -1802,8 +1802,8 @@ async fn every_http_fault_ends_a_launch_within_its_limit_with_a_clear_reason() {
     );
 }
 
-fn dotenv_at(path: &str, pairs: &[(&str, &str)]) -> outrider::llm::env::DotEnv {
-    outrider::llm::env::DotEnv {
+fn dotenv_at(path: &str, pairs: &[(&str, &str)]) -> outrider::api::DotEnv {
+    outrider::api::DotEnv {
         path: path.into(),
         pairs: pairs
             .iter()
@@ -1814,7 +1814,7 @@ fn dotenv_at(path: &str, pairs: &[(&str, &str)]) -> outrider::llm::env::DotEnv {
 
 #[test]
 fn a_key_goes_only_to_the_base_url_set_beside_it() {
-    use outrider::llm::env::config_from_sources;
+    use outrider::api::config_from_sources;
     let env = lookup_from(&[("LLM_MODEL_ID", "m"), ("LLM_API_KEY", "user-key")]);
     // The environment's key with a .env's base URL: refused, naming both places, not the key.
     let file = dotenv_at("/work/.env", &[("LLM_BASE_URL", "http://other.example/v1")]);
@@ -1849,7 +1849,7 @@ fn a_key_goes_only_to_the_base_url_set_beside_it() {
 
 #[test]
 fn the_light_route_borrows_the_main_key_only_for_the_main_base_url() {
-    use outrider::llm::env::config_from_sources;
+    use outrider::api::config_from_sources;
     let env = lookup_from(&[
         ("LLM_MODEL_ID", "m"),
         ("LLM_API_KEY", "user-key"),
@@ -1899,7 +1899,7 @@ fn the_light_route_borrows_the_main_key_only_for_the_main_base_url() {
 
 #[test]
 fn a_dotenv_that_is_not_a_small_regular_file_is_refused_unread() {
-    use outrider::llm::env::{read_env_file, EnvFile, MAX_DOTENV_BYTES};
+    use outrider::api::{read_env_file, EnvFile, MAX_DOTENV_BYTES};
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("fifo.env");
     rustix::fs::mknodat(

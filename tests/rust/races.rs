@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use outrider::evidence::check_evidence;
-use outrider::tools::context::ToolContext;
-use outrider::tools::permissions::PermissionContext;
-use outrider::tools::registry::ToolRegistry;
-use outrider::tools::workspace::Workspace;
+use outrider::api::check_evidence;
+use outrider::api::PermissionContext;
+use outrider::api::ToolContext;
+use outrider::api::ToolRegistry;
+use outrider::api::Workspace;
 use rustix::fs::{renameat_with, RenameFlags, CWD};
 use serde_json::{json, Value};
 

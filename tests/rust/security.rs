@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use outrider::tools::context::ToolContext;
-use outrider::tools::envelope::{ToolResult, ToolStatus};
-use outrider::tools::permissions::PermissionContext;
-use outrider::tools::registry::ToolRegistry;
-use outrider::tools::workspace::Workspace;
+use outrider::api::PermissionContext;
+use outrider::api::ToolContext;
+use outrider::api::ToolRegistry;
+use outrider::api::Workspace;
+use outrider::api::{ToolResult, ToolStatus};
 use serde_json::{json, Value};
 
 const SECRET: &str = "TOPSECRET-7f3a";

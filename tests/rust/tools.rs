@@ -5,18 +5,18 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use outrider::llm::{
+use outrider::api::explore_profile;
+use outrider::api::PermissionContext;
+use outrider::api::ToolContext;
+use outrider::api::ToolRegistry;
+use outrider::api::Trace;
+use outrider::api::Workspace;
+use outrider::api::{
     BoxFuture, ChatModel, ChatRequest, ChatResponse, Message, ModelError, ModelErrorKind, ToolCall,
 };
-use outrider::profile::explore_profile;
-use outrider::runner::{CancelToken, RuntimeRunner, TerminalReason};
-use outrider::tools::budget::{OutputBudget, MAX_TOOL_BATCH_BYTES};
-use outrider::tools::context::ToolContext;
-use outrider::tools::envelope::{ErrorCode, ToolResult, ToolStatus};
-use outrider::tools::permissions::PermissionContext;
-use outrider::tools::registry::ToolRegistry;
-use outrider::tools::workspace::Workspace;
-use outrider::trace::Trace;
+use outrider::api::{CancelToken, RuntimeRunner, TerminalReason};
+use outrider::api::{ErrorCode, ToolResult, ToolStatus};
+use outrider::api::{OutputBudget, MAX_TOOL_BATCH_BYTES};
 use serde_json::{json, Value};
 
 struct Tree {

@@ -8,6 +8,7 @@ import json
 import os
 from typing import Any
 
+from outrider._terminal import fail, json_text, say, term
 from outrider.exceptions import ConfigError
 
 EXIT_HELP = (
@@ -80,7 +81,6 @@ def _spec(value: str | None, what: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from outrider import cli
     from outrider.batch import LocalExecutor, RateLimit, RayExecutor, explore_many
 
     try:
@@ -122,11 +122,11 @@ def run(args: argparse.Namespace) -> int:
             progress=False if args.no_progress else None,
         )
     except ConfigError as err:
-        cli._fail(err)
+        fail(err)
         return 2
     if args.json:
-        print(cli._json_text(batch.summary.to_dict()))
+        print(json_text(batch.summary.to_dict()))
     else:
-        print(cli._term(str(batch.summary), lines=True))
-        cli._say(f"manifest: {os.path.join(args.out, 'manifest.jsonl')}")
+        print(term(str(batch.summary), lines=True))
+        say(f"manifest: {os.path.join(args.out, 'manifest.jsonl')}")
     return 1 if batch.summary.failed else 0

@@ -36,7 +36,7 @@ fn install_crypto_provider() {
 /// streams in rather than held in memory.
 pub const MAX_RESPONSE_BYTES: usize = 8 << 20;
 /// How much of an error response's body is read: enough for the provider's message.
-pub const MAX_ERROR_BODY_BYTES: usize = 64 << 10;
+pub(crate) const MAX_ERROR_BODY_BYTES: usize = 64 << 10;
 
 /// The built-in OpenAI-compatible chat-completions backend.
 pub struct OpenAICompatible {
@@ -78,7 +78,7 @@ pub const LOCAL_TEMPERATURE: f64 = 0.0;
 /// The stop sequence sent to a server on a loopback address: a small model served by llama.cpp
 /// often writes an answer, then newline after newline until its token cap. Three blank lines
 /// end it; neither a JSON answer nor a tool call holds them.
-pub const LOCAL_STOP: &[&str] = &["\n\n\n\n"];
+pub(crate) const LOCAL_STOP: &[&str] = &["\n\n\n\n"];
 
 impl fmt::Debug for OpenAICompatible {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

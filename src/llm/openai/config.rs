@@ -10,20 +10,20 @@ use reqwest::Url;
 use crate::error::Error;
 
 /// The default read/total timeout of one attempt.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// The default timeout of one attempt to a server on this machine (a loopback address): a
 /// model on a CPU reads a prompt of a few thousand tokens at tens of tokens a second, so a
 /// first call can take minutes; the run's own wall-clock limit still bounds it, and a run that
 /// reaches that limit returns what it has as `partial`.
-pub const LOCAL_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const LOCAL_TIMEOUT: Duration = Duration::from_secs(600);
 /// The default time allowed to open a connection.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The default number of extra attempts after a transient failure (2 means 3 attempts).
-pub const DEFAULT_MAX_RETRIES: u32 = 2;
+pub(crate) const DEFAULT_MAX_RETRIES: u32 = 2;
 /// The base URL used when none is configured.
-pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+pub(crate) const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// The most retries a client may be configured with.
-pub const MAX_RETRIES_LIMIT: u32 = 10;
+pub(crate) const MAX_RETRIES_LIMIT: u32 = 10;
 
 /// what differs from the defaults, then pass to [`OpenAICompatible::new`], which validates it.
 #[derive(Clone, PartialEq)]
@@ -205,7 +205,7 @@ pub fn duration_from_secs(field: &str, secs: f64) -> Result<Duration, Error> {
 
 /// The API root of `raw` with a trailing `/chat/completions`, `/completions` or `/` removed.
 /// Fails, naming the value, unless it is an http(s) URL with a host.
-pub fn normalize_base_url(raw: &str) -> Result<String, Error> {
+pub(crate) fn normalize_base_url(raw: &str) -> Result<String, Error> {
     parse_base_url(raw).map(|u| u.to_string().trim_end_matches('/').to_owned())
 }
 

@@ -11,8 +11,8 @@
 //! loop), `classify` (what a failure was), `retry` (how long to wait before the next attempt).
 //!
 //! ```
-//! use outrider::llm::openai::{OpenAICompatible, OpenAICompatibleConfig};
-//! use outrider::llm::ChatModel;
+//! use outrider::api::{OpenAICompatible, OpenAICompatibleConfig};
+//! use outrider::api::ChatModel;
 //!
 //! let mut config = OpenAICompatibleConfig::new("gpt-4o-mini", "https://api.openai.com/v1/chat/completions");
 //! config.api_key = Some("sk-not-a-real-key".into());
@@ -22,14 +22,9 @@
 //! ```
 
 mod classify;
-pub mod client;
-pub mod config;
+pub(crate) mod client;
+pub(crate) mod config;
 mod retry;
 
-pub use client::{
-    OpenAICompatible, LOCAL_MAX_TOKENS, LOCAL_TEMPERATURE, MAX_ERROR_BODY_BYTES, MAX_RESPONSE_BYTES,
-};
-pub use config::{
-    duration_from_secs, normalize_base_url, OpenAICompatibleConfig, DEFAULT_BASE_URL,
-    DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, MAX_RETRIES_LIMIT,
-};
+pub use client::{OpenAICompatible, LOCAL_MAX_TOKENS, LOCAL_TEMPERATURE, MAX_RESPONSE_BYTES};
+pub use config::{duration_from_secs, OpenAICompatibleConfig};

@@ -10,7 +10,7 @@ use crate::tools::params;
 use crate::tools::walk::{self, WalkRules, DEFAULT_RESULT_LIMIT, MAX_RESULT_LIMIT};
 
 /// The most context lines before or after a match.
-pub const MAX_CONTEXT_LINES: i64 = 20;
+pub(crate) const MAX_CONTEXT_LINES: i64 = 20;
 
 pub(crate) const ACCEPTED: [&str; 12] = [
     "pattern",
@@ -29,7 +29,7 @@ pub(crate) const ACCEPTED: [&str; 12] = [
 
 /// What Grep returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OutputMode {
+pub(super) enum OutputMode {
     /// Matching lines: `data.matches[{file, line, text[, before, after]}]`.
     Content,
     /// Files with at least one match: `data.files[...]`.

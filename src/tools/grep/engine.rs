@@ -13,21 +13,21 @@ use crate::tools::memo::Memo;
 
 /// Backtracking steps the fallback engine may take on one line before it gives up, so that a
 /// pathological pattern (`(a+)+$` on a long run of `a`) fails fast instead of hanging the search.
-pub const FANCY_BACKTRACK_LIMIT: usize = 100_000;
+pub(crate) const FANCY_BACKTRACK_LIMIT: usize = 100_000;
 
 /// Bytes a compiled pattern may take (its automaton); a larger one is refused, so that a valid
 /// but huge pattern (`a{1000}{1000}`) cannot take gigabytes.
-pub const REGEX_SIZE_LIMIT: usize = 10 << 20;
+pub(super) const REGEX_SIZE_LIMIT: usize = 10 << 20;
 /// Bytes the lazy DFA of one search may grow to before it falls back to slower matching.
-pub const REGEX_DFA_SIZE_LIMIT: usize = 2 << 20;
+pub(super) const REGEX_DFA_SIZE_LIMIT: usize = 2 << 20;
 /// Pattern length accepted, in bytes.
-pub const MAX_PATTERN_BYTES: usize = 4096;
+pub(super) const MAX_PATTERN_BYTES: usize = 4096;
 /// Most patterns compile under this: tried first, so the memo can count them as small.
 const SMALL_SIZE_LIMIT: usize = 256 << 10;
 
 wire_enum! {
     /// Which engine a search used.
-    pub enum EngineKind {
+    pub(super) enum EngineKind {
         /// ripgrep's finite-automata engine: linear time, no look-around or backreferences.
         Plain = "plain",
         /// The backtracking fallback (`fancy-regex`), bounded by [`FANCY_BACKTRACK_LIMIT`].

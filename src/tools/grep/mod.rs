@@ -12,7 +12,7 @@
 //! are skipped as binary.
 //!
 //! ```
-//! use outrider::tools::{context::ToolContext, grep::GrepTool, registry::Tool, workspace::Workspace};
+//! use outrider::api::{ToolContext, GrepTool, Tool, Workspace};
 //! use serde_json::json;
 //! let dir = tempfile::tempdir().unwrap();
 //! std::fs::write(dir.path().join("a.py"), "import os\ndef main():\n    pass\n").unwrap();
@@ -30,9 +30,8 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-pub use args::{OutputMode, MAX_CONTEXT_LINES};
-pub use engine::{EngineKind, FANCY_BACKTRACK_LIMIT};
-pub use output::{LINE_TRUNCATION_MARKER, MAX_LINE_CHARS};
+pub(crate) use args::MAX_CONTEXT_LINES;
+pub(crate) use engine::FANCY_BACKTRACK_LIMIT;
 
 use crate::tools::context::{Interrupt, ToolContext};
 use crate::tools::envelope::{ErrorCode, ToolResult};

@@ -11,11 +11,11 @@ use crate::tools::grep::engine::EngineKind;
 use crate::tools::grep::search::{FileHits, Found, HEAP_LIMIT};
 
 /// Characters of one line kept in a result; longer lines are cut and marked.
-pub const MAX_LINE_CHARS: usize = 2000;
+pub(super) const MAX_LINE_CHARS: usize = 2000;
 /// Files named at most in a result's list of files searched only in part.
 const MAX_NAMED_FILES: usize = 20;
 /// The marker that ends a cut line (1 987 kept characters + this = 2 000).
-pub const LINE_TRUNCATION_MARKER: &str = "… [truncated]";
+pub(super) const LINE_TRUNCATION_MARKER: &str = "… [truncated]";
 fn cut_line(text: String, reasons: &mut Vec<&'static str>) -> String {
     if text.chars().count() <= MAX_LINE_CHARS {
         return text;
@@ -30,7 +30,7 @@ fn cut_line(text: String, reasons: &mut Vec<&'static str>) -> String {
 }
 
 /// Matches per file shown before any file gets more (when not all can be shown).
-pub const PER_FILE: usize = 3;
+pub(super) const PER_FILE: usize = 3;
 
 /// Whether a matched line looks like a definition (of what the pattern named).
 fn is_definition(text: &str) -> bool {
@@ -79,6 +79,13 @@ fn chosen(files: &[FileHits], limit: usize) -> HashSet<(usize, usize)> {
     shown
 }
 
+/// What one output mode put in `data`: entries returned, matched lines, the summary sentence.
+struct Listed {
+    returned: usize,
+    matched_lines: u64,
+    summary: String,
+}
+
 /// The result envelope: matches, files or counts cut to the limit, with truncation reasons.
 pub(crate) fn finish(
     params: &Value,
@@ -97,95 +104,12 @@ pub(crate) fn finish(
     } = found;
     let mut reasons: Vec<&'static str> = Vec::new();
     let mut data = Map::new();
-    let (returned, matched_lines, summary) = match req.mode {
-        OutputMode::Content => {
-            let total: usize = files.iter().map(|f| f.hits.len()).sum();
-            let pool_cut = total >= req.pool() || files.iter().any(|f| f.more);
-            let more = total > req.limit || pool_cut;
-            let shown = chosen(&files, req.limit);
-            let mut matches = Vec::new();
-            for (fi, f) in files.iter().enumerate() {
-                for (hi, h) in f.hits.iter().enumerate() {
-                    if !shown.contains(&(fi, hi)) {
-                        continue;
-                    }
-                    let mut m = Map::new();
-                    m.insert("file".into(), Value::from(f.rel.clone()));
-                    m.insert("line".into(), Value::from(h.line));
-                    m.insert(
-                        "text".into(),
-                        Value::from(cut_line(h.text.clone(), &mut reasons)),
-                    );
-                    if req.before > 0 {
-                        let b: Vec<String> = h
-                            .before
-                            .iter()
-                            .map(|t| cut_line(t.clone(), &mut reasons))
-                            .collect();
-                        m.insert("before".into(), json!(b));
-                    }
-                    if req.after > 0 {
-                        let a: Vec<String> = h
-                            .after
-                            .iter()
-                            .map(|t| cut_line(t.clone(), &mut reasons))
-                            .collect();
-                        m.insert("after".into(), json!(a));
-                    }
-                    matches.push(Value::Object(m));
-                }
-            }
-            if more {
-                reasons.insert(0, "match_limit");
-            }
-            let n = matches.len();
-            data.insert("matches".into(), Value::Array(matches));
-            let mut summary = format!("Found {n} matching line(s) in '{rel_root}'.");
-            if more {
-                let left = total.saturating_sub(n);
-                let plus = if pool_cut { " or more" } else { "" };
-                data.insert("omitted".into(), Value::from(left));
-                summary.push_str(&format!(
-                    " {left}{plus} more not shown: definitions first, then at most {PER_FILE} per file, then the rest in path order."
-                ));
-            }
-            (n, n as u64, summary)
-        }
+    let listed = match req.mode {
+        OutputMode::Content => content(&files, req, &rel_root, &mut data, &mut reasons),
         OutputMode::FilesWithMatches => {
-            let names: Vec<Value> = files
-                .iter()
-                .take(req.limit)
-                .map(|f| Value::from(f.rel.clone()))
-                .collect();
-            if files.len() > req.limit {
-                reasons.push("match_limit");
-            }
-            let n = names.len();
-            data.insert("files".into(), Value::Array(names));
-            (
-                n,
-                n as u64,
-                format!("Found {n} file(s) with matches in '{rel_root}'."),
-            )
+            files_with_matches(&files, req, &rel_root, &mut data, &mut reasons)
         }
-        OutputMode::Count => {
-            let kept: Vec<&FileHits> = files.iter().take(req.limit).collect();
-            let lines: u64 = kept.iter().map(|f| f.count).sum();
-            let counts: Vec<Value> = kept
-                .iter()
-                .map(|f| json!({"file": f.rel, "count": f.count}))
-                .collect();
-            if files.len() > req.limit {
-                reasons.push("match_limit");
-            }
-            let n = counts.len();
-            data.insert("counts".into(), Value::Array(counts));
-            (
-                n,
-                lines,
-                format!("Found {lines} matching line(s) in {n} file(s) in '{rel_root}'."),
-            )
-        }
+        OutputMode::Count => counts(&files, req, &rel_root, &mut data, &mut reasons),
     };
     let truncated = !reasons.is_empty();
     data.insert("truncated".into(), Value::from(truncated));
@@ -196,10 +120,166 @@ pub(crate) fn finish(
         // Only the fallback is named, so results from the plain engine stay as they were.
         data.insert("engine".into(), Value::from(engine.as_str()));
     }
-    let mut text = summary;
-    // Only when non-zero, so ordinary results stay as they were; the text tells the model too.
-    // A file searched only in part is an incomplete answer: `partial`, the files named, so a
-    // "0 matches" over a one-line 64 MiB file is not taken for "not there".
+    let mut text = listed.summary;
+    let skipped_long_lines = long_line_files.len();
+    skipped_notes(
+        &mut data,
+        &mut text,
+        &long_line_files,
+        unreadable,
+        refused_ignore_files,
+    );
+    if truncated {
+        text.push_str(
+            " Results were truncated; narrow the path, glob, pattern, or matching lines.",
+        );
+    }
+    let time_ms = elapsed_ms(started);
+    let result = if truncated || skipped_long_lines > 0 {
+        ToolResult::partial(params, data, text, time_ms)
+    } else {
+        ToolResult::success(params, data, text, time_ms)
+    };
+    let result = result
+        .with_stat("matched_lines", listed.matched_lines)
+        .with_stat("searched_files", searched);
+    let result = if req.mode == OutputMode::Content {
+        result
+    } else {
+        result.with_stat("matched_files", listed.returned)
+    };
+    result.with_path_resolved(rel_root)
+}
+
+/// `content` mode: the chosen matching lines (each cut to [`MAX_LINE_CHARS`], with the context
+/// lines asked for) under `matches`, and how many were left out.
+fn content(
+    files: &[FileHits],
+    req: &Request,
+    rel_root: &str,
+    data: &mut Map<String, Value>,
+    reasons: &mut Vec<&'static str>,
+) -> Listed {
+    let total: usize = files.iter().map(|f| f.hits.len()).sum();
+    let pool_cut = total >= req.pool() || files.iter().any(|f| f.more);
+    let more = total > req.limit || pool_cut;
+    let shown = chosen(files, req.limit);
+    let mut matches = Vec::new();
+    for (fi, f) in files.iter().enumerate() {
+        for (hi, h) in f.hits.iter().enumerate() {
+            if !shown.contains(&(fi, hi)) {
+                continue;
+            }
+            let mut m = Map::new();
+            m.insert("file".into(), Value::from(f.rel.clone()));
+            m.insert("line".into(), Value::from(h.line));
+            m.insert(
+                "text".into(),
+                Value::from(cut_line(h.text.clone(), reasons)),
+            );
+            if req.before > 0 {
+                let b: Vec<String> = h
+                    .before
+                    .iter()
+                    .map(|t| cut_line(t.clone(), reasons))
+                    .collect();
+                m.insert("before".into(), json!(b));
+            }
+            if req.after > 0 {
+                let a: Vec<String> = h
+                    .after
+                    .iter()
+                    .map(|t| cut_line(t.clone(), reasons))
+                    .collect();
+                m.insert("after".into(), json!(a));
+            }
+            matches.push(Value::Object(m));
+        }
+    }
+    if more {
+        reasons.insert(0, "match_limit");
+    }
+    let n = matches.len();
+    data.insert("matches".into(), Value::Array(matches));
+    let mut summary = format!("Found {n} matching line(s) in '{rel_root}'.");
+    if more {
+        let left = total.saturating_sub(n);
+        let plus = if pool_cut { " or more" } else { "" };
+        data.insert("omitted".into(), Value::from(left));
+        summary.push_str(&format!(
+            " {left}{plus} more not shown: definitions first, then at most {PER_FILE} per file, then the rest in path order."
+        ));
+    }
+    Listed {
+        returned: n,
+        matched_lines: n as u64,
+        summary,
+    }
+}
+
+/// `files_with_matches` mode: the first `limit` files with a match, under `files`.
+fn files_with_matches(
+    files: &[FileHits],
+    req: &Request,
+    rel_root: &str,
+    data: &mut Map<String, Value>,
+    reasons: &mut Vec<&'static str>,
+) -> Listed {
+    let names: Vec<Value> = files
+        .iter()
+        .take(req.limit)
+        .map(|f| Value::from(f.rel.clone()))
+        .collect();
+    if files.len() > req.limit {
+        reasons.push("match_limit");
+    }
+    let n = names.len();
+    data.insert("files".into(), Value::Array(names));
+    Listed {
+        returned: n,
+        matched_lines: n as u64,
+        summary: format!("Found {n} file(s) with matches in '{rel_root}'."),
+    }
+}
+
+/// `count` mode: the matching lines of the first `limit` files, under `counts`.
+fn counts(
+    files: &[FileHits],
+    req: &Request,
+    rel_root: &str,
+    data: &mut Map<String, Value>,
+    reasons: &mut Vec<&'static str>,
+) -> Listed {
+    let kept: Vec<&FileHits> = files.iter().take(req.limit).collect();
+    let lines: u64 = kept.iter().map(|f| f.count).sum();
+    let counts: Vec<Value> = kept
+        .iter()
+        .map(|f| json!({"file": f.rel, "count": f.count}))
+        .collect();
+    if files.len() > req.limit {
+        reasons.push("match_limit");
+    }
+    let n = counts.len();
+    data.insert("counts".into(), Value::Array(counts));
+    Listed {
+        returned: n,
+        matched_lines: lines,
+        summary: format!("Found {lines} matching line(s) in {n} file(s) in '{rel_root}'."),
+    }
+}
+
+/// What the search skipped, in `data` and in `text`: files searched only up to an over-long
+/// line, unreadable entries, ignore files not read. Each only when non-zero, so ordinary results
+/// stay as they were; the text tells the model too.
+fn skipped_notes(
+    data: &mut Map<String, Value>,
+    text: &mut String,
+    long_line_files: &[String],
+    unreadable: u64,
+    refused_ignore_files: u64,
+) {
+    // A file searched only in part is an incomplete answer (the result is `partial`, the files
+    // named), so a "0 matches" over a one-line 64 MiB file is not taken for "not there".
     let skipped_long_lines = long_line_files.len();
     if skipped_long_lines > 0 {
         data.insert("skipped_long_lines".into(), Value::from(skipped_long_lines));
@@ -233,24 +313,4 @@ pub(crate) fn finish(
             " {refused_ignore_files} ignore file(s) were not read (a symlink, a special file or over 1 MiB); their rules were not applied."
         ));
     }
-    if truncated {
-        text.push_str(
-            " Results were truncated; narrow the path, glob, pattern, or matching lines.",
-        );
-    }
-    let time_ms = elapsed_ms(started);
-    let result = if truncated || skipped_long_lines > 0 {
-        ToolResult::partial(params, data, text, time_ms)
-    } else {
-        ToolResult::success(params, data, text, time_ms)
-    };
-    let result = result
-        .with_stat("matched_lines", matched_lines)
-        .with_stat("searched_files", searched);
-    let result = if req.mode == OutputMode::Content {
-        result
-    } else {
-        result.with_stat("matched_files", returned)
-    };
-    result.with_path_resolved(rel_root)
 }

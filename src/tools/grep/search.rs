@@ -56,9 +56,8 @@ pub(crate) fn search(
     let ws = &ctx.workspace;
     // Content results are chosen from a pool a few times the limit (definitions and a few
     // matches per file first), so the walk may stop only once the pool is full.
-    let pool = req.pool();
     let shared = Shared {
-        limit: pool,
+        limit: req.pool(),
         best: Mutex::new(BinaryHeap::new()),
         cutoff: Mutex::new(None),
         files: Mutex::new(Vec::new()),
@@ -66,27 +65,15 @@ pub(crate) fn search(
         interrupted: Mutex::new(None),
         io_errors: AtomicU64::new(0),
         long_lines: Mutex::new(Vec::new()),
+        gave_up: AtomicBool::new(false),
     };
-    let mut searcher_builder = SearcherBuilder::new();
-    searcher_builder
-        .line_number(true)
-        .line_terminator(LineTerminator::crlf())
-        .binary_detection(BinaryDetection::quit(0))
-        .heap_limit(Some(HEAP_LIMIT))
-        // No UTF-16 transcoding: a file Read calls binary is binary here too.
-        .bom_sniffing(false);
-    if req.mode == OutputMode::Content {
-        searcher_builder
-            .before_context(req.before)
-            .after_context(req.after);
-    }
+    let searcher_builder = searcher_for(req);
     let ws_root: PathBuf = ws.root().to_path_buf();
-    let gave_up = AtomicBool::new(false);
 
     let walker = Walk::new(ws, &req.rules, None);
     walker.run(start, &mut || -> walk::Visitor<'_> {
         let mut searcher = searcher_builder.build();
-        let (shared, gave_up, ws_root) = (&shared, &gave_up, &ws_root);
+        let (shared, ws_root) = (&shared, &ws_root);
         Box::new(move |entry| {
             if let Some(why) = ctx.interrupted() {
                 *shared.interrupted.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
@@ -123,62 +110,11 @@ pub(crate) fn search(
                 shared.io_errors.fetch_add(1, Ordering::Relaxed);
                 return Visit::Continue;
             };
-            shared.searched.fetch_add(1, Ordering::Relaxed);
-            let mut sink = FileSink::new(req.mode, pool, req.after);
-            let mut keys = crate::redact::PrivateKeyLines::default();
-            let reader = Guarded {
-                inner: file,
-                ctx,
-                keys: &mut keys,
-            };
-            let outcome = match engine {
-                Engine::Plain(m) => searcher.search_reader(m, reader, &mut sink),
-                Engine::Fancy(m) => searcher.search_reader(m, reader, &mut sink),
-            };
-            if let Err(e) = outcome {
-                if e.kind() == io::ErrorKind::TimedOut {
-                    let why = ctx.interrupted().unwrap_or(Interrupt::Deadline);
-                    *shared.interrupted.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
-                    return Visit::Quit;
-                }
-                if engine.gave_up() {
-                    gave_up.store(true, Ordering::Relaxed);
-                    return Visit::Quit;
-                }
-                if !is_line_limit(&e) {
-                    shared.io_errors.fetch_add(1, Ordering::Relaxed);
-                    return Visit::Continue;
-                }
-                // The hits before the long line still count.
-                let mut long = shared.long_lines.lock().unwrap_or_else(|e| e.into_inner());
-                long.push(rel.clone());
-            }
-            if sink.binary || sink.count == 0 && sink.hits.is_empty() {
-                return Visit::Continue;
-            }
-            keys.finish();
-            if !keys.is_empty() {
-                // A private key's body lines, matched or shown as context: no text pattern
-                // knows a key's middle line, the file does.
-                for (n, text) in &mut sink.lines {
-                    if keys.contains(*n) {
-                        *text = crate::redact::MASK.into();
-                    }
-                }
-            }
-            let hits = sink.into_hits(rel, req.before);
-            match req.mode {
-                OutputMode::Content => {
-                    let keys: Vec<u64> = hits.hits.iter().map(|h| h.line).collect();
-                    shared.add(hits, keys.into_iter());
-                }
-                _ => shared.add(hits, std::iter::once(0)),
-            }
-            Visit::Continue
+            search_file(ctx, req, engine, shared, &mut searcher, file, rel)
         })
     });
 
-    if gave_up.load(Ordering::Relaxed) {
+    if shared.gave_up.load(Ordering::Relaxed) {
         return Err(Stopped::BacktrackLimit);
     }
     let interrupted = *shared.interrupted.lock().unwrap_or_else(|e| e.into_inner());
@@ -199,6 +135,87 @@ pub(crate) fn search(
         long_line_files,
         refused_ignore_files: walker.refused_ignore_files(),
     })
+}
+
+/// The searcher every thread of a search builds its own from.
+fn searcher_for(req: &Request) -> SearcherBuilder {
+    let mut builder = SearcherBuilder::new();
+    builder
+        .line_number(true)
+        .line_terminator(LineTerminator::crlf())
+        .binary_detection(BinaryDetection::quit(0))
+        .heap_limit(Some(HEAP_LIMIT))
+        // No UTF-16 transcoding: a file Read calls binary is binary here too.
+        .bom_sniffing(false);
+    if req.mode == OutputMode::Content {
+        builder.before_context(req.before).after_context(req.after);
+    }
+    builder
+}
+
+/// Search one opened file (`rel` from the root) and add its hits to `shared`; whether the walk
+/// goes on.
+fn search_file(
+    ctx: &ToolContext,
+    req: &Request,
+    engine: &Engine,
+    shared: &Shared,
+    searcher: &mut Searcher,
+    file: std::fs::File,
+    rel: String,
+) -> Visit {
+    shared.searched.fetch_add(1, Ordering::Relaxed);
+    let mut sink = FileSink::new(req.mode, shared.limit, req.after);
+    let mut keys = crate::redact::PrivateKeyLines::default();
+    let reader = Guarded {
+        inner: file,
+        ctx,
+        keys: &mut keys,
+    };
+    let outcome = match engine {
+        Engine::Plain(m) => searcher.search_reader(m, reader, &mut sink),
+        Engine::Fancy(m) => searcher.search_reader(m, reader, &mut sink),
+    };
+    if let Err(e) = outcome {
+        if e.kind() == io::ErrorKind::TimedOut {
+            let why = ctx.interrupted().unwrap_or(Interrupt::Deadline);
+            *shared.interrupted.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+            return Visit::Quit;
+        }
+        if engine.gave_up() {
+            shared.gave_up.store(true, Ordering::Relaxed);
+            return Visit::Quit;
+        }
+        if !is_line_limit(&e) {
+            shared.io_errors.fetch_add(1, Ordering::Relaxed);
+            return Visit::Continue;
+        }
+        // The hits before the long line still count.
+        let mut long = shared.long_lines.lock().unwrap_or_else(|e| e.into_inner());
+        long.push(rel.clone());
+    }
+    if sink.binary || sink.count == 0 && sink.hits.is_empty() {
+        return Visit::Continue;
+    }
+    keys.finish();
+    if !keys.is_empty() {
+        // A private key's body lines, matched or shown as context: no text pattern knows a
+        // key's middle line, the file does.
+        for (n, text) in &mut sink.lines {
+            if keys.contains(*n) {
+                *text = crate::redact::MASK.into();
+            }
+        }
+    }
+    let hits = sink.into_hits(rel, req.before);
+    match req.mode {
+        OutputMode::Content => {
+            let keys: Vec<u64> = hits.hits.iter().map(|h| h.line).collect();
+            shared.add(hits, keys.into_iter());
+        }
+        _ => shared.add(hits, std::iter::once(0)),
+    }
+    Visit::Continue
 }
 
 /// Whether the searcher stopped because a line outgrew its buffer limit.
@@ -236,6 +253,8 @@ struct Shared {
     interrupted: Mutex<Option<Interrupt>>,
     io_errors: AtomicU64,
     long_lines: Mutex<Vec<String>>,
+    /// The fallback engine hit its backtrack limit: the search stops.
+    gave_up: AtomicBool,
 }
 
 impl Shared {
