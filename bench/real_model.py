@@ -148,7 +148,7 @@ def run_one(root: pathlib.Path, model: Any, question: str, traces: str) -> dict[
 def summarize(records: list[dict[str, Any]], label: str) -> list[str]:
     """The per-set lines: the model's figures, then the index's right beside them."""
     out = []
-    for name in sorted({r["set"] for r in records}) + ["all"]:
+    for name in [*sorted({r["set"] for r in records}), "all"]:
         rs = [r for r in records if name in ("all", r["set"])]
         model = [r for r in rs if r["by"] == "model"]
         index = {r["id"]: r for r in rs if r["by"] == "index"}
@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(
                         f"{path.stem:<22} {q['id']:<8} {by:<5} {'RIGHT' if right else 'wrong':<5} "
                         f"{data['status']:<10} calls {data.get('model_calls', 0):>2} tools {tools:>2} "
-                        f"{data['seconds']:>6.1f}s  {list(zip(ev[:3], src[:3]))}",
+                        f"{data['seconds']:>6.1f}s  {list(zip(ev[:3], src[:3], strict=False))}",
                         flush=True,
                     )
                     if by == "model" and q.get("kind") == "how":

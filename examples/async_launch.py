@@ -55,7 +55,11 @@ async def main() -> None:
         for r in results:
             assert isinstance(r.result, outrider.ExploreResult)
             # What the model itself cited; the index's leads beside it are marked "index".
-            own = [e for e, s in zip(r.result.evidence, r.result.evidence_sources) if s != "index"]
+            own = [
+                e
+                for e, s in zip(r.result.evidence, r.result.evidence_sources, strict=True)
+                if s != "index"
+            ]
             print(f"  {r.status}: {r.result.summary}  {own}")
 
 

@@ -39,7 +39,7 @@ pub use crate::profile::{
 };
 pub use crate::pyjson::{py_repr_str, Json};
 pub use crate::redact::{redact_str, register_secret};
-pub use crate::runner::ParsedResult;
+pub use crate::runner::outcome::ParsedResult;
 pub use crate::schema::{
     AnswerValidator, CustomResult, OutputSchema, SchemaViolation,
     EXPECTED as OUTPUT_SCHEMA_EXPECTED,
@@ -50,8 +50,8 @@ pub use crate::tools::workspace::{PathError, Workspace};
 pub use crate::trace::retention::TraceRetention;
 pub use crate::trace::{EventSink, TraceEvent, SPAN_TARGET};
 // The trace vocabulary a front end checks its own names against.
-pub use crate::runner::TerminalReason;
 pub use crate::trace::event::EventKind;
+pub use crate::trace::TerminalReason;
 pub use crate::VERSION;
 
 // What the integration tests (tests/rust/), the fuzz targets and the doc examples reach below

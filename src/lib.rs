@@ -119,7 +119,7 @@ pub(crate) mod pyjson;
 pub(crate) mod redact;
 // The loop's module stays public while it is being rewritten (#34): its mod.rs re-exports
 // names nothing else uses, which a crate-private module would refuse as unused.
-pub mod runner;
+pub(crate) mod runner;
 pub(crate) mod schema;
 pub(crate) mod tools;
 pub(crate) mod trace;

@@ -185,7 +185,8 @@ def test_task_failure_envelope(repo: pathlib.Path, traces: pathlib.Path) -> None
         reference_format=True,
     ).run(TASK_ARGS)
     assert (hinted["status"], hinted["data"]["status"]) == ("success", "partial")
-    assert hinted["data"]["result"]["evidence_sources"] == ["index"]
+    leads = hinted["data"]["result"]
+    assert isinstance(leads, dict) and leads["evidence_sources"] == ["index"]
     no_hint = outrider.EXPLORE_PROFILE.replace(repo_map_hint=False)
     tool = TaskTool(
         SubagentLauncher(

@@ -133,6 +133,7 @@ impl RuntimeRunner {
                 let ungrounded =
                     gate::grounding(&self.workspace, result.evidence(), deadline, &st.observed)
                         .await;
+                let ungrounded = hint::without_unread_leads(&mut result, ungrounded, &st.leads);
                 let ending = Ending::answered(reason, text, result, repair)
                     .with_error(error)
                     .with_ungrounded(ungrounded);

@@ -34,10 +34,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-pub use crate::cancel::{CancelToken, Owner};
-pub use crate::contract::UnknownRepair;
-pub use outcome::{ParsedResult, RunOutcome, TerminalReason, UnknownTerminalReason};
-pub use state::{ANSWER_RESERVE_TOKENS, MAX_ANSWER_BYTES};
+pub(crate) use crate::cancel::CancelToken;
+pub(crate) use outcome::{ParsedResult, RunOutcome, TerminalReason};
 
 use crate::llm::ChatModel;
 use crate::profile::RuntimeProfile;

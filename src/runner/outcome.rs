@@ -4,7 +4,7 @@ use crate::contract::{ExploreResult, Repair, ToolUsage, VerificationResult};
 use crate::evidence::EvidenceCheck;
 use crate::llm::Message;
 
-pub use crate::trace::{TerminalReason, UnknownTerminalReason};
+pub use crate::trace::TerminalReason;
 
 /// A parsed final answer.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -441,12 +441,7 @@ impl RuntimeRunner {
         leads: &[Lead],
     ) -> Next {
         if let Some((mut result, repair, ungrounded)) = refusal.parsed {
-            let (on_leads, ungrounded): (Vec<_>, Vec<_>) = ungrounded
-                .into_iter()
-                .partition(|c| leads.iter().any(|l| l.overlaps(&c.evidence)));
-            if let Some(evidence) = result.evidence_mut() {
-                evidence.retain(|e| !on_leads.iter().any(|c| &c.evidence == e));
-            }
+            let ungrounded = hint::without_unread_leads(&mut result, ungrounded, leads);
             if ungrounded.is_empty() {
                 // Nothing it cites is false; it explored too little or cited nothing: it
                 // stands as partial, saying why.

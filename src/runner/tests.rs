@@ -7,6 +7,7 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::*;
+use crate::runner::state::MAX_ANSWER_BYTES;
 
 use crate::contract::{Repair, SubagentStatus};
 use crate::llm::{
@@ -1890,5 +1891,35 @@ async fn a_path_that_drops_a_directory_of_the_one_file_seen_is_mended_and_no_oth
         .await
         .0,
         TerminalReason::CompletedUnverified
+    );
+}
+
+#[tokio::test]
+async fn an_answer_that_only_restates_unread_leads_stands_as_partial_with_the_leads_as_the_index() {
+    let dir = tree();
+    // The model never reads: it cites the lead it was given, three times.
+    let model = Scripted::new(vec![say(FINAL), say(FINAL), say(FINAL)]);
+    let out = runner(&dir, model, explore_profile())
+        .run("Where is the `main` function defined?")
+        .await;
+    assert!(
+        out.ungrounded_evidence.is_empty(),
+        "{:?}",
+        out.ungrounded_evidence
+    );
+    let Some(ParsedResult::Explore(r)) = &out.result else {
+        panic!("{out:?}")
+    };
+    assert_eq!(
+        (r.status, r.evidence.clone(), r.evidence_sources.clone()),
+        (
+            SubagentStatus::Partial,
+            vec!["src/app.py:1-2".to_string()],
+            vec!["index".to_string()]
+        )
+    );
+    assert_eq!(
+        r.unresolved_questions.first().map(String::as_str),
+        Some("outrider: the child answered before searching enough, so this answer is partial")
     );
 }

@@ -23,7 +23,7 @@ use crate::redact::redact_in_place;
 pub(crate) use dir::{resolve, TraceDir};
 pub(crate) use event::{EventKind, EventPayload, SessionSummary};
 pub(crate) use retention::{TraceRetention, TRACE_KEEP_ENV};
-pub use terminal::{TerminalReason, UnknownTerminalReason};
+pub use terminal::TerminalReason;
 
 /// The `tracing` target of every span the core opens (launch, step, model_call, tool_call,
 /// completion_gate, wrap_up, main_agent). Events keep their module's target, so a log bridge

@@ -1584,7 +1584,7 @@ async fn run_fault(case: Fault) -> (String, f64) {
         (want, got) => panic!("{name}: error {got:?}, expected {want:?}"),
     }
     if case.status == outrider::SubagentStatus::Partial {
-        let Some(outrider::runner::ParsedResult::Explore(r)) = &result.result else {
+        let Some(outrider::api::ParsedResult::Explore(r)) = &result.result else {
             panic!("{name}: no explore result: {result:?}")
         };
         assert!(

@@ -128,6 +128,23 @@ pub(crate) fn fused(mut r: ExploreResult, leads: &[Lead], tuning: &Tuning) -> Ex
     r
 }
 
+/// The evidence items of `result` that cite a lead the child never read are the lead, not the
+/// model's word: they leave the model's evidence (the leads join it as the index's when the run
+/// finishes). Returns the rest of `ungrounded`.
+pub(crate) fn without_unread_leads(
+    result: &mut ParsedResult,
+    ungrounded: Vec<crate::evidence::EvidenceCheck>,
+    leads: &[Lead],
+) -> Vec<crate::evidence::EvidenceCheck> {
+    let (on_leads, rest): (Vec<_>, Vec<_>) = ungrounded
+        .into_iter()
+        .partition(|c| leads.iter().any(|l| l.overlaps(&c.evidence)));
+    if let Some(evidence) = result.evidence_mut() {
+        evidence.retain(|e| !on_leads.iter().any(|c| &c.evidence == e));
+    }
+    rest
+}
+
 /// The partial answer of a run that stopped (`reason`, `error`) without one: the leads, each
 /// marked `index`.
 pub(crate) fn leads_only(leads: &[Lead], reason: TerminalReason, error: &str) -> ExploreResult {
