@@ -68,10 +68,10 @@ def expected_envelope(args: dict[str, Any] = ARGS) -> dict[str, Any]:
             "profile": "explore",
             "child_session_id": "<id>",
             "child_run_id": "run-1",
-            # The model's citation (also the index's first place) and the index's second lead.
+            # The model's line 1, in the index's first place (1-2), and the index's second lead.
             "result": {
                 **ANSWER,
-                "evidence": [*ANSWER["evidence"], "app.py:1"],
+                "evidence": ["config.py:1-2", "app.py:1"],
                 "tool_usage": {"Grep": 1},
                 "terminal_reason": "completed",
                 "evidence_sources": ["both", "index"],

@@ -137,7 +137,7 @@ def test_task_success_envelope_key_by_key(repo: pathlib.Path, traces: pathlib.Pa
         "status": "completed",
         "summary": "Auth is in src/auth.py",
         "findings": ["login()"],
-        "evidence": ["src/auth.py:1"],
+        "evidence": ["src/auth.py:1-2"],  # line 1, in the index's place 1-2
         "unresolved_questions": [],
         "tool_usage": {"Grep": 1},
         "terminal_reason": "completed",

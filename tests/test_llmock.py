@@ -339,8 +339,10 @@ def test_a_whole_launch_survives_a_fault_and_is_judged_resilient(
         None,
         "main",
     )
+    # The model's line lies in the index's place: cited as that place, from both.
     assert d["result"] == {
         **final,
+        "evidence": ["src/auth.py:3-4"],
         "tool_usage": {"Grep": 1},
         "terminal_reason": "completed",
         "evidence_sources": ["both"],

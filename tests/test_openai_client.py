@@ -697,8 +697,10 @@ def test_a_launch_runs_through_the_http_client(
         2,
     )
     assert d["tool_usage"] == {"Grep": 1}
+    # The model's line 3 lies in the index's place (3-4): cited as that place, from both.
     assert d["result"] == {
         **FINAL,
+        "evidence": ["src/auth.py:3-4"],
         "tool_usage": {"Grep": 1},
         "terminal_reason": "completed",
         "evidence_sources": ["both"],

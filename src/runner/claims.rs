@@ -62,7 +62,8 @@ fn code_names(text: &str) -> Vec<String> {
             }
             continue;
         }
-        let mut previous = "";
+        // The last few words: a number in "lines 153 and 245" is a line, not a value.
+        let mut previous: Vec<&str> = Vec::new();
         for raw in part.split_whitespace() {
             let token = raw.trim_matches(|c: char| {
                 !(c.is_alphanumeric() || c == '_' || c == '/' || c == '(' || c == ')')
@@ -70,11 +71,12 @@ fn code_names(text: &str) -> Vec<String> {
             let token = token.trim_end_matches(['(', ')']).trim_start_matches('(');
             // `path:12-20`: the path is a name, the numbers are lines.
             let token = token.split(':').next().unwrap_or_default();
-            let after_line = previous
-                .trim_matches(|c: char| !c.is_alphanumeric())
-                .to_ascii_lowercase()
-                .starts_with("line");
-            previous = raw;
+            let after_line = previous.iter().rev().take(3).any(|w| {
+                w.trim_matches(|c: char| !c.is_alphanumeric())
+                    .to_ascii_lowercase()
+                    .starts_with("line")
+            });
+            previous.push(raw);
             let numbers = token.chars().all(|c| c.is_ascii_digit() || c == '-');
             if token.is_empty() || after_line && numbers {
                 continue;
@@ -164,7 +166,7 @@ mod tests {
     fn a_citation_and_line_numbers_are_not_names() {
         let o = seen(&["fn main() {}"], "src/main.rs");
         assert!(unseen_names(
-            "main() is at src/main.rs:1, see line 120 and lines 130-140.",
+            "main() is at src/main.rs:1, see line 120 and lines 130-140, lines 153 and 245.",
             &o,
             3
         )

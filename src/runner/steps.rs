@@ -44,8 +44,8 @@ struct Plan {
     min_tools: u64,
     /// The next call the repo-map hint suggests, quoted in the gate's feedback.
     example: Option<String>,
-    /// The task as the caller gave it: names a summary repeats from it are the caller's, not
-    /// claims about the code.
+    /// The first message (the task and the hint's leads): names a summary repeats from it are
+    /// the caller's or the index's, not claims the model made up.
     task: String,
 }
 
@@ -114,7 +114,7 @@ impl RuntimeRunner {
             max_steps: self.profile.max_steps.max(1) as u64,
             min_tools: self.profile.min_tool_calls.max(0) as u64,
             example,
-            task: task.to_string(),
+            task: first.clone(),
         };
         self.emit_run_start(&first);
         let mut retries = Retries::default();

@@ -1290,7 +1290,8 @@ async fn the_first_message_lists_leads_without_their_code_and_the_child_reads_be
         (
             TerminalReason::Completed,
             3,
-            vec!["src/app.py:1".to_string()],
+            // Line 1 lies in the lead's place (1-2): the place the model vouched for.
+            vec!["src/app.py:1-2".to_string()],
             vec!["both".to_string()]
         )
     );
@@ -1611,7 +1612,8 @@ async fn a_finding_that_cites_seen_lines_joins_the_evidence() {
     };
     assert_eq!(
         (out.terminal_reason, r.evidence.first().map(String::as_str)),
-        (TerminalReason::Completed, Some("src/cli.py:71"))
+        // The finding lies in the index's place (71-72): cited as that place.
+        (TerminalReason::Completed, Some("src/cli.py:71-72"))
     );
     assert_eq!(r.status, SubagentStatus::Completed);
 }

@@ -74,9 +74,9 @@ pub(crate) fn read_example(lead: &Lead, tuning: &Tuning) -> String {
 
 /// The model's evidence (best first) and the leads (best first) ranked together by
 /// reciprocal-rank fusion: each item scores `1 / (k + rank)` in each list it is in. A model
-/// item citing lines of a lead is that lead too (`both`, the model's citation kept, the lead's
-/// score added once). Ties go to the index's item, then to the earlier one. Returns the items
-/// and their sources.
+/// item citing lines of a lead is that lead too (`both`: cited as the lines of both, the lead's
+/// score added once; a model that cites one line of a place vouches for the place). Ties go to
+/// the index's item, then to the earlier one. Returns the items and their sources.
 pub(crate) fn fuse(model: &[String], leads: &[Lead], k: f64) -> (Vec<String>, Vec<String>) {
     // (score, index first on ties, order, item, source)
     let mut ranked: Vec<(f64, u8, usize, String, &'static str)> = Vec::new();
@@ -84,14 +84,19 @@ pub(crate) fn fuse(model: &[String], leads: &[Lead], k: f64) -> (Vec<String>, Ve
     for (i, item) in model.iter().enumerate() {
         let mut score = 1.0 / (k + i as f64 + 1.0);
         let mut source = "model";
+        let mut cited = item.clone();
         if let Some(j) = leads.iter().position(|l| l.overlaps(item)) {
             if !matched[j] {
                 score += 1.0 / (k + j as f64 + 1.0);
             }
             matched[j] = true;
             source = "both";
+            if let Some((_, a, b)) = crate::evidence::parse_citation(item) {
+                let lead = &leads[j];
+                cited = crate::evidence::citation(&lead.path, a.min(lead.start), b.max(lead.end));
+            }
         }
-        ranked.push((score, 1, i, item.clone(), source));
+        ranked.push((score, 1, i, cited, source));
     }
     for (j, lead) in leads.iter().enumerate() {
         if !matched[j] {
@@ -406,7 +411,7 @@ mod tests {
             (items, sources),
             (
                 vec![
-                    "b.py:6".to_string(),
+                    "b.py:5-9".to_string(),
                     "a.py:10-20".into(),
                     "x.py:3".into(),
                     "y.py:8-9".into(),
@@ -457,7 +462,13 @@ mod tests {
         let leads = [lead("a.py", 10, 20)];
         let r = fused(answer(vec!["a.py:12".into()]), &leads, &t);
         assert_eq!(r.status, SubagentStatus::Completed);
-        assert_eq!(r.evidence_sources, ["both"]);
+        assert_eq!(
+            (r.evidence, r.evidence_sources),
+            (vec!["a.py:10-20".to_string()], vec!["both".to_string()])
+        );
+        // A citation wider than the lead keeps its own lines.
+        let r = fused(answer(vec!["a.py:8-25".into()]), &leads, &t);
+        assert_eq!(r.evidence, ["a.py:8-25"]);
         let r = fused(answer(vec![]), &leads, &t);
         assert_eq!(r.status, SubagentStatus::Partial);
         assert_eq!(r.evidence, ["a.py:10-20"]);
