@@ -351,7 +351,7 @@ def test_normalised_sdk_returns_run_a_child(repo: pathlib.Path, returns: list[An
     assert (result.status, result.tool_usage, result.result.evidence) == (
         "completed",
         {"Read": 1},
-        ("app.py:1",),
+        ("app.py:1-2",),  # line 1, in the index's place (1-2): cited as that place
     ), result.error
 
 
@@ -364,7 +364,7 @@ def test_sdk_returns_as_they_are(repo: pathlib.Path, returns: list[Any]) -> None
     assert (result.status, result.tool_usage, result.result.evidence) == (
         "completed",
         {"Read": 1},
-        ("app.py:1",),
+        ("app.py:1-2",),  # line 1, in the index's place (1-2): cited as that place
     ), result.error
 
 
