@@ -86,7 +86,9 @@ def timed(
         assert r.tool_usage == {"Glob": 1, "Grep": 1, "Read": 1}, r.tool_usage
         assert isinstance(r.result, outrider.ExploreResult), r.result
         own = dict(zip(r.result.evidence, r.result.evidence_sources, strict=True))
-        assert own.get("src/mod00.py:4") in ("model", "both"), r.result
+        # Line 4 lies in the index's place 4-5 when the hint is on: cited as that place.
+        mine = own.get("src/mod00.py:4") or own.get("src/mod00.py:4-5")
+        assert mine in ("model", "both"), r.result
         assert r.model_calls == 4, r.model_calls
         calls.append(r.model_calls)
     return times, statistics.mean(calls)
