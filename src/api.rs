@@ -49,6 +49,7 @@ pub use crate::tools::run::{run_tool, run_tool_blocking, tool_schemas, ToolArgs}
 pub use crate::tools::workspace::{PathError, Workspace};
 pub use crate::trace::retention::TraceRetention;
 pub use crate::trace::{EventSink, TraceEvent, SPAN_TARGET};
+pub use crate::tuning::{Tuning, TUNING_FIELDS};
 // The trace vocabulary a front end checks its own names against.
 pub use crate::trace::event::EventKind;
 pub use crate::trace::TerminalReason;

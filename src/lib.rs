@@ -123,6 +123,7 @@ pub(crate) mod runner;
 pub(crate) mod schema;
 pub(crate) mod tools;
 pub(crate) mod trace;
+pub(crate) mod tuning;
 
 // The names a user reaches for first, at the crate root too (all from the front door).
 pub use api::{

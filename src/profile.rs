@@ -15,7 +15,7 @@ use crate::pyjson::Json;
 use crate::schema::OutputSchema;
 
 /// The fields of a profile, in the constructor's order.
-pub const PROFILE_FIELDS: [&str; 20] = [
+pub const PROFILE_FIELDS: [&str; 21] = [
     "name",
     "system_prompt",
     "tool_allowlist",
@@ -36,6 +36,7 @@ pub const PROFILE_FIELDS: [&str; 20] = [
     "scout_fallback",
     "output_schema",
     "max_summary_chars",
+    "tuning",
 ];
 
 /// The tools a formal sub-agent is given by default (the reference's read-only set).
@@ -154,9 +155,10 @@ pub struct RuntimeProfile {
     /// hint opens for the child count as one.
     #[serde(default)]
     pub min_tool_calls: i64,
-    /// Before the first model call, let the offline scout search; give the child, in its first
-    /// message, its ranked places (at most 5, marked as unverified hints) with the first three
-    /// opened (up to 16 numbered lines each, lines the child has then seen). Explore: on.
+    /// Before the first model call, let the offline scout search the code index; give the child,
+    /// in its first message, its first ranked places as leads (`path:lines` and what each
+    /// defines, no code: `tuning.leads` of them), and rank the leads with the model's citations
+    /// at the end (see `runner::assist::hint`). Explore: on.
     #[serde(default)]
     pub repo_map_hint: bool,
     /// How tool results are shown to the model: `json` (the envelope, default) or `compact`.
@@ -177,6 +179,10 @@ pub struct RuntimeProfile {
     /// limit; a longer summary is cut, ending in a marker that says so). None: no limit.
     #[serde(default)]
     pub max_summary_chars: Option<i64>,
+    /// The knobs of the small-model assists (see [`crate::tuning`]): the defaults unless an
+    /// experiment changes them (`tuning={"leads": 5}`).
+    #[serde(default)]
+    pub tuning: crate::tuning::Tuning,
 }
 
 /// The smallest `max_summary_chars`: room for a sentence and the marker that says it was cut.
@@ -395,6 +401,7 @@ impl RuntimeProfile {
                         ),
                     }
                 }
+                "tuning" => self.tuning = self.tuning.clone().with_json(field, value)?,
                 "max_summary_chars" => {
                     self.max_summary_chars = match value {
                         Json::Null => None,
@@ -510,7 +517,7 @@ impl std::hash::Hash for RuntimeProfile {
             self.scout_fallback,
         )
             .hash(h);
-        (&self.output_schema, self.max_summary_chars).hash(h);
+        (&self.output_schema, self.max_summary_chars, &self.tuning).hash(h);
     }
 }
 
@@ -534,6 +541,9 @@ impl std::fmt::Display for RuntimeProfile {
         }
         if let Some(cap) = self.max_summary_chars {
             write!(f, ", max_summary_chars={cap}")?;
+        }
+        if self.tuning != crate::tuning::Tuning::default() {
+            write!(f, ", tuning={}", self.tuning.py_repr())?;
         }
         f.write_str(")")
     }
@@ -590,6 +600,7 @@ pub fn explore_profile() -> RuntimeProfile {
         scout_fallback: false,
         output_schema: None,
         max_summary_chars: None,
+        tuning: crate::tuning::Tuning::default(),
     }
 }
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import pathlib
 import pickle
 from typing import Any
 
@@ -13,7 +14,9 @@ from outrider import EXPLORE_PROFILE, VERIFICATION_PROFILE, ProfileError, Runtim
 
 
 def test_builtin_numbers_match_the_reference() -> None:
-    assert EXPLORE_PROFILE.to_dict() | {"system_prompt": None} == {
+    # Issue #34: the assists' knobs, at their defaults (test_tuning_... checks their values).
+    assert EXPLORE_PROFILE.to_dict()["tuning"] == VERIFICATION_PROFILE.tuning
+    assert EXPLORE_PROFILE.to_dict() | {"system_prompt": None, "tuning": None} == {
         "name": "explore",
         "system_prompt": None,
         "tool_allowlist": frozenset({"Glob", "Grep", "Read"}),
@@ -37,8 +40,9 @@ def test_builtin_numbers_match_the_reference() -> None:
         # Issue #20: the contract's own shape, and no cap on the summary.
         "output_schema": None,
         "max_summary_chars": None,
+        "tuning": None,
     }
-    assert VERIFICATION_PROFILE.to_dict() | {"system_prompt": None} == {
+    assert VERIFICATION_PROFILE.to_dict() | {"system_prompt": None, "tuning": None} == {
         "name": "verification",
         "system_prompt": None,
         "tool_allowlist": frozenset({"Glob", "Grep", "Read"}),
@@ -60,6 +64,7 @@ def test_builtin_numbers_match_the_reference() -> None:
         # Issue #20: the contract's own shape, and no cap on the summary.
         "output_schema": None,
         "max_summary_chars": None,
+        "tuning": None,
     }
     assert outrider.READONLY_TOOLS == frozenset({"Glob", "Grep", "Read"})
 
@@ -246,3 +251,49 @@ def test_from_dict_requires_the_identity_fields() -> None:
         RuntimeProfile.from_dict({"name": "x"})
     with pytest.raises(TypeError, match="RuntimeProfile.from_dict data: must be a dict, got list"):
         RuntimeProfile.from_dict([("name", "x")])  # type: ignore[arg-type]
+
+
+def test_tuning_is_a_profile_field_that_changes_what_the_child_is_given(
+    repo: pathlib.Path,
+) -> None:
+    from outrider import SubagentLauncher
+    from outrider.testing import ScriptedLLM, call, final
+
+    assert EXPLORE_PROFILE.tuning == {
+        "leads": 3,
+        "fusion_k": 60.0,
+        "lead_read_lines": 40,
+        "scout_time_share": 0.1,
+        "scout_time_cap_seconds": 30.0,
+        "min_checked_name": 3,
+    }
+    tuned = EXPLORE_PROFILE.replace(tuning={"lead_read_lines": 7})
+    assert tuned.tuning["lead_read_lines"] == 7 and tuned.tuning["leads"] == 3
+    assert tuned != EXPLORE_PROFILE and hash(tuned) != hash(EXPLORE_PROFILE)
+    assert RuntimeProfile.from_dict(tuned.to_dict()) == tuned
+    assert "tuning={'leads': 3, 'fusion_k': 60.0, 'lead_read_lines': 7," in repr(tuned)
+    assert "tuning=" not in repr(EXPLORE_PROFILE)
+    answer = {"status": "completed", "summary": "main is in app.py", "evidence": ["app.py:1"]}
+
+    def first_message(profile: RuntimeProfile) -> str:
+        llm = ScriptedLLM([call("Read", path="app.py"), final(**answer)])
+        SubagentLauncher(repo, llm, profiles=[profile]).launch(
+            outrider.SubagentRequest(task="Where is main defined?")
+        )
+        content = llm.requests[0]["messages"][1]["content"]
+        assert isinstance(content, str)
+        return content
+
+    assert '"limit":7}' in first_message(tuned)
+    assert '"limit":40}' in first_message(EXPLORE_PROFILE)
+    assert "Leads" not in first_message(EXPLORE_PROFILE.replace(tuning={"leads": 0}))
+    assert "Leads" in first_message(EXPLORE_PROFILE)
+    for bad, message in [
+        ({"lead": 1}, r"RuntimeProfile.tuning: has no option 'lead'; options are: leads, "),
+        ({"leads": "5"}, r"RuntimeProfile.tuning\['leads'\]: must be int, got str"),
+        ({"leads": -1}, r"RuntimeProfile.tuning\['leads'\]: must be between 0 and 1000, got -1"),
+        ({"fusion_k": float("nan")}, r"tuning\['fusion_k'\]: must be a number between 0 and"),
+        ([1], r"RuntimeProfile.tuning: must be a dict of knob names to numbers, got list"),
+    ]:
+        with pytest.raises((TypeError, ValueError), match=message):
+            EXPLORE_PROFILE.replace(tuning=bad)

@@ -313,6 +313,7 @@ LAYERS: dict[str, int] = {
     "schema": 1,
     "profile": 1,
     "evidence": 1,
+    "tuning": 1,  # the assists' knobs, a profile field
     # 2: traces (event names, terminal reasons, the confined trace directory)
     "trace": 2,
     # 3: the loop, and what an embedding host needs

@@ -76,6 +76,7 @@ class RuntimeProfile:
         scout_fallback: bool | None = None,
         output_schema: OutputSchema | None = None,
         max_summary_chars: int | None = None,
+        tuning: Mapping[str, float] | None = None,
     ) -> RuntimeProfile: ...
     @property
     def name(self) -> str: ...
@@ -151,6 +152,16 @@ class RuntimeProfile:
         in ``… [summary cut by max_summary_chars=N: K of M characters shown]``. With an
         ``output_schema`` the answer object is never changed: the cap applies to the Task
         envelope's ``text``."""
+    @property
+    def tuning(self) -> dict[str, float]:
+        """The knobs of the small-model assists (a copy), each with its default unless set:
+        ``leads`` (3, the code index's places the repo-map hint lists), ``fusion_k`` (60, the
+        ``k`` of the reciprocal-rank fusion of the model's citations with the leads),
+        ``lead_read_lines`` (40, lines the hint suggests reading of a lead),
+        ``scout_time_share`` (0.1) and ``scout_time_cap_seconds`` (30, the offline scout's
+        time before the first call), ``min_checked_name`` (3, the shortest name a summary is
+        checked for). Set some with ``replace(tuning={"leads": 5})``: for experiments; an
+        unknown knob or an out-of-range value raises naming it."""
     def replace(self, **changes: Any) -> RuntimeProfile:
         """A copy with some fields changed, validated again."""
     def to_dict(self) -> dict[str, Any]:

@@ -57,7 +57,7 @@ frozen_class! {
     #[new]
     #[pyo3(
         signature = (*args, **kwargs),
-        text_signature = "(name, system_prompt, tool_allowlist=None, max_steps=None, context_token_budget=None, total_token_budget=None, model_choice=None, context_source_policy=None, completion_policy=None, result_contract=None, recursive_subagents=None, *, gate_retries=None, on_budget_exhausted=None, timeout_seconds=None, min_tool_calls=None, repo_map_hint=None, tool_result_format=None, scout_fallback=None, output_schema=None, max_summary_chars=None)"
+        text_signature = "(name, system_prompt, tool_allowlist=None, max_steps=None, context_token_budget=None, total_token_budget=None, model_choice=None, context_source_policy=None, completion_policy=None, result_contract=None, recursive_subagents=None, *, gate_retries=None, on_budget_exhausted=None, timeout_seconds=None, min_tool_calls=None, repo_map_hint=None, tool_result_format=None, scout_fallback=None, output_schema=None, max_summary_chars=None, tuning=None)"
     )]
     fn py_new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         let a = Args::bind(&PROFILE_PARAMS, Some(args), kwargs)?;
@@ -101,6 +101,13 @@ frozen_class! {
             None => inner,
         };
         Ok(PyRuntimeProfile { inner })
+    }
+
+    /// The knobs of the small-model assists, as a dict (a copy: change them with
+    /// `replace(tuning={...})`).
+    #[getter]
+    fn tuning<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        crate::py::convert::dump(py, &self.inner.tuning)
     }
 
     /// All fields as a dict (the allow-list as a frozenset).

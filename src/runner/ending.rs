@@ -10,7 +10,6 @@ use crate::contract::{ExploreResult, Repair, SubagentStatus, ToolUsage};
 use crate::evidence::EvidenceCheck;
 use crate::llm::Message;
 use crate::profile::{BudgetPolicy, ResultContract};
-use crate::runner::assist::{hint, Tuning};
 use crate::runner::gate;
 use crate::runner::outcome::{ParsedResult, RunOutcome, TerminalReason};
 use crate::runner::state::{CallSpec, State, Stop};
@@ -133,7 +132,7 @@ impl RuntimeRunner {
                 let ungrounded =
                     gate::grounding(&self.workspace, result.evidence(), deadline, &st.observed)
                         .await;
-                let ungrounded = hint::without_unread_leads(&mut result, ungrounded, &st.leads);
+                let ungrounded = st.assists.ungrounded_items(&mut result, ungrounded);
                 let ending = Ending::answered(reason, text, result, repair)
                     .with_error(error)
                     .with_ungrounded(ungrounded);
@@ -194,8 +193,8 @@ impl RuntimeRunner {
     }
 
     /// The end of a run that stopped without an answer (its wrap-up gave none): for an explore
-    /// child, a partial answer of the hint's leads (fused with nothing, see [`Self::finish`]),
-    /// or, without leads, of the places it saw (each one a line it was shown); else none.
+    /// child, an assist's partial answer (the hint's leads), or else one of the places it saw
+    /// (each one a line it was shown); else none.
     pub(super) fn partial_from_seen(
         &self,
         st: State,
@@ -210,8 +209,7 @@ impl RuntimeRunner {
         {
             return self.finish(st, step, Ending::stopped(reason, error));
         }
-        if !st.leads.is_empty() {
-            let result = hint::leads_only(&st.leads, reason, &error);
+        if let Some(result) = st.assists.no_answer(reason, &error) {
             let ending = Ending::stopped(reason, error).with_result(ParsedResult::Explore(result));
             return self.finish(st, step, ending);
         }
@@ -250,16 +248,17 @@ impl RuntimeRunner {
             error,
             ungrounded,
         } = ending;
-        // The model's answer and the hint's leads, ranked together; each item with its source.
+        // The model's answer, each item its own, as the assists finish it (the hint ranks its
+        // leads in).
         if let Some(ParsedResult::Explore(r)) = &mut result {
             if r.evidence_sources.is_empty() {
+                // The same item written twice is one.
+                let mut seen = std::collections::HashSet::new();
+                r.evidence.retain(|e| seen.insert(e.clone()));
+                r.evidence_sources = vec!["model".to_string(); r.evidence.len()];
                 let answer = std::mem::replace(r, ExploreResult::empty());
-                *r = if reason == TerminalReason::CompletedUnverified {
-                    // Unverified evidence is reported as the model wrote it, leads aside.
-                    hint::fused(answer, &[], &Tuning::default())
-                } else {
-                    hint::fused(answer, &st.leads, &Tuning::default())
-                };
+                let verified = reason != TerminalReason::CompletedUnverified;
+                *r = st.assists.finish(answer, verified);
                 // The offline scout is the code index searching on its own: no model vouched.
                 if self.model.route_label() == Some("offline") {
                     r.evidence_sources.fill("index".to_string());

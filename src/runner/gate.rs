@@ -335,7 +335,7 @@ pub(crate) async fn check(
         };
     }
     if let ParsedResult::Explore(r) = &result {
-        let min = crate::runner::assist::Tuning::default().min_checked_name;
+        let min = usize::try_from(profile.tuning.min_checked_name).unwrap_or(usize::MAX);
         let names = crate::runner::claims::unseen_names(&r.summary, seen.observed, min)
             .into_iter()
             .filter(|n| !crate::runner::claims::named_in(n, seen.task))

@@ -45,8 +45,8 @@ pub(crate) struct State {
     pub(crate) successful_tools: u64,
     /// The last call that failed: (tool, arguments as canonical JSON, step, error message).
     pub(crate) last_failure: Option<(String, String, u64, String)>,
-    /// The code index's places the hint listed, best first (see the hint assist).
-    pub(crate) leads: Vec<crate::runner::assist::lead::Lead>,
+    /// The run's small-model assists, hooked in at a few points (see `runner::assist`).
+    pub(crate) assists: crate::runner::assist::Assists,
 }
 
 impl State {
@@ -68,7 +68,7 @@ impl State {
             observed: crate::runner::observed::Observed::default(),
             successful_tools: 0,
             last_failure: None,
-            leads: Vec::new(),
+            assists: crate::runner::assist::Assists::default(),
         }
     }
 }

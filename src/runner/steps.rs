@@ -12,8 +12,8 @@ use crate::contract::Repair;
 use crate::evidence::EvidenceCheck;
 use crate::llm::{estimate_tokens, ChatResponse, Message};
 use crate::profile::BudgetPolicy;
-use crate::runner::assist::hint::{self, Lead, ScoutRun};
-use crate::runner::assist::Tuning;
+use crate::runner::assist::hint::ScoutRun;
+use crate::runner::assist::{Assist, Assists};
 use crate::runner::ending::Ending;
 use crate::runner::gate::{self, Gate};
 use crate::runner::outcome::{ParsedResult, RunOutcome, TerminalReason};
@@ -96,15 +96,14 @@ impl RuntimeRunner {
     /// places are the repo-map hint.
     pub(super) async fn run_model(&self, task: &str, scout: Option<&ScoutRun>) -> RunOutcome {
         let (deadline, explore_deadline) = self.deadlines();
-        let tuning = Tuning::default();
-        let leads = self.leads(scout);
-        let first = if leads.is_empty() {
-            task.to_string()
-        } else {
-            format!("{task}\n\n{}", hint::leads_text(&leads, &tuning))
+        let hint = self.hint(scout).map(|h| Box::new(h) as Box<dyn Assist>);
+        let assists = Assists::new(hint);
+        let first = match assists.first_message() {
+            Some(more) => format!("{task}\n\n{more}"),
+            None => task.to_string(),
         };
-        let example = leads.first().map(|l| hint::read_example(l, &tuning));
-        let mut st = self.first_state(&first, leads);
+        let example = assists.example_call();
+        let mut st = self.first_state(&first, assists);
         let plan = Plan {
             deadline,
             explore_deadline,
@@ -155,15 +154,15 @@ impl RuntimeRunner {
     }
 
     /// The state before the first call: the system prompt (with any extra system text), the
-    /// first user message, and the hint's leads (none of their lines seen yet).
-    fn first_state(&self, first: &str, leads: Vec<Lead>) -> State {
+    /// first user message, and the run's assists.
+    fn first_state(&self, first: &str, assists: Assists) -> State {
         let mut system = self.profile.rendered_system_prompt();
         if let Some(extra) = &self.extra_system {
             system.push_str("\n\n");
             system.push_str(extra);
         }
         let mut st = State::new(system, first.to_string());
-        st.leads = leads;
+        st.assists = assists;
         st
     }
 
@@ -416,7 +415,7 @@ impl RuntimeRunner {
             tool_calls: vec![],
         });
         if spent || out_of_time {
-            return self.last_refusal(text, refusal, out_of_time, &st.leads);
+            return self.last_refusal(text, refusal, out_of_time, &st.assists);
         }
         st.messages.push(Message::User {
             content: refusal.feedback,
@@ -431,17 +430,17 @@ impl RuntimeRunner {
     /// Decides what stands: an answer that met the contract and cites nothing false, as
     /// partial; one with evidence the child was not shown, as unverified; without one, the
     /// wrap-up (out of time) or the places the child saw, as leads.
-    /// Items that cite a lead the child never read are the lead, not the model's word: they
-    /// leave the model's evidence (the leads join it as the index's at the end).
+    /// Ungrounded items an assist accounts for (a lead the child never read, say) leave the
+    /// model's evidence first.
     fn last_refusal(
         &self,
         text: String,
         refusal: Refusal,
         out_of_time: bool,
-        leads: &[Lead],
+        assists: &Assists,
     ) -> Next {
         if let Some((mut result, repair, ungrounded)) = refusal.parsed {
-            let ungrounded = hint::without_unread_leads(&mut result, ungrounded, leads);
+            let ungrounded = assists.ungrounded_items(&mut result, ungrounded);
             if ungrounded.is_empty() {
                 // Nothing it cites is false; it explored too little or cited nothing: it
                 // stands as partial, saying why.

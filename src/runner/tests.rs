@@ -1344,6 +1344,46 @@ async fn a_model_that_drops_the_index_first_place_cannot_push_it_out_of_the_top(
 }
 
 #[tokio::test]
+async fn the_profile_tuning_sets_how_many_leads_the_hint_lists_and_how_much_it_suggests_reading() {
+    let (dir, task) = two_mains();
+    let lead_lines = |model: &Scripted| -> Vec<String> {
+        last_user(model, 0)
+            .lines()
+            .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()) && l.contains(". src/"))
+            .map(str::to_string)
+            .collect()
+    };
+    let model = Scripted::new(vec![read_app(), say(FINAL)]);
+    runner(&dir, model.clone(), explore_profile())
+        .run(task)
+        .await;
+    assert_eq!(lead_lines(&model).len(), 2, "{}", last_user(&model, 0));
+    let tuned = explore_profile()
+        .with_fields(&[(
+            "tuning".into(),
+            crate::pyjson::Json::Object(vec![
+                ("leads".into(), crate::pyjson::Json::Int(1)),
+                ("lead_read_lines".into(), crate::pyjson::Json::Int(7)),
+            ]),
+        )])
+        .unwrap();
+    let model = Scripted::new(vec![read_app(), say(FINAL)]);
+    runner(&dir, model.clone(), tuned.clone()).run(task).await;
+    assert_eq!(lead_lines(&model).len(), 1, "{}", last_user(&model, 0));
+    assert!(last_user(&model, 0).contains("\"limit\":7}"));
+    // No leads at all: the first message is the task alone.
+    let none = tuned
+        .with_fields(&[(
+            "tuning".into(),
+            crate::pyjson::Json::Object(vec![("leads".into(), crate::pyjson::Json::Int(0))]),
+        )])
+        .unwrap();
+    let model = Scripted::new(vec![read_app(), say(FINAL)]);
+    runner(&dir, model.clone(), none).run(task).await;
+    assert_eq!(last_user(&model, 0), task);
+}
+
+#[tokio::test]
 async fn a_summary_naming_code_the_child_never_saw_is_refused_once_then_partial_listing_it() {
     let dir = tree();
     let claim = r#"{"status": "completed", "summary": "main() in src/app.py calls load_config() from settings.py", "findings": [], "evidence": ["src/app.py:1"]}"#;

@@ -145,7 +145,7 @@ impl RuntimeRunner {
             Err(Sent::TimedOut) => return Err(self.out_of_time()),
             Err(Sent::Failed(e)) => return Err(self.failed(step, e, spec.tool_choice)),
         };
-        let tool_call_format = self.text_calls(step, &mut resp, spec.tools);
+        let tool_call_format = self.text_calls(step, st, &mut resp, spec.tools);
         let usage = self.count(step, st, &resp, estimated_prompt, &span);
         self.trace.emit(
             step,
@@ -335,6 +335,7 @@ impl RuntimeRunner {
     fn text_calls(
         &self,
         step: u64,
+        st: &State,
         resp: &mut ChatResponse,
         tools: &[Value],
     ) -> Option<&'static str> {
@@ -346,7 +347,9 @@ impl RuntimeRunner {
             .filter_map(|t| t["function"]["name"].as_str())
             .collect();
         let cut = resp.finish_reason.as_deref() == Some("length");
-        let calls = crate::runner::assist::text_calls::parse(&resp.content, &offered, step, cut)?;
+        let calls = st
+            .assists
+            .model_output(&resp.content, &offered, step, cut)?;
         tracing::debug!(
             session_id = %self.trace.session_id(),
             step,

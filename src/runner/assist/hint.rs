@@ -15,7 +15,9 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::contract::{ExploreResult, SubagentStatus, ToolUsage};
+use crate::evidence::EvidenceCheck;
 use crate::profile::ResultContract;
+use crate::runner::assist::hooks::Assist;
 pub(crate) use crate::runner::assist::lead::Lead;
 use crate::runner::assist::Tuning;
 use crate::runner::observed::Observed;
@@ -35,6 +37,44 @@ pub(crate) struct ScoutRun {
     tool_usage: BTreeMap<String, u64>,
     /// The places it cites, best first.
     pub(crate) leads: Vec<Lead>,
+}
+
+/// The hint of one run: its leads, best first, and the knobs it was given.
+pub(crate) struct Hint {
+    leads: Vec<Lead>,
+    tuning: Tuning,
+}
+
+impl Assist for Hint {
+    fn first_message(&self) -> Option<String> {
+        Some(leads_text(&self.leads, &self.tuning))
+    }
+
+    fn example_call(&self) -> Option<String> {
+        self.leads.first().map(|l| read_example(l, &self.tuning))
+    }
+
+    fn ungrounded_items(
+        &self,
+        result: &mut ParsedResult,
+        ungrounded: Vec<EvidenceCheck>,
+    ) -> Vec<EvidenceCheck> {
+        without_unread_leads(result, ungrounded, &self.leads)
+    }
+
+    /// A verified answer's evidence fused with the leads; unverified evidence is reported as
+    /// the model wrote it, leads aside.
+    fn finish(&self, answer: ExploreResult, verified: bool) -> ExploreResult {
+        if verified {
+            fused(answer, &self.leads, &self.tuning)
+        } else {
+            answer
+        }
+    }
+
+    fn no_answer(&self, reason: TerminalReason, error: &str) -> Option<ExploreResult> {
+        Some(leads_only(&self.leads, reason, error))
+    }
 }
 
 /// The text added to the first message: the leads, best first, and how to use them.
@@ -136,11 +176,11 @@ pub(crate) fn fused(mut r: ExploreResult, leads: &[Lead], tuning: &Tuning) -> Ex
 /// The evidence items of `result` that cite a lead the child never read are the lead, not the
 /// model's word: they leave the model's evidence (the leads join it as the index's when the run
 /// finishes). Returns the rest of `ungrounded`.
-pub(crate) fn without_unread_leads(
+fn without_unread_leads(
     result: &mut ParsedResult,
-    ungrounded: Vec<crate::evidence::EvidenceCheck>,
+    ungrounded: Vec<EvidenceCheck>,
     leads: &[Lead],
-) -> Vec<crate::evidence::EvidenceCheck> {
+) -> Vec<EvidenceCheck> {
     let (on_leads, rest): (Vec<_>, Vec<_>) = ungrounded
         .into_iter()
         .partition(|c| leads.iter().any(|l| l.overlaps(&c.evidence)));
@@ -152,7 +192,7 @@ pub(crate) fn without_unread_leads(
 
 /// The partial answer of a run that stopped (`reason`, `error`) without one: the leads, each
 /// marked `index`.
-pub(crate) fn leads_only(leads: &[Lead], reason: TerminalReason, error: &str) -> ExploreResult {
+fn leads_only(leads: &[Lead], reason: TerminalReason, error: &str) -> ExploreResult {
     let findings = leads
         .iter()
         .map(|l| match &l.what {
@@ -205,16 +245,16 @@ impl RuntimeRunner {
     /// The offline scout's answer on `task`, when this child will use it (see
     /// [`Self::run`]): every file access a confined tool call, no trace or span of its own, a
     /// share of the child's time ([`Tuning::scout_time_share`], at most
-    /// [`Tuning::scout_time_cap`]). None when the scout has no answer whose evidence it saw.
+    /// [`Tuning::scout_time_cap_seconds`]). None when the scout has no answer whose evidence it saw.
     pub(crate) async fn scout_first(&self, task: &str) -> Option<ScoutRun> {
         if !self.wants_scout() {
             return None;
         }
-        let tuning = Tuning::default();
+        let tuning = &self.profile.tuning;
         let share = std::time::Duration::from_secs_f64(
             self.profile.timeout_seconds * tuning.scout_time_share,
         );
-        let deadline = Instant::now() + share.min(tuning.scout_time_cap);
+        let deadline = Instant::now() + share.min(tuning.scout_time_cap());
         // The scout searches the code index (Search), which reads no more than Grep may.
         let registry = Arc::new(self.registry.with_search());
         let tools = Arc::new(registry.openai_tools());
@@ -237,18 +277,14 @@ impl RuntimeRunner {
             .flatten()
     }
 
-    /// The leads the hint gives this child: the scout's first places (`repo_map_hint`), none
-    /// without it.
-    pub(crate) fn leads(&self, scout: Option<&ScoutRun>) -> Vec<Lead> {
-        match scout {
-            Some(s) if self.profile.repo_map_hint => s
-                .leads
-                .iter()
-                .take(Tuning::default().leads)
-                .cloned()
-                .collect(),
-            _ => Vec::new(),
-        }
+    /// The hint this child gets: the scout's first places as leads (`repo_map_hint`,
+    /// `tuning.leads` of them); none without it, or without a place.
+    pub(crate) fn hint(&self, scout: Option<&ScoutRun>) -> Option<Hint> {
+        let scout = scout.filter(|_| self.profile.repo_map_hint)?;
+        let tuning = self.profile.tuning.clone();
+        let take = usize::try_from(tuning.leads).unwrap_or(usize::MAX);
+        let leads: Vec<Lead> = scout.leads.iter().take(take).cloned().collect();
+        (!leads.is_empty()).then_some(Hint { leads, tuning })
     }
 
     /// The model's outcome, or, with the profile's `scout_fallback`, the offline scout's answer

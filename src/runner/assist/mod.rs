@@ -2,14 +2,18 @@
 //! plain loop at a few named points only, so that the loop (`steps`, `turn`, `gate`, `ending`)
 //! knows no particular assist.
 //!
+//! Each assist implements [`Assist`], a few hooks with defaults that do nothing; the loop calls
+//! [`Assists`], the run's list, at those points and nowhere else:
+//!
 //! | assist | profile option | hooks |
 //! |---|---|---|
-//! | [`hint::Hint`]: the code index's ranked places as leads | `repo_map_hint` | first message, the too-little-exploration example, finish (rank fusion) |
-//! | [`text_calls`]: tool calls a model wrote as text | always | model output |
-//! | the contract's repairs (`crate::contract`) | always | answer parse |
+//! | [`hint::Hint`]: the code index's ranked places as leads | `repo_map_hint` | first message, example call, ungrounded items, finish (rank fusion), no answer |
+//! | [`text_calls::TextCalls`]: tool calls a model wrote as text | always | model output |
+//! | the contract's repairs (`crate::contract`) | always | answer parse (inside the contract's parser) |
 //!
 //! Every change an assist makes to an answer's evidence is recorded with its source (see
-//! [`crate::contract::ExploreResult::evidence_sources`]); its knobs live in [`Tuning`].
+//! [`crate::contract::ExploreResult::evidence_sources`]); its knobs live in [`Tuning`], the
+//! profile's `tuning`.
 //!
 //! Assists removed because they did not pay on questions they were not tuned on (see
 //! CHANGELOG.md): windows of code opened in the first message, a second look at the places
@@ -17,40 +21,74 @@
 //! seen, and the following of an item by the window around it.
 
 pub(crate) mod hint;
+mod hooks;
 pub(crate) mod lead;
 pub(crate) mod text_calls;
 
-use std::time::Duration;
+pub(crate) use crate::tuning::Tuning;
+pub(crate) use hooks::Assist;
 
-/// Every knob of the assists, in one place, with the values the runtime uses by default.
-/// None is fitted to a named benchmark question.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Tuning {
-    /// Ranked places the hint lists as leads.
-    pub leads: usize,
-    /// The `k` of reciprocal-rank fusion (`1 / (k + rank)`): 60, the usual value, so that a
-    /// place both lists rank beats any place only one does.
-    pub fusion_k: f64,
-    /// Lines the hint suggests reading of a lead (from two lines above its first).
-    pub lead_read_lines: u64,
-    /// The share of `timeout_seconds` the offline scout may spend before the first call.
-    pub scout_time_share: f64,
-    /// The most time the offline scout may spend before the first call.
-    pub scout_time_cap: Duration,
-    /// The shortest name a summary may use without it being checked against what the child
-    /// saw (shorter words are English as often as code).
-    pub min_checked_name: usize,
+use crate::contract::ExploreResult;
+use crate::evidence::EvidenceCheck;
+use crate::llm::ToolCall;
+use crate::runner::outcome::{ParsedResult, TerminalReason};
+
+/// The assists of one run, chosen by its profile, hooked in order.
+#[derive(Default)]
+pub(crate) struct Assists {
+    list: Vec<Box<dyn Assist>>,
 }
 
-impl Default for Tuning {
-    fn default() -> Self {
-        Self {
-            leads: 3,
-            fusion_k: 60.0,
-            lead_read_lines: 40,
-            scout_time_share: 0.1,
-            scout_time_cap: Duration::from_secs(30),
-            min_checked_name: 3,
-        }
+impl Assists {
+    /// The run's assists: text tool calls always, then `more`.
+    pub(crate) fn new(more: impl IntoIterator<Item = Box<dyn Assist>>) -> Self {
+        let mut list: Vec<Box<dyn Assist>> = vec![Box::new(text_calls::TextCalls)];
+        list.extend(more);
+        Self { list }
+    }
+
+    /// Every assist's first-message text, each in its own paragraph.
+    pub(crate) fn first_message(&self) -> Option<String> {
+        let parts: Vec<String> = self.list.iter().filter_map(|a| a.first_message()).collect();
+        (!parts.is_empty()).then(|| parts.join("\n\n"))
+    }
+
+    /// The first assist's example call.
+    pub(crate) fn example_call(&self) -> Option<String> {
+        self.list.iter().find_map(|a| a.example_call())
+    }
+
+    /// The first assist's reading of the model's output as tool calls.
+    pub(crate) fn model_output(
+        &self,
+        content: &str,
+        offered: &[&str],
+        step: u64,
+        cut: bool,
+    ) -> Option<Vec<ToolCall>> {
+        self.list
+            .iter()
+            .find_map(|a| a.model_output(content, offered, step, cut))
+    }
+
+    /// The ungrounded items no assist accounts for.
+    pub(crate) fn ungrounded_items(
+        &self,
+        result: &mut ParsedResult,
+        ungrounded: Vec<EvidenceCheck>,
+    ) -> Vec<EvidenceCheck> {
+        self.list
+            .iter()
+            .fold(ungrounded, |rest, a| a.ungrounded_items(result, rest))
+    }
+
+    /// The answer after every assist's finish.
+    pub(crate) fn finish(&self, answer: ExploreResult, verified: bool) -> ExploreResult {
+        self.list.iter().fold(answer, |r, a| a.finish(r, verified))
+    }
+
+    /// The first assist's answer for a run that ended without one.
+    pub(crate) fn no_answer(&self, reason: TerminalReason, error: &str) -> Option<ExploreResult> {
+        self.list.iter().find_map(|a| a.no_answer(reason, error))
     }
 }

@@ -12,6 +12,22 @@ use crate::llm::ToolCall;
 /// The most calls taken from one text answer (a model that writes more is not calling tools).
 const MAX_TEXT_CALLS: usize = 16;
 
+/// The assist that takes tool calls written as text (always on: a model that calls tools
+/// natively never writes a whole answer of calls).
+pub(crate) struct TextCalls;
+
+impl crate::runner::assist::hooks::Assist for TextCalls {
+    fn model_output(
+        &self,
+        content: &str,
+        offered: &[&str],
+        step: u64,
+        cut: bool,
+    ) -> Option<Vec<ToolCall>> {
+        parse(content, offered, step, cut)
+    }
+}
+
 /// The calls `content` consists of, when it is nothing but calls to tools in `offered`; `step`
 /// makes the ids unique within a run. `cut` says the answer stopped at its token cap: a last
 /// block that was begun but not closed is then dropped instead of spoiling the rest.

@@ -1,0 +1,227 @@
+//! Every knob of the small-model assists, in one place: a struct with a `Default` (the values a
+//! run uses unless its profile says otherwise), carried by [`crate::profile::RuntimeProfile`]
+//! as its `tuning` field so that an experiment changes a knob without changing code:
+//!
+//! ```python
+//! profile = outrider.explore_profile().replace(tuning={"leads": 5})
+//! ```
+//!
+//! None of these values is fitted to a named benchmark question; each says why it is what it
+//! is. A knob that does not pay on questions it was not chosen on is removed, not kept at a
+//! neutral value.
+
+use serde::{Deserialize, Serialize};
+
+use crate::pyjson::Json;
+
+/// The knobs of the assists (see the module's documentation).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Tuning {
+    /// Ranked places of the code index the repo-map hint lists as leads (0 lists none).
+    pub leads: u64,
+    /// The `k` of reciprocal-rank fusion (`1 / (k + rank)`) of the model's citations with the
+    /// leads: 60, the usual value, so that a place both lists rank beats any place only one
+    /// does.
+    pub fusion_k: f64,
+    /// Lines the hint suggests reading of a lead (from two lines above its first).
+    pub lead_read_lines: u64,
+    /// The share of `timeout_seconds` the offline scout may spend before the first call.
+    pub scout_time_share: f64,
+    /// The most seconds the offline scout may spend before the first call.
+    pub scout_time_cap_seconds: f64,
+    /// The shortest name a summary may use without it being checked against what the child
+    /// saw (shorter words are English as often as code).
+    pub min_checked_name: u64,
+}
+
+/// The knobs' names, in declaration order (the keys `tuning` takes).
+pub const TUNING_FIELDS: [&str; 6] = [
+    "leads",
+    "fusion_k",
+    "lead_read_lines",
+    "scout_time_share",
+    "scout_time_cap_seconds",
+    "min_checked_name",
+];
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Self {
+            leads: 3,
+            fusion_k: 60.0,
+            lead_read_lines: 40,
+            scout_time_share: 0.1,
+            scout_time_cap_seconds: 30.0,
+            min_checked_name: 3,
+        }
+    }
+}
+
+/// The largest count a count knob takes (more leads or lines than this is not a hint).
+const MAX_COUNT: i64 = 1_000;
+
+impl Tuning {
+    /// A copy with the knobs in `value` (a dict of knob names to numbers) changed; `field`
+    /// names the whole value in errors (`RuntimeProfile.tuning`). An unknown knob, a value of
+    /// the wrong type or out of its range is refused naming the knob and what it takes.
+    pub fn with_json(mut self, field: &str, value: &Json) -> Result<Self, crate::Error> {
+        let Json::Object(items) = value else {
+            return Err(crate::Error::wrong_type(
+                field,
+                "a dict of knob names to numbers",
+                value.type_name(),
+            ));
+        };
+        for (key, v) in items {
+            let name = format!("{field}[{}]", crate::pyjson::py_repr_str(key));
+            let count = || count_knob(&name, v);
+            let number = |lo: f64, hi: f64| number_knob(&name, v, lo, hi);
+            match key.as_str() {
+                "leads" => self.leads = count()?,
+                "lead_read_lines" => self.lead_read_lines = count()?.max(1),
+                "min_checked_name" => self.min_checked_name = count()?,
+                "fusion_k" => self.fusion_k = number(0.0, 1e6)?,
+                "scout_time_share" => self.scout_time_share = number(0.0, 1.0)?,
+                "scout_time_cap_seconds" => self.scout_time_cap_seconds = number(0.0, 3600.0)?,
+                other => {
+                    return Err(crate::args::unknown_option(field, other, &TUNING_FIELDS));
+                }
+            }
+        }
+        Ok(self)
+    }
+
+    /// The Python repr: a dict of every knob.
+    pub fn py_repr(&self) -> String {
+        let count = |n: u64| Json::Int(i64::try_from(n).unwrap_or(i64::MAX)).py_repr();
+        let number = |x: f64| Json::Float(x).py_repr();
+        let values = [
+            count(self.leads),
+            number(self.fusion_k),
+            count(self.lead_read_lines),
+            number(self.scout_time_share),
+            number(self.scout_time_cap_seconds),
+            count(self.min_checked_name),
+        ];
+        let items: Vec<String> = TUNING_FIELDS
+            .iter()
+            .zip(values)
+            .map(|(k, v)| format!("'{k}': {v}"))
+            .collect();
+        format!("{{{}}}", items.join(", "))
+    }
+
+    /// The scout's time cap as a duration.
+    pub fn scout_time_cap(&self) -> std::time::Duration {
+        std::time::Duration::from_secs_f64(self.scout_time_cap_seconds)
+    }
+}
+
+/// A count knob: an int from 0 to [`MAX_COUNT`].
+fn count_knob(name: &str, v: &Json) -> Result<u64, crate::Error> {
+    match v {
+        Json::Int(i) if (0..=MAX_COUNT).contains(i) => Ok(*i as u64),
+        Json::Int(i) => Err(crate::Error::config(
+            name,
+            format!("must be between 0 and {MAX_COUNT}, got {i}"),
+        )),
+        other => Err(crate::Error::wrong_type(name, "int", other.type_name())),
+    }
+}
+
+/// A number knob: finite, from `lo` to `hi`.
+fn number_knob(name: &str, v: &Json, lo: f64, hi: f64) -> Result<f64, crate::Error> {
+    let x = match v {
+        Json::Int(i) => *i as f64,
+        Json::Float(f) => *f,
+        other => {
+            return Err(crate::Error::wrong_type(
+                name,
+                "a number",
+                other.type_name(),
+            ))
+        }
+    };
+    if x.is_finite() && (lo..=hi).contains(&x) {
+        Ok(x)
+    } else {
+        Err(crate::Error::config(
+            name,
+            format!(
+                "must be a number between {lo} and {hi}, got {}",
+                Json::Float(x).py_repr()
+            ),
+        ))
+    }
+}
+
+impl std::hash::Hash for Tuning {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        (self.leads, self.lead_read_lines, self.min_checked_name).hash(h);
+        for x in [
+            self.fusion_k,
+            self.scout_time_share,
+            self.scout_time_cap_seconds,
+        ] {
+            x.to_bits().hash(h);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dict(items: &[(&str, Json)]) -> Json {
+        Json::Object(
+            items
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn knobs_change_by_name_and_bad_ones_are_refused_naming_the_knob() {
+        let t = Tuning::default()
+            .with_json(
+                "T",
+                &dict(&[("leads", Json::Int(5)), ("fusion_k", Json::Int(10))]),
+            )
+            .unwrap();
+        assert_eq!((t.leads, t.fusion_k), (5, 10.0));
+        assert_eq!(t.lead_read_lines, Tuning::default().lead_read_lines);
+        let err = |v: Json| {
+            Tuning::default()
+                .with_json("T", &v)
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(err(dict(&[("lead", Json::Int(1))]))
+            .contains("has no option 'lead'; options are: leads, fusion_k"));
+        assert!(err(dict(&[("leads", Json::Str("5".into()))])).contains("T['leads']"));
+        assert!(
+            err(dict(&[("leads", Json::Int(-1))])).contains("must be between 0 and 1000, got -1")
+        );
+        assert!(
+            err(dict(&[("scout_time_share", Json::Float(f64::NAN))])).contains("between 0 and 1")
+        );
+        assert!(err(Json::Int(3)).contains("must be a dict of knob names to numbers, got int"));
+    }
+
+    #[test]
+    fn a_tuning_round_trips_through_serde_and_a_partial_one_takes_the_defaults() {
+        let t: Tuning = serde_json::from_str(r#"{"leads": 1}"#).unwrap();
+        assert_eq!(
+            t,
+            Tuning {
+                leads: 1,
+                ..Tuning::default()
+            }
+        );
+        let back: Tuning = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
+        assert_eq!(back, t);
+        assert!(serde_json::from_str::<Tuning>(r#"{"nope": 1}"#).is_err());
+    }
+}
