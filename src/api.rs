@@ -29,7 +29,7 @@ pub use crate::llm::env::MAIN_PREFIX;
 pub use crate::llm::env::{EnvFile, ENV_FILE};
 pub use crate::llm::openai::config::ClientSettings;
 pub use crate::llm::openai::{OpenAICompatible, OpenAICompatibleConfig};
-pub use crate::llm::request::{ChatRequest, ModelSettings};
+pub use crate::llm::request::{ChatRequest, ModelSettings, RunFacts};
 pub use crate::llm::scout::{terms as scout_terms, OfflineScout};
 pub use crate::llm::settings::RouteSettings;
 pub use crate::llm::{BoxFuture, ChatModel, ChatResponse, ModelError, ModelErrorKind};

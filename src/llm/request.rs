@@ -6,6 +6,42 @@ use crate::error::Error;
 
 use crate::llm::message::Message;
 
+/// What the runtime knows of the run a request belongs to, as values, for a model that plans
+/// by them (the offline scout sizes its reads by the budgets and does not judge a
+/// verification). Never sent on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunFacts {
+    /// Tokens all calls of the run may use together.
+    pub total_token_budget: u64,
+    /// Tokens one request may hold.
+    pub context_token_budget: u64,
+    /// The run answers a verification (a verdict), not an exploration.
+    pub verification: bool,
+}
+
+impl Default for RunFacts {
+    /// The explore profile's budgets.
+    fn default() -> Self {
+        Self {
+            total_token_budget: 32_000,
+            context_token_budget: 16_000,
+            verification: false,
+        }
+    }
+}
+
+impl RunFacts {
+    /// The facts of a run under `profile`.
+    pub fn of(profile: &crate::profile::RuntimeProfile) -> Self {
+        Self {
+            total_token_budget: u64::try_from(profile.total_token_budget).unwrap_or(0),
+            context_token_budget: u64::try_from(profile.context_token_budget).unwrap_or(0),
+            verification: profile.result_contract
+                == Some(crate::profile::ResultContract::Verification),
+        }
+    }
+}
+
 /// One request to a model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatRequest {
@@ -23,6 +59,9 @@ pub struct ChatRequest {
     /// When the run that makes this call must be over; a backend that retries does not wait
     /// past it. Never sent on the wire.
     pub deadline: Option<std::time::Instant>,
+    /// The run's budgets and kind, when a runner made the request (None: a caller's own
+    /// request). Never sent on the wire.
+    pub run: Option<RunFacts>,
 }
 
 impl ChatRequest {

@@ -328,6 +328,7 @@ mod tests {
             tools: std::sync::Arc::new(vec![json!({"type": "function"})]),
             tool_choice: Some("auto".into()),
             deadline: None,
+            run: None,
             settings: None,
         };
         let text = req.to_openai_string();

@@ -122,6 +122,7 @@ impl ChatRequest {
                 .and_then(Value::as_str)
                 .map(str::to_owned),
             deadline: None,
+            run: None,
             settings: None,
         })
     }
@@ -265,6 +266,7 @@ mod tests {
             tools: std::sync::Arc::new(tools),
             tool_choice: Some(choice.into()),
             deadline: None,
+            run: None,
             settings: None,
         }
     }

@@ -121,6 +121,7 @@ impl RuntimeRunner {
             },
             deadline: Some(deadline),
             settings: self.model.settings(),
+            run: Some(crate::llm::request::RunFacts::of(&self.profile)),
         };
         st.calls += 1;
         let span = tracing::info_span!(target: crate::trace::SPAN_TARGET,

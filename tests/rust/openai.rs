@@ -242,6 +242,7 @@ fn simple_request() -> ChatRequest {
         tools: Default::default(),
         tool_choice: None,
         deadline: None,
+        run: None,
         settings: None,
     }
 }
@@ -286,6 +287,7 @@ async fn success_with_tool_calls_sends_bearer_and_full_body() {
         tools: vec![grep_schema.clone()].into(),
         tool_choice: Some("auto".into()),
         deadline: None,
+        run: None,
         settings: None,
     };
 
@@ -1040,6 +1042,7 @@ async fn call_throttled(
     let started = Instant::now();
     let request = ChatRequest {
         deadline: Some(started + Duration::from_secs(3)),
+        run: None,
         settings: None,
         ..simple_request()
     };

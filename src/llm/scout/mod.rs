@@ -19,10 +19,7 @@ pub(crate) mod query;
 pub(crate) mod rank;
 pub(crate) mod search;
 
-use std::sync::OnceLock;
-
-use regex::Regex;
-
+use crate::llm::request::RunFacts;
 use crate::llm::{
     BoxFuture, ChatModel, ChatRequest, ChatResponse, Message, ModelError, ToolCall, Usage,
 };
@@ -51,40 +48,25 @@ fn task_text(messages: &[Message]) -> &str {
         .unwrap_or("")
 }
 
-fn system_text(messages: &[Message]) -> &str {
-    messages
-        .iter()
-        .find_map(|m| match m {
-            Message::System { content } => Some(content.as_str()),
-            _ => None,
-        })
-        .unwrap_or("")
+/// The run this request belongs to, as the runner described it (a caller's own request: the
+/// explore profile's budgets).
+fn facts(request: &ChatRequest) -> RunFacts {
+    request.run.unwrap_or_default()
 }
 
-/// Whether this request is a verification run (its system prompt asks for a verdict): the
-/// scout does not judge those, it says so.
+/// Whether this request is a verification run: the scout does not judge those, it says so.
 fn is_verification(request: &ChatRequest) -> bool {
-    system_text(&request.messages).contains("\"verdict\"")
-}
-
-/// The run's budgets as the system prompt states them: (total tokens, tokens per request).
-fn budgets(system: &str) -> (u64, u64) {
-    static TOTAL: OnceLock<Regex> = OnceLock::new();
-    static CONTEXT: OnceLock<Regex> = OnceLock::new();
-    let total = TOTAL.get_or_init(|| Regex::new(r"(\d+) tokens for the whole run").expect("regex"));
-    let context = CONTEXT.get_or_init(|| Regex::new(r"must fit in (\d+) tokens").expect("regex"));
-    let num = |re: &Regex, default: u64| {
-        re.captures(system)
-            .and_then(|c| c[1].parse().ok())
-            .unwrap_or(default)
-    };
-    (num(total, 32_000), num(context, 16_000))
+    facts(request).verification
 }
 
 /// Characters the read turn may add so that the answer's request still fits both budgets
 /// (tokens counted at 3 characters, as the scout reports them).
 fn read_allowance(request: &ChatRequest, notes_chars: usize) -> usize {
-    let (total, context) = budgets(system_text(&request.messages));
+    let RunFacts {
+        total_token_budget: total,
+        context_token_budget: context,
+        ..
+    } = facts(request);
     let schema: usize = request.tools.iter().map(|t| t.to_string().len()).sum();
     let mut spent = 0usize;
     let mut before = 0usize;
@@ -152,13 +134,14 @@ pub(crate) struct Scouted {
 }
 
 /// The scout's whole search on `task`, driven without a runner (no trace, no spans): the
-/// first message is `task`, the system prompt `system`, the tools offered `tools`; each tool call
+/// first message is `task`, the system prompt `system`, the run `run`, the tools offered `tools`; each tool call
 /// goes through `execute` (name and JSON arguments in, the result envelope as JSON text out, so
 /// that every file access stays a confined tool call). Its final text, at most three turns on,
 /// and the index's places.
 pub(crate) fn search_quietly(
     task: &str,
     system: &str,
+    run: RunFacts,
     tools: std::sync::Arc<Vec<serde_json::Value>>,
     execute: &mut dyn FnMut(&str, &str) -> String,
 ) -> Scouted {
@@ -176,6 +159,7 @@ pub(crate) fn search_quietly(
         tool_choice: Some("auto".into()),
         settings: None,
         deadline: None,
+        run: Some(run),
     };
     loop {
         let resp = next_step(&request);

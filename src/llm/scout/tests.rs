@@ -405,3 +405,57 @@ async fn with_the_index_the_scout_cites_the_definition_it_read_and_every_sentenc
         "{r:?}"
     );
 }
+
+#[test]
+fn the_scout_takes_the_run_kind_and_budgets_as_values_not_from_the_prompt() {
+    use crate::llm::request::RunFacts;
+    use crate::llm::Message;
+    let request = |system: &str, run: Option<RunFacts>| crate::llm::ChatRequest {
+        model: None,
+        messages: vec![
+            Message::System {
+                content: system.into(),
+            },
+            Message::User {
+                content: "Where is render_template defined?".into(),
+            },
+        ],
+        tools: Arc::new(Vec::new()),
+        tool_choice: None,
+        settings: None,
+        deadline: None,
+        run,
+    };
+    let answer = |r: crate::llm::ChatRequest| super::next_step(&r).content;
+    // A prompt that mentions a verdict is not a verification; a run that is says so whatever
+    // its prompt.
+    let verdict_words = "Reply with \"verdict\": PASS or FAIL.";
+    assert!(!answer(request(verdict_words, None)).contains("\"verdict\""));
+    let verify = RunFacts {
+        verification: true,
+        ..RunFacts::default()
+    };
+    let text = answer(request("Explore.", Some(verify)));
+    assert!(text.contains("\"verdict\":\"UNVERIFIED\""), "{text}");
+    // Budgets: a run with a tiny total leaves no room for reads, one with the defaults does;
+    // the words of the prompt change nothing.
+    let mut messages = request("at most 10 tokens for the whole run", None).messages;
+    messages.push(Message::Assistant {
+        content: String::new(),
+        tool_calls: vec![],
+    });
+    let big = crate::llm::ChatRequest {
+        messages: messages.clone(),
+        ..request("", None)
+    };
+    let tiny = crate::llm::ChatRequest {
+        messages,
+        run: Some(RunFacts {
+            total_token_budget: 10,
+            ..RunFacts::default()
+        }),
+        ..request("", None)
+    };
+    assert!(super::read_allowance(&big, 0) > 0);
+    assert_eq!(super::read_allowance(&tiny, 0), 0);
+}

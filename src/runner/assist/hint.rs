@@ -228,6 +228,7 @@ struct ScoutSearch {
     ctx: ToolContext,
     task: String,
     system: String,
+    run: crate::llm::request::RunFacts,
     tools: Arc<Vec<Value>>,
 }
 
@@ -266,6 +267,7 @@ impl RuntimeRunner {
                 .with_cancel(self.cancel.flag()),
             task: task.to_string(),
             system: self.profile.rendered_system_prompt(),
+            run: crate::llm::request::RunFacts::of(&self.profile),
             tools,
         };
         let searching =
@@ -375,6 +377,7 @@ impl ScoutSearch {
         let crate::llm::scout::Scouted { text, places } = crate::llm::scout::search_quietly(
             &self.task,
             &self.system,
+            self.run,
             self.tools.clone(),
             &mut execute,
         );
