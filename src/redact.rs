@@ -52,6 +52,15 @@ macro_rules! secret_names {
     };
 }
 
+/// A secret's value after its separator: double-, single- or back-quoted (to the closing quote,
+/// `\"` escapes, or to the end of the line when it is cut off), else unquoted (to the first
+/// space or delimiter). Groups `dq`/`dqe`, `sq`/`sqe`, `bq`/`bqe`, `value` (see [`assignment`]).
+macro_rules! secret_value {
+    () => {
+        r#"(?:"(?P<dq>(?:[^"\\\r\n]|\\.)+)(?P<dqe>"?)|'(?P<sq>(?:[^'\\\r\n]|\\.)+)(?P<sqe>'?)|`(?P<bq>[^`\r\n]+)(?P<bqe>`?)|(?P<value>[^\s"'`&,;}=][^\s"'&,;}]*))"#
+    };
+}
+
 /// A secret's name, then its separator, then the value (see [`assignment`]): a quoted value
 /// runs to its closing quote (spaces, `;` and `&` included; `\"` escapes; a value cut off at
 /// the end of its line is masked to there), an unquoted one to the first space or delimiter.
@@ -60,10 +69,17 @@ const ASSIGNMENT: &str = concat!(
     r#"(?i)\b((?P<name>[A-Za-z0-9_\-]*?(?:"#,
     secret_names!(),
     r#")|pwd)["']?[ \t]*(?P<sep>=>|:=|=|:)[ \t]*)"#,
-    r#"(?:"(?P<dq>(?:[^"\\\r\n]|\\.)+)(?P<dqe>"?)"#,
-    r#"|'(?P<sq>(?:[^'\\\r\n]|\\.)+)(?P<sqe>'?)"#,
-    r#"|`(?P<bq>[^`\r\n]+)(?P<bqe>`?)"#,
-    r#"|(?P<value>[^\s"'`&,;}=][^\s"'&,;}]*))"#
+    secret_value!()
+);
+
+/// The same with a type annotation between the name and `=` (Python, TypeScript, Rust, Kotlin):
+/// `password: str = "x"`, `const apiToken: string = 'x'`, `let token: &str = "x"`. The name and
+/// its annotation stay; the value is masked as [`ASSIGNMENT`]'s is, `None` or a reference kept.
+const ANNOTATED: &str = concat!(
+    r#"(?i)\b((?P<name>[A-Za-z0-9_\-]*?(?:"#,
+    secret_names!(),
+    r#")|pwd)[ \t]*:[ \t]*[A-Za-z_&*][A-Za-z0-9_.&*\[\]<>|, ]*?[ \t]*(?P<sep>=)[ \t]*)"#,
+    secret_value!()
 );
 
 /// How one pattern's match is replaced.
@@ -145,6 +161,7 @@ const PATTERNS: &[(&str, Replace)] = &[
     // `secret: 's3cr3t'`, `"api_key": "..."`, `'password' => 'x'`, `password := "x"`. The name
     // ends at the keyword, so `prompt_tokens:` and `token_budget=` stay; [`assignment`] keeps
     // what is code rather than a value (`password: str`, `token=self.token`, `max_token=9`).
+    (ANNOTATED, Replace::Assignment),
     (ASSIGNMENT, Replace::Assignment),
     // The same in XML: `<password>x</password>`, `<db_password>x</db_password>`.
     (
@@ -255,7 +272,8 @@ fn is_code(name: &str, sep: &str, value: &str) -> bool {
                 .expect("valid type pattern"),
         )
     });
-    let word = value.to_ascii_lowercase();
+    // A literal closing a call or a list is the literal: `f(token: str = None)`.
+    let word = value.trim_end_matches([')', ']', ':']).to_ascii_lowercase();
     matches!(
         word.as_str(),
         "none" | "null" | "nil" | "true" | "false" | "undefined"
@@ -556,6 +574,11 @@ mod tests {
         (r#"{"DB_PASSWORD": "x"}"#, r#"{"DB_PASSWORD": "***"}"#),
         (r#"password: "str""#, r#"password: "***""#),
         ("password=None1", "password=***"),
+        // With a type annotation before the `=`.
+        (r#"password: str = "x""#, r#"password: str = "***""#),
+        ("const apiToken: string = 'abc123';", "const apiToken: string = '***';"),
+        (r#"let db_password: &str = "hunter2";"#, r#"let db_password: &str = "***";"#),
+        ("secret: Optional[str] = plainvalue1", "secret: Optional[str] = ***"),
         // A PEM body read without its BEGIN line, bare and in Read's numbered lines.
         (
             "MIIEowIBAAKCAQEA7secretsecret\nAAAABBBBCCCCDDDDEEEE\n-----END RSA PRIVATE KEY-----\n",
