@@ -71,7 +71,32 @@ def test_batch_model_main_without_a_model_says_what_to_set(
     tasks = tasks_file(tmp_path, repo)
     argv = ["batch", str(tasks), "--out", str(tmp_path / "o"), "--model", "main"]
     assert cli.main(argv) == 2
-    assert capsys.readouterr().err.strip() == "outrider: --backend main: LLM_MODEL_ID is not set"
+    assert capsys.readouterr().err.strip() == "outrider: --model main: LLM_MODEL_ID is not set"
+
+
+def test_batch_model_light_and_main_read_the_routes_explore_reads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from outrider.batch import BackendSpec
+    from outrider.batch import _cli as batch_cli
+
+    monkeypatch.setenv("LLM_MODEL_ID", "big")
+    monkeypatch.setenv("LLM_BASE_URL", "http://127.0.0.1:1/v1")
+    parser = cli.build_parser()
+
+    def specs(*flags: str) -> tuple[BackendSpec | None, BackendSpec | None]:
+        args = parser.parse_args(["batch", "t.jsonl", "--out", "o", *flags])
+        return batch_cli._spec(args.backend, "--model"), batch_cli._light_spec(args)
+
+    main, light = specs("--model", "main")
+    assert main == BackendSpec.from_env() and main is not None and main.model == "big"
+    assert light is None  # the children use the main model
+    assert specs("--model", "light") == (main, None)  # no LIGHT_LLM_MODEL_ID: the same
+    monkeypatch.setenv("LIGHT_LLM_MODEL_ID", "small")
+    main, light = specs("--model", "light")
+    assert main is not None and main.model == "big" and light is not None
+    assert (light.model, light.api_key_env) == ("small", "LIGHT_LLM_API_KEY")
+    assert specs("--backend", "env") == (main, None)
 
 
 def test_batch_resumes_by_default_and_retry_failed_implies_it(

@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         limits = None
         if args.rpm is not None or args.tpm is not None:
             limits = RateLimit(requests_per_minute=args.rpm, tokens_per_minute=args.tpm)
-        backend = _spec(args.backend, "--backend")
+        backend = _spec(args.backend, "--model")
         light = _light_spec(args)
         if limits is not None and (backend is None or backend.is_offline) and light is None:
             from outrider.batch import BackendSpec
