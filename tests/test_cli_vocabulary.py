@@ -97,6 +97,9 @@ def test_batch_model_light_and_main_read_the_routes_explore_reads(
     assert main is not None and main.model == "big" and light is not None
     assert (light.model, light.api_key_env) == ("small", "LIGHT_LLM_API_KEY")
     assert specs("--backend", "env") == (main, None)
+    offline = BackendSpec.offline()
+    assert specs("--light-model", "offline") == (None, offline)
+    assert specs("--light-backend", "offline") == (None, offline)  # the old spelling
 
 
 def test_batch_resumes_by_default_and_retry_failed_implies_it(

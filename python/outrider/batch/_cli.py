@@ -57,7 +57,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         '"gpt-4.1-mini", "api_key_env": "OPENAI_API_KEY"}\' (default: env when LLM_MODEL_ID '
         "is set, else offline; --backend is the same option)",
     )
-    p.add_argument("--light-backend", help="the light route's BackendSpec as JSON (default: same)")
+    p.add_argument(
+        "--light-model",
+        "--light-backend",
+        dest="light_backend",
+        metavar="MODEL",
+        help="the light route's model: 'offline', 'env' or a BackendSpec as JSON (default: the "
+        "same as --model; --light-backend is the same option)",
+    )
     p.add_argument("--rpm", type=float, help="requests per minute, per provider, for all tasks")
     p.add_argument("--tpm", type=float, help="tokens per minute, per provider, for all tasks")
     p.add_argument("--ray-address", help="Ray cluster address (default: running Ray, else local)")
@@ -97,7 +104,7 @@ def _light_spec(args: argparse.Namespace) -> Any:
     from outrider.batch import BackendSpec
 
     if args.light_backend is not None:
-        return _spec(args.light_backend, "--light-backend")
+        return _spec(args.light_backend, "--light-model")
     if args.backend == "light":
         return BackendSpec.from_env("LIGHT_LLM")
     return None
