@@ -365,8 +365,8 @@ def test_resume_after_killing_the_driver_reruns_only_unfinished(tmp_path: pathli
     first = read_manifest(out)
     assert 15 <= len(first) < 120, len(first)
 
-    # Without --resume the directory is refused, and nothing is run.
-    refused = subprocess.run(command, capture_output=True, text=True)
+    # With --no-resume the directory is refused, and nothing is run.
+    refused = subprocess.run([*command, "--no-resume"], capture_output=True, text=True)
     assert refused.returncode == 2 and "--resume" in refused.stderr
     assert len(read_manifest(out)) == len(first)
 
@@ -633,12 +633,13 @@ def test_cli_batch(tmp_path: pathlib.Path) -> None:
     assert usage.stderr.startswith("outrider: BackendSpec factory: must be an import path")
     retry = subprocess.run(
         [sys.executable, "-m", "outrider", "batch", str(tasks_file), "--out", str(out),
-         "--retry-failed"],
+         "--retry-failed", "--no-resume"],
         capture_output=True, text=True,
     )  # fmt: skip
     assert (retry.returncode, retry.stderr.strip()) == (
         2,
-        "outrider: --retry-failed: reruns the failed tasks of a resumed batch; add --resume",
+        "outrider: --retry-failed reruns the failed tasks DIR holds, so it resumes; it cannot "
+        "go with --no-resume",
     )
 
 

@@ -4,8 +4,11 @@ process dies is run once more. Skipped only when Ray cannot be imported."""
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -129,3 +132,21 @@ def test_a_lost_worker_task_is_retried_once(cluster: pathlib.Path, tmp_path: pat
     ]
     assert (cluster / "marker-a").exists()
     assert "WorkerCrashedError" in run.rows[2]["error"] or "died" in run.rows[2]["error"]
+
+
+def test_a_ray_batch_prints_no_note_a_user_cannot_act_on(tmp_path: pathlib.Path) -> None:
+    """Ray's "token authentication is enabled" warning on every start goes to outrider's debug
+    log (#37.7); the command prints its summary and nothing else on stderr."""
+    repos = make_repos(tmp_path / "src", 1)
+    tasks_file = tmp_path / "tasks.jsonl"
+    tasks_file.write_text("".join(json.dumps(t.to_dict()) + "\n" for t in make_tasks(repos, 2)))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "LLM_"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "outrider", "batch", str(tasks_file), "--out", str(tmp_path / "o"),
+         "--executor", "ray", "--model", "offline", "--no-progress", "--json"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["counts"] == {"completed": 2}
+    assert "Token authentication" not in done.stderr, done.stderr
+    assert "WARNING" not in done.stderr, done.stderr

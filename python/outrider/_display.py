@@ -22,7 +22,7 @@ from outrider._mainrun import MainRunResult
 from outrider.exceptions import TraceError
 from outrider.trace import Trace, _load_recorded, _timed, describe
 
-__all__ = ["MAX_ITEMS", "MAX_TEXT", "STATUS_COLOURS", "launch_html", "trace_html"]
+__all__ = ["MAX_ITEMS", "MAX_TEXT", "STATUS_COLOURS", "batch_html", "launch_html", "trace_html"]
 
 STATUS_COLOURS: dict[str, str] = {
     "completed": "#2da44e",
@@ -33,6 +33,7 @@ STATUS_COLOURS: dict[str, str] = {
     "UNVERIFIED": "#8a63d2",
     "failed": "#d1242f",
     "FAIL": "#d1242f",
+    "error": "#d1242f",
 }
 """Badge colours: mid-tones readable on white and on dark backgrounds. Any other status uses
 the inherited text colour."""
@@ -702,6 +703,64 @@ def trace_md(t: Trace) -> str:
             lines.append(f"| {_more(t.child_refs, 'more children')} | | | |")
     lines += _md_timeline(t)
     return "\n".join(lines) + "\n"
+
+
+# --- batches ----------------------------------------------------------------------------------
+
+BATCH_EXCERPT = 240
+"""Characters of a task's summary (or error) shown in a batch's answers table."""
+
+
+def _one_line(value: Any, limit: int) -> str:
+    text = " ".join(str(value).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def batch_html(run: Any) -> str:
+    """A batch (``BatchRun``): its summary, then a table of its answers, one row per task: id,
+    status, question, summary excerpt (the error for a failed task) and top evidence."""
+    from outrider.batch._answers import answer_record
+
+    rows = run.rows
+    cells = []
+    for row in rows[:MAX_ITEMS]:
+        r = answer_record(row)
+        text = r["summary"] if r["summary"] is not None else (r["error"] or "")
+        if not text and r["result"] is not None:
+            text = json.dumps(r["result"], ensure_ascii=False, default=str)
+        if r["status"] in ("failed", "error") and r["reason"]:
+            text = f"{r['reason']}: {text}" if text else r["reason"]
+        evidence = r["evidence"] or []
+        top = f'<code style="{_CODE}">{_e(evidence[0])}</code>' if evidence else ""
+        if len(evidence) > 1:
+            top += f' <span style="{_MUTED}">+{len(evidence) - 1}</span>'
+        cells.append(
+            f'<tr><td style="{_CELL}"><code style="{_CODE}">{_e(r["id"])}</code></td>'
+            f'<td style="{_CELL}">{_badge(r["status"])}</td>'
+            f'<td style="{_CELL}">{_e(_one_line(r["question"] or "", BATCH_EXCERPT // 2))}</td>'
+            f'<td style="{_CELL}">{_e(_one_line(text, BATCH_EXCERPT))}</td>'
+            f'<td style="{_CELL}">{top}</td></tr>'
+        )
+    if len(rows) > MAX_ITEMS:
+        cells.append(
+            f'<tr><td style="{_CELL};{_MUTED}" colspan="5">{_more(rows, "more tasks")} '
+            "(<code>to_pandas()</code> has all)</td></tr>"
+        )
+    head = "".join(
+        f'<th style="{_CELL}">{h}</th>'
+        for h in ("task", "status", "question", "answer", "top evidence")
+    )
+    table = (
+        f"<details open><summary><strong>answers</strong> ({len(rows)})</summary>"
+        f'<table style="border-collapse:collapse"><tr>{head}</tr>{"".join(cells)}</table>'
+        "</details>"
+        if rows
+        else ""
+    )
+    where = (
+        f'<div style="{_MUTED};font-size:.85em">manifest: {_e(run.out)}</div>' if run.out else ""
+    )
+    return _box(run.summary._repr_html_() + table + where)
 
 
 # The one table of Jupyter views: every outrider type that shows itself, with its renderers.

@@ -13,13 +13,15 @@ line on stderr, ``outrider: ...``, and exit status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import logging
 import os
 import pathlib
+import re
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
 import outrider
@@ -205,11 +207,59 @@ ENV_FILE_HELP = (
 )
 
 
+def _close(word: str, choices: Iterable[str]) -> str | None:
+    """The one of ``choices`` ``word`` most likely misspells, or None (argparse suggests only
+    from Python 3.14 on)."""
+    found = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+_INVALID_CHOICE = re.compile(
+    r"invalid choice: (?P<value>'.*'|\S+) \(choose from (?P<choices>.*)\)$"
+)
+
+
+def _choice_hint(message: str) -> str:
+    """`` (did you mean 'explore'?)`` for argparse's invalid-choice message, else ``""``."""
+    match = _INVALID_CHOICE.search(message)
+    if match is None:
+        return ""
+    value = match["value"].strip("'")
+    choices = [c.strip().strip("'") for c in match["choices"].split(",")]
+    near = _close(value, choices)
+    return f"; did you mean {near!r}?" if near else ""
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse, its error messages (which quote what was typed) escaped for the terminal."""
+    """argparse, its error messages (which quote what was typed) escaped for the terminal, an
+    unknown option reported by the subcommand it was given to, and a near miss (``--jsno``,
+    ``explor``, ``--model ofline``) answered with what was probably meant."""
+
+    commands: dict[str, argparse.ArgumentParser]
 
     def error(self, message: str) -> NoReturn:
-        super().error(term(message))
+        super().error(term(message + _choice_hint(message)))
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            commands = getattr(self, "commands", {})
+            parser = commands.get(getattr(parsed, "command", None) or "", self)
+            known = [o for o in parser._option_string_actions if o.startswith("--")]
+            hints = {}
+            for word in extra:
+                near = _close(word.split("=", 1)[0], known) if word.startswith("-") else None
+                if near:
+                    hints[word] = near
+            message = f"unrecognized arguments: {' '.join(extra)}"
+            if len(hints) == 1:
+                message += f" (did you mean {next(iter(hints.values()))}?)"
+            elif hints:
+                message += f" (did you mean {'; '.join(f'{near} for {word}' for word, near in hints.items())}?)"
+            parser.error(message)
+        return parsed
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -227,6 +277,8 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--root", default=os.curdir, help="the repository to explore (default: .)")
     ex.add_argument(
         "--model",
+        "--backend",
+        dest="model",
         choices=("light", "main", "offline"),
         default="light",
         help="model route; without LLM_MODEL_ID set, the offline scout is used (default: light)",
@@ -245,6 +297,8 @@ def build_parser() -> argparse.ArgumentParser:
     mc.add_argument("--root", default=os.curdir, help="the repository to serve (default: .)")
     mc.add_argument(
         "--model",
+        "--backend",
+        dest="model",
         choices=("light", "main", "offline"),
         default="light",
         help="the children's model; without LLM_MODEL_ID set, the offline scout is used "
@@ -255,10 +309,11 @@ def build_parser() -> argparse.ArgumentParser:
     mc.set_defaults(func=_mcp)
     from outrider.batch import _cli as batch_cli
 
-    batch_cli.add_parser(sub)
+    bt = batch_cli.add_parser(sub)
     tr = sub.add_parser("trace", help="print a JSONL trace as a step-by-step timeline")
     tr.add_argument("file", help="a trace-*.jsonl file")
     tr.set_defaults(func=_trace)
+    parser.commands = {"explore": ex, "mcp": mc, "batch": bt, "trace": tr}
     return parser
 
 

@@ -268,7 +268,9 @@ impl RuntimeRunner {
         if e.kind == ModelErrorKind::Cancelled {
             return Stop::Terminal(TerminalReason::Cancelled, e.to_string());
         }
-        tracing::warn!(
+        // INFO: the failure ends up in the run's result (`error`, `failure_reason`), which
+        // `outrider explore` prints; a warning here said it a second time.
+        tracing::info!(
             session_id = %self.trace.session_id(),
             step,
             kind = e.kind.as_str(),

@@ -3,7 +3,7 @@
 ::
 
     import outrider
-    from outrider.batch import BackendSpec, BatchTask, RateLimit
+    from outrider.batch import BackendSpec, BatchRun, BatchTask, RateLimit
 
     run = outrider.explore_many(
         [BatchTask("https://github.com/example/project", "Where is the help text formatted?",
@@ -13,6 +13,8 @@
         rate_limits=RateLimit(requests_per_minute=500, tokens_per_minute=200_000),
     )
     print(run.summary)
+    run.to_pandas()                       # one row per task, its last attempt, with its answer
+    BatchRun.load("out/")                 # the same, read back from the directory
 
 A task's id hashes its root, commit, question, context, profile and the backend spec, so a
 rerun with ``resume=True`` (the default) skips what finished. ``executor="ray"`` (or a
@@ -23,6 +25,7 @@ every worker asks.
 
 from __future__ import annotations
 
+from outrider.batch._answers import ANSWER_COLUMNS
 from outrider.batch._backend import BackendSpec
 from outrider.batch._executors import Executor, LocalExecutor, RayExecutor
 from outrider.batch._ratelimit import RateLimit
@@ -32,6 +35,7 @@ from outrider.batch._summary import BatchRun, BatchSummary
 from outrider.batch._tasks import BatchTask, RepoCache, default_cache_dir, load_tasks
 
 __all__ = [
+    "ANSWER_COLUMNS",
     "BackendSpec",
     "BatchRun",
     "BatchSummary",

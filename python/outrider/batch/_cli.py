@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from typing import Any
 
 from outrider._terminal import fail, json_text, say, term
@@ -13,8 +14,8 @@ from outrider.exceptions import ConfigError
 
 EXIT_HELP = (
     "Exit status: 0 every task answered (completed, partial or unverified), 1 some task failed "
-    "(see the summary and manifest.jsonl), 2 usage error, 130 interrupted (rerun with --resume "
-    "to continue)."
+    "(see the summary and manifest.jsonl), 2 usage error, 130 interrupted (run the same command "
+    "again to continue)."
 )
 
 
@@ -35,19 +36,35 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--resume",
-        action="store_true",
-        help="skip the tasks DIR's manifest already holds (without it, a DIR with a manifest "
-        "is refused)",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="skip the tasks DIR's manifest already holds, as explore_many does (default); "
+        "--no-resume refuses a DIR that holds rows",
     )
-    p.add_argument("--retry-failed", action="store_true", help="with --resume, rerun failed tasks")
     p.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="also rerun the tasks whose row says failed or error (implies --resume)",
+    )
+    p.add_argument(
+        "--model",
         "--backend",
-        help="'offline' (the scout), 'env' (LLM_MODEL_ID/LLM_BASE_URL, key in LLM_API_KEY), or a "
+        dest="backend",
+        metavar="MODEL",
+        help="'offline' (the scout), 'main' or 'env' (LLM_MODEL_ID/LLM_BASE_URL, key in "
+        "LLM_API_KEY), 'light' (the same, with the light route from LIGHT_LLM_* when set), or a "
         'BackendSpec as JSON, e.g. \'{"factory": "outrider.adapters:openai", "model": '
         '"gpt-4.1-mini", "api_key_env": "OPENAI_API_KEY"}\' (default: env when LLM_MODEL_ID '
-        "is set, else offline)",
+        "is set, else offline; --backend is the same option)",
     )
-    p.add_argument("--light-backend", help="the light route's BackendSpec as JSON (default: same)")
+    p.add_argument(
+        "--light-model",
+        "--light-backend",
+        dest="light_backend",
+        metavar="MODEL",
+        help="the light route's model: 'offline', 'env' or a BackendSpec as JSON (default: the "
+        "same as --model; --light-backend is the same option)",
+    )
     p.add_argument("--rpm", type=float, help="requests per minute, per provider, for all tasks")
     p.add_argument("--tpm", type=float, help="tokens per minute, per provider, for all tasks")
     p.add_argument("--ray-address", help="Ray cluster address (default: running Ray, else local)")
@@ -66,18 +83,48 @@ def _spec(value: str | None, what: str) -> Any:
         return None
     if value == "offline":
         return BackendSpec.offline()
-    if value == "env":
+    if value in ("env", "main", "light"):
         spec = BackendSpec.from_env()
         if spec is None:
-            raise ConfigError(f"{what} env: LLM_MODEL_ID is not set")
+            raise ConfigError(f"{what} {value}: LLM_MODEL_ID is not set")
         return spec
     try:
         data = json.loads(value)
     except ValueError:
         raise ConfigError(
-            f"{what}: must be 'offline', 'env' or a BackendSpec as JSON, got {value!r}"
+            f"{what}: must be 'offline', 'main', 'light', 'env' or a BackendSpec as JSON, got "
+            f"{value!r}"
         ) from None
     return BackendSpec.from_dict(data)
+
+
+def _light_spec(args: argparse.Namespace) -> Any:
+    """--light-backend, else for ``--model light`` the LIGHT_LLM_* model when one is set (as
+    ``outrider explore --model light`` uses it), else None (the main backend)."""
+    from outrider.batch import BackendSpec
+
+    if args.light_backend is not None:
+        return _spec(args.light_backend, "--light-model")
+    if args.backend == "light":
+        return BackendSpec.from_env("LIGHT_LLM")
+    return None
+
+
+def _failed_line(row: dict[str, Any]) -> None:
+    """One line on stderr for a task that failed, as it finishes (the summary groups them)."""
+    if row.get("status") not in ("failed", "error"):
+        return
+    error = " ".join(str(row.get("error") or "").split())
+    if len(error) > 200:
+        error = error[:199] + "…"
+    print(
+        term(
+            f"outrider batch: task {row.get('id')} {row.get('status')} "
+            f"({row.get('reason') or 'unknown'}): {error}"
+        ),
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,7 +137,8 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(f"{args.tasks!r} is not a file of tasks")
         if args.retry_failed and not args.resume:
             raise ConfigError(
-                "--retry-failed: reruns the failed tasks of a resumed batch; add --resume"
+                "--retry-failed reruns the failed tasks DIR holds, so it resumes; it cannot go "
+                "with --no-resume"
             )
         executor: Any
         if args.executor == "ray":
@@ -102,8 +150,8 @@ def run(args: argparse.Namespace) -> int:
         limits = None
         if args.rpm is not None or args.tpm is not None:
             limits = RateLimit(requests_per_minute=args.rpm, tokens_per_minute=args.tpm)
-        backend = _spec(args.backend, "--backend")
-        light = _spec(args.light_backend, "--light-backend")
+        backend = _spec(args.backend, "--model")
+        light = _light_spec(args)
         if limits is not None and (backend is None or backend.is_offline) and light is None:
             from outrider.batch import BackendSpec
 
@@ -120,6 +168,7 @@ def run(args: argparse.Namespace) -> int:
             rate_limits=limits,
             cache_dir=args.cache_dir,
             progress=False if args.no_progress else None,
+            on_result=_failed_line,
         )
     except ConfigError as err:
         fail(err)

@@ -93,6 +93,29 @@ def _ray_run(config: WorkerConfig, job: Job) -> dict[str, Any]:
     return worker_for(config).run(job)
 
 
+RAY_AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"
+"""The Ray logger that says, on every ``ray.init`` of a local cluster, that token authentication
+is on (Ray's secure default, nothing for a batch's user to do)."""
+
+
+class _RayNotes(logging.Filter):
+    """Ray's note that token authentication is enabled, moved to outrider's debug log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message.startswith("Token authentication is enabled for this Ray cluster"):
+            logger.debug("Ray: %s", message)
+            return False
+        return True
+
+
+def _quiet_ray_notes() -> None:
+    """Install :class:`_RayNotes` on Ray's authentication logger, once."""
+    target = logging.getLogger(RAY_AUTH_LOGGER)
+    if not any(isinstance(f, _RayNotes) for f in target.filters):
+        target.addFilter(_RayNotes())
+
+
 class RayExecutor(Executor):
     """Tasks as Ray remote functions on a cluster (``address``, e.g. ``"auto"`` or
     ``"ray://head:10001"``; None: the running Ray, else a local one), each reserving
@@ -100,7 +123,7 @@ class RayExecutor(Executor):
     ``max_in_flight`` tasks are submitted at once (default: twice what the cluster's CPUs hold).
     A task whose worker process or node is lost is run once more; lost again, its row says
     ``worker_lost``. ``init_kwargs`` go to ``ray.init`` when this executor starts Ray.
-    Needs ``pip install 'outrider[ray]'``, and outrider installed on every node."""
+    Needs Ray (``pip install '.[ray]'`` from a checkout), and outrider installed on every node."""
 
     name = "ray"
 
@@ -137,6 +160,7 @@ class RayExecutor(Executor):
     def start(self) -> Any:
         """Connect to (or start) Ray; the ``ray`` module."""
         ray = self._ray()
+        _quiet_ray_notes()
         if not ray.is_initialized():
             kwargs = dict(self.init_kwargs)
             kwargs.setdefault("log_to_driver", False)

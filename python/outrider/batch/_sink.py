@@ -12,6 +12,7 @@ import pathlib
 from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
 
+from outrider.batch._answers import latest_rows
 from outrider.exceptions import ConfigError
 
 __all__ = ["ManifestSink", "MemorySink", "Sink", "read_manifest"]
@@ -77,18 +78,20 @@ def _rows(path: pathlib.Path, *, repair: bool) -> Iterator[dict[str, Any]]:
             yield row
 
 
-def read_manifest(out: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The rows of ``out/manifest.jsonl`` (or of that file itself), latest row per task id, in
-    the order the tasks first finished."""
+def read_manifest(out: str | os.PathLike[str], *, latest: bool = True) -> list[dict[str, Any]]:
+    """The rows of ``out/manifest.jsonl`` (or of that file itself). ``latest=True`` (default):
+    one row per task id, its last attempt (a task rerun by ``retry_failed`` has its newest row),
+    in the order the tasks first finished; ``latest=False``: every row as written, each attempt
+    (the file is append-only)."""
+    if not isinstance(latest, bool):
+        raise ConfigError(f"read_manifest latest: must be True or False, got {latest!r}")
     path = pathlib.Path(out)
     if path.is_dir():
         path = path / MANIFEST
     if not path.exists():
         raise ConfigError(f"read_manifest: {os.fspath(out)!r} holds no {MANIFEST}")
-    latest: dict[str, dict[str, Any]] = {}
-    for row in _rows(path, repair=False):
-        latest[row["id"]] = row
-    return list(latest.values())
+    rows = list(_rows(path, repair=False))
+    return latest_rows(rows) if latest else rows
 
 
 class ManifestSink:

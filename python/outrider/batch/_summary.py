@@ -6,10 +6,14 @@ from __future__ import annotations
 import dataclasses
 import html
 import math
+import os
 import sys
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as _pandas  # private, so stubtest does not look for it at runtime
 
 __all__ = ["BatchRun", "BatchSummary"]
 
@@ -183,8 +187,30 @@ class BatchRun:
         where = f" -> {self.out}" if self.out else ""
         return f"{self.summary}{where}"
 
+    @classmethod
+    def load(cls, out: str | os.PathLike[str]) -> BatchRun:
+        """A batch read back from its output directory (``out/manifest.jsonl``, or that file):
+        one row per task, its last attempt (:func:`outrider.batch.read_manifest`); the summary
+        counts them all as finished before (``ran`` 0)."""
+        from outrider.batch._sink import read_manifest
+
+        rows = read_manifest(out, latest=True)
+        return cls(rows, BatchSummary.of(rows, ran=set()), os.fspath(out))
+
+    def to_pandas(self) -> _pandas.DataFrame:
+        """One row per task (its last attempt, so a failed run later retried shows only the
+        retry) with the answer: the columns of ``outrider.batch.ANSWER_COLUMNS`` (``id``,
+        ``status``, ``reason``, the task, ``summary``, ``evidence``, ``findings``, ``error``,
+        tokens, ``total_ms``, ..., and ``result`` whole). Needs pandas (``pip install
+        '.[jupyter]'``), imported here only."""
+        from outrider.batch._answers import answers_frame
+
+        return answers_frame(self.rows, "BatchRun.to_pandas()")
+
     def _repr_html_(self) -> str:
-        return self.summary._repr_html_()
+        from outrider._display import batch_html
+
+        return batch_html(self)
 
 
 class Progress:

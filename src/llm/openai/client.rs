@@ -254,9 +254,12 @@ impl OpenAICompatible {
                 Ok(delay) => delay,
                 Err(error) => return Err(self.finish(error, attempt)),
             };
+            // INFO, not WARN: a retry is the client doing its job, and a call that still
+            // fails is reported by the run's result (a batch of many tasks printed a warning
+            // per retry of every task).
             tracing::event!(
                 name: "retry",
-                tracing::Level::WARN,
+                tracing::Level::INFO,
                 attempt,
                 wait_ms = delay.as_millis() as u64,
                 status = failure.error.status,
