@@ -140,7 +140,9 @@ def cases(repo: pathlib.Path) -> list[tuple[Callable[[], Any], type[Exception], 
             lambda: launcher.verify("x", requirements={"require_verification": False}),
             ConfigError,
             "requirements['require_verification']: unknown requirement key; the known keys are "
-            "'todos', 'requires_verification', 'criteria'",
+            "'todos', 'requires_verification', 'criteria', 'verification_kinds', "
+            "'allow_unverified', 'has_incomplete_todos', 'incomplete_todos', "
+            "'explicit_user_constraints'",
         ),
         (lambda: outrider.run_tool(repo, "Grep", {}, timeout=1e300), ConfigError, "timeout"),
         (

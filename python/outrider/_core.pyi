@@ -586,15 +586,27 @@ class SubagentLauncher:
         self,
         candidate: str,
         requirements: Mapping[str, Any] | None = None,
-        evidence: Iterable[str] | None = None,
+        evidence: Iterable[str | Mapping[str, Any]] | None = None,
     ) -> CompletionVerdict:
-        """The reference's completion gate. Deterministic checks first, with no child: an
-        incomplete item in ``requirements["todos"]`` (``{"content", "status"}``) is FAIL, and
-        ``requirements["requires_verification"] = False`` is PASS. Otherwise a verification child
-        decides, given the candidate, the requirements (free-form ones under
-        ``requirements["criteria"]``, a str or a list of str) and the evidence: PASS, FAIL with
-        feedback, or UNVERIFIED when it gives no verdict. Any other requirement key is a
-        :class:`~outrider.ConfigError` naming it and the known ones."""
+        """The reference's completion gate. ``requirements`` takes the keys of the reference's
+        ``CompletionRequirements`` (``requires_verification``, ``verification_kinds``,
+        ``allow_unverified``, ``has_incomplete_todos``, ``incomplete_todos``,
+        ``explicit_user_constraints``; ``to_trace_payload()`` of one as it is), and outrider's
+        ``todos`` and ``criteria``. Deterministic checks first, with no child: an incomplete
+        todo (an item of ``todos``, ``{"content", "status"}``, not done; an item of
+        ``incomplete_todos``; ``has_incomplete_todos=True``) is FAIL; so is each of
+        ``verification_kinds`` (``"tests"``, ``"lint"``, ...) without passing evidence, an
+        ``evidence`` dict in the reference's ``VerificationEvidence`` form
+        ``{"requirement_id": "verification:tests", "status": "success"[, "valid": True]}``
+        (``missing_verification_evidence:tests``; one that failed or was marked invalid:
+        ``verification_invalid:tests``), or UNVERIFIED instead for a missing one with
+        ``allow_unverified=True`` (kinds are checked only when ``requires_verification`` is not
+        False, as the reference does); and ``requires_verification=False`` is PASS. Otherwise a
+        verification child decides, given the candidate, the requirements (free-form ones under
+        ``criteria``, a str or a list of str; ``explicit_user_constraints``, a list of str, are
+        shown to it as well) and the evidence (``"path:line"`` strings and the dicts): PASS,
+        FAIL with feedback, or UNVERIFIED when it gives no verdict. Any other requirement key
+        is a :class:`~outrider.ConfigError` naming it and the known ones."""
     @property
     def profiles(self) -> list[str]: ...
     @property

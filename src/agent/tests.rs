@@ -787,7 +787,7 @@ fn verify_runs_the_deterministic_gate_first() {
         .block_on(l.verify(
             "done",
             json!({"todos": [{"content": "tests", "status": "pending"}]}),
-            vec![],
+            Value::Null,
             CancelToken::new(),
         ))
         .unwrap();
@@ -798,7 +798,7 @@ fn verify_runs_the_deterministic_gate_first() {
         .block_on(l.verify(
             "main returns 2",
             Value::Null,
-            vec!["src/app.py:2".into()],
+            json!(["src/app.py:2"]),
             CancelToken::new(),
         ))
         .unwrap();
@@ -812,14 +812,14 @@ fn verify_runs_the_deterministic_gate_first() {
     );
     assert_eq!(v.launch.unwrap().profile_name, "verification");
     let err = rt
-        .block_on(l.verify(" ", Value::Null, vec![], CancelToken::new()))
+        .block_on(l.verify(" ", Value::Null, Value::Null, CancelToken::new()))
         .unwrap_err();
     assert_eq!(
         err.to_string(),
         "candidate: must be the non-empty text of the completion to verify"
     );
     let err = rt
-        .block_on(l.verify("x", json!([1]), vec![], CancelToken::new()))
+        .block_on(l.verify("x", json!([1]), Value::Null, CancelToken::new()))
         .unwrap_err();
     assert_eq!(err.to_string(), "requirements: must be a dict, got list");
 }
