@@ -150,6 +150,7 @@ def test_task_success_envelope_key_by_key(repo: pathlib.Path, traces: pathlib.Pa
         "token_usage",
         "input_tokens",
         "output_tokens",
+        "model_calls",
         "model",
     }
     assert (
@@ -216,6 +217,7 @@ def test_task_failure_envelope(repo: pathlib.Path, traces: pathlib.Path) -> None
             "token_usage": error["token_usage"],
             "input_tokens": error["input_tokens"],
             "output_tokens": error["output_tokens"],
+            "model_calls": error["model_calls"],
             "trace_path": error["trace_path"],
         },
     }

@@ -183,8 +183,8 @@ class TaskTool(_core.TaskTool):
     def as_openai_agents_tool(
         self, *, name: str | None = None, description: str | None = None
     ) -> FunctionTool:
-        """An openai-agents ``FunctionTool``: JSON envelope out, the child's tokens added to the
-        run's usage."""
+        """An openai-agents ``FunctionTool``: JSON envelope out, the child's tokens and model
+        requests added to the run's usage."""
         from outrider.frameworks import as_openai_agents_tool
 
         return as_openai_agents_tool(self, name=name, description=description)
@@ -192,8 +192,8 @@ class TaskTool(_core.TaskTool):
     def as_pydantic_ai_tool(
         self, *, name: str | None = None, description: str | None = None
     ) -> Tool[Any]:
-        """A pydantic-ai ``Tool``: the envelope dict out, the child's tokens added to
-        ``ctx.usage``."""
+        """A pydantic-ai ``Tool``: the envelope dict out, the child's tokens and model requests
+        added to ``ctx.usage`` (so ``UsageLimits``, ``request_limit`` included, count them)."""
         from outrider.frameworks import as_pydantic_ai_tool
 
         return as_pydantic_ai_tool(self, name=name, description=description)

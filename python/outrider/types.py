@@ -58,6 +58,8 @@ class TaskStats(TypedDict, total=False):
     token_usage: int
     input_tokens: int
     output_tokens: int
+    model_calls: int
+    """The child's model calls (the framework tools add them to the parent's request count)."""
     model: str
     """The route the child used: ``light``, ``main`` or ``offline``."""
 
@@ -92,6 +94,7 @@ class TaskError(ToolError, total=False):
     token_usage: int
     input_tokens: int
     output_tokens: int
+    model_calls: int
     trace_path: str | None
     permission: dict[str, Any]
 
