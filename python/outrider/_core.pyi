@@ -2,13 +2,14 @@
 
 from collections.abc import Callable, Iterable, Mapping
 from os import PathLike
-from typing import Any, Final, Literal, TypeVar, final
+from typing import Any, Final, Literal, TypeVar, final, overload
 
 from typing_extensions import Self, disjoint_base
 
 from outrider.types import (
     EvidenceCheck,
     ModelCallable,
+    ModelClient,
     ModelSettings,
     OnEvent,
     OutputSchema,
@@ -363,6 +364,7 @@ class OpenAICompatible:
         max_tokens: int | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> OpenAICompatible: ...
+    @overload
     @classmethod
     def from_env(
         cls,
@@ -370,14 +372,30 @@ class OpenAICompatible:
         *,
         env_file: str | PathLike[str] | Literal[False] | None = None,
         root: str | PathLike[str] | None = None,
-    ) -> OpenAICompatible | None:
+        required: Literal[True] = True,
+    ) -> OpenAICompatible:
         """From ``{prefix}_MODEL_ID`` / ``_API_KEY`` / ``_BASE_URL`` (``prefix`` defaults to
-        ``LLM``); None when ``{prefix}_MODEL_ID`` is unset. A ``.env`` file fills in what the
+        ``LLM``). An unset ``{prefix}_MODEL_ID`` is a :class:`~outrider.ConfigError` naming it
+        and what else to set; with ``required=False`` it gives None instead, when neither the
+        key nor the base URL is set either (either without the model id is still an error:
+        a model was meant). A missing key for a server that is not on this machine (loopback or
+        private-network address) is an error naming ``{prefix}_API_KEY`` before any request is
+        sent; a server that takes no key gets any value. A ``.env`` file fills in what the
         environment leaves unset: ``env_file=None`` reads ``./.env`` unless it lies inside
         ``root`` (the explored root), ``False`` reads none, a path reads that file (an error if
         it is not a readable regular file of at most 1 MiB). A key is sent only to the base URL
         configured in the same place (environment or the same ``.env``); the light route
         borrows ``LLM_API_KEY`` only for the main route's base URL."""
+    @overload
+    @classmethod
+    def from_env(
+        cls,
+        prefix: str | None = None,
+        *,
+        env_file: str | PathLike[str] | Literal[False] | None = None,
+        root: str | PathLike[str] | None = None,
+        required: bool,
+    ) -> OpenAICompatible | None: ...
     @property
     def env_file(self) -> str | None:
         """The ``.env`` file some settings came from (``from_env``), else None."""

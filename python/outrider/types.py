@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, TypeAlias, TypedDict
+from typing import Any, Literal, Protocol, TypeAlias, TypedDict
 
 
 class EvidenceCheck(TypedDict):
@@ -194,6 +194,29 @@ ModelCallable = Callable[[dict[str, Any]], Any]
 object with ``model_dump()``, a short ``{content, tool_calls, usage, finish_reason}`` dict, a str,
 or an awaitable of one of these."""
 
+
+class ChatCompletionsClient(Protocol):
+    """An OpenAI SDK client (``openai.OpenAI``, ``AsyncOpenAI``, Azure's): a launcher takes it
+    as a model, through :func:`outrider.adapters.openai`, with ``main_model``/``light_model``
+    naming the model."""
+
+    @property
+    def chat(self) -> Any: ...
+
+
+class MessagesClient(Protocol):
+    """An Anthropic SDK client (``anthropic.Anthropic``, ``AsyncAnthropic``): a launcher takes
+    it as a model, through :func:`outrider.adapters.anthropic`, with ``main_model`` /
+    ``light_model`` naming the model."""
+
+    @property
+    def messages(self) -> Any: ...
+
+
+ModelClient: TypeAlias = ChatCompletionsClient | MessagesClient
+"""An SDK client a launcher takes as a model (its bound ``create`` is taken too, as a
+callable)."""
+
 OutputSchema = type[Any] | Mapping[str, Any]
 """An ``output_schema``: a pydantic model class (answers checked by pydantic, returned as its
 instances) or a JSON-schema dict (checked by outrider's core, returned as dicts). Either must
@@ -212,8 +235,11 @@ class ModelSettings(TypedDict, total=False):
 
 
 __all__ = [
+    "ChatCompletionsClient",
     "EvidenceCheck",
+    "MessagesClient",
     "ModelCallable",
+    "ModelClient",
     "ModelSettings",
     "OnEvent",
     "OutputSchema",

@@ -227,6 +227,15 @@ impl Kwargs {
         }
     }
 
+    /// An optional bool.
+    pub(super) fn bool(&self, key: &str) -> Result<Option<bool>, Error> {
+        match self.given(key, "a bool")? {
+            Json::Null => Ok(None),
+            Json::Bool(b) => Ok(Some(*b)),
+            other => Err(Error::wrong_type(key, "a bool", other.type_name())),
+        }
+    }
+
     /// An optional int (not a bool).
     pub(super) fn int(&self, key: &str) -> Result<Option<i64>, Error> {
         match self.given(key, "int")? {
