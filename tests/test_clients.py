@@ -10,8 +10,10 @@ import pathlib
 import re
 from typing import Any
 
+import anthropic
+import openai
 import pytest
-from loopback import Scripted
+from loopback import Scripted, scripted
 
 import outrider
 from outrider import cli
@@ -98,6 +100,115 @@ def check(result: outrider.SubagentLaunchResult, server: Scripted, model: str) -
     assert result.explore.evidence == ("app.py:1",)
     assert result.model_name == model
     assert [body["model"] for body in server.bodies] == [model, model]
+
+
+# --- 1. the SDK client a user already holds ---------------------------------------------------
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["OpenAI", "AsyncOpenAI"])
+@pytest.mark.parametrize("bound", [False, True], ids=["client", "create"])
+def test_an_openai_client_or_its_create_is_the_model(
+    repo: pathlib.Path, is_async: bool, bound: bool
+) -> None:
+    with scripted(openai_turns()) as server:
+        cls = openai.AsyncOpenAI if is_async else openai.OpenAI
+        client = cls(base_url=f"{server.base}/v1", api_key="sk-test", max_retries=0)
+        model: Any = client.chat.completions.create if bound else client
+        launcher = outrider.SubagentLauncher(repo, model, main_model="gpt-test", trace_dir=False)
+        check(launch(launcher, is_async=is_async), server, "gpt-test")
+    assert server.requests[0]["headers"]["authorization"] == "Bearer sk-test"
+    assert server.requests[0]["path"] == "/v1/chat/completions"
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["Anthropic", "AsyncAnthropic"])
+@pytest.mark.parametrize("bound", [False, True], ids=["client", "create"])
+def test_an_anthropic_client_or_its_create_is_the_model(
+    repo: pathlib.Path, is_async: bool, bound: bool
+) -> None:
+    with scripted(anthropic_turns()) as server:
+        cls = anthropic.AsyncAnthropic if is_async else anthropic.Anthropic
+        client = cls(base_url=server.base, api_key="sk-ant-test", max_retries=0)
+        model: Any = client.messages.create if bound else client
+        # The light route's client, named by light_model (the explore profile's route).
+        launcher = outrider.SubagentLauncher(
+            repo, outrider.OfflineScout(), model, light_model="claude-test", trace_dir=False
+        )
+        check(launch(launcher, is_async=is_async), server, "claude-test")
+    assert server.requests[0]["path"] == "/v1/messages"
+    assert server.bodies[0]["max_tokens"] > 0
+
+
+def test_a_client_without_a_model_name_says_which_argument_names_it(repo: pathlib.Path) -> None:
+    client = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="sk-test")
+    with pytest.raises(
+        outrider.ConfigError,
+        match=r"main_llm: the openai client openai\.OpenAI "
+        r"needs the name of the model to call: pass main_model='\.\.\.'",
+    ):
+        outrider.SubagentLauncher(repo, client, trace_dir=False)
+    with pytest.raises(
+        outrider.ConfigError,
+        match=r"light_llm: anthropic's messages\.create .* "
+        r"pass light_model=",
+    ):
+        light = anthropic.Anthropic(api_key="k").messages.create
+        outrider.SubagentLauncher(repo, client, light, main_model="gpt-test", trace_dir=False)
+    with pytest.raises(outrider.ConfigError, match=r"llm: .* pass model='\.\.\.'"):
+        outrider.MainAgent(repo, client, trace_dir=False)
+    # An object of the SDK that is no client and no create is refused as such, not as a model.
+    with pytest.raises(
+        outrider.ArgumentTypeError,
+        match=r"main_llm: must be a model callable, "
+        r"a client of the openai SDK or its chat\.completions\.create, got ",
+    ):
+        outrider.SubagentLauncher(repo, client.chat.completions, main_model="m", trace_dir=False)
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_provider_model_string_reads_the_providers_variables(
+    repo: pathlib.Path, monkeypatch: pytest.MonkeyPatch, provider: str
+) -> None:
+    turns = openai_turns() if provider == "openai" else anthropic_turns()
+    with scripted(turns) as server:
+        if provider == "openai":
+            monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+            monkeypatch.setenv("OPENAI_BASE_URL", f"{server.base}/v1")
+        else:
+            monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-from-env")
+            monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base)
+        launcher = outrider.SubagentLauncher(repo, f"{provider}:my-model", trace_dir=False)
+        check(launch(launcher, is_async=False), server, "my-model")
+    headers = server.requests[0]["headers"]
+    assert "sk-from-env" in headers.get("authorization", "") + headers.get("x-api-key", "")
+
+
+def test_a_model_string_that_cannot_be_used_is_refused_by_name(
+    repo: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refused(spec: str, **kwargs: Any) -> str:
+        with pytest.raises(outrider.ConfigError) as info:
+            outrider.SubagentLauncher(repo, spec, trace_dir=False, **kwargs)
+        return str(info.value)
+
+    assert refused("groq:llama-3") == (
+        "main_llm: 'groq:llama-3' names the provider 'groq', which outrider does not know; the "
+        "known providers are 'openai', 'anthropic', 'litellm' (any other model: a callable, or "
+        "outrider.OpenAICompatible for an OpenAI-compatible server)"
+    )
+    assert refused("gpt-4.1").startswith(
+        "main_llm: 'gpt-4.1' is not a 'provider:model' string such as 'openai:gpt-4.1'"
+    )
+    assert refused("anthropic:claude-haiku-4-5").startswith(
+        "main_llm 'anthropic:claude-haiku-4-5': ANTHROPIC_API_KEY is not set"
+    )
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    assert refused("openai:gpt-4.1", main_model="gpt-4o") == (
+        "main_llm: 'openai:gpt-4.1' names the model 'gpt-4.1' and main_model names 'gpt-4o'; "
+        "name it once (drop main_model, or give main_llm a client)"
+    )
+    assert outrider.adapters.from_string("openai:gpt-4.1").__qualname__ == (
+        "adapters.openai('gpt-4.1')"
+    )
 
 
 # --- 2. no silent fallback to the scout -------------------------------------------------------

@@ -837,7 +837,7 @@ def test_the_scout_class_given_for_the_scout_is_the_scout(tmp_path: pathlib.Path
     root = tmp_path / "repo"
     root.mkdir()
     (root / "login.py").write_text("def login():\n    return True\n")
-    by_class = outrider.SubagentLauncher(root, outrider.OfflineScout, trace_dir=False)  # type: ignore[arg-type]
+    by_class = outrider.SubagentLauncher(root, outrider.OfflineScout, trace_dir=False)
     by_instance = outrider.SubagentLauncher(root, outrider.OfflineScout(), trace_dir=False)
     assert repr(by_class) == repr(by_instance)
     assert by_class.launch(outrider.SubagentRequest("where is login")).status != "failed"

@@ -563,18 +563,39 @@ class SubagentLaunchResult:
 class SubagentLauncher:
     """Launches sandboxed read-only children over ``project_root``.
 
-    ``main_llm`` and ``light_llm`` are callables (sync or async), :class:`OpenAICompatible` or
-    :class:`OfflineScout`. Without ``main_llm``, ``LLM_*`` from the environment is used, else the
-    offline scout (model-free; ``model_used`` is then ``"offline"``). Without ``light_llm`` the
-    light route comes from ``LIGHT_LLM_*`` when set, else falls back to main. ``trace_dir`` defaults to ``~/.local/state/outrider/traces`` (``False`` keeps traces in
-    memory) and must be outside the root.
+    ``main_llm`` and ``light_llm`` are callables (sync or async), :class:`OpenAICompatible`,
+    :class:`OfflineScout`, an ``openai.OpenAI``/``AsyncOpenAI`` or
+    ``anthropic.Anthropic``/``AsyncAnthropic`` client or its bound ``chat.completions.create``
+    / ``messages.create`` (through :mod:`outrider.adapters`; the model's name comes from
+    ``main_model``/``light_model``, a :class:`~outrider.ConfigError` naming them when it is
+    not given), or a ``"provider:model"`` string (``"openai:gpt-4.1"``,
+    ``"anthropic:claude-haiku-4-5"``, ``"litellm:..."``; the key from ``OPENAI_API_KEY`` /
+    ``ANTHROPIC_API_KEY``, see :func:`outrider.adapters.from_string`). Without ``main_llm``,
+    ``LLM_*`` from the environment is used when ``LLM_MODEL_ID`` is set, else the offline scout
+    (model-free; ``model_used`` is then ``"offline"``); ``LLM_API_KEY`` or ``LLM_BASE_URL``
+    without ``LLM_MODEL_ID`` is a ConfigError naming it. Without ``light_llm`` the light route
+    comes from ``LIGHT_LLM_*`` when set, else falls back to main. ``trace_dir`` defaults to
+    ``~/.local/state/outrider/traces`` (``False`` keeps traces in memory) and must be outside
+    the root.
     """
 
     def __new__(
         cls,
         project_root: str | PathLike[str],
-        main_llm: ModelCallable | OpenAICompatible | OfflineScout | None = None,
-        light_llm: ModelCallable | OpenAICompatible | OfflineScout | None = None,
+        main_llm: ModelCallable
+        | Callable[..., Any]
+        | ModelClient
+        | str
+        | OpenAICompatible
+        | OfflineScout
+        | None = None,
+        light_llm: ModelCallable
+        | Callable[..., Any]
+        | ModelClient
+        | str
+        | OpenAICompatible
+        | OfflineScout
+        | None = None,
         *,
         trace_dir: str | PathLike[str] | Literal[False] | None = None,
         parent_trace: str | PathLike[str] | None = None,
@@ -742,8 +763,19 @@ class MainAgent:
     def __new__(
         cls,
         project_root: str | PathLike[str],
-        llm: ModelCallable | OpenAICompatible | OfflineScout,
-        light_llm: ModelCallable | OpenAICompatible | OfflineScout | None = None,
+        llm: ModelCallable
+        | Callable[..., Any]
+        | ModelClient
+        | str
+        | OpenAICompatible
+        | OfflineScout,
+        light_llm: ModelCallable
+        | Callable[..., Any]
+        | ModelClient
+        | str
+        | OpenAICompatible
+        | OfflineScout
+        | None = None,
         *,
         launcher: SubagentLauncher | None = None,
         trace_dir: str | PathLike[str] | Literal[False] | None = None,

@@ -35,12 +35,19 @@ __all__ = ["MainAgent", "SubagentLauncher", "TaskTool"]
 class SubagentLauncher(_core.SubagentLauncher):
     """Launches sandboxed read-only children over ``project_root``.
 
-    ``main_llm`` and ``light_llm`` are callables (sync or async), :class:`OpenAICompatible` or
-    :class:`OfflineScout`. Without ``main_llm``, ``LLM_*`` from the environment is used, else the
-    offline scout (model-free; ``model_used`` is then ``"offline"``). Without ``light_llm`` the
-    light route comes from ``LIGHT_LLM_*`` when set, else falls back to main. ``trace_dir``
-    defaults to ``~/.local/state/outrider/traces`` (``False`` keeps traces in memory) and must
-    be outside the root.
+    ``main_llm`` and ``light_llm`` are callables (sync or async), :class:`OpenAICompatible`,
+    :class:`OfflineScout`, an ``openai.OpenAI``/``AsyncOpenAI`` or
+    ``anthropic.Anthropic``/``AsyncAnthropic`` client or its bound ``chat.completions.create``
+    / ``messages.create`` (the model's name from ``main_model``/``light_model``), or a
+    ``"provider:model"`` string such as ``"openai:gpt-4.1"`` or
+    ``"anthropic:claude-haiku-4-5"`` (key from ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``; see
+    :mod:`outrider.adapters`). Without ``main_llm``, ``LLM_*`` from the environment is used when
+    ``LLM_MODEL_ID`` is set, else the offline scout (model-free; ``model_used`` is then
+    ``"offline"``); a key or base URL set without ``LLM_MODEL_ID`` is a
+    :class:`~outrider.ConfigError` naming it. Without ``light_llm`` the light route comes from
+    ``LIGHT_LLM_*`` when set, else falls back to main. ``trace_dir`` defaults to
+    ``~/.local/state/outrider/traces`` (``False`` keeps traces in memory) and must be outside
+    the root.
     """
 
     __slots__ = ()
