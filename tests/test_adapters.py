@@ -497,8 +497,8 @@ def test_a_wrong_client_is_named() -> None:
     with pytest.raises(TypeError) as info:
         adapters.openai(object(), "m")
     assert str(info.value) == (
-        "outrider.adapters.openai() needs an openai.OpenAI or openai.AsyncOpenAI client, "
-        "got builtins.object"
+        "outrider.adapters.openai() needs an openai.OpenAI or openai.AsyncOpenAI client (or its "
+        "chat.completions.create), got builtins.object"
     )
     with pytest.raises(TypeError, match="needs an anthropic.Anthropic .* got builtins.object"):
         adapters.anthropic(object(), "m")

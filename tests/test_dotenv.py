@@ -125,7 +125,7 @@ def test_a_dotenv_inside_the_explored_root_is_not_read_unless_named(
         launcher = outrider.SubagentLauncher(root, trace_dir=False, env_file=root / ".env")
         launcher.launch(outrider.SubagentRequest(task="where is main defined?"))
         assert len(checkouts.requests) >= 1
-        llm = outrider.OpenAICompatible.from_env(root=root)
+        llm = outrider.OpenAICompatible.from_env(root=root, required=False)
         assert llm is None
         llm = outrider.OpenAICompatible.from_env()
         assert llm is not None and llm.env_file == str(root / ".env")
@@ -134,7 +134,7 @@ def test_a_dotenv_inside_the_explored_root_is_not_read_unless_named(
 def test_which_dotenv_was_read_is_logged(
     no_llm_env: pathlib.Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    (no_llm_env / ".env").write_text("LLM_MODEL_ID=m\n")
+    (no_llm_env / ".env").write_text("LLM_MODEL_ID=m\nLLM_BASE_URL=http://127.0.0.1:9/v1\n")
     caplog.set_level("INFO", logger="outrider")
     assert outrider.OpenAICompatible.from_env() is not None
     assert f"read .env file {no_llm_env / '.env'}" in caplog.text
@@ -193,9 +193,9 @@ def test_a_named_env_file_must_be_readable(tmp_path: pathlib.Path) -> None:
     with pytest.raises(outrider.OutriderError, match=f"env_file: {missing}: cannot be opened"):
         outrider.OpenAICompatible.from_env(env_file=missing)
     with pytest.raises(outrider.OutriderError, match="env_file: True is not a setting"):
-        outrider.OpenAICompatible.from_env(env_file=True)  # type: ignore[arg-type]
+        outrider.OpenAICompatible.from_env(env_file=True)  # type: ignore[call-overload]
     with pytest.raises(outrider.OutriderError, match="env_file"):
-        outrider.OpenAICompatible.from_env(env_file=3)  # type: ignore[arg-type]
+        outrider.OpenAICompatible.from_env(env_file=3)  # type: ignore[call-overload]
 
 
 def test_explore_names_the_dotenv_it_read(tmp_path: pathlib.Path) -> None:

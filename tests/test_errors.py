@@ -28,6 +28,7 @@ from outrider.testing import ScriptedLLM, final
 from outrider.testing import call as tool_call
 
 FINAL = '{"status": "completed", "summary": "s", "evidence": []}'
+LOCAL = "http://127.0.0.1:9/v1"  # a server on this machine may take no key
 # A value of the wrong type or an unknown name, typed as Any so each case needs no ignore comment.
 BAD: Any = "root"
 NUMBER: Any = 1
@@ -140,7 +141,9 @@ def cases(repo: pathlib.Path) -> list[tuple[Callable[[], Any], type[Exception], 
             lambda: launcher.verify("x", requirements={"require_verification": False}),
             ConfigError,
             "requirements['require_verification']: unknown requirement key; the known keys are "
-            "'todos', 'requires_verification', 'criteria'",
+            "'todos', 'requires_verification', 'criteria', 'verification_kinds', "
+            "'allow_unverified', 'has_incomplete_todos', 'incomplete_todos', "
+            "'explicit_user_constraints'",
         ),
         (lambda: outrider.run_tool(repo, "Grep", {}, timeout=1e300), ConfigError, "timeout"),
         (
@@ -175,7 +178,7 @@ def cases(repo: pathlib.Path) -> list[tuple[Callable[[], Any], type[Exception], 
         (lambda: outrider.OpenAICompatible("m", "ftp://x"), ConfigError, "base_url"),
         (lambda: outrider.OpenAICompatible("m", max_retries=11), ConfigError, "max_retries"),
         (lambda: outrider.OpenAICompatible("m", timeout=0), ConfigError, "timeout"),
-        (lambda: outrider.OpenAICompatible("m")([]), ArgumentTypeError, "request"),  # type: ignore[arg-type]
+        (lambda: outrider.OpenAICompatible("m", LOCAL)([]), ArgumentTypeError, "request"),  # type: ignore[arg-type]
         # tools
         (lambda: outrider.run_tool(repo, "Read", runtime_mode=BAD), ConfigError, "runtime_mode"),
         (lambda: outrider.run_tool(repo, 3), ArgumentTypeError, "name"),  # type: ignore[arg-type]

@@ -84,6 +84,7 @@ def expected_envelope(args: dict[str, Any] = ARGS) -> dict[str, Any]:
             "token_usage": CHILD_TOKENS,
             "input_tokens": CHILD_IN,
             "output_tokens": CHILD_OUT,
+            "model_calls": 2,
             "model": "main",
         },
         "context": {"cwd": ".", "params_input": args},
@@ -120,11 +121,11 @@ def test_child_usage_reads_the_envelope_of_an_answer_a_failure_and_bad_arguments
     repo: pathlib.Path,
 ) -> None:
     answered = task_tool(repo, child_script()).run(ARGS)
-    assert child_usage(answered) == ChildUsage(CHILD_TOKENS, CHILD_IN, CHILD_OUT, 0, split=True)
+    assert child_usage(answered) == ChildUsage(CHILD_TOKENS, CHILD_IN, CHILD_OUT, 2, split=True)
     failing = ScriptedLLM([with_usage([call("Grep", pattern="x")], 40, 2), RuntimeError("down")])
     failed = task_tool(repo, failing).run(ARGS)
     assert failed["error"]["code"] == "INTERNAL_ERROR"
-    assert child_usage(failed) == ChildUsage(42, 40, 2, 0, split=True)
+    assert child_usage(failed) == ChildUsage(42, 40, 2, 2, split=True)
     invalid = task_tool(repo, child_script()).run(BAD_ARGS)
     assert child_usage(invalid) == ChildUsage(0, 0, 0, 0, split=False)
     # An envelope that reports the split (and the model calls) is taken as it is.
@@ -182,9 +183,10 @@ def test_openai_agents_runner_calls_task_and_counts_the_child_tokens(repo: pathl
     assert stable(json.loads(outputs["bad"])) == invalid_envelope()
     assert stable(json.loads(outputs["good"])) == expected_envelope()
     usage = result.context_wrapper.usage
-    # The parent's own two requests plus the child's tokens (the bad call launched nothing).
+    # The parent's own two requests plus the child's two and its tokens (the bad call launched
+    # nothing).
     assert (usage.requests, usage.input_tokens, usage.output_tokens, usage.total_tokens) == (
-        2,
+        2 + 2,
         10 + 20 + CHILD_IN,
         5 + 3 + CHILD_OUT,
         15 + 23 + CHILD_TOKENS,
@@ -237,7 +239,7 @@ def test_pydantic_ai_agent_calls_task_and_counts_the_child_in_run_usage(
     assert [stable(e) for e in seen[1:]] == [invalid_envelope(), expected_envelope()]
     usage = result.usage
     assert (usage.requests, usage.tool_calls, usage.input_tokens, usage.output_tokens) == (
-        2,
+        2 + 2,
         2,
         10 + 10 + CHILD_IN,
         5 + 5 + CHILD_OUT,
@@ -457,3 +459,120 @@ def test_importing_outrider_imports_no_framework() -> None:
         env={"PYTHONPATH": parent, "PATH": "/usr/bin:/bin"},
     )
     assert out.stdout == "[]\n", out.stderr
+
+
+# --- the child's model calls in the parent's request count, over real provider clients (#37.8) ---
+
+
+class LoopbackModels:
+    """One loopback OpenAI-compatible server for the parent (its requests offer the Task tool)
+    and the child (Read/Grep/Glob): the parent calls Task, then answers; the child greps, then
+    answers. Every answer reports its usage; ``requests`` counts who asked."""
+
+    def __init__(self) -> None:
+        self.calls = {"parent": 0, "child": 0}
+        self.lock = threading.Lock()
+
+    def answer(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, bytes]:
+        body = json.loads(raw)
+        tools = {t["function"]["name"] for t in body.get("tools") or []}
+        who = "parent" if "Task" in tools else "child"
+        with self.lock:
+            self.calls[who] += 1
+        seen = any(m.get("role") == "tool" for m in body["messages"])
+        message: dict[str, Any] = {"role": "assistant", "content": None}
+        if who == "parent" and not seen:
+            arguments = json.dumps(ARGS)
+            call_ = {"id": "call_task", "type": "function"}
+            message["tool_calls"] = [
+                {**call_, "function": {"name": "Task", "arguments": arguments}}
+            ]
+        elif who == "parent":
+            message["content"] = "load_config is in config.py"
+        elif not seen:
+            arguments = json.dumps({"pattern": "def load_config"})
+            call_ = {"id": "call_grep", "type": "function"}
+            message["tool_calls"] = [
+                {**call_, "function": {"name": "Grep", "arguments": arguments}}
+            ]
+        else:
+            message["content"] = final(**ANSWER)
+        usage = (10, 5) if who == "parent" else (100, 20)
+        reply = {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 1,
+            "model": body.get("model") or "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if "tool_calls" in message else "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": usage[0],
+                "completion_tokens": usage[1],
+                "total_tokens": sum(usage),
+            },
+        }
+        return 200, json.dumps(reply).encode()
+
+
+@pytest.fixture
+def loopback_models() -> Any:
+    from loopback import _serve
+
+    models = LoopbackModels()
+    with _serve(models.answer, keep_alive=True) as root:
+        yield f"{root}/v1", models
+
+
+def loopback_task(repo: pathlib.Path, base_url: str) -> outrider.TaskTool:
+    child = outrider.OpenAICompatible("child-model", base_url, "sk-child", max_retries=0)
+    return outrider.TaskTool(outrider.SubagentLauncher(repo, child, trace_dir=False))
+
+
+def test_openai_agents_usage_counts_the_childs_requests(
+    repo: pathlib.Path, loopback_models: tuple[str, LoopbackModels]
+) -> None:
+    import openai
+    from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner
+
+    base_url, models = loopback_models
+    client = openai.AsyncOpenAI(base_url=base_url, api_key="sk-parent", max_retries=0)
+    parent = OpenAIChatCompletionsModel(model="parent-model", openai_client=client)
+    tool = loopback_task(repo, base_url).as_openai_agents_tool()
+    agent = Agent(name="main", model=parent, tools=[tool])
+    result = Runner.run_sync(
+        agent, "Where is load_config?", run_config=RunConfig(tracing_disabled=True)
+    )
+
+    assert result.final_output == "load_config is in config.py"
+    assert models.calls == {"parent": 2, "child": 2}
+    usage = result.context_wrapper.usage
+    assert (usage.requests, usage.input_tokens, usage.output_tokens) == (2 + 2, 20 + 200, 10 + 40)
+
+
+def test_pydantic_ai_request_limit_counts_the_childs_requests(
+    repo: pathlib.Path, loopback_models: tuple[str, LoopbackModels]
+) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.exceptions import UsageLimitExceeded
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+    from pydantic_ai.usage import UsageLimits
+
+    base_url, models = loopback_models
+    provider = OpenAIProvider(base_url=base_url, api_key="sk-parent")
+    tool = loopback_task(repo, base_url).as_pydantic_ai_tool()
+    agent = Agent(OpenAIChatModel("parent-model", provider=provider), tools=[tool])
+
+    result = agent.run_sync("Where is load_config?", usage_limits=UsageLimits(request_limit=4))
+    assert result.output == "load_config is in config.py"
+    assert models.calls == {"parent": 2, "child": 2}
+    assert (result.usage.requests, result.usage.input_tokens) == (2 + 2, 20 + 200)
+    # One parent request and the child's two use up a limit of 3: the parent's second is refused.
+    with pytest.raises(UsageLimitExceeded, match="request_limit of 3"):
+        agent.run_sync("Where is load_config?", usage_limits=UsageLimits(request_limit=3))
+    assert models.calls == {"parent": 3, "child": 4}

@@ -150,6 +150,7 @@ def test_task_success_envelope_key_by_key(repo: pathlib.Path, traces: pathlib.Pa
         "token_usage",
         "input_tokens",
         "output_tokens",
+        "model_calls",
         "model",
     }
     assert (
@@ -216,6 +217,7 @@ def test_task_failure_envelope(repo: pathlib.Path, traces: pathlib.Path) -> None
             "token_usage": error["token_usage"],
             "input_tokens": error["input_tokens"],
             "output_tokens": error["output_tokens"],
+            "model_calls": error["model_calls"],
             "trace_path": error["trace_path"],
         },
     }
@@ -835,7 +837,7 @@ def test_the_scout_class_given_for_the_scout_is_the_scout(tmp_path: pathlib.Path
     root = tmp_path / "repo"
     root.mkdir()
     (root / "login.py").write_text("def login():\n    return True\n")
-    by_class = outrider.SubagentLauncher(root, outrider.OfflineScout, trace_dir=False)  # type: ignore[arg-type]
+    by_class = outrider.SubagentLauncher(root, outrider.OfflineScout, trace_dir=False)
     by_instance = outrider.SubagentLauncher(root, outrider.OfflineScout(), trace_dir=False)
     assert repr(by_class) == repr(by_instance)
     assert by_class.launch(outrider.SubagentRequest("where is login")).status != "failed"

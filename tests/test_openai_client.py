@@ -517,9 +517,13 @@ def test_basic_credentials_from_the_base_url_are_redacted(server: LoopbackLLM) -
 # -- from_env ------------------------------------------------------------------------------------
 
 
-def test_from_env_is_none_without_a_model_id(no_llm_env: pathlib.Path) -> None:
-    assert outrider.OpenAICompatible.from_env() is None
-    assert outrider.OpenAICompatible.from_env("LIGHT_LLM") is None
+def test_from_env_without_a_model_id_is_an_error_or_none_when_not_required(
+    no_llm_env: pathlib.Path,
+) -> None:
+    for prefix in ("LLM", "LIGHT_LLM"):
+        with pytest.raises(outrider.ConfigError, match=f"^{prefix}_MODEL_ID: not set"):
+            outrider.OpenAICompatible.from_env(prefix)
+        assert outrider.OpenAICompatible.from_env(prefix, required=False) is None
 
 
 def test_from_env_reads_the_llm_variables(

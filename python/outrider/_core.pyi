@@ -2,13 +2,14 @@
 
 from collections.abc import Callable, Iterable, Mapping
 from os import PathLike
-from typing import Any, Final, Literal, TypeVar, final
+from typing import Any, Final, Literal, TypeVar, final, overload
 
 from typing_extensions import Self, disjoint_base
 
 from outrider.types import (
     EvidenceCheck,
     ModelCallable,
+    ModelClient,
     ModelSettings,
     OnEvent,
     OutputSchema,
@@ -374,6 +375,7 @@ class OpenAICompatible:
         max_tokens: int | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> OpenAICompatible: ...
+    @overload
     @classmethod
     def from_env(
         cls,
@@ -381,14 +383,30 @@ class OpenAICompatible:
         *,
         env_file: str | PathLike[str] | Literal[False] | None = None,
         root: str | PathLike[str] | None = None,
-    ) -> OpenAICompatible | None:
+        required: Literal[True] = True,
+    ) -> OpenAICompatible:
         """From ``{prefix}_MODEL_ID`` / ``_API_KEY`` / ``_BASE_URL`` (``prefix`` defaults to
-        ``LLM``); None when ``{prefix}_MODEL_ID`` is unset. A ``.env`` file fills in what the
+        ``LLM``). An unset ``{prefix}_MODEL_ID`` is a :class:`~outrider.ConfigError` naming it
+        and what else to set; with ``required=False`` it gives None instead, when neither the
+        key nor the base URL is set either (either without the model id is still an error:
+        a model was meant). A missing key for a server that is not on this machine (loopback or
+        private-network address) is an error naming ``{prefix}_API_KEY`` before any request is
+        sent; a server that takes no key gets any value. A ``.env`` file fills in what the
         environment leaves unset: ``env_file=None`` reads ``./.env`` unless it lies inside
         ``root`` (the explored root), ``False`` reads none, a path reads that file (an error if
         it is not a readable regular file of at most 1 MiB). A key is sent only to the base URL
         configured in the same place (environment or the same ``.env``); the light route
         borrows ``LLM_API_KEY`` only for the main route's base URL."""
+    @overload
+    @classmethod
+    def from_env(
+        cls,
+        prefix: str | None = None,
+        *,
+        env_file: str | PathLike[str] | Literal[False] | None = None,
+        root: str | PathLike[str] | None = None,
+        required: bool,
+    ) -> OpenAICompatible | None: ...
     @property
     def env_file(self) -> str | None:
         """The ``.env`` file some settings came from (``from_env``), else None."""
@@ -556,18 +574,39 @@ class SubagentLaunchResult:
 class SubagentLauncher:
     """Launches sandboxed read-only children over ``project_root``.
 
-    ``main_llm`` and ``light_llm`` are callables (sync or async), :class:`OpenAICompatible` or
-    :class:`OfflineScout`. Without ``main_llm``, ``LLM_*`` from the environment is used, else the
-    offline scout (model-free; ``model_used`` is then ``"offline"``). Without ``light_llm`` the
-    light route comes from ``LIGHT_LLM_*`` when set, else falls back to main. ``trace_dir`` defaults to ``~/.local/state/outrider/traces`` (``False`` keeps traces in
-    memory) and must be outside the root.
+    ``main_llm`` and ``light_llm`` are callables (sync or async), :class:`OpenAICompatible`,
+    :class:`OfflineScout`, an ``openai.OpenAI``/``AsyncOpenAI`` or
+    ``anthropic.Anthropic``/``AsyncAnthropic`` client or its bound ``chat.completions.create``
+    / ``messages.create`` (through :mod:`outrider.adapters`; the model's name comes from
+    ``main_model``/``light_model``, a :class:`~outrider.ConfigError` naming them when it is
+    not given), or a ``"provider:model"`` string (``"openai:gpt-4.1"``,
+    ``"anthropic:claude-haiku-4-5"``, ``"litellm:..."``; the key from ``OPENAI_API_KEY`` /
+    ``ANTHROPIC_API_KEY``, see :func:`outrider.adapters.from_string`). Without ``main_llm``,
+    ``LLM_*`` from the environment is used when ``LLM_MODEL_ID`` is set, else the offline scout
+    (model-free; ``model_used`` is then ``"offline"``); ``LLM_API_KEY`` or ``LLM_BASE_URL``
+    without ``LLM_MODEL_ID`` is a ConfigError naming it. Without ``light_llm`` the light route
+    comes from ``LIGHT_LLM_*`` when set, else falls back to main. ``trace_dir`` defaults to
+    ``~/.local/state/outrider/traces`` (``False`` keeps traces in memory) and must be outside
+    the root.
     """
 
     def __new__(
         cls,
         project_root: str | PathLike[str],
-        main_llm: ModelCallable | OpenAICompatible | OfflineScout | None = None,
-        light_llm: ModelCallable | OpenAICompatible | OfflineScout | None = None,
+        main_llm: ModelCallable
+        | Callable[..., Any]
+        | ModelClient
+        | str
+        | OpenAICompatible
+        | OfflineScout
+        | None = None,
+        light_llm: ModelCallable
+        | Callable[..., Any]
+        | ModelClient
+        | str
+        | OpenAICompatible
+        | OfflineScout
+        | None = None,
         *,
         trace_dir: str | PathLike[str] | Literal[False] | None = None,
         parent_trace: str | PathLike[str] | None = None,
@@ -597,15 +636,27 @@ class SubagentLauncher:
         self,
         candidate: str,
         requirements: Mapping[str, Any] | None = None,
-        evidence: Iterable[str] | None = None,
+        evidence: Iterable[str | Mapping[str, Any]] | None = None,
     ) -> CompletionVerdict:
-        """The reference's completion gate. Deterministic checks first, with no child: an
-        incomplete item in ``requirements["todos"]`` (``{"content", "status"}``) is FAIL, and
-        ``requirements["requires_verification"] = False`` is PASS. Otherwise a verification child
-        decides, given the candidate, the requirements (free-form ones under
-        ``requirements["criteria"]``, a str or a list of str) and the evidence: PASS, FAIL with
-        feedback, or UNVERIFIED when it gives no verdict. Any other requirement key is a
-        :class:`~outrider.ConfigError` naming it and the known ones."""
+        """The reference's completion gate. ``requirements`` takes the keys of the reference's
+        ``CompletionRequirements`` (``requires_verification``, ``verification_kinds``,
+        ``allow_unverified``, ``has_incomplete_todos``, ``incomplete_todos``,
+        ``explicit_user_constraints``; ``to_trace_payload()`` of one as it is), and outrider's
+        ``todos`` and ``criteria``. Deterministic checks first, with no child: an incomplete
+        todo (an item of ``todos``, ``{"content", "status"}``, not done; an item of
+        ``incomplete_todos``; ``has_incomplete_todos=True``) is FAIL; so is each of
+        ``verification_kinds`` (``"tests"``, ``"lint"``, ...) without passing evidence, an
+        ``evidence`` dict in the reference's ``VerificationEvidence`` form
+        ``{"requirement_id": "verification:tests", "status": "success"[, "valid": True]}``
+        (``missing_verification_evidence:tests``; one that failed or was marked invalid:
+        ``verification_invalid:tests``), or UNVERIFIED instead for a missing one with
+        ``allow_unverified=True`` (kinds are checked only when ``requires_verification`` is not
+        False, as the reference does); and ``requires_verification=False`` is PASS. Otherwise a
+        verification child decides, given the candidate, the requirements (free-form ones under
+        ``criteria``, a str or a list of str; ``explicit_user_constraints``, a list of str, are
+        shown to it as well) and the evidence (``"path:line"`` strings and the dicts): PASS,
+        FAIL with feedback, or UNVERIFIED when it gives no verdict. Any other requirement key
+        is a :class:`~outrider.ConfigError` naming it and the known ones."""
     @property
     def profiles(self) -> list[str]: ...
     @property
@@ -723,8 +774,19 @@ class MainAgent:
     def __new__(
         cls,
         project_root: str | PathLike[str],
-        llm: ModelCallable | OpenAICompatible | OfflineScout,
-        light_llm: ModelCallable | OpenAICompatible | OfflineScout | None = None,
+        llm: ModelCallable
+        | Callable[..., Any]
+        | ModelClient
+        | str
+        | OpenAICompatible
+        | OfflineScout,
+        light_llm: ModelCallable
+        | Callable[..., Any]
+        | ModelClient
+        | str
+        | OpenAICompatible
+        | OfflineScout
+        | None = None,
         *,
         launcher: SubagentLauncher | None = None,
         trace_dir: str | PathLike[str] | Literal[False] | None = None,

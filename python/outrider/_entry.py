@@ -35,12 +35,19 @@ __all__ = ["MainAgent", "SubagentLauncher", "TaskTool"]
 class SubagentLauncher(_core.SubagentLauncher):
     """Launches sandboxed read-only children over ``project_root``.
 
-    ``main_llm`` and ``light_llm`` are callables (sync or async), :class:`OpenAICompatible` or
-    :class:`OfflineScout`. Without ``main_llm``, ``LLM_*`` from the environment is used, else the
-    offline scout (model-free; ``model_used`` is then ``"offline"``). Without ``light_llm`` the
-    light route comes from ``LIGHT_LLM_*`` when set, else falls back to main. ``trace_dir``
-    defaults to ``~/.local/state/outrider/traces`` (``False`` keeps traces in memory) and must
-    be outside the root.
+    ``main_llm`` and ``light_llm`` are callables (sync or async), :class:`OpenAICompatible`,
+    :class:`OfflineScout`, an ``openai.OpenAI``/``AsyncOpenAI`` or
+    ``anthropic.Anthropic``/``AsyncAnthropic`` client or its bound ``chat.completions.create``
+    / ``messages.create`` (the model's name from ``main_model``/``light_model``), or a
+    ``"provider:model"`` string such as ``"openai:gpt-4.1"`` or
+    ``"anthropic:claude-haiku-4-5"`` (key from ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``; see
+    :mod:`outrider.adapters`). Without ``main_llm``, ``LLM_*`` from the environment is used when
+    ``LLM_MODEL_ID`` is set, else the offline scout (model-free; ``model_used`` is then
+    ``"offline"``); a key or base URL set without ``LLM_MODEL_ID`` is a
+    :class:`~outrider.ConfigError` naming it. Without ``light_llm`` the light route comes from
+    ``LIGHT_LLM_*`` when set, else falls back to main. ``trace_dir`` defaults to
+    ``~/.local/state/outrider/traces`` (``False`` keeps traces in memory) and must be outside
+    the root.
     """
 
     __slots__ = ()
@@ -183,8 +190,8 @@ class TaskTool(_core.TaskTool):
     def as_openai_agents_tool(
         self, *, name: str | None = None, description: str | None = None
     ) -> FunctionTool:
-        """An openai-agents ``FunctionTool``: JSON envelope out, the child's tokens added to the
-        run's usage."""
+        """An openai-agents ``FunctionTool``: JSON envelope out, the child's tokens and model
+        requests added to the run's usage."""
         from outrider.frameworks import as_openai_agents_tool
 
         return as_openai_agents_tool(self, name=name, description=description)
@@ -192,8 +199,8 @@ class TaskTool(_core.TaskTool):
     def as_pydantic_ai_tool(
         self, *, name: str | None = None, description: str | None = None
     ) -> Tool[Any]:
-        """A pydantic-ai ``Tool``: the envelope dict out, the child's tokens added to
-        ``ctx.usage``."""
+        """A pydantic-ai ``Tool``: the envelope dict out, the child's tokens and model requests
+        added to ``ctx.usage`` (so ``UsageLimits``, ``request_limit`` included, count them)."""
         from outrider.frameworks import as_pydantic_ai_tool
 
         return as_pydantic_ai_tool(self, name=name, description=description)

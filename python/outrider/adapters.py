@@ -10,6 +10,12 @@ a response the core accepts::
     light = adapters.anthropic(anthropic.AsyncAnthropic(), "claude-haiku-4-5", max_tokens=2048)
     launcher = outrider.SubagentLauncher("path/to/repo", main, light_llm=light)
 
+A launcher also takes the client itself, or its bound ``create``, with ``main_model=`` /
+``light_model=`` naming the model, and a model string (:func:`from_string`)::
+
+    launcher = outrider.SubagentLauncher("path/to/repo", openai.OpenAI(), main_model="gpt-4.1")
+    launcher = outrider.SubagentLauncher("path/to/repo", "anthropic:claude-haiku-4-5")
+
 An async client gives an async callable. None of the SDKs is imported before an adapter is made,
 and none is needed by outrider itself: each is an optional extra (``pip install
 '.[openai]'`` from a checkout, ``[anthropic]``, ``[litellm]``).
@@ -26,14 +32,15 @@ import inspect
 import json
 import os
 import re
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeAlias
 
 from outrider._core import _register_secret
 from outrider._returns import to_chat_response
-from outrider.exceptions import MissingExtraError, install_hint
+from outrider.exceptions import ArgumentTypeError, ConfigError, MissingExtraError, install_hint
 
-__all__ = ["anthropic", "litellm", "openai", "to_anthropic_request"]
+__all__ = ["PROVIDERS", "anthropic", "from_string", "litellm", "openai", "to_anthropic_request"]
 
 Request: TypeAlias = dict[str, Any]
 Response: TypeAlias = dict[str, Any] | str
@@ -119,9 +126,28 @@ def _merge(settings: Mapping[str, Any], request: Mapping[str, Any]) -> dict[str,
 # --- OpenAI ---------------------------------------------------------------------------------
 
 
+def _openai_create(sdk: Any, client: Any) -> tuple[Callable[[], Any], bool, Any] | None:
+    """``(create, is_async, client)`` for an OpenAI client or its bound
+    ``chat.completions.create``; None for anything else. ``create()`` gives the method to call,
+    looked up on every call for a client, so instrumentation patched in later is used."""
+    if isinstance(client, sdk.AsyncOpenAI):
+        return (lambda: client.chat.completions.create), True, client
+    if isinstance(client, sdk.OpenAI):
+        return (lambda: client.chat.completions.create), False, client
+    owner = getattr(client, "__self__", None)
+    if getattr(client, "__name__", None) == "create":
+        chat = sdk.resources.chat
+        if isinstance(owner, chat.AsyncCompletions):
+            return (lambda: client), True, getattr(owner, "_client", None)
+        if isinstance(owner, chat.Completions):
+            return (lambda: client), False, getattr(owner, "_client", None)
+    return None
+
+
 def openai(client: Any, model: str, **settings: Any) -> SyncModel | AsyncModel:
     """A model callable over ``client.chat.completions.create`` (``openai.OpenAI`` or
-    ``openai.AsyncOpenAI``, Azure clients included; an async client gives an async callable).
+    ``openai.AsyncOpenAI``, Azure clients included, or such a client's bound
+    ``chat.completions.create`` itself; an async client gives an async callable).
 
     ``settings`` (``temperature``, ``max_tokens``, ``extra_body``, ``timeout``, ...) are passed
     to every call, after the request's ``messages``, ``tools`` and ``tool_choice``.
@@ -129,29 +155,37 @@ def openai(client: Any, model: str, **settings: Any) -> SyncModel | AsyncModel:
     sdk = _require("openai", "openai")
     _check(model, settings, "openai")
     defaults = {"model": model, **settings}
-    _register_keys(*_client_keys(client))
-    # create() is looked up on every call, so instrumentation patched in later is used.
-    if isinstance(client, sdk.AsyncOpenAI):
+    found = _openai_create(sdk, client)
+    if found is None:
+        raise TypeError(
+            "outrider.adapters.openai() needs an openai.OpenAI or openai.AsyncOpenAI client (or "
+            f"its chat.completions.create), got {_type_name(client)}"
+        )
+    create_of, is_async, owner = found
+    _register_keys(*_client_keys(owner))
+    if is_async:
 
         async def call_async(request: Request) -> Response:
-            acreate = client.chat.completions.create
+            acreate = create_of()
             kwargs = _split(_merge(defaults, request), acreate)
             return to_chat_response(await acreate(**kwargs))
 
         call_async.__qualname__ = f"adapters.openai({model!r})"
         return call_async
-    if isinstance(client, sdk.OpenAI):
 
-        def call(request: Request) -> Response:
-            create = client.chat.completions.create
-            return to_chat_response(create(**_split(_merge(defaults, request), create)))
+    def call(request: Request) -> Response:
+        create = create_of()
+        return to_chat_response(create(**_split(_merge(defaults, request), create)))
 
-        call.__qualname__ = f"adapters.openai({model!r})"
-        return call
-    raise TypeError(
-        f"outrider.adapters.openai() needs an openai.OpenAI or openai.AsyncOpenAI client, got "
-        f"{type(client).__module__}.{type(client).__qualname__}"
-    )
+    call.__qualname__ = f"adapters.openai({model!r})"
+    return call
+
+
+def _type_name(value: Any) -> str:
+    owner = getattr(value, "__self__", None)
+    if owner is not None and hasattr(value, "__qualname__"):  # a bound method
+        return f"{type(owner).__module__}.{value.__qualname__}"
+    return f"{type(value).__module__}.{type(value).__qualname__}"
 
 
 # --- litellm --------------------------------------------------------------------------------
@@ -224,7 +258,36 @@ def anthropic(
             f"outrider.adapters.anthropic(): max_tokens must be a positive int, got {max_tokens!r}"
         )
     defaults = {"model": model, "max_tokens": max_tokens, **settings}
-    _register_keys(*_client_keys(client))
+    found = _anthropic_create(sdk, client)
+    if found is None:
+        raise TypeError(
+            "outrider.adapters.anthropic() needs an anthropic.Anthropic or "
+            f"anthropic.AsyncAnthropic client (or its messages.create), got {_type_name(client)}"
+        )
+    create_of, is_async, owner = found
+    _register_keys(*_client_keys(owner))
+    if is_async:
+
+        async def call_async(request: Request) -> Response:
+            acreate = create_of()
+            kwargs = _split(to_anthropic_request(_merge(defaults, request), cache=cache), acreate)
+            return to_chat_response(await acreate(**kwargs))
+
+        call_async.__qualname__ = f"adapters.anthropic({model!r})"
+        return call_async
+
+    def call(request: Request) -> Response:
+        create = create_of()
+        kwargs = _split(to_anthropic_request(_merge(defaults, request), cache=cache), create)
+        return to_chat_response(create(**kwargs))
+
+    call.__qualname__ = f"adapters.anthropic({model!r})"
+    return call
+
+
+def _anthropic_create(sdk: Any, client: Any) -> tuple[Callable[[], Any], bool, Any] | None:
+    """``(create, is_async, client)`` for an Anthropic client (Bedrock and Vertex ones too) or
+    its bound ``messages.create``; None for anything else."""
     sync_types = tuple(
         getattr(sdk, n)
         for n in ("Anthropic", "AnthropicBedrock", "AnthropicVertex")
@@ -236,27 +299,134 @@ def anthropic(
         if hasattr(sdk, n)
     )
     if isinstance(client, async_types):
-
-        async def call_async(request: Request) -> Response:
-            acreate = client.messages.create
-            kwargs = _split(to_anthropic_request(_merge(defaults, request), cache=cache), acreate)
-            return to_chat_response(await acreate(**kwargs))
-
-        call_async.__qualname__ = f"adapters.anthropic({model!r})"
-        return call_async
+        return (lambda: client.messages.create), True, client
     if isinstance(client, sync_types):
+        return (lambda: client.messages.create), False, client
+    owner = getattr(client, "__self__", None)
+    if getattr(client, "__name__", None) == "create":
+        if isinstance(owner, sdk.resources.AsyncMessages):
+            return (lambda: client), True, getattr(owner, "_client", None)
+        if isinstance(owner, sdk.resources.Messages):
+            return (lambda: client), False, getattr(owner, "_client", None)
+    return None
 
-        def call(request: Request) -> Response:
-            create = client.messages.create
-            kwargs = _split(to_anthropic_request(_merge(defaults, request), cache=cache), create)
-            return to_chat_response(create(**kwargs))
 
-        call.__qualname__ = f"adapters.anthropic({model!r})"
-        return call
-    raise TypeError(
-        "outrider.adapters.anthropic() needs an anthropic.Anthropic or anthropic.AsyncAnthropic "
-        f"client, got {type(client).__module__}.{type(client).__qualname__}"
-    )
+# --- clients and model strings given to a launcher ----------------------------------------------
+
+PROVIDERS: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
+    "litellm": (),
+}
+"""The providers a ``"provider:model"`` string may name, each with the variables its key is
+read from (litellm reads the key variable of the provider its own model string names)."""
+
+
+def from_string(spec: str, **settings: Any) -> SyncModel | AsyncModel:
+    """A model callable for a model string as pydantic-ai and litellm users write it:
+    ``"openai:gpt-4.1"`` (an ``openai.OpenAI()`` client: ``OPENAI_API_KEY``, and
+    ``OPENAI_BASE_URL`` when set), ``"anthropic:claude-haiku-4-5"`` (``anthropic.Anthropic()``:
+    ``ANTHROPIC_API_KEY``, and ``ANTHROPIC_BASE_URL`` when set) or ``"litellm:ollama/qwen3"``
+    (:func:`litellm`). The key is read from the environment when the callable is made; an unset
+    one is a :class:`~outrider.ConfigError` naming the variable. ``settings`` go to every call,
+    as for :func:`openai`. A launcher takes the string itself (``SubagentLauncher(root,
+    "openai:gpt-4.1")``).
+    """
+    provider, model = _split_spec(spec, "from_string()")
+    return _from_provider(provider, model, f"{spec!r}", settings)
+
+
+def _split_spec(spec: str, what: str) -> tuple[str, str]:
+    provider, sep, model = spec.partition(":")
+    known = ", ".join(repr(p) for p in PROVIDERS)
+    if not sep or not provider.strip() or not model.strip():
+        raise ConfigError(
+            f"{what}: {spec!r} is not a 'provider:model' string such as 'openai:gpt-4.1' "
+            f"(providers: {known}; outrider.OfflineScout() runs without a model)"
+        )
+    provider = provider.strip().lower()
+    if provider not in PROVIDERS:
+        raise ConfigError(
+            f"{what}: {spec!r} names the provider {provider!r}, which outrider does not know; "
+            f"the known providers are {known} (any other model: a callable, or "
+            "outrider.OpenAICompatible for an OpenAI-compatible server)"
+        )
+    return provider, model.strip()
+
+
+def _from_provider(
+    provider: str, model: str, what: str, settings: Mapping[str, Any]
+) -> SyncModel | AsyncModel:
+    keys = PROVIDERS[provider]
+    if keys and not any((os.environ.get(k) or "").strip() for k in keys):
+        base = f"{provider.upper()}_BASE_URL"
+        raise ConfigError(
+            f"{what}: {keys[0]} is not set; set it to your {provider} key ({base} as well for "
+            f"another {provider}-compatible server; one that takes no key: any value, e.g. "
+            f"{keys[0]}=none)"
+        )
+    if provider == "openai":
+        return openai(_require("openai", "openai").OpenAI(), model, **settings)
+    if provider == "anthropic":
+        return anthropic(_require("anthropic", "anthropic").Anthropic(), model, **settings)
+    return litellm(model, **settings)
+
+
+def _sdk_of(obj: Any) -> str | None:
+    """``"openai"`` or ``"anthropic"`` when ``obj`` (or the object a bound method belongs to) is
+    of that SDK's package, without importing either."""
+    for candidate in (obj, getattr(obj, "__self__", None)):
+        package = (type(candidate).__module__ or "").partition(".")[0]
+        if package in ("openai", "anthropic"):
+            return package
+    # A client class of another package derived from an SDK's (an instrumentation wrapper).
+    for package, names in (
+        ("openai", ("OpenAI", "AsyncOpenAI")),
+        ("anthropic", ("Anthropic", "AsyncAnthropic")),
+    ):
+        module = sys.modules.get(package)
+        types = tuple(getattr(module, n) for n in names if hasattr(module, n))
+        if module is not None and isinstance(obj, types):
+            return package
+    return None
+
+
+def _as_model(obj: Any, what: str, model: str | None, param: str) -> tuple[Any, str | None]:
+    """What a launcher makes of its model argument ``what`` (``main_llm``, ``light_llm``,
+    ``llm``): ``(callable, model name)``. An OpenAI or Anthropic client, or its bound
+    ``create``, becomes the adapter over it, named by ``model`` (the route's model name, the
+    launcher's ``param`` argument); a ``"provider:model"`` string the adapter for it, whose
+    model name then names the route (when ``param`` does not). Anything else comes back as it
+    was given (the caller checks that it is callable)."""
+    if isinstance(obj, str):
+        provider, named = _split_spec(obj, what)
+        if model is not None and model != named:
+            raise ConfigError(
+                f"{what}: {obj!r} names the model {named!r} and {param} names {model!r}; name "
+                f"it once (drop {param}, or give {what} a client)"
+            )
+        return _from_provider(provider, named, f"{what} {obj!r}", {}), named
+    sdk = _sdk_of(obj)
+    if sdk is None:
+        return obj, None
+    module = _require(sdk, sdk)
+    found = (_openai_create if sdk == "openai" else _anthropic_create)(module, obj)
+    method = "chat.completions.create" if sdk == "openai" else "messages.create"
+    if found is None:
+        raise ArgumentTypeError(
+            f"{what}: must be a model callable, a client of the {sdk} SDK or its {method}, got "
+            f"{_type_name(obj)}"
+        )
+    is_method = getattr(obj, "__self__", None) is not None and not isinstance(obj, type)
+    shown = f"{sdk}'s {method}" if is_method else f"the {sdk} client {_type_name(obj)}"
+    if model is None:
+        example = "gpt-4.1" if sdk == "openai" else "claude-haiku-4-5"
+        raise ConfigError(
+            f"{what}: {shown} needs the name of the model to call: pass {param}='...' (for "
+            f"example {param}={example!r}), or give {what} as the string '{sdk}:MODEL'"
+        )
+    adapter = openai if sdk == "openai" else anthropic
+    return adapter(obj, model), None
 
 
 # Request keys to_anthropic_request translates; the others pass through as they are.

@@ -40,15 +40,21 @@ class _TerminalLog(logging.Handler):
             self.handleError(record)
 
 
-def _model(choice: str, root: pathlib.Path, env_file: str | None) -> tuple[Any, Any, str]:
+def _model(choice: str | None, root: pathlib.Path, env_file: str | None) -> tuple[Any, Any, str]:
     """(main_llm, light_llm, note) for a --model choice; the note says where the settings came
-    from. ``env_file``: None reads ./.env unless it lies inside ``root``, "none" reads none."""
+    from. ``env_file``: None reads ./.env unless it lies inside ``root``, "none" reads none.
+    A route asked for by name (light, main) needs LLM_MODEL_ID: without it, ConfigError naming
+    what to set. Without --model, no LLM configured means the offline scout, said in the note."""
     if choice == "offline":
         scout = outrider.OfflineScout()
         return scout, scout, "offline scout (no LLM)"
     where: Any = False if env_file == "none" else env_file
-    main = outrider.OpenAICompatible.from_env("LLM", env_file=where, root=root)
-    light = outrider.OpenAICompatible.from_env("LIGHT_LLM", env_file=where, root=root)
+    main = outrider.OpenAICompatible.from_env(
+        "LLM", env_file=where, root=root, required=choice is not None
+    )
+    light = outrider.OpenAICompatible.from_env(
+        "LIGHT_LLM", env_file=where, root=root, required=False
+    )
     files = sorted({m.env_file for m in (main, light) if m is not None and m.env_file})
     source = (
         f"settings from the environment and {', '.join(files)}"
@@ -62,7 +68,7 @@ def _model(choice: str, root: pathlib.Path, env_file: str | None) -> tuple[Any, 
             light or scout,
             f"offline scout: LLM_MODEL_ID is not set, so no LLM is configured; {source}",
         )
-    return main, light, f"{choice} route; {source}"
+    return main, light, f"{choice or 'light'} route; {source}"
 
 
 def _print_result(result: outrider.SubagentLaunchResult, note: str) -> None:
@@ -135,7 +141,7 @@ def _explore(args: argparse.Namespace) -> int:
     if prepared is None:
         return 2
     _, launcher, note = prepared
-    route = None if args.model == "offline" else args.model
+    route = None if args.model in (None, "offline") else args.model
     try:
         result = launcher.launch(outrider.SubagentRequest(task=args.task, model_choice=route))
     except outrider.OutriderError as err:
@@ -280,8 +286,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--backend",
         dest="model",
         choices=("light", "main", "offline"),
-        default="light",
-        help="model route; without LLM_MODEL_ID set, the offline scout is used (default: light)",
+        default=None,
+        help="model route: light or main (each needs LLM_MODEL_ID), or offline for the "
+        "model-free scout (default: light when LLM_MODEL_ID is set, else the offline scout)",
     )
     ex.add_argument("--json", action="store_true", help="print the whole result as JSON")
     ex.add_argument("--trace-dir", help="where the child's JSONL trace goes (outside the root)")
@@ -300,9 +307,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--backend",
         dest="model",
         choices=("light", "main", "offline"),
-        default="light",
-        help="the children's model; without LLM_MODEL_ID set, the offline scout is used "
-        "(default: light; a Task call's own `model` argument picks the route)",
+        default=None,
+        help="the children's model: light or main (each needs LLM_MODEL_ID), or offline for "
+        "the model-free scout (default: light when LLM_MODEL_ID is set, else the offline "
+        "scout; a Task call's own `model` argument picks the route)",
     )
     mc.add_argument("--trace-dir", help="where the children's JSONL traces go (outside the root)")
     mc.add_argument("--env-file", help=ENV_FILE_HELP)

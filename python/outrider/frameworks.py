@@ -8,7 +8,7 @@
 Each tool has the Task tool's name, description and JSON schema, runs the child (awaiting
 :meth:`TaskTool.run_async` where the framework is async, so the framework's loop stays free and
 cancelling the tool call cancels the child), returns the envelope, and adds the child's tokens
-to the framework's usage accounting. The frameworks are optional: each is imported on first use,
+(and, where the framework counts them, its model requests) to the framework's usage accounting. The frameworks are optional: each is imported on first use,
 and a missing one raises :class:`~outrider.MissingExtraError` naming the pip extra to install.
 
 These functions are the bodies of the ``TaskTool`` methods of the same names (declared on the
@@ -73,7 +73,8 @@ class ChildUsage:
     output_tokens: int
     """Completion tokens (0 when the envelope gives only a total)."""
     requests: int
-    """The child's model calls, when the envelope reports them (0 otherwise)."""
+    """The child's model calls (the envelope's ``stats.model_calls``, or ``model_calls`` in a
+    failed child's error details; 0 when it reports none)."""
     split: bool
     """Whether the envelope reported input and output tokens separately."""
 
@@ -119,8 +120,8 @@ def as_openai_agents_tool(
 ) -> FunctionTool:
     """The Task tool as an openai-agents ``FunctionTool`` (``pip install '.[openai-agents]'``).
 
-    Its output is the envelope as JSON text; the child's tokens are added to the run's usage
-    (``ToolContext.usage``, shared with ``RunResult.context_wrapper.usage``). The schema is used
+    Its output is the envelope as JSON text; the child's tokens and model requests are added to
+    the run's usage (``ToolContext.usage``, shared with ``RunResult.context_wrapper.usage``). The schema is used
     as is (``strict_json_schema=False``: ``model`` is optional, which strict mode forbids).
     """
     agents = _require("agents", *_OPENAI_AGENTS)
@@ -159,9 +160,10 @@ def as_pydantic_ai_tool(
 ) -> Tool[Any]:
     """The Task tool as a pydantic-ai ``Tool`` (``pip install '.[pydantic-ai]'``).
 
-    It returns the envelope dict and adds the child's tokens to the run's usage
-    (``ctx.usage.incr``), so ``result.usage`` and ``UsageLimits`` count them; the child's total
-    is also recorded in ``usage.details["outrider_subagent_tokens"]``.
+    It returns the envelope dict and adds the child's tokens and model requests to the run's
+    usage (``ctx.usage.incr``), so ``result.usage`` and ``UsageLimits`` (``request_limit``
+    included) count them; the child's total is also recorded in
+    ``usage.details["outrider_subagent_tokens"]``.
     """
     pydantic_ai = _require("pydantic_ai", *_PYDANTIC_AI)
     usage_mod = _require("pydantic_ai.usage", *_PYDANTIC_AI)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, TypeAlias, TypedDict
+from typing import Any, Literal, Protocol, TypeAlias, TypedDict
 
 
 class EvidenceCheck(TypedDict):
@@ -58,6 +58,8 @@ class TaskStats(TypedDict, total=False):
     token_usage: int
     input_tokens: int
     output_tokens: int
+    model_calls: int
+    """The child's model calls (the framework tools add them to the parent's request count)."""
     model: str
     """The route the child used: ``light``, ``main`` or ``offline``."""
 
@@ -92,6 +94,7 @@ class TaskError(ToolError, total=False):
     token_usage: int
     input_tokens: int
     output_tokens: int
+    model_calls: int
     trace_path: str | None
     permission: dict[str, Any]
 
@@ -191,6 +194,29 @@ ModelCallable = Callable[[dict[str, Any]], Any]
 object with ``model_dump()``, a short ``{content, tool_calls, usage, finish_reason}`` dict, a str,
 or an awaitable of one of these."""
 
+
+class ChatCompletionsClient(Protocol):
+    """An OpenAI SDK client (``openai.OpenAI``, ``AsyncOpenAI``, Azure's): a launcher takes it
+    as a model, through :func:`outrider.adapters.openai`, with ``main_model``/``light_model``
+    naming the model."""
+
+    @property
+    def chat(self) -> Any: ...
+
+
+class MessagesClient(Protocol):
+    """An Anthropic SDK client (``anthropic.Anthropic``, ``AsyncAnthropic``): a launcher takes
+    it as a model, through :func:`outrider.adapters.anthropic`, with ``main_model`` /
+    ``light_model`` naming the model."""
+
+    @property
+    def messages(self) -> Any: ...
+
+
+ModelClient: TypeAlias = ChatCompletionsClient | MessagesClient
+"""An SDK client a launcher takes as a model (its bound ``create`` is taken too, as a
+callable)."""
+
 OutputSchema = type[Any] | Mapping[str, Any]
 """An ``output_schema``: a pydantic model class (answers checked by pydantic, returned as its
 instances) or a JSON-schema dict (checked by outrider's core, returned as dicts). Either must
@@ -209,8 +235,11 @@ class ModelSettings(TypedDict, total=False):
 
 
 __all__ = [
+    "ChatCompletionsClient",
     "EvidenceCheck",
+    "MessagesClient",
     "ModelCallable",
+    "ModelClient",
     "ModelSettings",
     "OnEvent",
     "OutputSchema",

@@ -354,12 +354,14 @@ fn failed_envelope(
         d.insert("token_usage".into(), json!(launched.token_usage));
         d.insert("input_tokens".into(), json!(launched.input_tokens));
         d.insert("output_tokens".into(), json!(launched.output_tokens));
+        d.insert("model_calls".into(), json!(launched.model_calls));
         d.insert("trace_path".into(), json!(launched.trace_path));
     }
     failed
 }
 
-/// The envelope's `stats` for a launch: the child's tool calls, tokens and model route.
+/// The envelope's `stats` for a launch: the child's tool calls, tokens, model calls and model
+/// route.
 fn add_launch_stats(out: &mut ToolResult, launched: &SubagentLaunchResult) {
     let tool_calls = match &launched.result {
         Some(ParsedResult::Explore(r)) => r.tool_usage.values().sum::<u64>(),
@@ -374,6 +376,10 @@ fn add_launch_stats(out: &mut ToolResult, launched: &SubagentLaunchResult) {
         .insert("input_tokens".into(), json!(launched.input_tokens));
     out.stats
         .insert("output_tokens".into(), json!(launched.output_tokens));
+    // The child's model calls, so that a framework's request counter (pydantic-ai's
+    // `request_limit`, openai-agents' `Usage.requests`) sees them as well as its tokens.
+    out.stats
+        .insert("model_calls".into(), json!(launched.model_calls));
     if launched.cached_input_tokens > 0 {
         out.stats.insert(
             "cached_input_tokens".into(),

@@ -32,8 +32,9 @@ use std::path::{Path, PathBuf};
 
 use crate::error::Error;
 use crate::llm::openai::config::{
-    check_model, check_temperature, display_url, duration_from_secs, normalize_base_url,
-    parse_base_url, OpenAICompatibleConfig, DEFAULT_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT,
+    check_model, check_temperature, display_url, duration_from_secs, missing_key,
+    normalize_base_url, parse_base_url, OpenAICompatibleConfig, DEFAULT_BASE_URL,
+    DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT,
 };
 
 /// The prefix of the main model's variables.
@@ -279,7 +280,7 @@ pub fn config_from_sources(
 
     let model_var = own("MODEL_ID");
     let Some(model) = value(&model_var) else {
-        return Ok(None);
+        return partly_set(prefix, &model_var, &get);
     };
     check_model(&model).map_err(|m| invalid(&model_var, m))?;
 
@@ -338,10 +339,74 @@ pub fn config_from_sources(
             Some(t)
         }
     };
+    // Checked last, so that a bad value above is named first.
+    let also = if prefix == MAIN_PREFIX {
+        String::new()
+    } else {
+        format!(" (nor {MAIN_PREFIX}_API_KEY for the same base URL)")
+    };
+    if let Some(err) = missing_key(&config, &key_var, &also) {
+        return Err(err);
+    }
     if used_file.get() {
         config.env_file = dotenv.map(|d| d.path.clone());
     }
     Ok(Some(config))
+}
+
+/// No model for `prefix`: `Ok(None)` (no such route) when none of its variables is set either;
+/// an error naming `model_var` when its key or base URL is set, since whoever set them meant a
+/// model to be used (running the offline scout instead would go unnoticed).
+fn partly_set(
+    prefix: &str,
+    model_var: &str,
+    get: &Get<'_>,
+) -> Result<Option<OpenAICompatibleConfig>, Error> {
+    let set: Vec<(String, Origin)> = ["API_KEY", "BASE_URL"]
+        .iter()
+        .map(|suffix| format!("{prefix}_{suffix}"))
+        .filter_map(|var| get(&var).map(|(_, origin)| (var, origin)))
+        .collect();
+    let Some((_, origin)) = set.first() else {
+        return Ok(None);
+    };
+    let names: Vec<&str> = set.iter().map(|(v, _)| v.as_str()).collect();
+    Err(invalid(
+        model_var,
+        format!(
+            "not set, but {} {} set (in {origin}), so a model was meant to be used; set \
+             {model_var} to the name of the model to call (e.g. {model_var}=gpt-4.1-mini), or \
+             unset {} to run without one",
+            names.join(" and "),
+            if names.len() == 1 { "is" } else { "are" },
+            names.join(" and "),
+        ),
+    ))
+}
+
+/// The error for a model that was asked for but is not configured: `{prefix}_MODEL_ID` is unset
+/// (in the environment and the `.env` read). It names the variable and, when a provider's own
+/// key variable is set (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`), says that outrider does not
+/// read it and how to use it instead.
+pub(crate) fn not_configured(prefix: &str) -> Error {
+    let model_var = format!("{prefix}_MODEL_ID");
+    let key_var = format!("{prefix}_API_KEY");
+    let mut message = format!(
+        "not set, so no model is configured; set {model_var} to the name of the model to call \
+         (with {key_var}, and {prefix}_BASE_URL for a provider other than OpenAI)"
+    );
+    for (var, provider) in [
+        ("OPENAI_API_KEY", "openai"),
+        ("ANTHROPIC_API_KEY", "anthropic"),
+    ] {
+        if process_env(var).is_some_and(|v| !v.trim().is_empty()) {
+            message.push_str(&format!(
+                "; {var} is set, but outrider reads {prefix}_*: set {key_var} to it, or in \
+                 Python pass the model as '{provider}:MODEL', which reads {var}"
+            ));
+        }
+    }
+    invalid(&model_var, message)
 }
 
 /// A configured base URL: the variable that set it, the URL normalised, and where it was set.

@@ -54,8 +54,10 @@ frozen_class! {
             a.req("llm")?,
         );
         let home = crate::py::model::new_home(args.py())?;
-        let model = model_arg(Some(llm), "llm", &home)?.ok_or_else(|| wrong_type("llm", expected, llm))?;
-        options.light_model = model_arg(a.get("light_llm"), "light_llm", &home)?;
+        let main = ("model", &mut options.routes.main_model);
+        let model = model_arg(Some(llm), "llm", main, &home)?.ok_or_else(|| wrong_type("llm", expected, llm))?;
+        let light = ("light_model", &mut options.routes.light_model);
+        options.light_model = model_arg(a.get("light_llm"), "light_llm", light, &home)?;
         options.launcher = a.get("launcher").map(launcher_arg).transpose()?;
         let root = plain.req_path("project_root")?;
         Ok(PyMainAgent {

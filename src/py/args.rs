@@ -227,6 +227,15 @@ impl Kwargs {
         }
     }
 
+    /// An optional bool.
+    pub(super) fn bool(&self, key: &str) -> Result<Option<bool>, Error> {
+        match self.given(key, "a bool")? {
+            Json::Null => Ok(None),
+            Json::Bool(b) => Ok(Some(*b)),
+            other => Err(Error::wrong_type(key, "a bool", other.type_name())),
+        }
+    }
+
     /// An optional int (not a bool).
     pub(super) fn int(&self, key: &str) -> Result<Option<i64>, Error> {
         match self.given(key, "int")? {
@@ -478,12 +487,13 @@ pub(super) fn main_agent_options(k: &Kwargs) -> Result<MainAgentOptions, Error> 
 
 /// `verify`'s arguments: the candidate, the requirements (null when not given) and the
 /// evidence (none when not given).
-pub(super) fn verify_args(k: &Kwargs) -> Result<(String, serde_json::Value, Vec<String>), Error> {
-    let evidence = k.str_list("evidence")?.unwrap_or_default();
+pub(super) fn verify_args(
+    k: &Kwargs,
+) -> Result<(String, serde_json::Value, serde_json::Value), Error> {
     Ok((
         k.req_str("candidate")?,
         k.json("requirements")?.to_value(),
-        evidence,
+        k.json("evidence")?.to_value(),
     ))
 }
 
@@ -791,8 +801,8 @@ mod tests {
         let k = one_json("candidate", Json::Str("done".into()));
         let (candidate, requirements, evidence) = verify_args(&k).unwrap();
         assert_eq!(
-            (candidate.as_str(), requirements, evidence.len()),
-            ("done", serde_json::Value::Null, 0)
+            (candidate.as_str(), requirements, evidence),
+            ("done", serde_json::Value::Null, serde_json::Value::Null)
         );
         assert_eq!(
             verify_args(&one_json("candidate", Json::Null))

@@ -134,12 +134,16 @@ pub(super) fn launcher_arg(obj: &Bound<'_, PyAny>) -> PyResult<Arc<SubagentLaunc
     Ok(launcher.get().inner.inner.clone())
 }
 
-/// A Python model argument: an `OpenAICompatible`, the `OfflineScout`, or any callable. None
-/// (or missing) means "the default".
-/// `home` is the `outrider._aio.Home` a callable's coroutines run on (one per launcher).
+/// A Python model argument: an `OpenAICompatible`, the `OfflineScout`, an SDK client, its bound
+/// `create`, a `"provider:model"` string, or any callable. None (or missing) means "the
+/// default". `route` is the model name of the argument's route (`(name, value)`: `main_model`
+/// for a launcher's `main_llm`, ...): an SDK client needs it, and a `"provider:model"` string
+/// fills it in. `home` is the `outrider._aio.Home` a callable's coroutines run on (one per
+/// launcher).
 pub(super) fn model_arg(
     obj: Option<&Bound<'_, PyAny>>,
     what: &str,
+    route: (&str, &mut Option<String>),
     home: &Py<PyAny>,
 ) -> PyResult<Option<Arc<dyn ChatModel>>> {
     let Some(obj) = obj.filter(|o| !o.is_none()) else {
@@ -153,12 +157,22 @@ pub(super) fn model_arg(
     if obj.cast::<crate::py::model::PyOfflineScout>().is_ok() || obj.is(&scout) {
         return Ok(Some(Arc::new(crate::api::OfflineScout)));
     }
-    if obj.is_callable() {
-        return Ok(Some(Arc::new(callable_model(obj, home))));
+    // SDK clients, their `create` and model strings become `outrider.adapters` callables there;
+    // anything else comes back as it was given.
+    let (param, name) = route;
+    let args = (obj, what, name.as_deref(), param);
+    let (callable, model): (Bound<'_, PyAny>, Option<String>) =
+        in_python::call(obj.py(), ("outrider.adapters", "_as_model"), args)?.extract()?;
+    if name.is_none() {
+        *name = model;
+    }
+    if callable.is_callable() {
+        return Ok(Some(Arc::new(callable_model(&callable, home))));
     }
     Err(wrong_type(
         what,
-        "a callable taking the chat-completions request dict, or an outrider.OpenAICompatible",
+        "a callable taking the chat-completions request dict, an openai or anthropic client, \
+         a 'provider:model' string or an outrider.OpenAICompatible",
         obj,
     ))
 }
@@ -244,8 +258,10 @@ frozen_class! {
         let plain = a.plain(&["main_llm", "light_llm", "profiles"])?;
         let mut options = launcher_options(&plain)?;
         let home = crate::py::model::new_home(args.py())?;
-        options.main_model = model_arg(a.get("main_llm"), "main_llm", &home)?;
-        options.light_model = model_arg(a.get("light_llm"), "light_llm", &home)?;
+        let main = ("main_model", &mut options.routes.main_model);
+        options.main_model = model_arg(a.get("main_llm"), "main_llm", main, &home)?;
+        let light = ("light_model", &mut options.routes.light_model);
+        options.light_model = model_arg(a.get("light_llm"), "light_llm", light, &home)?;
         options.profiles = profiles_arg(a.get("profiles"))?;
         let root = plain.req_path("project_root")?;
         let inner = Owner::new(SubagentLauncher::new(&root, options)?);

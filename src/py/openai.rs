@@ -34,7 +34,7 @@ const CLIENT_PARAMS: Params = Params {
 /// `OpenAICompatible.from_env(...)`'s parameters.
 const FROM_ENV_PARAMS: Params = Params {
     owner: "OpenAICompatible.from_env",
-    names: &["prefix", "env_file", "root"],
+    names: &["prefix", "env_file", "root", "required"],
     positional: 1,
     required: 0,
 };
@@ -64,12 +64,13 @@ frozen_class! {
     }
 
     /// Build from `{prefix}_MODEL_ID`, `{prefix}_API_KEY`, `{prefix}_BASE_URL` (and `LLM_TIMEOUT`,
-    /// `LLM_MAX_RETRIES`; a `.env` fills in what the environment leaves unset). None when
-    /// `{prefix}_MODEL_ID` is unset. `env_file`: None reads `./.env` (not when it lies inside
+    /// `LLM_MAX_RETRIES`; a `.env` fills in what the environment leaves unset). `ConfigError`
+    /// naming `{prefix}_MODEL_ID` when it is unset; with `required=False`, None instead when
+    /// none of the three is set. `env_file`: None reads `./.env` (not when it lies inside
     /// `root`), False reads none, a path reads that file. A key is sent only to the base URL
     /// configured in the same place.
     #[classmethod]
-    #[pyo3(signature = (*args, **kwargs), text_signature = "($cls, prefix=None, *, env_file=None, root=None)")]
+    #[pyo3(signature = (*args, **kwargs), text_signature = "($cls, prefix=None, *, env_file=None, root=None, required=True)")]
     fn from_env(
         _cls: &Bound<'_, PyType>,
         args: &Bound<'_, PyTuple>,
@@ -77,13 +78,13 @@ frozen_class! {
     ) -> PyResult<Option<Self>> {
         let k = bind(&FROM_ENV_PARAMS, Some(args), kwargs)?;
         let (prefix, env_file, root) = (k.str("prefix")?, env_file(&k)?, k.path("root")?);
-        Ok(
-            OpenAICompatible::from_env(prefix.as_deref(), &env_file, root.as_deref())?.map(|c| {
-                PyOpenAICompatible {
-                    inner: Arc::new(c),
-                }
-            }),
-        )
+        let (env_file, root) = (&env_file, root.as_deref());
+        let client = if k.bool("required")?.unwrap_or(true) {
+            Some(OpenAICompatible::from_env_required(prefix.as_deref(), env_file, root)?)
+        } else {
+            OpenAICompatible::from_env(prefix.as_deref(), env_file, root)?
+        };
+        Ok(client.map(|c| PyOpenAICompatible { inner: Arc::new(c) }))
     }
 
     /// Make one call with a chat-completions request dict; returns the normalised answer

@@ -360,6 +360,7 @@ async fn no_tools_means_no_tool_choice_and_no_key_means_no_auth_header() {
 /// The body `simple_request()` is sent with by a client of `base` configured by `configure`.
 fn body_for(base: &str, configure: impl FnOnce(&mut OpenAICompatibleConfig)) -> Value {
     let mut config = OpenAICompatibleConfig::new("m", base);
+    config.api_key = Some(KEY.into()); // a remote server is refused without one
     configure(&mut config);
     OpenAICompatible::new(config)
         .unwrap()
@@ -985,7 +986,7 @@ fn dotenv_file_fills_in_but_never_overrides_the_environment() {
     let path = dir.path().join(".env");
     std::fs::write(
         &path,
-        "PATH=/from/dotenv\nOUTRIDER_TEST_ONLY_IN_DOTENV=yes\nLLM_MODEL_ID=from-file\nLLM_MODEL_ID=second\n",
+        "PATH=/from/dotenv\nOUTRIDER_TEST_ONLY_IN_DOTENV=yes\nLLM_MODEL_ID=from-file\nLLM_MODEL_ID=second\nLLM_API_KEY=k\n",
     )
     .unwrap();
     let dotenv = load_dotenv(&path);
@@ -1879,12 +1880,14 @@ fn the_light_route_borrows_the_main_key_only_for_the_main_base_url() {
             ("LIGHT_LLM_BASE_URL", "http://other.example/v1"),
         ],
     );
-    let light = config_from_sources("LIGHT_LLM", &env, Some(&file))
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        (light.base_url.as_str(), light.api_key),
-        ("http://other.example/v1", None)
+    // (and a light route with no key for a server that needs one is refused before any call)
+    let refused = config_from_sources("LIGHT_LLM", &env, Some(&file)).unwrap_err();
+    assert!(
+        refused.to_string().starts_with(
+            "LIGHT_LLM settings: LIGHT_LLM_API_KEY is not set (nor LLM_API_KEY for the same base \
+             URL), and the server at http://other.example/v1 is not on this machine"
+        ),
+        "{refused}"
     );
     // The same host as the main route, spelled with a trailing slash: the key is lent.
     let file = dotenv_at(
@@ -1907,10 +1910,8 @@ fn the_light_route_borrows_the_main_key_only_for_the_main_base_url() {
             ("LIGHT_LLM_BASE_URL", "http://other.example/v1"),
         ],
     );
-    let light = config_from_sources("LIGHT_LLM", &env, Some(&file))
-        .unwrap()
-        .unwrap();
-    assert_eq!(light.api_key, None);
+    let refused = config_from_sources("LIGHT_LLM", &env, Some(&file)).unwrap_err();
+    assert!(refused.to_string().contains("LIGHT_LLM_API_KEY is not set"));
 }
 
 #[test]

@@ -15,7 +15,7 @@ use crate::llm::openai::classify::{
     provider_message, snippet, status_failure, transport_failure, Failure,
 };
 use crate::llm::openai::config::{
-    api_key, build_headers, display_url, invalid, is_loopback, parse_base_url,
+    api_key, build_headers, display_url, invalid, is_loopback, missing_key, parse_base_url,
     OpenAICompatibleConfig,
 };
 use crate::llm::openai::retry::{backoff_delay, parse_retry_after, RETRY_AFTER_CAP};
@@ -109,6 +109,9 @@ impl OpenAICompatible {
     /// Validate `config` and build the HTTP client (once; it is shared by every call).
     pub fn new(mut config: OpenAICompatibleConfig) -> Result<Self, Error> {
         config.validate()?;
+        if let Some(err) = missing_key(&config, "api_key", "") {
+            return Err(err);
+        }
         let base = parse_base_url(&config.base_url)?;
         config.base_url = base.to_string().trim_end_matches('/').to_string();
         config.model = config.model.trim().to_string();
@@ -199,6 +202,18 @@ impl OpenAICompatible {
         crate::llm::env::from_env_file(prefix, env_file, root)?
             .map(OpenAICompatible::new)
             .transpose()
+    }
+
+    /// [`OpenAICompatible::from_env`] for a model that was asked for: an error naming
+    /// `{prefix}_MODEL_ID` (and what else to set) when it is unset, never `None`.
+    pub fn from_env_required(
+        prefix: Option<&str>,
+        env_file: &crate::llm::env::EnvFile,
+        root: Option<&std::path::Path>,
+    ) -> Result<Self, Error> {
+        let name = prefix.unwrap_or(crate::llm::env::MAIN_PREFIX);
+        Self::from_env(prefix, env_file, root)?
+            .ok_or_else(|| crate::llm::env::not_configured(name.trim().trim_end_matches('_')))
     }
 
     /// The base URL without credentials (user, password and query removed).

@@ -293,6 +293,86 @@ pub(crate) fn is_loopback(url: &Url) -> bool {
     }
 }
 
+/// Whether a server at `url` may be called without a key: one on this machine (a loopback
+/// address or `localhost`) or at a private-network, link-local or unique-local address, where
+/// local servers (llama.cpp, Ollama, vLLM) run without authentication.
+pub(crate) fn may_run_without_key(url: &Url) -> bool {
+    if is_loopback(url) {
+        return true;
+    }
+    let host = url.host_str().unwrap_or("");
+    match host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+    {
+        Ok(IpAddr::V4(ip)) => ip.is_private() || ip.is_link_local(),
+        Ok(IpAddr::V6(ip)) => {
+            let first = ip.segments()[0];
+            (first & 0xfe00) == 0xfc00 || (first & 0xffc0) == 0xfe80
+        }
+        Err(_) => false,
+    }
+}
+
+/// Whether `config` carries a credential somewhere: the key, a user or password in the base
+/// URL, a credential-like query parameter (`?api-key=`) or header (`api-key`, `X-Auth-Token`).
+fn has_credentials(config: &OpenAICompatibleConfig, url: &Url) -> bool {
+    let credential = |name: &str| {
+        let name = name.to_ascii_lowercase();
+        ["key", "token", "auth", "secret", "sig", "cookie"]
+            .iter()
+            .any(|w| name.contains(w))
+    };
+    api_key(config).is_some()
+        || !url.username().is_empty()
+        || url.password().is_some()
+        || url
+            .query_pairs()
+            .any(|(k, v)| credential(&k) && !v.is_empty())
+        || config
+            .extra_headers
+            .iter()
+            .any(|(k, v)| credential(k) && !v.trim().is_empty())
+}
+
+/// The refusal of a config with no key for a server that needs one, before any request is sent
+/// (else the request goes out without a key and comes back as an HTTP 401). `key_var` is the
+/// setting or variable the key was looked for in (`api_key`, `LLM_API_KEY`); `also` says more
+/// about where it was looked for. None when the config may be used. (The message never puts
+/// the key's name before a `:` or `=`, which redaction would take for a key's value.)
+pub(crate) fn missing_key(
+    config: &OpenAICompatibleConfig,
+    key_var: &str,
+    also: &str,
+) -> Option<Error> {
+    let url = parse_base_url(&config.base_url).ok()?;
+    if has_credentials(config, &url) || may_run_without_key(&url) {
+        return None;
+    }
+    let (field, missing) = if key_var == "api_key" {
+        (
+            "OpenAICompatible".to_owned(),
+            "api_key is not given".to_owned(),
+        )
+    } else {
+        let prefix = key_var.strip_suffix("_API_KEY").unwrap_or(key_var);
+        (
+            format!("{prefix} settings"),
+            format!("{key_var} is not set"),
+        )
+    };
+    Some(invalid(
+        &field,
+        format!(
+            "{missing}{also}, and the server at {} is not on this machine, so every request \
+             would be refused (HTTP 401); set {key_var} to the provider's key (for a server that \
+             takes none, to any value, such as none)",
+            display_url(&url).trim_end_matches('/')
+        ),
+    ))
+}
+
 pub(crate) fn build_headers(config: &OpenAICompatibleConfig) -> Result<HeaderMap, Error> {
     let mut headers = HeaderMap::new();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
