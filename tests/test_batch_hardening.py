@@ -498,6 +498,106 @@ def test_cli_a_full_disk_is_one_line_and_exit_status_3(tmp_path: pathlib.Path) -
     assert "3 the output directory could not be written" in " ".join(usage.stdout.split())
 
 
+# --- task files ---------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_a_tasks_file_that_is_a_fifo_is_refused_without_waiting(fifo: pathlib.Path) -> None:
+    err = quickly(load_tasks, fifo)
+    assert str(err) == (
+        f"tasks file {str(fifo)!r}: is a FIFO (named pipe); a tasks file is a regular file "
+        "(JSONL, one task a line)"
+    )
+    assert str(quickly(explore_many, str(fifo), backend="offline")) == str(err)
+
+
+def test_a_tasks_file_that_is_a_device_is_refused_without_reading(tmp_path: pathlib.Path) -> None:
+    done = in_a_bounded_process(
+        """
+        import outrider
+        try:
+            outrider.explore_many("/dev/zero", backend="offline")
+        except outrider.ConfigError as e:
+            print(e)
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == (
+        "tasks file '/dev/zero': is a character device; a tasks file is a regular file (JSONL, "
+        "one task a line)"
+    )
+
+
+def test_a_tasks_file_over_the_size_limit_is_refused(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert _tasks.MAX_TASKS_BYTES == 256 << 20
+    path = tmp_path / "tasks.jsonl"
+    path.write_text(json.dumps({"root": str(tmp_path), "question": "q"}) + "\n")
+    monkeypatch.setattr(_tasks, "MAX_TASKS_BYTES", 10, raising=False)
+    err = quickly(load_tasks, path)
+    assert str(err).startswith(
+        f"tasks file {str(path)!r}: it is more than the 10 bytes a tasks file may be; split it"
+    )
+
+
+def deep(levels: int) -> Any:
+    value: Any = "bottom"
+    for _ in range(levels):
+        value = {"k": value}
+    return value
+
+
+def test_a_task_nested_100000_deep_is_a_clear_error_naming_it(tmp_path: pathlib.Path) -> None:
+    root = a_root(tmp_path)
+    nested = '{"k": ' * 100_000 + "1" + "}" * 100_000
+    line = f'{{"root": "{root}", "question": "q", "context": {nested}}}'
+    path = tmp_path / "tasks.jsonl"
+    path.write_text(json.dumps({"root": str(root), "question": "q"}) + "\n" + line + "\n")
+    err = quickly(load_tasks, path)
+    assert str(err) == (
+        f"{path}:2: nested more than 256 levels deep; a task's values may nest at most 256"
+    )
+    err = quickly(
+        explore_many,
+        [
+            {"root": str(root), "question": "q"},
+            {"root": str(root), "question": "q", "meta": deep(100_000)},
+        ],
+        backend="offline",
+    )
+    assert str(err) == (
+        "tasks[1]: BatchTask meta: is nested more than 256 levels deep; a task's values may "
+        "nest at most 256"
+    )
+    with pytest.raises(outrider.ConfigError, match="BatchTask context: is nested more than 256"):
+        BatchTask(str(root), "q", context=deep(100_000))
+    # What the core takes as a child's structured context is taken here too.
+    batch = run(
+        [BatchTask(str(root), "Where is class Store defined?", context=deep(200))], tmp_path / "out"
+    )
+    assert batch.summary.counts == {"completed": 1}
+
+
+def test_cli_a_task_nested_100000_deep_is_a_usage_error(tmp_path: pathlib.Path) -> None:
+    root = a_root(tmp_path)
+    path = tmp_path / "tasks.jsonl"
+    path.write_text(
+        f'{{"root": "{root}", "question": "q", "context": {"[" * 100_000 + "]" * 100_000}}}\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "outrider", "batch", str(path), "--out", str(tmp_path / "out"),
+         "--backend", "offline"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"outrider: {path}:1: nested more than 256 levels deep; a task's values may nest at "
+        "most 256\n",
+    )
+
+
 # --- traces never land in a root -----------------------------------------------------------------
 
 
