@@ -629,3 +629,69 @@ def test_traces_linked_into_a_root_are_refused(tmp_path: pathlib.Path) -> None:
     assert sorted(p.name for p in root.rglob("*")) == before
 
 
+# --- a Retry-After longer than the task's limit ----------------------------------------------
+
+
+QUICK = outrider.EXPLORE_PROFILE.replace(name="quick", timeout_seconds=4.0)
+
+
+def test_a_retry_after_past_the_tasks_limit_is_rate_limited_at_once(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("openai")
+    sys.path.insert(0, str(TESTS))
+    from test_batch import mock_provider
+
+    monkeypatch.setenv(KEY_ENV, "sk-test-not-a-real-key-123456")
+    root = a_root(tmp_path)
+    tasks = [
+        BatchTask(str(root), "Where is class Store defined?", profile="quick", context={"n": n})
+        for n in range(3)
+    ]
+    with mock_provider(refuse={1: "3600"}) as provider:
+        spec = BackendSpec.openai("mock-model", provider.base_url, api_key_env=KEY_ENV)
+        started = time.monotonic()
+        batch = explore_many(
+            tasks,
+            backend=spec,
+            profiles=[QUICK],
+            executor=LocalExecutor(3),
+            rate_limits=RateLimit(requests_per_minute=600, burst_requests=3),
+            progress=False,
+        )
+        took = time.monotonic() - started
+    # README: "a `Retry-After` past the deadline ends the run as `rate_limited` at once".
+    assert [(r["status"], r["reason"]) for r in batch.rows] == [("failed", "rate_limited")] * 3
+    assert took < 3.0, took  # not the 4 s limit of each task
+    assert len(provider.arrivals) <= 3  # nobody called again into the pause
+    refused = [r for r in batch.rows if "Retry-After" in (r["error"] or "")]
+    assert len(refused) == 1 and "wait 3600.0 s, more than the" in refused[0]["error"]
+    assert all("s left of the task's time limit" in (r["error"] or "") for r in batch.rows)
+
+
+def test_a_pace_slower_than_the_tasks_limit_is_rate_limited_at_once(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("openai")
+    sys.path.insert(0, str(TESTS))
+    from test_batch import mock_provider
+
+    monkeypatch.setenv(KEY_ENV, "sk-test-not-a-real-key-123456")
+    root = a_root(tmp_path)
+    task = BatchTask(str(root), "Where is class Store defined?", profile="quick")
+    with mock_provider() as provider:
+        spec = BackendSpec.openai("mock-model", provider.base_url, api_key_env=KEY_ENV)
+        started = time.monotonic()
+        batch = explore_many(
+            [task],
+            backend=spec,
+            profiles=[QUICK],
+            # One call a minute: the task's second call could start only after its limit.
+            rate_limits=RateLimit(requests_per_minute=1),
+            progress=False,
+        )
+        took = time.monotonic() - started
+    (row,) = batch.rows
+    assert (row["status"], row["reason"]) == ("failed", "rate_limited")
+    assert "the batch's rate limit (1 requests/min; a provider's 429 pauses it)" in row["error"]
+    assert took < 3.0 and len(provider.arrivals) == 1
