@@ -695,3 +695,27 @@ def test_a_pace_slower_than_the_tasks_limit_is_rate_limited_at_once(
     assert (row["status"], row["reason"]) == ("failed", "rate_limited")
     assert "the batch's rate limit (1 requests/min; a provider's 429 pauses it)" in row["error"]
     assert took < 3.0 and len(provider.arrivals) == 1
+
+
+def test_a_429_past_every_retry_is_rate_limited_whatever_raised_it(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The built-in client's error carries its status as ``status``, not ``status_code``: the
+    # core took it for a failed callable (model_error) once the limiter gave up.
+    sys.path.insert(0, str(TESTS))
+    from test_batch import mock_provider
+
+    monkeypatch.setenv(KEY_ENV, "sk-test-not-a-real-key-123456")
+    root = a_root(tmp_path)
+    with mock_provider(refuse={1: "0"}) as provider:
+        spec = BackendSpec.openai_compatible("mock-model", provider.base_url, api_key_env=KEY_ENV)
+        batch = explore_many(
+            [BatchTask(str(root), "Where is class Store defined?")],
+            backend=spec,
+            rate_limits=RateLimit(requests_per_minute=600, max_retries=0),
+            progress=False,
+        )
+    (row,) = batch.rows
+    assert (row["status"], row["reason"]) == ("failed", "rate_limited")
+    assert "rate limited after every retry: ModelError:" in row["error"]
+    assert len(provider.arrivals) == 1
