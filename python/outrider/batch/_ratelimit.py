@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
-from outrider.exceptions import ConfigError
+from outrider.exceptions import ConfigError, ModelError
 
 __all__ = ["RateLimit"]
 
@@ -347,11 +347,17 @@ def task_deadline(seconds: float) -> Iterator[None]:
         _deadline.reset(token)
 
 
-class RateLimited(Exception):
-    """A call the rate limit would hold past its task's time limit (HTTP 429 to the core,
-    which ends the task as ``rate_limited``)."""
+class RateLimited(ModelError):
+    """A call the rate limit would hold past its task's time limit, or a 429 it gave up on
+    (``status_code`` 429 to the core, which ends the task as ``rate_limited``)."""
 
     status_code = 429
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "rate_limit", 429)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self),))
 
 
 def _time_left() -> float | None:
