@@ -462,7 +462,7 @@ def test_a_full_disk_stops_the_batch_with_a_clear_error(
     assert (again.summary.ran, again.summary.skipped) == (2, 1)
 
 
-def test_cli_a_full_disk_is_one_line_and_exit_status_3(tmp_path: pathlib.Path) -> None:
+def test_cli_a_full_disk_is_one_line_and_exit_status_74(tmp_path: pathlib.Path) -> None:
     root = a_root(tmp_path)
     tasks_file = tmp_path / "tasks.jsonl"
     tasks_file.write_text("".join(json.dumps(t.to_dict()) + "\n" for t in tasks_of(root, 2)))
@@ -486,7 +486,7 @@ def test_cli_a_full_disk_is_one_line_and_exit_status_3(tmp_path: pathlib.Path) -
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
     )
-    assert done.returncode == 3, done.stderr
+    assert done.returncode == 74, done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert done.stderr.startswith(
         f"outrider: sink {str(out)!r}: cannot write manifest.jsonl: No space left on device; "
@@ -495,7 +495,7 @@ def test_cli_a_full_disk_is_one_line_and_exit_status_3(tmp_path: pathlib.Path) -
     usage = subprocess.run(
         [sys.executable, "-m", "outrider", "batch", "--help"], capture_output=True, text=True
     )
-    assert "3 the output directory could not be written" in " ".join(usage.stdout.split())
+    assert "74 the output directory could not be written" in " ".join(usage.stdout.split())
 
 
 # --- task files ---------------------------------------------------------------------------------

@@ -12,12 +12,13 @@ from outrider._terminal import fail, json_text, say, term
 from outrider.batch._sink import SinkError
 from outrider.exceptions import ConfigError
 
-EXIT_SINK = 3
-"""The exit status when the output directory could not be written (a full disk)."""
+EXIT_SINK = 74
+"""The exit status when the output directory could not be written (a full disk): sysexits'
+EX_IOERR, a code no other outrider command gives another meaning."""
 
 EXIT_HELP = (
     "Exit status: 0 every task answered (completed, partial or unverified), 1 some task failed "
-    "(see the summary and manifest.jsonl), 2 usage error, 3 the output directory could not be "
+    "(see the summary and manifest.jsonl), 2 usage error, 74 the output directory could not be "
     "written (a full disk: the rows written before are kept; rerun with --resume), 130 "
     "interrupted (rerun with --resume to continue)."
 )
