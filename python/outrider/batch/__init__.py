@@ -30,7 +30,7 @@ from outrider.batch._backend import BackendSpec
 from outrider.batch._executors import Executor, LocalExecutor, RayExecutor
 from outrider.batch._ratelimit import RateLimit
 from outrider.batch._run import aexplore_many, explore_many
-from outrider.batch._sink import ManifestSink, MemorySink, Sink, read_manifest
+from outrider.batch._sink import ManifestSink, MemorySink, Sink, SinkError, read_manifest
 from outrider.batch._summary import BatchRun, BatchSummary
 from outrider.batch._tasks import BatchTask, RepoCache, default_cache_dir, load_tasks
 
@@ -48,6 +48,7 @@ __all__ = [
     "RayExecutor",
     "RepoCache",
     "Sink",
+    "SinkError",
     "aexplore_many",
     "default_cache_dir",
     "explore_many",

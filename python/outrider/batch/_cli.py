@@ -10,12 +10,18 @@ import sys
 from typing import Any
 
 from outrider._terminal import fail, json_text, say, term
+from outrider.batch._sink import SinkError
 from outrider.exceptions import ConfigError
+
+EXIT_SINK = 74
+"""The exit status when the output directory could not be written (a full disk): sysexits'
+EX_IOERR, a code no other outrider command gives another meaning."""
 
 EXIT_HELP = (
     "Exit status: 0 every task answered (completed, partial or unverified), 1 some task failed "
-    "(see the summary and manifest.jsonl), 2 usage error, 130 interrupted (run the same command "
-    "again to continue)."
+    "(see the summary and manifest.jsonl), 2 usage error, 74 the output directory could not be "
+    "written (a full disk: the rows written before are kept; run the same command again), 130 "
+    "interrupted (run the same command again to continue)."
 )
 
 
@@ -173,6 +179,9 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as err:
         fail(err)
         return 2
+    except SinkError as err:
+        fail(err)
+        return EXIT_SINK
     if args.json:
         print(json_text(batch.summary.to_dict()))
     else:

@@ -8,6 +8,10 @@ answer allowance) and corrected with the usage the provider reports. A 429 pause
 that provider for its ``Retry-After`` (or a doubling backoff when the answer carries none) and
 the call is made again, up to ``max_retries`` times.
 
+A wait longer than what is left of the task's time limit (its profile's ``timeout_seconds``,
+from the start of its launch: :func:`task_deadline`) is not waited out: the call fails at once
+as a 429, so the task ends as ``rate_limited`` rather than sleeping into a ``timeout``.
+
 The limiter's state lives in one place: a lock in this process (:class:`LocalLimiter`), or a Ray
 actor every worker asks for a start time (``_RayLimiter``); callers sleep on their own side.
 """
@@ -15,6 +19,8 @@ actor every worker asks for a start time (``_RayLimiter``); callers sleep on the
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import dataclasses
 import email.utils
 import inspect
@@ -23,10 +29,10 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
-from outrider.exceptions import ConfigError
+from outrider.exceptions import ConfigError, ModelError
 
 __all__ = ["RateLimit"]
 
@@ -79,6 +85,16 @@ class RateLimit:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    @property
+    def label(self) -> str:
+        """The limit in words (``60 requests/min, 10000 tokens/min``), for messages."""
+        parts = []
+        if self.requests_per_minute is not None:
+            parts.append(f"{self.requests_per_minute:g} requests/min")
+        if self.tokens_per_minute is not None:
+            parts.append(f"{self.tokens_per_minute:g} tokens/min")
+        return ", ".join(parts)
+
 
 class _Pacer:
     """The limiter's state (no lock, no clock: the owner supplies both)."""
@@ -97,13 +113,16 @@ class _Pacer:
         self.paused_until = 0.0
         self.backoff = 0
 
-    def reserve(self, tokens: float, now: float) -> float:
-        """Book a start for a call of ``tokens``; the seconds to wait until it."""
+    def reserve(self, tokens: float, now: float, max_wait: float | None = None) -> float:
+        """Book a start for a call of ``tokens``; the seconds to wait until it. A wait over
+        ``max_wait`` is returned without booking (the call will not be made)."""
         start = max(now, self.paused_until)
         if self.req_interval:
             start = max(start, self.req_tat - self.req_tolerance)
         if self.tok_interval:
             start = max(start, self.tok_tat - self.tok_tolerance)
+        if max_wait is not None and start - now > max_wait:
+            return start - now
         if self.req_interval:
             self.req_tat = max(self.req_tat, start) + self.req_interval
         if self.tok_interval:
@@ -135,7 +154,7 @@ class Limiter(Protocol):
 
     limit: RateLimit
 
-    def reserve(self, tokens: float) -> float: ...
+    def reserve(self, tokens: float, max_wait: float | None = None) -> float: ...
     def settle(self, delta_tokens: float) -> None: ...
     def refused(self, retry_after: float | None) -> float: ...
     def succeeded(self) -> None: ...
@@ -150,9 +169,9 @@ class LocalLimiter:
         self._pacer = _Pacer(limit)
         self._lock = threading.Lock()
 
-    def reserve(self, tokens: float) -> float:
+    def reserve(self, tokens: float, max_wait: float | None = None) -> float:
         with self._lock:
-            return self._pacer.reserve(tokens, time.monotonic())
+            return self._pacer.reserve(tokens, time.monotonic(), max_wait)
 
     def settle(self, delta_tokens: float) -> None:
         with self._lock:
@@ -177,8 +196,8 @@ class RayLimiterActor:
     def __init__(self, limit: dict[str, Any]) -> None:
         self._pacer = _Pacer(RateLimit(**limit))
 
-    def reserve(self, tokens: float) -> float:
-        return self._pacer.reserve(tokens, time.monotonic())
+    def reserve(self, tokens: float, max_wait: float | None = None) -> float:
+        return self._pacer.reserve(tokens, time.monotonic(), max_wait)
 
     def settle(self, delta_tokens: float) -> None:
         self._pacer.settle(delta_tokens)
@@ -200,13 +219,13 @@ class RayLimiter:
         self.actor = actor
         self.limit = limit
 
-    def reserve(self, tokens: float) -> float:
+    def reserve(self, tokens: float, max_wait: float | None = None) -> float:
         import ray
 
         # The actor's answer is a wait measured on its clock; the wait is sent, not a time, so
         # machines' clocks need not agree.
         sent = time.monotonic()
-        wait: float = ray.get(self.actor.reserve.remote(tokens))
+        wait: float = ray.get(self.actor.reserve.remote(tokens, max_wait))
         return max(0.0, wait - (time.monotonic() - sent))
 
     def settle(self, delta_tokens: float) -> None:
@@ -312,11 +331,68 @@ def rate_limited(error: BaseException) -> tuple[bool, float | None]:
     return True, None
 
 
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "outrider_batch_deadline", default=None
+)
+
+
+@contextlib.contextmanager
+def task_deadline(seconds: float) -> Iterator[None]:
+    """The model calls made in this context (a task's launch: the core calls the model with
+    the launching caller's context) belong to a task that must end ``seconds`` from now."""
+    token = _deadline.set(time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+class RateLimited(ModelError):
+    """A call the rate limit would hold past its task's time limit, or a 429 it gave up on
+    (``status_code`` 429 to the core, which ends the task as ``rate_limited``)."""
+
+    status_code = 429
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "rate_limit", 429)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self),))
+
+
+def _time_left() -> float | None:
+    """Seconds left of the calling task's time limit; None outside a task."""
+    deadline = _deadline.get()
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
+def _over_deadline(wait: float, what: str, cause: BaseException | None = None) -> None:
+    """Raise :class:`RateLimited` when waiting ``wait`` seconds would outlast the task."""
+    left = _time_left()
+    if left is not None and wait > left:
+        error = RateLimited(
+            f"rate limited: {what} asks this call to wait {wait:.1f} s, more than the "
+            f"{left:.1f} s left of the task's time limit (timeout_seconds); "
+            "not waited out"
+        )
+        raise error from cause
+
+
+def _given_up(error: BaseException) -> RateLimited | None:
+    """For a call refused for good: None when the core sees ``error`` as the 429 it is (an SDK
+    error's status), else a :class:`RateLimited` saying what it was, so that the task ends
+    ``rate_limited`` either way."""
+    if getattr(error, "status_code", None) == 429:
+        return None
+    return RateLimited(f"rate limited after every retry: {type(error).__name__}: {error}")
+
+
 def limited(model: Callable[[dict[str, Any]], Any], limiter: Limiter) -> Callable[..., Any]:
     """``model`` behind ``limiter``: each call waits for its start, reports its tokens, and a
     429 pauses the provider and is made again (``limit.max_retries`` times)."""
     retries = limiter.limit.max_retries
     name = getattr(model, "__qualname__", type(model).__qualname__)
+    what = f"the batch's rate limit ({limiter.limit.label}; a provider's 429 pauses it)"
 
     if inspect.iscoroutinefunction(model) or inspect.iscoroutinefunction(
         getattr(model, "__call__", None)  # noqa: B004
@@ -327,17 +403,25 @@ def limited(model: Callable[[dict[str, Any]], Any], limiter: Limiter) -> Callabl
             for attempt in range(retries + 1):
                 # A 429 that came while this call waited for its slot pauses it too: book again.
                 while True:
-                    await asyncio.sleep(await asyncio.to_thread(limiter.reserve, estimate))
+                    wait = await asyncio.to_thread(limiter.reserve, estimate, _time_left())
+                    _over_deadline(wait, what)
+                    await asyncio.sleep(wait)
                     if not await asyncio.to_thread(limiter.paused):
                         break
                 try:
                     response = await model(request)
                 except Exception as error:
                     is_429, after = rate_limited(error)
-                    if not is_429 or attempt == retries:
+                    if not is_429:
                         raise
+                    if attempt == retries:
+                        given_up = _given_up(error)
+                        if given_up is None:
+                            raise
+                        raise given_up from error
                     pause = await asyncio.to_thread(limiter.refused, after)
                     logger.warning("%s: rate limited (429); every task pauses %.2f s", name, pause)
+                    _over_deadline(pause, "the provider (429, Retry-After)", error)
                     continue
                 limiter.succeeded()
                 used = used_tokens(response)
@@ -354,7 +438,8 @@ def limited(model: Callable[[dict[str, Any]], Any], limiter: Limiter) -> Callabl
         for attempt in range(retries + 1):
             # A 429 that came while this call waited for its slot pauses it too: book again.
             while True:
-                wait = limiter.reserve(estimate)
+                wait = limiter.reserve(estimate, _time_left())
+                _over_deadline(wait, what)
                 if wait > 0:
                     time.sleep(wait)
                 if not limiter.paused():
@@ -363,10 +448,16 @@ def limited(model: Callable[[dict[str, Any]], Any], limiter: Limiter) -> Callabl
                 response = model(request)
             except Exception as error:
                 is_429, after = rate_limited(error)
-                if not is_429 or attempt == retries:
+                if not is_429:
                     raise
+                if attempt == retries:
+                    given_up = _given_up(error)
+                    if given_up is None:
+                        raise
+                    raise given_up from error
                 pause = limiter.refused(after)
                 logger.warning("%s: rate limited (429); every task pauses %.2f s", name, pause)
+                _over_deadline(pause, "the provider (429, Retry-After)", error)
                 continue
             limiter.succeeded()
             used = used_tokens(response)

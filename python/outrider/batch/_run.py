@@ -19,7 +19,7 @@ from outrider._core import _redact
 from outrider.batch._backend import BackendSpec, as_spec
 from outrider.batch._executors import Executor, LocalExecutor, RayExecutor
 from outrider.batch._ratelimit import RateLimit
-from outrider.batch._sink import ManifestSink, MemorySink, Sink
+from outrider.batch._sink import TRACES, ManifestSink, MemorySink, Sink, row_problem
 from outrider.batch._summary import BatchRun, BatchSummary, Progress
 from outrider.batch._tasks import BatchTask, is_url, load_tasks, task_id
 from outrider.batch._worker import Job, WorkerConfig
@@ -109,19 +109,41 @@ def _rate_limits(rate_limits: Any, specs: list[BackendSpec]) -> dict[str, RateLi
 
 
 def _outside_every_root(out: str, tasks: list[BatchTask]) -> None:
-    """Refuse a sink inside a local task root: its traces and rows would be files a later
-    exploration of that root reads (the launcher refuses a trace directory there too)."""
-    sink_dir = pathlib.Path(out).expanduser().resolve()
+    """Refuse a sink inside a local task root, or whose ``traces`` directory is a root or leads
+    into one (a link): its traces and rows would be files a later exploration of that root
+    reads (the launcher refuses a trace directory there too). Paths are resolved first, so no
+    ``..`` spelling or link hides where they are."""
+    sink_dir = pathlib.Path(os.path.realpath(os.path.expanduser(out)))
+    traces = pathlib.Path(os.path.realpath(sink_dir / TRACES))
     for i, task in enumerate(tasks):
         if is_url(task.root):
             continue
-        root = pathlib.Path(task.root).expanduser().resolve()
-        if sink_dir == root or root in sink_dir.parents:
-            raise ConfigError(
-                f"sink {out!r} is inside the explored root {task.root!r} of tasks[{i}]: its "
-                "traces would be files a later exploration of that root reads; choose a "
-                "directory outside every task's root"
+        root = pathlib.Path(os.path.realpath(os.path.expanduser(task.root)))
+        for where, what in ((sink_dir, "is inside"), (traces, "has its traces inside")):
+            if where == root or root in where.parents:
+                raise ConfigError(
+                    f"sink {out!r} {what} the explored root {task.root!r} of tasks[{i}]"
+                    + (f" ({os.fspath(where)!r})" if where is traces else "")
+                    + ": its traces would be files a later exploration of that root reads; "
+                    "choose a directory outside every task's root"
+                )
+
+
+def _usable(before: dict[str, dict[str, Any]], store: Sink) -> dict[str, dict[str, Any]]:
+    """The rows a sink kept that the batch can use; another is skipped with a warning (its
+    task runs again), so that a damaged row never stops the batch after its work is done."""
+    usable = {}
+    for tid, row in before.items():
+        problem = row_problem(row)
+        if problem is None and row["id"] != tid:
+            problem = f"it is kept under id {tid!r} but says {row['id']!r}"
+        if problem is not None:
+            logger.warning(
+                "%r: task %r: not a manifest row (%s); it runs again", store, tid, problem
             )
+            continue
+        usable[tid] = row
+    return usable
 
 
 def _sink(sink: Any) -> tuple[Sink, str | None]:
@@ -193,7 +215,7 @@ async def aexplore_many(
     store, out = _sink(sink)
     if out is not None:
         _outside_every_root(out, task_list)
-    before = store.open()
+    before = _usable(store.open(), store)
     try:
         if before and not resume:
             raise ConfigError(

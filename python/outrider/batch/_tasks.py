@@ -17,6 +17,7 @@ import os
 import pathlib
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 import time
@@ -31,6 +32,35 @@ _TASK_KEYS = frozenset({"root", "commit", "question", "profile", "context", "met
 # A commit or ref: no leading dash (it would be read as an option), no spaces or controls.
 _REV = re.compile(r"^[0-9A-Za-z_][0-9A-Za-z._/^~@{}-]{0,254}$")
 _URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)", re.IGNORECASE)
+
+
+MAX_TASKS_BYTES = 256 << 20
+"""The largest tasks file read (256 MiB); a larger one is refused, saying so."""
+MAX_DEPTH = 256
+"""How deep a task's ``context`` and ``meta`` may nest (what the core takes as a child's
+structured context)."""
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether ``value`` nests more than :data:`MAX_DEPTH` levels, found without recursion (a
+    container seen before is visited again only when reached at a shallower depth)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    seen: dict[int, int] = {}
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth >= MAX_DEPTH:
+            return True
+        if seen.get(id(item), MAX_DEPTH) <= depth:
+            continue
+        seen[id(item)] = depth
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def is_url(root: str) -> bool:
@@ -89,6 +119,11 @@ class BatchTask:
                 continue
             if not isinstance(value, Mapping):
                 raise ConfigError(f"BatchTask {name}: must be a dict, got {value!r}")
+            if _too_deep(value):
+                raise ConfigError(
+                    f"BatchTask {name}: is nested more than {MAX_DEPTH} levels deep; a "
+                    f"task's values may nest at most {MAX_DEPTH}"
+                )
             try:
                 json.dumps(value, sort_keys=True, allow_nan=False)
             except (TypeError, ValueError) as e:
@@ -161,13 +196,53 @@ def task_id(task: BatchTask, profile: Mapping[str, Any], backend: Mapping[str, A
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
+def _read_bounded(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of the tasks file ``path``: a regular file (a FIFO or a device is refused
+    without waiting on it) of at most :data:`MAX_TASKS_BYTES`."""
+    shown = os.fspath(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except (OSError, ValueError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else e
+        raise ConfigError(f"tasks file {shown!r}: cannot be read ({reason})") from e
+    with open(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError(
+                f"tasks file {shown!r}: is {_kind(st.st_mode)}; a tasks file is a regular file "
+                "(JSONL, one task a line)"
+            )
+        data = f.read(MAX_TASKS_BYTES + 1)
+    if len(data) > MAX_TASKS_BYTES:
+        raise ConfigError(
+            f"tasks file {shown!r}: it is more than the {MAX_TASKS_BYTES:,} bytes a tasks file "
+            "may be; split it (a batch resumes by task id, so several files may share one "
+            "output directory)"
+        )
+    return data
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a directory"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
 def load_tasks(path: str | os.PathLike[str]) -> list[BatchTask]:
     """The tasks of a JSONL file, one JSON object a line (blank lines and ``#`` comments are
-    skipped); a bad line is a ConfigError naming the file and line."""
+    skipped); a bad line is a ConfigError naming the file and line. The file must be a regular
+    file of at most :data:`MAX_TASKS_BYTES`."""
     p = pathlib.Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
+        text = _read_bounded(path).decode("utf-8")
+    except UnicodeDecodeError as e:
         raise ConfigError(f"tasks file {os.fspath(path)!r}: cannot be read ({e})") from e
     tasks = []
     for number, line in enumerate(text.splitlines(), 1):
@@ -176,6 +251,11 @@ def load_tasks(path: str | os.PathLike[str]) -> list[BatchTask]:
         where = f"{p}:{number}"
         try:
             data = json.loads(line)
+        except RecursionError:
+            raise ConfigError(
+                f"{where}: nested more than {MAX_DEPTH} levels deep; a task's values may nest "
+                f"at most {MAX_DEPTH}"
+            ) from None
         except ValueError as e:
             raise ConfigError(f"{where}: not a JSON object ({e})") from None
         tasks.append(BatchTask.from_dict(data, where=where))

@@ -23,7 +23,7 @@ from typing import Any
 import outrider
 from outrider._core import _redact
 from outrider.batch._backend import BackendSpec
-from outrider.batch._ratelimit import Limiter, limited
+from outrider.batch._ratelimit import Limiter, limited, task_deadline
 from outrider.batch._tasks import CheckoutError, RepoCache, is_url
 
 # Reasons of a task that ended before or around its child (status "error").
@@ -99,6 +99,13 @@ class Worker:
 
     def close(self) -> None:
         shutil.rmtree(self.trace_dir, ignore_errors=True)
+
+    def time_limit(self, request: Any) -> float:
+        """The wall-clock limit of ``request``'s launch (its profile's ``timeout_seconds``)."""
+        builtin = (outrider.EXPLORE_PROFILE, outrider.VERIFICATION_PROFILE)
+        profiles = {p.name: p for p in (*builtin, *self.config.profiles)}
+        profile = profiles.get(request.profile_name, outrider.EXPLORE_PROFILE)
+        return float(profile.timeout_seconds)
 
     def _build(self, data: dict[str, Any]) -> Any:
         spec = BackendSpec.from_dict(data)
@@ -271,7 +278,8 @@ class Worker:
             prepared = self.prepare(job)
             if isinstance(prepared, dict):
                 return prepared
-            result = prepared.launcher.launch(prepared.request)
+            with task_deadline(self.time_limit(prepared.request)):
+                result = prepared.launcher.launch(prepared.request)
             return self.finish(job, prepared, result)
         except Exception as e:
             return self._error(job, EXCEPTION, f"{type(e).__name__}: {e}", t0, started)
@@ -290,7 +298,9 @@ class Worker:
                 prepared = self.prepare(job)
             if isinstance(prepared, dict):
                 return prepared
-            result = await prepared.launcher.launch_async(prepared.request)
+            # The model is called with the launch's context: its rate limit sees the deadline.
+            with task_deadline(self.time_limit(prepared.request)):
+                result = await prepared.launcher.launch_async(prepared.request)
             return self.finish(job, prepared, result)
         except Exception as e:
             return self._error(job, EXCEPTION, f"{type(e).__name__}: {e}", t0, started)
