@@ -513,6 +513,16 @@ def content_has(text: str) -> Check:
     return check
 
 
+def text_has(*parts: str) -> Check:
+    """The envelope's text says each of ``parts``."""
+
+    def check(env: dict[str, Any]) -> str | None:
+        missing = [p for p in parts if p not in str(env.get("text", ""))]
+        return f"text lacks {missing}: {str(env.get('text'))[:300]!r}" if missing else None
+
+    return check
+
+
 def data_has(key: str) -> Check:
     def check(env: dict[str, Any]) -> str | None:
         return None if env.get("data", {}).get(key) else f"data.{key} missing: {env['data']}"
@@ -1091,6 +1101,27 @@ def search_cases() -> list[Case]:
             {"query": "bottom"},
             codes(OK, "TIMEOUT"),
             timeout=0.2,
+        ),
+        # 100,000 distinct words (600 KB): read up to a bound, in time, saying what was left out.
+        Case(
+            "search-query-100k-words",
+            "hostile",
+            "Search",
+            {"query": " ".join(f"w{i}x" for i in range(100_000))},
+            SUCCESS,
+            check=both(
+                text_has("The query is too long", "up to the word", "left out"),
+                data_has("query_terms"),
+                data_has("query_words_left_out"),
+            ),
+        ),
+        Case(
+            "search-query-quoted-flood",
+            "hostile",
+            "Search",
+            {"query": " ".join(f'"q{i}" the' for i in range(60_000))},
+            SUCCESS,
+            check=text_has("The query is too long"),
         ),
         Case("search-args-query-int", "hostile", "Search", {"query": 7}, INVALID),
         Case("search-args-limit-over", "hostile", "Search", {"query": "a", "limit": 31}, INVALID),

@@ -150,6 +150,33 @@ impl Index {
         id
     }
 
+    /// Why this index (just loaded from the disk cache) cannot be what the index wrote, if so:
+    /// every id, offset and path is checked before anything is looked up by it, so a damaged
+    /// cache is rebuilt, never trusted.
+    pub(crate) fn damage(&self) -> Option<String> {
+        if self.ids.len() != self.vocab.len() {
+            return Some("a term appears twice in the vocabulary".into());
+        }
+        let mut last: Option<&str> = None;
+        for f in &self.files {
+            let p = f.path.as_str();
+            let bad_path = p.is_empty()
+                || p.starts_with('/')
+                || p.split('/').any(|c| c.is_empty() || c == "." || c == "..")
+                || last.is_some_and(|l| l >= p);
+            if bad_path {
+                return Some(format!(
+                    "the file path {p:?} is not a relative path in order"
+                ));
+            }
+            last = Some(p);
+            if let Some(why) = f.chunks.damage(self.vocab.len()) {
+                return Some(format!("{p}: {why}"));
+            }
+        }
+        None
+    }
+
     /// Number of chunks.
     pub(crate) fn chunk_count(&self) -> usize {
         self.files.iter().map(|f| f.chunks.chunks.len()).sum()
@@ -367,6 +394,30 @@ pub(crate) fn read_text(ws: &Workspace, rel: &str) -> Option<String> {
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
+/// The index behind `handle`, locked, or None when `deadline` passes or `cancel` is set first:
+/// a caller never waits on another search past its own limit.
+pub(crate) fn lock_until<'a>(
+    handle: &'a Mutex<Index>,
+    deadline: Option<Instant>,
+    cancel: &AtomicBool,
+) -> Option<std::sync::MutexGuard<'a, Index>> {
+    let mut pause = std::time::Duration::from_millis(1);
+    loop {
+        match handle.try_lock() {
+            Ok(guard) => return Some(guard),
+            Err(std::sync::TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => {}
+        }
+        let now = Instant::now();
+        if cancel.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d) {
+            return None;
+        }
+        let left = deadline.map_or(pause, |d| d - now);
+        std::thread::sleep(pause.min(left));
+        pause = (pause * 2).min(std::time::Duration::from_millis(20));
+    }
+}
+
 /// The indexes of the roots this process searched, most recent last (a few at most).
 static OPEN: Mutex<Vec<(String, Arc<Mutex<Index>>)>> = Mutex::new(Vec::new());
 /// Roots kept in memory.
@@ -374,13 +425,13 @@ const MAX_OPEN: usize = 4;
 
 /// The index of `ws`, up to date: from memory, else from the disk cache, else built; then
 /// refreshed against the tree and, when anything changed, saved back to the disk cache
-/// (outside the root; see [`store`]). The lock is held while searching so that two children
-/// on one tree share one refresh.
+/// (outside the root; see [`store`]). Two children on one tree share one refresh: the second
+/// waits for the first's lock, but never past its own `deadline` (None then).
 pub(crate) fn open(
     ws: &Workspace,
     deadline: Option<Instant>,
     cancel: &AtomicBool,
-) -> (Arc<Mutex<Index>>, Refresh) {
+) -> Option<(Arc<Mutex<Index>>, Refresh)> {
     let key = ws.root().to_string_lossy().into_owned();
     let (handle, from_memory) = {
         let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
@@ -402,33 +453,65 @@ pub(crate) fn open(
         }
     };
     let started = Instant::now();
-    let mut refresh;
-    {
-        let mut index = handle.lock().unwrap_or_else(|p| p.into_inner());
-        let mut source = if from_memory && !index.vocab.is_empty() {
-            "memory"
-        } else {
-            "built"
-        };
-        if source == "built" {
-            if let Some(loaded) = store::load(ws.root()) {
-                *index = loaded;
-                index.rebuild_ids();
-                source = "disk";
+    let mut refresh = {
+        let mut index = lock_until(&handle, deadline, cancel)?;
+        let warm = from_memory && !index.vocab.is_empty();
+        up_to_date(
+            &mut index,
+            ws,
+            warm,
+            store::cache_dir().as_deref(),
+            deadline,
+            cancel,
+        )
+    };
+    refresh.ms = started.elapsed().as_millis() as u64;
+    Some((handle, refresh))
+}
+
+/// Bring `index` (`warm`: already built in memory) up to date with the tree of `ws`, loading it
+/// first from the disk cache in `cache` when it is not warm (a damaged cache is rebuilt, and
+/// overwritten), and saving it back there when anything changed.
+fn up_to_date(
+    index: &mut Index,
+    ws: &Workspace,
+    warm: bool,
+    cache: Option<&std::path::Path>,
+    deadline: Option<Instant>,
+    cancel: &AtomicBool,
+) -> Refresh {
+    let root = ws.root();
+    let dir = |create: bool| cache.and_then(|d| store::CacheDir::open(d, root, create));
+    let mut source = if warm { "memory" } else { "built" };
+    let mut damaged = false;
+    if !warm {
+        if let Some(mut loaded) = dir(false).and_then(|d| d.load::<Index>(root)) {
+            loaded.rebuild_ids();
+            match loaded.damage() {
+                None => {
+                    *index = loaded;
+                    source = "disk";
+                }
+                Some(why) => {
+                    tracing::warn!(root = %root.display(), damage = %why, "the index's disk cache is damaged; it is rebuilt");
+                    *index = Index::default();
+                    damaged = true;
+                }
             }
         }
-        refresh = index.refresh(ws, deadline, cancel);
-        refresh.source = if source == "built" || refresh.read * 2 > index.files.len().max(1) {
-            "built"
-        } else {
-            source
-        };
-        if refresh.read > 0 || refresh.dropped > 0 {
-            store::save(ws.root(), &*index);
+    }
+    let mut refresh = index.refresh(ws, deadline, cancel);
+    refresh.source = if source == "built" || refresh.read * 2 > index.files.len().max(1) {
+        "built"
+    } else {
+        source
+    };
+    if refresh.read > 0 || refresh.dropped > 0 || damaged {
+        if let Some(d) = dir(true) {
+            d.save(root, &*index);
         }
     }
-    refresh.ms = started.elapsed().as_millis() as u64;
-    (handle, refresh)
+    refresh
 }
 
 #[cfg(test)]

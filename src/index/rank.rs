@@ -243,6 +243,15 @@ const PHRASES: &[(&str, &str, &str)] = &[
     ("did", "mean", "suggest"),
 ];
 
+/// Characters of a question read at most: the words after them are left out (and
+/// [`Query::left_out`] says how many), so that reading a question costs time in proportion to
+/// its length, whatever it holds.
+pub const MAX_QUERY_CHARS: usize = 4_000;
+/// Distinct terms of a question kept at most: the words after the one that reached this many are
+/// left out. A word adds at most a few dozen terms and a phrase a few, so every kept term fits
+/// the ranking's one-byte slots (254).
+pub const MAX_QUERY_TERMS: usize = 200;
+
 /// One term of a question.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueryTerm {
@@ -296,6 +305,24 @@ pub struct Query {
     /// It asks what the code does ("where does ...", "how do ..."): behaviour, which lives in
     /// functions more often than in type definitions.
     pub asks_how: bool,
+    /// Words of the question that were not read: past [`MAX_QUERY_CHARS`] or after the terms
+    /// reached [`MAX_QUERY_TERMS`].
+    pub left_out: usize,
+    /// The first word left out, if any (where a shorter question would have to end).
+    pub first_left_out: Option<String>,
+    /// The last word read, when words were left out.
+    pub last_read: Option<String>,
+}
+
+/// The first [`MAX_QUERY_CHARS`] characters of `body` (never cutting a word) and the rest.
+fn cut_query(body: &str) -> (&str, &str) {
+    let Some((at, _)) = body.char_indices().nth(MAX_QUERY_CHARS) else {
+        return (body, "");
+    };
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let end = body[..at].trim_end_matches(word).len();
+    let end = if end == 0 { at } else { end };
+    body.split_at(end)
 }
 
 fn is_identifier(w: &str) -> bool {
@@ -312,6 +339,7 @@ pub fn parse(question: &str) -> Query {
         .split("\n\nStructured context:")
         .next()
         .unwrap_or(question);
+    let (body, rest) = cut_query(body);
     let lower = body.to_lowercase();
     let has = |w: &str| lower.split(|c: char| !c.is_alphanumeric()).any(|x| x == w);
     let mut q = Query {
@@ -338,13 +366,14 @@ pub fn parse(question: &str) -> Query {
         },
         ..Query::default()
     };
-    let add = |q: &mut Query, term: String, weight: f64| match q
-        .terms
-        .iter_mut()
-        .find(|t| t.term == term)
-    {
-        Some(t) => t.weight = t.weight.max(weight),
-        None => q.terms.push(QueryTerm { term, weight }),
+    // Where each term is in `q.terms`, so that adding one costs the same however many there are.
+    let mut at: super::text::FxMap<String, usize> = super::text::FxMap::default();
+    let mut add = |q: &mut Query, term: String, weight: f64| match at.get(&term) {
+        Some(&i) => q.terms[i].weight = q.terms[i].weight.max(weight),
+        None => {
+            at.insert(term.clone(), q.terms.len());
+            q.terms.push(QueryTerm { term, weight });
+        }
     };
     let mut quoted: Vec<String> = Vec::new();
     for (i, part) in body.split(['`', '"']).enumerate() {
@@ -379,7 +408,12 @@ pub fn parse(question: &str) -> Query {
     }
     let spans = word_spans(body);
     let words: Vec<&str> = spans.iter().map(|&(_, w)| w).collect();
+    let mut read = words.len();
     for (i, w) in words.iter().enumerate() {
+        if q.terms.len() >= MAX_QUERY_TERMS {
+            read = i;
+            break;
+        }
         let named = quoted.iter().any(|qd| qd.contains(*w));
         let lw = w.to_lowercase();
         if !named && STOPWORDS.contains(&lw.as_str()) {
@@ -431,7 +465,16 @@ pub fn parse(question: &str) -> Query {
             }
         }
     }
-    let lowered: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
+    let left = word_spans(rest);
+    q.left_out = words.len() - read + left.len();
+    if q.left_out > 0 {
+        q.first_left_out = words
+            .get(read)
+            .or(left.first().map(|(_, w)| w))
+            .map(|w| (*w).to_string());
+        q.last_read = read.checked_sub(1).map(|i| words[i].to_string());
+    }
+    let lowered: Vec<String> = words[..read].iter().map(|w| w.to_lowercase()).collect();
     for pair in lowered.windows(2) {
         for (a, b, joined) in PHRASES {
             if pair[0] == *a && pair[1].starts_with(b) {
@@ -619,16 +662,37 @@ fn path_terms(path: &str) -> (Vec<String>, Vec<String>) {
 
 /// The `limit` best chunks for `q`, only in files under `under` when given (a relative
 /// directory, `/`-separated).
+#[cfg(test)]
 pub fn search(index: &Index, q: &Query, limit: usize, under: Option<&str>) -> Vec<Hit> {
+    search_until(index, q, limit, under, None).unwrap_or_default()
+}
+
+/// Chunks looked at between two looks at the clock.
+const CLOCK_EVERY: usize = 4096;
+
+/// [`search`], given up (None) once `deadline` passes: its cost is one pass over the index and a
+/// few hash lookups per matching chunk, whatever the question's length.
+pub fn search_until(
+    index: &Index,
+    q: &Query,
+    limit: usize,
+    under: Option<&str>,
+    deadline: Option<std::time::Instant>,
+) -> Option<Vec<Hit>> {
+    let late = || deadline.is_some_and(|d| std::time::Instant::now() >= d);
     let ids: Vec<Option<u32>> = q.terms.iter().map(|t| index.term_id(&t.term)).collect();
     if ids.iter().all(Option::is_none) && q.names.is_empty() {
-        return Vec::new();
+        return Some(Vec::new());
     }
+    let look = Lookup::of(q);
+    let at = &look.at;
     let mut slot = vec![u8::MAX; index.vocab.len()];
     for (qi, id) in ids.iter().enumerate() {
         if let Some(id) = id {
             if qi < u8::MAX as usize {
-                slot[*id as usize] = qi as u8;
+                if let Some(s) = slot.get_mut(*id as usize) {
+                    *s = qi as u8;
+                }
             }
         }
     }
@@ -648,10 +712,13 @@ pub fn search(index: &Index, q: &Query, limit: usize, under: Option<&str>) -> Ve
     for (fi, f) in index.files.iter().enumerate() {
         for ci in 0..f.chunks.chunks.len() {
             n_chunks += 1;
+            if n_chunks % CLOCK_EVERY as u64 == 0 && late() {
+                return None;
+            }
             total_len += u64::from(f.chunks.chunks[ci].len);
             let mut matched: Vec<(usize, u32)> = Vec::new();
             for &packed in f.chunks.chunk_terms(ci) {
-                let s = slot[(packed >> 8) as usize];
+                let s = slot.get((packed >> 8) as usize).copied().unwrap_or(u8::MAX);
                 if s != u8::MAX {
                     matched.push((s as usize, packed & 0xff));
                 }
@@ -694,24 +761,26 @@ pub fn search(index: &Index, q: &Query, limit: usize, under: Option<&str>) -> Ve
             .entry(fi)
             .or_insert_with(|| {
                 let (file, dirs) = path_terms(&index.files[fi].path);
+                let in_file = positions(at, &file);
+                let mut in_path = in_file.clone();
+                in_path.extend(positions(at, &dirs));
+                in_path.sort_unstable();
+                in_path.dedup();
                 let mut s = 0.0;
-                let mut hit = Vec::new();
-                for (qi, t) in q.terms.iter().enumerate() {
-                    if file.contains(&t.term) {
-                        s += W_FILE * t.weight * idf_of(qi);
-                        hit.push(qi);
-                    } else if dirs.contains(&t.term) {
-                        s += W_DIR * t.weight * idf_of(qi);
-                        hit.push(qi);
-                    }
+                for &qi in &in_path {
+                    let w = if in_file.contains(&qi) { W_FILE } else { W_DIR };
+                    s += w * q.terms[qi].weight * idf_of(qi);
                 }
-                (s, hit)
+                (s, in_path)
             })
             .clone()
     };
     let mut scored: Vec<Hit> = Vec::with_capacity(found.len());
     let mut seen_files: Vec<bool> = vec![false; index.files.len()];
-    for (fi, ci, matched) in found {
+    for (n, (fi, ci, matched)) in found.into_iter().enumerate() {
+        if n % CLOCK_EVERY == CLOCK_EVERY - 1 && late() {
+            return None;
+        }
         seen_files[fi] = true;
         let f = &index.files[fi];
         let c = &f.chunks.chunks[ci];
@@ -724,7 +793,7 @@ pub fn search(index: &Index, q: &Query, limit: usize, under: Option<&str>) -> Ve
                 / (tf + K1 * (1.0 - B + B * len / avg_len));
             covered.push(qi);
         }
-        score += name_bonus(c, q, &idf_of, &mut covered);
+        score += name_bonus(c, q, &look, &idf_of, &mut covered);
         let (ps, phit) = path_score(fi);
         score += ps;
         covered.extend(phit);
@@ -734,6 +803,9 @@ pub fn search(index: &Index, q: &Query, limit: usize, under: Option<&str>) -> Ve
     }
     // Files named after the question whose chunks hold none of its words.
     for (fi, seen) in seen_files.iter().enumerate() {
+        if fi % CLOCK_EVERY == CLOCK_EVERY - 1 && late() {
+            return None;
+        }
         if *seen || !in_scope(&index.files[fi].path) {
             continue;
         }
@@ -754,7 +826,45 @@ pub fn search(index: &Index, q: &Query, limit: usize, under: Option<&str>) -> Ve
         scored.push(finish(f, ci, ps, phit, q, &idf_of, total_weight, fi));
     }
     accumulate(&mut scored);
-    diversify(scored, limit)
+    Some(diversify(scored, limit))
+}
+
+/// A question's terms and names by their text, so that a chunk's bonuses cost a few lookups
+/// however long the question is.
+struct Lookup<'q> {
+    /// Term → its position in [`Query::terms`].
+    at: super::text::FxMap<&'q str, usize>,
+    /// The names of [`Query::names`].
+    names: super::text::FxMap<&'q str, ()>,
+}
+
+impl<'q> Lookup<'q> {
+    fn of(q: &'q Query) -> Self {
+        Lookup {
+            at: q
+                .terms
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (t.term.as_str(), i))
+                .collect(),
+            names: q.names.iter().map(|n| (n.as_str(), ())).collect(),
+        }
+    }
+
+    fn named(&self, name: &str) -> bool {
+        self.names.contains_key(name)
+    }
+}
+
+/// The positions in the query (ascending, once each) of the terms in `terms`.
+fn positions(at: &super::text::FxMap<&str, usize>, terms: &[String]) -> Vec<usize> {
+    let mut out: Vec<usize> = terms
+        .iter()
+        .filter_map(|t| at.get(t.as_str()).copied())
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// Each file's best chunk gains a share of the file's next best ones: a file where several
@@ -785,9 +895,11 @@ fn accumulate(scored: &mut [Hit]) {
 fn name_bonus(
     c: &super::chunk::Chunk,
     q: &Query,
+    look: &Lookup<'_>,
     idf_of: &dyn Fn(usize) -> f64,
     covered: &mut Vec<usize>,
 ) -> f64 {
+    let at = &look.at;
     if c.name.is_empty() || c.kind == 0 {
         return 0.0;
     }
@@ -805,21 +917,20 @@ fn name_bonus(
     let whole_name = short_parts > 0
         && parts[..short_parts]
             .iter()
-            .all(|p| q.terms.iter().any(|t| t.term == *p));
+            .all(|p| at.contains_key(p.as_str()));
     let mut bonus = 0.0;
-    for (qi, t) in q.terms.iter().enumerate() {
-        if parts.contains(&t.term) {
-            bonus += W_NAME * t.weight * idf_of(qi);
-            covered.push(qi);
-        }
+    let in_name = positions(at, &parts);
+    for &qi in &in_name {
+        bonus += W_NAME * q.terms[qi].weight * idf_of(qi);
+        covered.push(qi);
     }
     if !c.parent.is_empty() {
         let mut outer = Vec::new();
         ident_terms(&c.parent, &mut outer);
         let mut parent_hit = false;
-        for (qi, t) in q.terms.iter().enumerate() {
-            if outer.contains(&t.term) && !parts.contains(&t.term) {
-                bonus += W_PARENT * t.weight * idf_of(qi);
+        for qi in positions(at, &outer) {
+            if !in_name.contains(&qi) {
+                bonus += W_PARENT * q.terms[qi].weight * idf_of(qi);
                 covered.push(qi);
                 parent_hit = true;
             }
@@ -827,7 +938,7 @@ fn name_bonus(
         // The question names both the type and its member in words ("a blueprint register",
         // "the context ... next"): as good as naming `Blueprint.register`.
         let member = matches!(c.kind_name(), "method" | "function" | "constructor");
-        if parent_hit && whole_name && member && !q.names.contains(&short) {
+        if parent_hit && whole_name && member && !look.named(&short) {
             bonus += W_EXACT;
         }
         let parent_short = c
@@ -836,16 +947,12 @@ fn name_bonus(
             .next()
             .unwrap_or(&c.parent)
             .to_lowercase();
-        if q.names.contains(&parent_short) {
+        if look.named(&parent_short) {
             bonus += W_EXACT / 3.0;
         }
     }
     let definition = c.kind != 1;
-    if definition
-        && q.names
-            .iter()
-            .any(|n| *n == short || *n == c.name.to_lowercase())
-    {
+    if definition && (look.named(&short) || look.named(&c.name.to_lowercase())) {
         // An impl block is about the type, but the type's own definition answers "where is".
         let exact = W_EXACT + 2.0 * (1.0 + q.terms.len() as f64).ln();
         bonus += if c.kind_name() == "impl" {

@@ -149,10 +149,27 @@ fn search(ctx: &ToolContext, args: &Value) -> ToolResult {
             Err(e) => return *e,
         },
     };
-    let (handle, refresh) = index::open(ws, ctx.deadline, &ctx.cancel);
-    let index = handle.lock().unwrap_or_else(|p| p.into_inner());
+    let stopped = |what: &str| {
+        let msg = if ctx.cancel.load(std::sync::atomic::Ordering::Relaxed) {
+            "Search was cancelled.".to_string()
+        } else {
+            format!("Search timed out {what}; try again with fewer words or a narrower path.")
+        };
+        let elapsed = started.elapsed().as_millis() as u64;
+        ToolResult::error(args, ErrorCode::Timeout, msg, elapsed)
+    };
+    let busy = "waiting for the index (another search of this project held it)";
+    let Some((handle, refresh)) = index::open(ws, ctx.deadline, &ctx.cancel) else {
+        return stopped(busy);
+    };
+    let Some(index) = index::lock_until(&handle, ctx.deadline, &ctx.cancel) else {
+        return stopped(busy);
+    };
     let q = rank::parse(&req.query);
-    let hits = rank::search(&index, &q, req.limit, under.as_deref());
+    let Some(hits) = rank::search_until(&index, &q, req.limit, under.as_deref(), ctx.deadline)
+    else {
+        return stopped("ranking the index");
+    };
     let query_terms: Vec<String> = q.terms.iter().map(|t| t.term.clone()).collect();
     let mut shown = Vec::new();
     // Each file is read once, through the workspace, however many of its places rank.
@@ -206,13 +223,18 @@ fn search(ctx: &ToolContext, args: &Value) -> ToolResult {
         data.insert("files_over_limit".into(), json!(cov.over_limit));
     }
     let elapsed = started.elapsed().as_millis() as u64;
-    let summary = format!(
+    let mut summary = format!(
         "{n} place{} for '{}' (index of {} files, {}).",
         if n == 1 { "" } else { "s" },
         shorten(&req.query, 200),
         cov.files,
         refresh.source
     );
+    if q.left_out > 0 {
+        summary.push_str(&left_out_note(&q));
+        data.insert("query_terms".into(), json!(query_terms));
+        data.insert("query_words_left_out".into(), json!(q.left_out));
+    }
     let result = if cov.complete() {
         ToolResult::success(args, data, summary, elapsed)
     } else {
@@ -234,6 +256,23 @@ fn search(ctx: &ToolContext, args: &Value) -> ToolResult {
     result
         .with_stat("files_read", refresh.read as u64)
         .with_stat("index_ms", refresh.ms)
+}
+
+/// What a query too long to read whole says: where reading stopped and how much was left.
+fn left_out_note(q: &rank::Query) -> String {
+    let quote = |w: &Option<String>| shorten(w.as_deref().unwrap_or(""), 40);
+    let read = match &q.last_read {
+        Some(_) => format!("up to the word '{}'", quote(&q.last_read)),
+        None => "none of its words".to_string(),
+    };
+    format!(
+        " The query is too long: Search read {read} ({} terms, listed in data.query_terms; at most {} characters and {} terms are read) and left out the {} words from '{}' on. Ask with a few words instead.",
+        q.terms.len(),
+        rank::MAX_QUERY_CHARS,
+        rank::MAX_QUERY_TERMS,
+        q.left_out,
+        quote(&q.first_left_out),
+    )
 }
 
 /// `text` itself when it has at most `max` characters, else its first `max` and an ellipsis.
