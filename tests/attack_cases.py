@@ -863,8 +863,19 @@ def huge_cases() -> list[Case]:
             {"path": "sparse.bin", "start_line": 10**6},
             codes(OK, "BINARY_FILE", "INVALID_PARAM"),
         ),
+        # Shown cut, and the line named with its length (never an empty preview).
         Case(
-            "huge-read-oneline", "huge", "Read", {"path": "oneline.txt"}, codes(OK, "INVALID_PARAM")
+            "huge-read-oneline",
+            "huge",
+            "Read",
+            {"path": "oneline.txt"},
+            SUCCESS,
+            timeout=20,
+            check=both(
+                content_has("   1 | yyyy"),
+                text_has(f"line 1 is {LONG_LINE + len('NEEDLE-AT-THE-END')} bytes long"),
+                partial,
+            ),
         ),
         Case(
             "huge-read-oneline-line2",
@@ -974,7 +985,7 @@ def huge_cases() -> list[Case]:
             {"pattern": "NEEDLE-AT-THE-END"},
             SUCCESS,
             timeout=20,
-            check=long_check,
+            check=both(long_check, text_has("'oneline.txt' line 1", "were not searched")),
         ),
         Case(
             "huge-grep-files",
