@@ -242,9 +242,7 @@ def test_a_cache_dir_spelled_into_the_tree_is_never_written(
     # An existing cache directory outside whose `index` folder links into the tree.
     (tmp_path / "outside-cache").mkdir()
     os.symlink(root / "src", tmp_path / "outside-cache" / "index")
-    monkeypatch.setenv(
-        "OUTRIDER_CACHE_DIR", spelling.format(base=tmp_path, root=root)
-    )
+    monkeypatch.setenv("OUTRIDER_CACHE_DIR", spelling.format(base=tmp_path, root=root))
     before = digest(root)
     env = outrider.run_tool(root, "Search", {"query": "SessionStore"})
     assert env["status"] == "success", env

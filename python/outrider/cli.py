@@ -175,8 +175,9 @@ when the answer's evidence could not be found in the files."""
 
 
 def _trace(args: argparse.Namespace) -> int:
+    """Print what parses; say on stderr which lines did not (exit 2 when none did)."""
     try:
-        trace = outrider.Trace.load(args.file)
+        trace = outrider.Trace.load(args.file, skip_bad_lines=True)
     except outrider.TraceError as err:
         fail(err)
         return 2
@@ -191,6 +192,11 @@ def _trace(args: argparse.Namespace) -> int:
             f"note: line {trace.skipped_line} of {args.file} was cut short (the writer stopped "
             "mid-line) and is not shown"
         )
+    for number, why in trace.bad_lines:
+        fail(f"note: line {number} of {args.file} is not a trace event and is not shown: {why}")
+    more = trace.bad_line_count - len(trace.bad_lines)
+    if more > 0:
+        fail(f"note: {more} more lines of {args.file} are not trace events and are not shown")
     return 0
 
 
