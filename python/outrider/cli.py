@@ -156,7 +156,9 @@ def _mcp(args: argparse.Namespace) -> int:
         return 2
     root, launcher, note = prepared
     try:
-        server = mcp_server.build_server(root, outrider.TaskTool(launcher))
+        server = mcp_server.build_server(
+            root, outrider.TaskTool(launcher), tool_timeout=args.tool_timeout
+        )
         # stdout carries the protocol: say which model answers on stderr.
         print(
             f"outrider mcp: serving {term(root.resolve())} on stdio ({term(note)})",
@@ -258,6 +260,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mc.add_argument("--trace-dir", help="where the children's JSONL traces go (outside the root)")
     mc.add_argument("--env-file", help=ENV_FILE_HELP)
+    mc.add_argument(
+        "--tool-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="the deadline of each direct Read/Grep/Glob call (default: 10; a Task call ends by "
+        "its profile's)",
+    )
     mc.set_defaults(func=_mcp)
     from outrider.batch import _cli as batch_cli
 
