@@ -110,6 +110,9 @@ pub(crate) struct Refresh {
     pub source: &'static str,
     /// Milliseconds the refresh took.
     pub ms: u64,
+    /// The walk of the tree stopped at the deadline (or a cancel): files it did not reach are
+    /// left out as pending, and the disk cache is not rewritten from this part of the tree.
+    pub walk_cut: bool,
 }
 
 /// A walked file: relative path, size, mtime.
@@ -193,7 +196,7 @@ impl Index {
         cancel: &AtomicBool,
     ) -> Refresh {
         let started = Instant::now();
-        let (listed, unreadable) = list_files(ws);
+        let (listed, unreadable, walk_cut) = list_files(ws, deadline, cancel);
         let mut old: HashMap<String, IndexedFile> = std::mem::take(&mut self.files)
             .into_iter()
             .map(|f| (f.path.clone(), f))
@@ -218,7 +221,12 @@ impl Index {
                 _ => todo.push(l),
             }
         }
-        let dropped = old.len();
+        // Files the walk did not reach before it was cut are not known to be gone: pending.
+        let (dropped, unreached) = if walk_cut {
+            (0, old.len())
+        } else {
+            (old.len(), 0)
+        };
         let (read, binary, pending) = self.read_files(ws, todo, deadline, cancel);
         let n_read = read.len();
         keep.extend(read);
@@ -227,7 +235,7 @@ impl Index {
         self.coverage = Coverage {
             files: self.files.len(),
             skipped: skipped + binary,
-            pending,
+            pending: pending + unreached + usize::from(walk_cut && unreached == 0),
             over_limit,
             unreadable,
         };
@@ -236,6 +244,7 @@ impl Index {
             dropped,
             source: "built",
             ms: started.elapsed().as_millis() as u64,
+            walk_cut,
         }
     }
 
@@ -319,23 +328,33 @@ impl Index {
 }
 
 /// The files of the tree, by the confined walk with the default rules (no hidden files, ignore
-/// files applied), with their size and mtime; and the number of entries it could not read.
-fn list_files(ws: &Workspace) -> (Vec<Listed>, usize) {
+/// files applied), with their size and mtime; the number of entries it could not read; and
+/// whether the walk stopped early, at `deadline` or on `cancel`.
+fn list_files(
+    ws: &Workspace,
+    deadline: Option<Instant>,
+    cancel: &AtomicBool,
+) -> (Vec<Listed>, usize, bool) {
     let rules = WalkRules::default();
     let walk = Walk::new(ws, &rules, None);
     let found: Mutex<Vec<Listed>> = Mutex::new(Vec::new());
     let unreadable = AtomicUsize::new(0);
+    let cut = AtomicBool::new(false);
     let Ok(start) = ws.resolve(".") else {
-        return (Vec::new(), 1);
+        return (Vec::new(), 1, false);
     };
     let root = ws.root().to_path_buf();
     walk.run(&start, &mut || {
-        let (unreadable, root) = (&unreadable, &root);
+        let (unreadable, root, cut) = (&unreadable, &root, &cut);
         let mut mine = Collector {
             found: &found,
             mine: Vec::new(),
         };
         Box::new(move |entry| {
+            if cancel.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
+                cut.store(true, Ordering::Relaxed);
+                return Visit::Quit;
+            }
             match entry {
                 Ok(e) if e.kind() == Kind::File => match e.stat() {
                     Ok((size, mtime)) => {
@@ -363,6 +382,7 @@ fn list_files(ws: &Workspace) -> (Vec<Listed>, usize) {
     (
         files,
         unreadable.load(Ordering::Relaxed) + walk.refused_ignore_files() as usize,
+        cut.load(Ordering::Relaxed),
     )
 }
 
@@ -506,7 +526,7 @@ fn up_to_date(
     } else {
         source
     };
-    if refresh.read > 0 || refresh.dropped > 0 || damaged {
+    if !refresh.walk_cut && (refresh.read > 0 || refresh.dropped > 0) || damaged {
         if let Some(d) = dir(true) {
             d.save(root, &*index);
         }

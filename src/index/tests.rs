@@ -377,3 +377,35 @@ fn a_search_never_waits_for_the_index_past_its_own_deadline() {
         "{r}"
     );
 }
+
+#[test]
+fn a_walk_cut_by_the_deadline_drops_nothing_for_good_and_leaves_the_disk_cache_whole() {
+    let (_d, ws) = tree(FILES);
+    let cache = tempfile::tempdir().expect("cache");
+    let no = AtomicBool::new(false);
+    let mut index = Index::default();
+    up_to_date(&mut index, &ws, false, Some(cache.path()), None, &no);
+    let n = index.files.len();
+    assert!(n > 3, "{n}");
+    // The next search has no time left: its walk stops at once.
+    let mut late = Index::default();
+    let r = up_to_date(
+        &mut late,
+        &ws,
+        false,
+        Some(cache.path()),
+        Some(Instant::now()),
+        &no,
+    );
+    assert!(r.walk_cut, "{r:?}");
+    assert_eq!(r.dropped, 0, "{r:?}");
+    assert!(!late.coverage.complete());
+    assert_eq!(late.coverage.pending, n);
+    // What it did not reach is still in the disk cache: the next search loads it whole.
+    let held = store::CacheDir::open(cache.path(), ws.root(), false).expect("dir");
+    let stored: Index = held.load(ws.root()).expect("stored");
+    assert_eq!(stored.files.len(), n);
+    let mut again = Index::default();
+    let r = up_to_date(&mut again, &ws, false, Some(cache.path()), None, &no);
+    assert_eq!((r.source, r.read, again.files.len()), ("disk", 0, n));
+}
