@@ -686,54 +686,13 @@ pub fn search_until(
     }
     let look = Lookup::of(q);
     let at = &look.at;
-    let mut slot = vec![u8::MAX; index.vocab.len()];
-    for (qi, id) in ids.iter().enumerate() {
-        if let Some(id) = id {
-            if qi < u8::MAX as usize {
-                if let Some(s) = slot.get_mut(*id as usize) {
-                    *s = qi as u8;
-                }
-            }
-        }
-    }
-    let in_scope = |path: &str| match under {
-        None | Some("" | ".") => true,
-        Some(dir) => {
-            let dir = dir.trim_end_matches('/');
-            path.starts_with(dir) && path[dir.len()..].starts_with('/')
-        }
-    };
-    // One pass over every chunk: matches and document frequencies.
-    let mut df = vec![0u64; q.terms.len()];
-    let mut total_len = 0u64;
-    let mut n_chunks = 0u64;
-    // (file, chunk, the query terms it holds with their counts)
-    let mut found: Vec<Found> = Vec::new();
-    for (fi, f) in index.files.iter().enumerate() {
-        for ci in 0..f.chunks.chunks.len() {
-            n_chunks += 1;
-            if n_chunks % CLOCK_EVERY as u64 == 0 && late() {
-                return None;
-            }
-            total_len += u64::from(f.chunks.chunks[ci].len);
-            let mut matched: Vec<(usize, u32)> = Vec::new();
-            for &packed in f.chunks.chunk_terms(ci) {
-                let s = slot.get((packed >> 8) as usize).copied().unwrap_or(u8::MAX);
-                if s != u8::MAX {
-                    matched.push((s as usize, packed & 0xff));
-                }
-            }
-            if matched.is_empty() {
-                continue;
-            }
-            for &(qi, _) in &matched {
-                df[qi] += 1;
-            }
-            if in_scope(&f.path) {
-                found.push((fi, ci, matched));
-            }
-        }
-    }
+    let in_scope = |path: &str| is_under(path, under);
+    let Pass {
+        df,
+        total_len,
+        n_chunks,
+        found,
+    } = one_pass(index, q.terms.len(), &ids, &in_scope, &late)?;
     let n = n_chunks.max(1) as f64;
     let avg_len = (total_len as f64 / n).max(1.0);
     let idf: Vec<f64> = df
@@ -827,6 +786,81 @@ pub fn search_until(
     }
     accumulate(&mut scored);
     Some(diversify(scored, limit))
+}
+
+/// Whether `path` lies in the directory `under` (anywhere when None, `""` or `.`).
+fn is_under(path: &str, under: Option<&str>) -> bool {
+    match under {
+        None | Some("" | ".") => true,
+        Some(dir) => {
+            let dir = dir.trim_end_matches('/');
+            path.starts_with(dir) && path[dir.len()..].starts_with('/')
+        }
+    }
+}
+
+/// What one pass over every chunk found.
+struct Pass {
+    /// Per query term, the chunks that hold it.
+    df: Vec<u64>,
+    /// The words of every chunk.
+    total_len: u64,
+    /// Every chunk.
+    n_chunks: u64,
+    /// The chunks in scope that hold query terms.
+    found: Vec<Found>,
+}
+
+/// One pass over every chunk of `index`: which of the `n_terms` query terms (by their ids in
+/// the index, `ids`) each holds, and the document frequencies; None once `late`.
+fn one_pass(
+    index: &Index,
+    n_terms: usize,
+    ids: &[Option<u32>],
+    in_scope: &dyn Fn(&str) -> bool,
+    late: &dyn Fn() -> bool,
+) -> Option<Pass> {
+    // Each term id's position in the query (one byte: the query keeps fewer terms than that).
+    let mut slot = vec![u8::MAX; index.vocab.len()];
+    for (qi, id) in ids.iter().enumerate() {
+        if let (Some(id), true) = (id, qi < u8::MAX as usize) {
+            if let Some(s) = slot.get_mut(*id as usize) {
+                *s = qi as u8;
+            }
+        }
+    }
+    let mut pass = Pass {
+        df: vec![0u64; n_terms],
+        total_len: 0,
+        n_chunks: 0,
+        found: Vec::new(),
+    };
+    for (fi, f) in index.files.iter().enumerate() {
+        for ci in 0..f.chunks.chunks.len() {
+            pass.n_chunks += 1;
+            if pass.n_chunks % CLOCK_EVERY as u64 == 0 && late() {
+                return None;
+            }
+            pass.total_len += u64::from(f.chunks.chunks[ci].len);
+            let mut matched: Vec<(usize, u32)> = Vec::new();
+            for &packed in f.chunks.chunk_terms(ci) {
+                let s = slot.get((packed >> 8) as usize).copied().unwrap_or(u8::MAX);
+                if s != u8::MAX {
+                    matched.push((s as usize, packed & 0xff));
+                }
+            }
+            if matched.is_empty() {
+                continue;
+            }
+            for &(qi, _) in &matched {
+                pass.df[qi] += 1;
+            }
+            if in_scope(&f.path) {
+                pass.found.push((fi, ci, matched));
+            }
+        }
+    }
+    Some(pass)
 }
 
 /// A question's terms and names by their text, so that a chunk's bonuses cost a few lookups

@@ -171,46 +171,7 @@ fn search(ctx: &ToolContext, args: &Value) -> ToolResult {
         return stopped("ranking the index");
     };
     let query_terms: Vec<String> = q.terms.iter().map(|t| t.term.clone()).collect();
-    let mut shown = Vec::new();
-    // Each file is read once, through the workspace, however many of its places rank.
-    let mut texts: HashMap<&str, Option<String>> = HashMap::new();
-    for h in &hits {
-        let f = &index.files[h.file];
-        let c = &f.chunks.chunks[h.chunk];
-        let text = texts
-            .entry(f.path.as_str())
-            .or_insert_with(|| index::read_text(&ctx.workspace, &f.path));
-        let Some(lines) = text.as_deref().and_then(|t| file_lines(t, c.start, c.end)) else {
-            continue;
-        };
-        let (kind, name) = if c.is_definition() && defines(&lines, c.start, &c.name) {
-            (c.kind_name(), c.name.as_str())
-        } else if c.kind_name() == "part" {
-            ("part", c.name.as_str())
-        } else {
-            ("lines", "")
-        };
-        let picked = pick_lines(&lines, c.start, c.is_definition(), &query_terms);
-        let mut hit = Map::new();
-        hit.insert("file".into(), json!(f.path));
-        hit.insert("start".into(), json!(c.start));
-        hit.insert("end".into(), json!(c.end));
-        hit.insert("kind".into(), json!(kind));
-        if !name.is_empty() {
-            hit.insert("name".into(), json!(name));
-        }
-        hit.insert("score".into(), json!((h.score * 100.0).round() / 100.0));
-        hit.insert(
-            "lines".into(),
-            Value::Array(
-                picked
-                    .into_iter()
-                    .map(|(n, t)| json!({"line": n, "text": t}))
-                    .collect(),
-            ),
-        );
-        shown.push(Value::Object(hit));
-    }
+    let shown = show_hits(ctx, &index, &hits, &query_terms);
     let cov = &index.coverage;
     let mut data = Map::new();
     let n = shown.len();
@@ -256,6 +217,57 @@ fn search(ctx: &ToolContext, args: &Value) -> ToolResult {
     result
         .with_stat("files_read", refresh.read as u64)
         .with_stat("index_ms", refresh.ms)
+}
+
+/// Each ranked place as the model sees it: its range, what it defines, and its definition line
+/// and best-matching lines, read from the file now (a place whose lines are gone is left out).
+fn show_hits(
+    ctx: &ToolContext,
+    index: &index::Index,
+    hits: &[rank::Hit],
+    query_terms: &[String],
+) -> Vec<Value> {
+    let mut shown = Vec::new();
+    // Each file is read once, through the workspace, however many of its places rank.
+    let mut texts: HashMap<&str, Option<String>> = HashMap::new();
+    for h in hits {
+        let f = &index.files[h.file];
+        let c = &f.chunks.chunks[h.chunk];
+        let text = texts
+            .entry(f.path.as_str())
+            .or_insert_with(|| index::read_text(&ctx.workspace, &f.path));
+        let Some(lines) = text.as_deref().and_then(|t| file_lines(t, c.start, c.end)) else {
+            continue;
+        };
+        let (kind, name) = if c.is_definition() && defines(&lines, c.start, &c.name) {
+            (c.kind_name(), c.name.as_str())
+        } else if c.kind_name() == "part" {
+            ("part", c.name.as_str())
+        } else {
+            ("lines", "")
+        };
+        let picked = pick_lines(&lines, c.start, c.is_definition(), query_terms);
+        let mut hit = Map::new();
+        hit.insert("file".into(), json!(f.path));
+        hit.insert("start".into(), json!(c.start));
+        hit.insert("end".into(), json!(c.end));
+        hit.insert("kind".into(), json!(kind));
+        if !name.is_empty() {
+            hit.insert("name".into(), json!(name));
+        }
+        hit.insert("score".into(), json!((h.score * 100.0).round() / 100.0));
+        hit.insert(
+            "lines".into(),
+            Value::Array(
+                picked
+                    .into_iter()
+                    .map(|(n, t)| json!({"line": n, "text": t}))
+                    .collect(),
+            ),
+        );
+        shown.push(Value::Object(hit));
+    }
+    shown
 }
 
 /// What a query too long to read whole says: where reading stopped and how much was left.
