@@ -122,7 +122,8 @@ impl FileChunks {
         if let Some(p) = self
             .terms
             .iter()
-            .find(|&&p| (p >> 8) as usize >= vocab || p & 0xff == 0)
+            // A count (the low byte) of 0 is never written.
+            .find(|&&p| (p >> 8) as usize >= vocab || p.trailing_zeros() >= 8)
         {
             return Some(format!(
                 "term {} (count {}) in a vocabulary of {vocab}",

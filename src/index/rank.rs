@@ -838,7 +838,7 @@ fn one_pass(
     for (fi, f) in index.files.iter().enumerate() {
         for ci in 0..f.chunks.chunks.len() {
             pass.n_chunks += 1;
-            if pass.n_chunks % CLOCK_EVERY as u64 == 0 && late() {
+            if pass.n_chunks.is_multiple_of(CLOCK_EVERY as u64) && late() {
                 return None;
             }
             pass.total_len += u64::from(f.chunks.chunks[ci].len);
@@ -869,7 +869,7 @@ struct Lookup<'q> {
     /// Term → its position in [`Query::terms`].
     at: super::text::FxMap<&'q str, usize>,
     /// The names of [`Query::names`].
-    names: super::text::FxMap<&'q str, ()>,
+    names: std::collections::HashSet<&'q str, super::text::FxBuild>,
 }
 
 impl<'q> Lookup<'q> {
@@ -881,12 +881,12 @@ impl<'q> Lookup<'q> {
                 .enumerate()
                 .map(|(i, t)| (t.term.as_str(), i))
                 .collect(),
-            names: q.names.iter().map(|n| (n.as_str(), ())).collect(),
+            names: q.names.iter().map(String::as_str).collect(),
         }
     }
 
     fn named(&self, name: &str) -> bool {
-        self.names.contains_key(name)
+        self.names.contains(name)
     }
 }
 

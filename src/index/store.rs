@@ -278,12 +278,13 @@ impl CacheDir {
             if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
                 continue;
             }
-            let modified = st.st_mtime as i64;
-            if name.starts_with('.') && name.ends_with(".tmp") {
+            let modified = st.st_mtime;
+            let ext = Path::new(name).extension().and_then(|e| e.to_str());
+            if ext == Some("tmp") && name.starts_with('.') {
                 if modified < hour_ago {
                     self.remove(name);
                 }
-            } else if name.ends_with(".idx") {
+            } else if ext == Some("idx") {
                 kept.push((modified, name.to_string()));
             }
         }

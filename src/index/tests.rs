@@ -265,7 +265,7 @@ fn a_damaged_cache_is_rebuilt_never_trusted() {
             f.chunks.chunks[0].terms_at = 1;
         }),
         ("a path out of the root", |i| {
-            i.files[0].path = "../outside.rs".into()
+            i.files[0].path = "../outside.rs".into();
         }),
         ("a term twice in the vocabulary", |i| {
             let first = i.vocab[0].clone();
