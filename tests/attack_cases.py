@@ -513,6 +513,16 @@ def content_has(text: str) -> Check:
     return check
 
 
+def text_has(*parts: str) -> Check:
+    """The envelope's text says each of ``parts``."""
+
+    def check(env: dict[str, Any]) -> str | None:
+        missing = [p for p in parts if p not in str(env.get("text", ""))]
+        return f"text lacks {missing}: {str(env.get('text'))[:300]!r}" if missing else None
+
+    return check
+
+
 def data_has(key: str) -> Check:
     def check(env: dict[str, Any]) -> str | None:
         return None if env.get("data", {}).get(key) else f"data.{key} missing: {env['data']}"
@@ -853,8 +863,19 @@ def huge_cases() -> list[Case]:
             {"path": "sparse.bin", "start_line": 10**6},
             codes(OK, "BINARY_FILE", "INVALID_PARAM"),
         ),
+        # Shown cut, and the line named with its length (never an empty preview).
         Case(
-            "huge-read-oneline", "huge", "Read", {"path": "oneline.txt"}, codes(OK, "INVALID_PARAM")
+            "huge-read-oneline",
+            "huge",
+            "Read",
+            {"path": "oneline.txt"},
+            SUCCESS,
+            timeout=20,
+            check=both(
+                content_has("   1 | yyyy"),
+                text_has(f"line 1 is {LONG_LINE + len('NEEDLE-AT-THE-END')} bytes long"),
+                partial,
+            ),
         ),
         Case(
             "huge-read-oneline-line2",
@@ -964,7 +985,7 @@ def huge_cases() -> list[Case]:
             {"pattern": "NEEDLE-AT-THE-END"},
             SUCCESS,
             timeout=20,
-            check=long_check,
+            check=both(long_check, text_has("'oneline.txt' line 1", "were not searched")),
         ),
         Case(
             "huge-grep-files",
@@ -1091,6 +1112,27 @@ def search_cases() -> list[Case]:
             {"query": "bottom"},
             codes(OK, "TIMEOUT"),
             timeout=0.2,
+        ),
+        # 100,000 distinct words (600 KB): read up to a bound, in time, saying what was left out.
+        Case(
+            "search-query-100k-words",
+            "hostile",
+            "Search",
+            {"query": " ".join(f"w{i}x" for i in range(100_000))},
+            SUCCESS,
+            check=both(
+                text_has("The query is too long", "up to the word", "left out"),
+                data_has("query_terms"),
+                data_has("query_words_left_out"),
+            ),
+        ),
+        Case(
+            "search-query-quoted-flood",
+            "hostile",
+            "Search",
+            {"query": " ".join(f'"q{i}" the' for i in range(60_000))},
+            SUCCESS,
+            check=text_has("The query is too long"),
         ),
         Case("search-args-query-int", "hostile", "Search", {"query": 7}, INVALID),
         Case("search-args-limit-over", "hostile", "Search", {"query": "a", "limit": 31}, INVALID),

@@ -515,8 +515,8 @@ def test_cli_trace_refuses_what_is_not_a_trace(tmp_path: pathlib.Path, fifo: pat
     refused(run_cli("trace", "/dev/zero", cwd=tmp_path), "Is a character device")
     refused(run_cli("trace", str(tmp_path), cwd=tmp_path), "Is a directory")
     deep = tmp_path / "deep.jsonl"
-    deep.write_text(json.dumps(event("x")) + "\n" + "[" * 100_000 + "]" * 100_000 + "\n")
-    refused(run_cli("trace", str(deep), cwd=tmp_path), f"'{deep}' line 2", "nests deeper")
+    deep.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    refused(run_cli("trace", str(deep), cwd=tmp_path), f"'{deep}' line 1", "nests deeper")
     digits = tmp_path / "digits.jsonl"
     digits.write_text(json.dumps(event("x")).replace('"step": 0', '"step": ' + "9" * 5000))
     refused(run_cli("trace", str(digits), cwd=tmp_path), f"'{digits}' line 1", "4300 digits")
@@ -540,6 +540,47 @@ def test_cli_trace_escapes_what_the_trace_holds(tmp_path: pathlib.Path) -> None:
     assert out.stdout.startswith("session x\\x1b]0;pwned\\x07\\x1b[2J\\x9b31m\\u202e\\x0d\\x08y\n")
     assert len(out.stdout.splitlines()) == 5
     assert "trace=x\\x1b]0;pwned" in out.stdout
+
+
+def test_cli_trace_prints_what_parses_and_names_each_line_that_does_not(
+    tmp_path: pathlib.Path,
+) -> None:
+    # Mixed timestamp formats (#36): the lines that parse are shown, each other line is named
+    # on stderr with why; once printed nothing and exited 0.
+    path = tmp_path / "mixed.jsonl"
+    lines = [
+        event("run_start"),
+        {**event("model_output", step=1), "ts": "2026-12-05 10:00:01.5"},
+        {**event("model_output", step=2), "ts": 1796480000},
+        {**event("model_output", step=3), "ts": "Sat, 05 Dec 2026 10:00:02 GMT"},
+        {**event("terminal", {"reason": "completed"}, step=4), "ts": "2026-12-05T10:00:03+00:00"},
+    ]
+    text = "\n".join(json.dumps(x) for x in lines) + "\n" + "[" * 100_000 + "]" * 100_000 + "\n"
+    path.write_text(text)
+    out = run_cli("trace", str(path), cwd=tmp_path)
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    shown = out.stdout.splitlines()
+    assert shown[0] == "session s" and len(shown) == 4, out.stdout
+    assert [row.split()[0] for row in shown[1:]] == ["0", "1", "4"], out.stdout
+    notes = out.stderr.splitlines()
+    assert len(notes) == 3, out.stderr
+    for note, number, why in zip(
+        notes,
+        (3, 4, 6),
+        ("ts must be an ISO 8601 string, got 1796480000", "Sat, 05 Dec 2026", "nests deeper"),
+        strict=True,
+    ):
+        assert note.startswith(f"outrider: note: line {number} of {path} is not a trace event"), (
+            note
+        )
+        assert why in note, note
+    assert "Traceback" not in out.stderr
+    # Through the API too: strict by default, lenient on request.
+    with pytest.raises(outrider.TraceError, match="line 3 is not a trace event"):
+        outrider.Trace.load(path)
+    trace = outrider.Trace.load(path, skip_bad_lines=True)
+    assert [n for n, _ in trace.bad_lines] == [3, 4, 6] and trace.bad_line_count == 3
+    assert len(trace.events) == 3
 
 
 def test_cli_trace_notes_a_cut_short_line(tmp_path: pathlib.Path) -> None:

@@ -184,3 +184,68 @@ def test_a_profile_may_offer_search_to_a_model_and_its_lines_count_as_seen(
 def test_profiles_refuse_tools_other_than_the_read_only_ones() -> None:
     with pytest.raises(outrider.ProfileError, match="Glob, Grep, Read and Search; got 'Bash2'"):
         outrider.EXPLORE_PROFILE.replace(name="x", tool_allowlist=["Read", "Bash2"])
+
+
+# --- Hardening, round 4 (#36): a damaged cache, cache directories spelled into the root ------
+
+
+def evict(tmp_path: pathlib.Path) -> None:
+    """Search a few other trees so the next Search of any earlier one loads it from disk (a
+    process keeps the indexes of its last few roots in memory)."""
+    for i in range(5):
+        other = make_tree(tmp_path / f"evict{i}", {"x.py": f"def other_{i}():\n    pass\n"})
+        assert outrider.run_tool(other, "Search", {"query": f"other_{i}"})["status"] == "success"
+
+
+def test_a_damaged_cache_is_rebuilt_and_never_makes_search_fail(
+    tmp_path: pathlib.Path, cache: pathlib.Path
+) -> None:
+    root = make_tree(tmp_path / "repo", SOURCES)
+    query = {"query": "where is the session cookie saved?"}
+    first = outrider.run_tool(root, "Search", query)
+    best = (first["data"]["hits"][0]["file"], first["data"]["hits"][0]["start"])
+    (stored,) = (cache / "index").glob("*.idx")
+    good = stored.read_bytes()
+    # Each byte past the header set to the largest value its varint byte can hold: where it is a
+    # term id or an offset, the cache still decodes but points past what it holds.
+    step = max(1, len(good) // 40)
+    for at in range(len(b"outrider-index-v3\n") + 1, len(good), step):
+        damaged = bytearray(good)
+        damaged[at] = 0x7F if damaged[at] < 0x80 else 0xFF
+        stored.write_bytes(bytes(damaged))
+        evict(tmp_path)
+        env = outrider.run_tool(root, "Search", query)
+        assert env["status"] == "success", (at, env.get("error"))
+        hit = env["data"]["hits"][0]
+        assert (hit["file"], hit["start"]) == best, (at, env["data"]["hits"])
+    # The last damaged file was replaced by a good one: the next process loads it from disk.
+    evict(tmp_path)
+    again = outrider.run_tool(root, "Search", query)
+    assert "disk" in again["text"], again["text"]
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "{base}/missing/../repo/.cache",
+        "{base}/link/.cache",
+        "{base}/link/src/not-yet/deeper",
+        "{root}/src/../.cache",
+        "{base}/outside-cache",
+    ],
+)
+def test_a_cache_dir_spelled_into_the_tree_is_never_written(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, spelling: str
+) -> None:
+    root = make_tree(tmp_path / "repo", SOURCES)
+    os.symlink(root, tmp_path / "link")
+    # An existing cache directory outside whose `index` folder links into the tree.
+    (tmp_path / "outside-cache").mkdir()
+    os.symlink(root / "src", tmp_path / "outside-cache" / "index")
+    monkeypatch.setenv("OUTRIDER_CACHE_DIR", spelling.format(base=tmp_path, root=root))
+    before = digest(root)
+    env = outrider.run_tool(root, "Search", {"query": "SessionStore"})
+    assert env["status"] == "success", env
+    assert digest(root) == before
+    assert not (root / ".cache").exists()
+    assert not list(root.rglob("*.idx"))

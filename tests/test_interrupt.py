@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pathlib
 import signal
 import subprocess
@@ -72,3 +73,42 @@ def test_sigint_interrupts_within_half_a_second(tmp_path: pathlib.Path, mode: st
     out, err = proc.communicate()
     assert (code, out.strip()) == (42, "interrupted"), err[-500:]
     assert elapsed < 0.5 + 0.3, f"KeyboardInterrupt took {elapsed:.2f}s"  # + process exit
+
+
+@pytest.mark.parametrize("mode", ["launch", "grep"])
+def test_sigint_interrupts_over_a_tree_whose_ignore_files_are_fifos(
+    tmp_path: pathlib.Path, mode: str
+) -> None:
+    # #36: a SIGINT 1.5 s into a launch or a run_tool over a tree whose .gitignore is a FIFO was
+    # reported lost. Every ignore file is opened without blocking and refused unless regular, so
+    # nothing waits on a FIFO and the wait for the call checks for signals as ever.
+    root = tmp_path / "tree"
+    (root / "src").mkdir(parents=True)
+    (root / ".git" / "info").mkdir(parents=True)
+    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    for fifo in (".gitignore", ".ignore", "src/.gitignore", ".git/info/exclude"):
+        os.mkfifo(root / fifo)
+    for i in range(400 if mode == "grep" else 40):
+        (root / "src" / f"f{i}.txt").write_text(("a" * 28 + "\n") * 2000)
+    script = tmp_path / "interrupt.py"
+    script.write_text(SCRIPT)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(root), mode],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(1.5)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    try:
+        code = proc.wait(timeout=30)
+    finally:
+        proc.kill()
+    elapsed = time.monotonic() - sent
+    out, err = proc.communicate()
+    assert (code, out.strip()) == (42, "interrupted"), err[-500:]
+    assert elapsed < 2.0, f"KeyboardInterrupt took {elapsed:.2f}s"

@@ -794,10 +794,6 @@ def test_cli_trace_refuses_foreign_files_without_a_traceback(tmp_path: pathlib.P
         "binary.jsonl": b"\x7fELF\x02\x01\x01\x00\xff\xfe",
         "null-step.jsonl": f'{{{ts}, "step": null, "event": "x", "payload": {{}}}}'.encode(),
         "list-payload.jsonl": f'{{{ts}, "step": 1, "event": "model_output", "payload": [1]}}'.encode(),
-        "naive.jsonl": (
-            f'{{{ts}, "step": 0, "event": "a", "payload": {{}}}}\n'
-            '{"ts": "2026-12-03T08:00:01", "step": 1, "event": "b", "payload": {}}'
-        ).encode(),
     }
     for name, content in bad.items():
         path = tmp_path / name
@@ -805,6 +801,19 @@ def test_cli_trace_refuses_foreign_files_without_a_traceback(tmp_path: pathlib.P
         out = run_cli("trace", str(path), cwd=tmp_path)
         assert out.returncode == 2, (name, out.stdout, out.stderr)
         assert "Traceback" not in out.stderr and out.stderr.startswith("outrider: "), name
+    # A file with some events: they are shown, and each other line is named (#36).
+    naive = tmp_path / "naive.jsonl"
+    naive.write_text(
+        f'{{{ts}, "step": 0, "event": "a", "payload": {{}}}}\n'
+        '{"ts": "2026-12-03T08:00:01", "step": 1, "event": "b", "payload": {}}'
+    )
+    out = run_cli("trace", str(naive), cwd=tmp_path)
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    assert out.stdout.splitlines()[1].split()[:4] == ["0", "0.0", "ms", "a"], out.stdout
+    assert out.stderr == (
+        f"outrider: note: line 2 of {naive} is not a trace event and is not shown: "
+        "missing session_id\n"
+    ), out.stderr
     # An event whose payload holds a field of an unexpected type is still an event (as
     # Trace.load reads it): shown, not refused.
     odd = tmp_path / "odd-calls.jsonl"

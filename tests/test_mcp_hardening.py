@@ -197,7 +197,7 @@ def test_a_grep_call_ends_by_the_servers_tool_deadline(repo: pathlib.Path, start
     assert envelope(server.receive())["data"]["matches"][0]["file"] == "config.py"
 
 
-def test_the_default_tool_deadline_is_the_explore_profiles(
+def test_the_default_tool_deadline_is_one_steps_not_a_whole_runs(
     repo: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from mcp import Client
@@ -222,8 +222,24 @@ def test_the_default_tool_deadline_is_the_explore_profiles(
 
     anyio.run(call)
     assert seen, "run_tool was not called"
-    assert set(seen) == {outrider.EXPLORE_PROFILE.timeout_seconds}
-    assert outrider.EXPLORE_PROFILE.timeout_seconds == 300
+    # A slow backreference Grep over a 4 MB file answered after 20 s under the explore
+    # profile's 300 s (the time a child gets for its whole run, #36).
+    assert set(seen) == {mcp_server.DEFAULT_TOOL_TIMEOUT} == {10.0}
+    assert mcp_server.DEFAULT_TOOL_TIMEOUT < outrider.EXPLORE_PROFILE.timeout_seconds / 12
+
+
+@pytest.mark.timeout(60)
+def test_a_slow_backreference_grep_over_4_mb_ends_by_the_default_deadline(
+    repo: pathlib.Path, start: Any
+) -> None:
+    (repo / "slow.txt").write_text(SLOW_LINE * 320_000)  # 4 MB
+    server = start(["-m", "outrider", "mcp", "--root", str(repo), "--model", "offline"])
+    started = time.monotonic()
+    server.call(1, "Grep", {"pattern": SLOW_PATTERN})
+    answer = server.receive(timeout=40)
+    took = time.monotonic() - started
+    assert envelope(answer)["error"]["code"] == "TIMEOUT", answer
+    assert took < mcp_server.DEFAULT_TOOL_TIMEOUT + 5, f"answered after {took:.1f} s"
 
 
 def test_a_bad_tool_deadline_is_refused_when_the_server_is_built(repo: pathlib.Path) -> None:

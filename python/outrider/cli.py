@@ -164,7 +164,9 @@ def _mcp(args: argparse.Namespace) -> int:
         return 2
     root, launcher, note = prepared
     try:
-        server = mcp_server.build_server(root, outrider.TaskTool(launcher))
+        server = mcp_server.build_server(
+            root, outrider.TaskTool(launcher), tool_timeout=args.tool_timeout
+        )
         # stdout carries the protocol: say which model answers on stderr.
         print(
             f"outrider mcp: serving {term(root.resolve())} on stdio ({term(note)})",
@@ -183,8 +185,9 @@ when the answer's evidence could not be found in the files."""
 
 
 def _trace(args: argparse.Namespace) -> int:
+    """Print what parses; say on stderr which lines did not (exit 2 when none did)."""
     try:
-        trace = outrider.Trace.load(args.file)
+        trace = outrider.Trace.load(args.file, skip_bad_lines=True)
     except outrider.TraceError as err:
         fail(err)
         return 2
@@ -199,6 +202,11 @@ def _trace(args: argparse.Namespace) -> int:
             f"note: line {trace.skipped_line} of {args.file} was cut short (the writer stopped "
             "mid-line) and is not shown"
         )
+    for number, why in trace.bad_lines:
+        fail(f"note: line {number} of {args.file} is not a trace event and is not shown: {why}")
+    more = trace.bad_line_count - len(trace.bad_lines)
+    if more > 0:
+        fail(f"note: {more} more lines of {args.file} are not trace events and are not shown")
     return 0
 
 
@@ -314,6 +322,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mc.add_argument("--trace-dir", help="where the children's JSONL traces go (outside the root)")
     mc.add_argument("--env-file", help=ENV_FILE_HELP)
+    mc.add_argument(
+        "--tool-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="the deadline of each direct Read/Grep/Glob call (default: 10; a Task call ends by "
+        "its profile's)",
+    )
     mc.set_defaults(func=_mcp)
     from outrider.batch import _cli as batch_cli
 

@@ -10,9 +10,9 @@ tool, with the same arguments and envelope as :class:`outrider.TaskTool`) or run
 read, and an argument the tool does not take is named as unknown. Needs the ``mcp`` package
 (``pip install '.[mcp]'``).
 
-A Read/Grep/Glob call ends by its deadline (``tool_timeout``: by default the explore profile's
-``timeout_seconds``, the time a child gets for its whole run) with a ``TIMEOUT`` envelope; a Task
-call ends by its profile's. When stdin closes, calls still running are cancelled and the server
+A Read/Grep/Glob call ends by its deadline (``tool_timeout``: by default
+:data:`DEFAULT_TOOL_TIMEOUT`, what one step of a child may take, not the time a child gets for its
+whole run) with a ``TIMEOUT`` envelope; a Task call ends by its profile's. When stdin closes, calls still running are cancelled and the server
 returns at once (a tool still busy on its thread never holds the process up). Every line that is
 not a JSON-RPC message (not JSON, nested more than :data:`MAX_DEPTH` deep, longer than
 :data:`MAX_LINE_BYTES`, not a request, notification or response object) is answered with a
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from mcp.server import Server
 
 __all__ = [
+    "DEFAULT_TOOL_TIMEOUT",
     "MAX_DEPTH",
     "MAX_LINE_BYTES",
     "build_server",
@@ -61,6 +62,13 @@ INSTRUCTIONS = (
     "answer with file:line evidence. For one quick lookup, call Glob, Grep or Read directly. "
     "Paths are relative to the repository root; nothing outside it can be read."
 )
+
+DEFAULT_TOOL_TIMEOUT: Final = 10.0
+"""Seconds a direct Read/Grep/Glob call may take unless ``tool_timeout`` says otherwise: one
+call is one step of what a child does (the explore profile's 300 s for a whole run split over
+its 12 steps is 25 s, and a call is rarely the whole of a step), so a hostile pattern (a slow
+backreference over a large file) answers ``TIMEOUT`` in seconds, not after minutes, while an
+ordinary search of a large tree finishes well inside it."""
 
 MAX_LINE_BYTES: Final = 32 << 20
 """The longest line (one JSON-RPC message) read from stdin; a longer one is skipped unread past
@@ -270,12 +278,12 @@ def build_server(
 ) -> Server[Any]:
     """An MCP ``Server`` whose tools are ``task`` and Read/Grep/Glob confined to ``root``.
 
-    ``tool_timeout`` is each Read/Grep/Glob call's deadline in seconds (default: the explore
-    profile's ``timeout_seconds``); a bad one raises :class:`outrider.ConfigError` here."""
+    ``tool_timeout`` is each Read/Grep/Glob call's deadline in seconds (default:
+    :data:`DEFAULT_TOOL_TIMEOUT`); a bad one raises :class:`outrider.ConfigError` here."""
     types, server_class, mcp_error = _mcp()
 
     root = os.fspath(root)
-    timeout = outrider.EXPLORE_PROFILE.timeout_seconds if tool_timeout is None else tool_timeout
+    timeout = DEFAULT_TOOL_TIMEOUT if tool_timeout is None else tool_timeout
     # The core checks a root and a timeout before it runs anything: a Read without a path is
     # refused at once, while a bad root or timeout raises here rather than on every call.
     outrider.run_tool(root, "Read", {}, timeout=timeout)

@@ -12,7 +12,8 @@ the :class:`outrider.types.TraceEvent` that ``on_event`` and ``stream()`` give w
 the same dict, ``ts`` the ISO 8601 string of the line (:func:`event_time` parses it; the records,
 the tool calls and the elapsed times hold parsed datetimes). A last line cut short (the writer was
 stopped mid-write) is skipped and reported in :attr:`Trace.truncated`; any other line that is not
-an event is an error naming the file and line.
+an event is an error naming the file and line, or, with ``Trace.load(path, skip_bad_lines=True)``
+(what ``outrider trace`` does), skipped and listed in :attr:`Trace.bad_lines`.
 
 A trace is read as untrusted input: only a regular file is opened (a FIFO, a device or a directory
 is refused without being read or waited on), at most :data:`MAX_TRACE_BYTES` of it, and a line may
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     import pandas as _pandas  # private, so stubtest does not look for it at runtime
 
 __all__ = [
+    "MAX_BAD_LINES",
     "MAX_DEPTH",
     "MAX_TRACE_BYTES",
     "RECORD_COLUMNS",
@@ -105,6 +107,9 @@ _FILE_KINDS = (
     (stat.S_ISSOCK, "Is a socket"),
 )
 _NON_SPACE = re.compile(rb"[^ \t\n\r\x0b\x0c]")
+MAX_BAD_LINES = 20
+"""Lines that are not events a trace read with ``skip_bad_lines=True`` lists one by one (the
+others are counted in :attr:`Trace.bad_line_count`)."""
 _EXPECTED = "expected one JSON object per line with ts, session_id, step, event and payload"
 
 # The event names are the core's (``_core._TRACE_EVENTS``); a parent's record of a child is
@@ -501,6 +506,8 @@ class Trace(_Span, Viewed):
         path: str | os.PathLike[str] | None = None,
         truncated: bool = False,
         skipped_line: int | None = None,
+        bad_lines: Sequence[tuple[int, str]] = (),
+        bad_line_count: int | None = None,
     ) -> None:
         self.events: list[TraceEvent] = list(events)
         """Every event, in file order, as written (the dicts ``on_event`` receives)."""
@@ -510,9 +517,20 @@ class Trace(_Span, Viewed):
         """True when the last line was cut short (the writer stopped mid-line) and skipped."""
         self.skipped_line = skipped_line
         """The 1-based number of the skipped line, when :attr:`truncated`."""
+        self.bad_lines: list[tuple[int, str]] = list(bad_lines)
+        """Lines that are not trace events, skipped by ``load(..., skip_bad_lines=True)``: the
+        first :data:`MAX_BAD_LINES` of them, each as its 1-based number and why."""
+        self.bad_line_count = len(self.bad_lines) if bad_line_count is None else bad_line_count
+        """How many lines were skipped as not trace events (all of them)."""
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], *, max_bytes: int = MAX_TRACE_BYTES) -> Trace:
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        max_bytes: int = MAX_TRACE_BYTES,
+        skip_bad_lines: bool = False,
+    ) -> Trace:
         """Read a ``trace-*.jsonl`` file.
 
         Only a regular file is read (a FIFO, device, socket or directory is refused without
@@ -520,7 +538,10 @@ class Trace(_Span, Viewed):
         (default :data:`MAX_TRACE_BYTES`). Raises :class:`outrider.TraceError`, naming the file
         and the line, when the file cannot be read, holds no event, or a line other than a
         cut-short last one is not a trace event (not UTF-8 JSON, nested deeper than
-        :data:`MAX_DEPTH`, a number beyond what Python reads, a field of the wrong type).
+        :data:`MAX_DEPTH`, a number beyond what Python reads, a field of the wrong type, a
+        ``ts`` that is not an ISO 8601 timestamp). With ``skip_bad_lines=True`` such lines are
+        skipped instead and listed in :attr:`bad_lines` (what ``outrider trace`` shows: what
+        parses, and what did not); a file none of whose lines is an event is still an error.
         """
         if not isinstance(path, (str, os.PathLike)):
             raise ArgumentTypeError(
@@ -530,12 +551,29 @@ class Trace(_Span, Viewed):
             raise ArgumentTypeError(f"max_bytes: expected an int, got {type(max_bytes).__name__}")
         if max_bytes < 0:
             raise ConfigError(f"max_bytes: must be at least 0, got {max_bytes}")
+        if not isinstance(skip_bad_lines, bool):
+            raise ArgumentTypeError(
+                f"skip_bad_lines: expected a bool, got {type(skip_bad_lines).__name__}"
+            )
         p = pathlib.Path(path)
         data = _read_regular(p, max_bytes)
         events: list[TraceEvent] = []
         times: list[datetime] = []
         truncated, skipped = False, None
+        bad: list[tuple[int, str]] = []
+        bad_count = 0
         number, pos = 0, 0
+
+        def refused(number: int, err: ValueError) -> TraceError | None:
+            """The error a line that is not an event is, or None when it is skipped."""
+            nonlocal bad_count
+            if not skip_bad_lines:
+                return _line_error(p, number, str(err))
+            bad_count += 1
+            if len(bad) < MAX_BAD_LINES:
+                bad.append((number, str(err)[:200]))
+            return None
+
         while pos < len(data):
             end = data.find(b"\n", pos)
             end = len(data) if end < 0 else end
@@ -549,18 +587,35 @@ class Trace(_Span, Viewed):
                 if events and _NON_SPACE.search(data, pos) is None:
                     truncated, skipped = True, number
                     break
-                raise _line_error(p, number, str(err)) from err.__cause__
+                if (error := refused(number, err)) is not None:
+                    raise error from err.__cause__
+                continue
             except ValueError as err:
-                raise _line_error(p, number, str(err)) from err
+                if (error := refused(number, err)) is not None:
+                    raise error from err
+                continue
             try:
                 event, when = _event(obj)
             except ValueError as err:
-                raise _line_error(p, number, str(err)) from err
+                if (error := refused(number, err)) is not None:
+                    raise error from err
+                continue
             events.append(event)
             times.append(when)
+        if not events and bad:
+            first, why = bad[0]
+            others = f" (nor is any of its other {bad_count - 1})" if bad_count > 1 else ""
+            raise _line_error(p, first, f"{why}{others}")
         if not events:
             raise TraceError(f"{_quote(p)} holds no trace events (the file is empty)", path=str(p))
-        trace = cls(events, path=p, truncated=truncated, skipped_line=skipped)
+        trace = cls(
+            events,
+            path=p,
+            truncated=truncated,
+            skipped_line=skipped,
+            bad_lines=bad,
+            bad_line_count=bad_count,
+        )
         trace.__dict__["_times"] = times  # parsed once, while checking each line
         return trace
 

@@ -102,7 +102,36 @@ impl FileChunks {
             .chunks
             .get(i + 1)
             .map_or(self.terms.len(), |c| c.terms_at as usize);
-        &self.terms[from.min(to)..to]
+        self.terms.get(from.min(to)..to).unwrap_or(&[])
+    }
+
+    /// Why these chunks cannot be what the index wrote (a term id outside a vocabulary of
+    /// `vocab` terms, a count of 0, a chunk's terms out of order or past the list), if so.
+    pub(crate) fn damage(&self, vocab: usize) -> Option<String> {
+        let mut at = 0usize;
+        for (i, c) in self.chunks.iter().enumerate() {
+            let from = c.terms_at as usize;
+            if from < at || from > self.terms.len() {
+                return Some(format!(
+                    "chunk {i}'s terms start at {from}, outside {at}..={}",
+                    self.terms.len()
+                ));
+            }
+            at = from;
+        }
+        if let Some(p) = self
+            .terms
+            .iter()
+            // A count (the low byte) of 0 is never written.
+            .find(|&&p| (p >> 8) as usize >= vocab || p.trailing_zeros() >= 8)
+        {
+            return Some(format!(
+                "term {} (count {}) in a vocabulary of {vocab}",
+                p >> 8,
+                p & 0xff
+            ));
+        }
+        None
     }
 }
 

@@ -110,6 +110,9 @@ pub(crate) struct Refresh {
     pub source: &'static str,
     /// Milliseconds the refresh took.
     pub ms: u64,
+    /// The walk of the tree stopped at the deadline (or a cancel): files it did not reach are
+    /// left out as pending, and the disk cache is not rewritten from this part of the tree.
+    pub walk_cut: bool,
 }
 
 /// A walked file: relative path, size, mtime.
@@ -150,6 +153,33 @@ impl Index {
         id
     }
 
+    /// Why this index (just loaded from the disk cache) cannot be what the index wrote, if so:
+    /// every id, offset and path is checked before anything is looked up by it, so a damaged
+    /// cache is rebuilt, never trusted.
+    pub(crate) fn damage(&self) -> Option<String> {
+        if self.ids.len() != self.vocab.len() {
+            return Some("a term appears twice in the vocabulary".into());
+        }
+        let mut last: Option<&str> = None;
+        for f in &self.files {
+            let p = f.path.as_str();
+            let bad_path = p.is_empty()
+                || p.starts_with('/')
+                || p.split('/').any(|c| c.is_empty() || c == "." || c == "..")
+                || last.is_some_and(|l| l >= p);
+            if bad_path {
+                return Some(format!(
+                    "the file path {p:?} is not a relative path in order"
+                ));
+            }
+            last = Some(p);
+            if let Some(why) = f.chunks.damage(self.vocab.len()) {
+                return Some(format!("{p}: {why}"));
+            }
+        }
+        None
+    }
+
     /// Number of chunks.
     pub(crate) fn chunk_count(&self) -> usize {
         self.files.iter().map(|f| f.chunks.chunks.len()).sum()
@@ -166,7 +196,7 @@ impl Index {
         cancel: &AtomicBool,
     ) -> Refresh {
         let started = Instant::now();
-        let (listed, unreadable) = list_files(ws);
+        let (listed, unreadable, walk_cut) = list_files(ws, deadline, cancel);
         let mut old: HashMap<String, IndexedFile> = std::mem::take(&mut self.files)
             .into_iter()
             .map(|f| (f.path.clone(), f))
@@ -191,7 +221,12 @@ impl Index {
                 _ => todo.push(l),
             }
         }
-        let dropped = old.len();
+        // Files the walk did not reach before it was cut are not known to be gone: pending.
+        let (dropped, unreached) = if walk_cut {
+            (0, old.len())
+        } else {
+            (old.len(), 0)
+        };
         let (read, binary, pending) = self.read_files(ws, todo, deadline, cancel);
         let n_read = read.len();
         keep.extend(read);
@@ -200,7 +235,7 @@ impl Index {
         self.coverage = Coverage {
             files: self.files.len(),
             skipped: skipped + binary,
-            pending,
+            pending: pending + unreached + usize::from(walk_cut && unreached == 0),
             over_limit,
             unreadable,
         };
@@ -209,6 +244,7 @@ impl Index {
             dropped,
             source: "built",
             ms: started.elapsed().as_millis() as u64,
+            walk_cut,
         }
     }
 
@@ -292,23 +328,33 @@ impl Index {
 }
 
 /// The files of the tree, by the confined walk with the default rules (no hidden files, ignore
-/// files applied), with their size and mtime; and the number of entries it could not read.
-fn list_files(ws: &Workspace) -> (Vec<Listed>, usize) {
+/// files applied), with their size and mtime; the number of entries it could not read; and
+/// whether the walk stopped early, at `deadline` or on `cancel`.
+fn list_files(
+    ws: &Workspace,
+    deadline: Option<Instant>,
+    cancel: &AtomicBool,
+) -> (Vec<Listed>, usize, bool) {
     let rules = WalkRules::default();
     let walk = Walk::new(ws, &rules, None);
     let found: Mutex<Vec<Listed>> = Mutex::new(Vec::new());
     let unreadable = AtomicUsize::new(0);
+    let cut = AtomicBool::new(false);
     let Ok(start) = ws.resolve(".") else {
-        return (Vec::new(), 1);
+        return (Vec::new(), 1, false);
     };
     let root = ws.root().to_path_buf();
     walk.run(&start, &mut || {
-        let (unreadable, root) = (&unreadable, &root);
+        let (unreadable, root, cut) = (&unreadable, &root, &cut);
         let mut mine = Collector {
             found: &found,
             mine: Vec::new(),
         };
         Box::new(move |entry| {
+            if cancel.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
+                cut.store(true, Ordering::Relaxed);
+                return Visit::Quit;
+            }
             match entry {
                 Ok(e) if e.kind() == Kind::File => match e.stat() {
                     Ok((size, mtime)) => {
@@ -336,6 +382,7 @@ fn list_files(ws: &Workspace) -> (Vec<Listed>, usize) {
     (
         files,
         unreadable.load(Ordering::Relaxed) + walk.refused_ignore_files() as usize,
+        cut.load(Ordering::Relaxed),
     )
 }
 
@@ -367,6 +414,30 @@ pub(crate) fn read_text(ws: &Workspace, rel: &str) -> Option<String> {
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
+/// The index behind `handle`, locked, or None when `deadline` passes or `cancel` is set first:
+/// a caller never waits on another search past its own limit.
+pub(crate) fn lock_until<'a>(
+    handle: &'a Mutex<Index>,
+    deadline: Option<Instant>,
+    cancel: &AtomicBool,
+) -> Option<std::sync::MutexGuard<'a, Index>> {
+    let mut pause = std::time::Duration::from_millis(1);
+    loop {
+        match handle.try_lock() {
+            Ok(guard) => return Some(guard),
+            Err(std::sync::TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => {}
+        }
+        let now = Instant::now();
+        if cancel.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d) {
+            return None;
+        }
+        let left = deadline.map_or(pause, |d| d - now);
+        std::thread::sleep(pause.min(left));
+        pause = (pause * 2).min(std::time::Duration::from_millis(20));
+    }
+}
+
 /// The indexes of the roots this process searched, most recent last (a few at most).
 static OPEN: Mutex<Vec<(String, Arc<Mutex<Index>>)>> = Mutex::new(Vec::new());
 /// Roots kept in memory.
@@ -374,13 +445,13 @@ const MAX_OPEN: usize = 4;
 
 /// The index of `ws`, up to date: from memory, else from the disk cache, else built; then
 /// refreshed against the tree and, when anything changed, saved back to the disk cache
-/// (outside the root; see [`store`]). The lock is held while searching so that two children
-/// on one tree share one refresh.
+/// (outside the root; see [`store`]). Two children on one tree share one refresh: the second
+/// waits for the first's lock, but never past its own `deadline` (None then).
 pub(crate) fn open(
     ws: &Workspace,
     deadline: Option<Instant>,
     cancel: &AtomicBool,
-) -> (Arc<Mutex<Index>>, Refresh) {
+) -> Option<(Arc<Mutex<Index>>, Refresh)> {
     let key = ws.root().to_string_lossy().into_owned();
     let (handle, from_memory) = {
         let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
@@ -402,33 +473,65 @@ pub(crate) fn open(
         }
     };
     let started = Instant::now();
-    let mut refresh;
-    {
-        let mut index = handle.lock().unwrap_or_else(|p| p.into_inner());
-        let mut source = if from_memory && !index.vocab.is_empty() {
-            "memory"
-        } else {
-            "built"
-        };
-        if source == "built" {
-            if let Some(loaded) = store::load(ws.root()) {
-                *index = loaded;
-                index.rebuild_ids();
-                source = "disk";
+    let mut refresh = {
+        let mut index = lock_until(&handle, deadline, cancel)?;
+        let warm = from_memory && !index.vocab.is_empty();
+        up_to_date(
+            &mut index,
+            ws,
+            warm,
+            store::cache_dir().as_deref(),
+            deadline,
+            cancel,
+        )
+    };
+    refresh.ms = started.elapsed().as_millis() as u64;
+    Some((handle, refresh))
+}
+
+/// Bring `index` (`warm`: already built in memory) up to date with the tree of `ws`, loading it
+/// first from the disk cache in `cache` when it is not warm (a damaged cache is rebuilt, and
+/// overwritten), and saving it back there when anything changed.
+fn up_to_date(
+    index: &mut Index,
+    ws: &Workspace,
+    warm: bool,
+    cache: Option<&std::path::Path>,
+    deadline: Option<Instant>,
+    cancel: &AtomicBool,
+) -> Refresh {
+    let root = ws.root();
+    let dir = |create: bool| cache.and_then(|d| store::CacheDir::open(d, root, create));
+    let mut source = if warm { "memory" } else { "built" };
+    let mut damaged = false;
+    if !warm {
+        if let Some(mut loaded) = dir(false).and_then(|d| d.load::<Index>(root)) {
+            loaded.rebuild_ids();
+            match loaded.damage() {
+                None => {
+                    *index = loaded;
+                    source = "disk";
+                }
+                Some(why) => {
+                    tracing::warn!(root = %root.display(), damage = %why, "the index's disk cache is damaged; it is rebuilt");
+                    *index = Index::default();
+                    damaged = true;
+                }
             }
         }
-        refresh = index.refresh(ws, deadline, cancel);
-        refresh.source = if source == "built" || refresh.read * 2 > index.files.len().max(1) {
-            "built"
-        } else {
-            source
-        };
-        if refresh.read > 0 || refresh.dropped > 0 {
-            store::save(ws.root(), &*index);
+    }
+    let mut refresh = index.refresh(ws, deadline, cancel);
+    refresh.source = if source == "built" || refresh.read * 2 > index.files.len().max(1) {
+        "built"
+    } else {
+        source
+    };
+    if !refresh.walk_cut && (refresh.read > 0 || refresh.dropped > 0) || damaged {
+        if let Some(d) = dir(true) {
+            d.save(root, &*index);
         }
     }
-    refresh.ms = started.elapsed().as_millis() as u64;
-    (handle, refresh)
+    refresh
 }
 
 #[cfg(test)]

@@ -243,6 +243,15 @@ const PHRASES: &[(&str, &str, &str)] = &[
     ("did", "mean", "suggest"),
 ];
 
+/// Characters of a question read at most: the words after them are left out (and
+/// [`Query::left_out`] says how many), so that reading a question costs time in proportion to
+/// its length, whatever it holds.
+pub const MAX_QUERY_CHARS: usize = 4_000;
+/// Distinct terms of a question kept at most: the words after the one that reached this many are
+/// left out. A word adds at most a few dozen terms and a phrase a few, so every kept term fits
+/// the ranking's one-byte slots (254).
+pub const MAX_QUERY_TERMS: usize = 200;
+
 /// One term of a question.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueryTerm {
@@ -296,6 +305,24 @@ pub struct Query {
     /// It asks what the code does ("where does ...", "how do ..."): behaviour, which lives in
     /// functions more often than in type definitions.
     pub asks_how: bool,
+    /// Words of the question that were not read: past [`MAX_QUERY_CHARS`] or after the terms
+    /// reached [`MAX_QUERY_TERMS`].
+    pub left_out: usize,
+    /// The first word left out, if any (where a shorter question would have to end).
+    pub first_left_out: Option<String>,
+    /// The last word read, when words were left out.
+    pub last_read: Option<String>,
+}
+
+/// The first [`MAX_QUERY_CHARS`] characters of `body` (never cutting a word) and the rest.
+fn cut_query(body: &str) -> (&str, &str) {
+    let Some((at, _)) = body.char_indices().nth(MAX_QUERY_CHARS) else {
+        return (body, "");
+    };
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let end = body[..at].trim_end_matches(word).len();
+    let end = if end == 0 { at } else { end };
+    body.split_at(end)
 }
 
 fn is_identifier(w: &str) -> bool {
@@ -312,6 +339,7 @@ pub fn parse(question: &str) -> Query {
         .split("\n\nStructured context:")
         .next()
         .unwrap_or(question);
+    let (body, rest) = cut_query(body);
     let lower = body.to_lowercase();
     let has = |w: &str| lower.split(|c: char| !c.is_alphanumeric()).any(|x| x == w);
     let mut q = Query {
@@ -338,13 +366,14 @@ pub fn parse(question: &str) -> Query {
         },
         ..Query::default()
     };
-    let add = |q: &mut Query, term: String, weight: f64| match q
-        .terms
-        .iter_mut()
-        .find(|t| t.term == term)
-    {
-        Some(t) => t.weight = t.weight.max(weight),
-        None => q.terms.push(QueryTerm { term, weight }),
+    // Where each term is in `q.terms`, so that adding one costs the same however many there are.
+    let mut at: super::text::FxMap<String, usize> = super::text::FxMap::default();
+    let mut add = |q: &mut Query, term: String, weight: f64| match at.get(&term) {
+        Some(&i) => q.terms[i].weight = q.terms[i].weight.max(weight),
+        None => {
+            at.insert(term.clone(), q.terms.len());
+            q.terms.push(QueryTerm { term, weight });
+        }
     };
     let mut quoted: Vec<String> = Vec::new();
     for (i, part) in body.split(['`', '"']).enumerate() {
@@ -379,7 +408,12 @@ pub fn parse(question: &str) -> Query {
     }
     let spans = word_spans(body);
     let words: Vec<&str> = spans.iter().map(|&(_, w)| w).collect();
+    let mut read = words.len();
     for (i, w) in words.iter().enumerate() {
+        if q.terms.len() >= MAX_QUERY_TERMS {
+            read = i;
+            break;
+        }
         let named = quoted.iter().any(|qd| qd.contains(*w));
         let lw = w.to_lowercase();
         if !named && STOPWORDS.contains(&lw.as_str()) {
@@ -431,7 +465,16 @@ pub fn parse(question: &str) -> Query {
             }
         }
     }
-    let lowered: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
+    let left = word_spans(rest);
+    q.left_out = words.len() - read + left.len();
+    if q.left_out > 0 {
+        q.first_left_out = words
+            .get(read)
+            .or(left.first().map(|(_, w)| w))
+            .map(|w| (*w).to_string());
+        q.last_read = read.checked_sub(1).map(|i| words[i].to_string());
+    }
+    let lowered: Vec<String> = words[..read].iter().map(|w| w.to_lowercase()).collect();
     for pair in lowered.windows(2) {
         for (a, b, joined) in PHRASES {
             if pair[0] == *a && pair[1].starts_with(b) {
@@ -619,54 +662,37 @@ fn path_terms(path: &str) -> (Vec<String>, Vec<String>) {
 
 /// The `limit` best chunks for `q`, only in files under `under` when given (a relative
 /// directory, `/`-separated).
+#[cfg(test)]
 pub fn search(index: &Index, q: &Query, limit: usize, under: Option<&str>) -> Vec<Hit> {
+    search_until(index, q, limit, under, None).unwrap_or_default()
+}
+
+/// Chunks looked at between two looks at the clock.
+const CLOCK_EVERY: usize = 4096;
+
+/// [`search`], given up (None) once `deadline` passes: its cost is one pass over the index and a
+/// few hash lookups per matching chunk, whatever the question's length.
+pub fn search_until(
+    index: &Index,
+    q: &Query,
+    limit: usize,
+    under: Option<&str>,
+    deadline: Option<std::time::Instant>,
+) -> Option<Vec<Hit>> {
+    let late = || deadline.is_some_and(|d| std::time::Instant::now() >= d);
     let ids: Vec<Option<u32>> = q.terms.iter().map(|t| index.term_id(&t.term)).collect();
     if ids.iter().all(Option::is_none) && q.names.is_empty() {
-        return Vec::new();
+        return Some(Vec::new());
     }
-    let mut slot = vec![u8::MAX; index.vocab.len()];
-    for (qi, id) in ids.iter().enumerate() {
-        if let Some(id) = id {
-            if qi < u8::MAX as usize {
-                slot[*id as usize] = qi as u8;
-            }
-        }
-    }
-    let in_scope = |path: &str| match under {
-        None | Some("" | ".") => true,
-        Some(dir) => {
-            let dir = dir.trim_end_matches('/');
-            path.starts_with(dir) && path[dir.len()..].starts_with('/')
-        }
-    };
-    // One pass over every chunk: matches and document frequencies.
-    let mut df = vec![0u64; q.terms.len()];
-    let mut total_len = 0u64;
-    let mut n_chunks = 0u64;
-    // (file, chunk, the query terms it holds with their counts)
-    let mut found: Vec<Found> = Vec::new();
-    for (fi, f) in index.files.iter().enumerate() {
-        for ci in 0..f.chunks.chunks.len() {
-            n_chunks += 1;
-            total_len += u64::from(f.chunks.chunks[ci].len);
-            let mut matched: Vec<(usize, u32)> = Vec::new();
-            for &packed in f.chunks.chunk_terms(ci) {
-                let s = slot[(packed >> 8) as usize];
-                if s != u8::MAX {
-                    matched.push((s as usize, packed & 0xff));
-                }
-            }
-            if matched.is_empty() {
-                continue;
-            }
-            for &(qi, _) in &matched {
-                df[qi] += 1;
-            }
-            if in_scope(&f.path) {
-                found.push((fi, ci, matched));
-            }
-        }
-    }
+    let look = Lookup::of(q);
+    let at = &look.at;
+    let in_scope = |path: &str| is_under(path, under);
+    let Pass {
+        df,
+        total_len,
+        n_chunks,
+        found,
+    } = one_pass(index, q.terms.len(), &ids, &in_scope, &late)?;
     let n = n_chunks.max(1) as f64;
     let avg_len = (total_len as f64 / n).max(1.0);
     let idf: Vec<f64> = df
@@ -694,24 +720,26 @@ pub fn search(index: &Index, q: &Query, limit: usize, under: Option<&str>) -> Ve
             .entry(fi)
             .or_insert_with(|| {
                 let (file, dirs) = path_terms(&index.files[fi].path);
+                let in_file = positions(at, &file);
+                let mut in_path = in_file.clone();
+                in_path.extend(positions(at, &dirs));
+                in_path.sort_unstable();
+                in_path.dedup();
                 let mut s = 0.0;
-                let mut hit = Vec::new();
-                for (qi, t) in q.terms.iter().enumerate() {
-                    if file.contains(&t.term) {
-                        s += W_FILE * t.weight * idf_of(qi);
-                        hit.push(qi);
-                    } else if dirs.contains(&t.term) {
-                        s += W_DIR * t.weight * idf_of(qi);
-                        hit.push(qi);
-                    }
+                for &qi in &in_path {
+                    let w = if in_file.contains(&qi) { W_FILE } else { W_DIR };
+                    s += w * q.terms[qi].weight * idf_of(qi);
                 }
-                (s, hit)
+                (s, in_path)
             })
             .clone()
     };
     let mut scored: Vec<Hit> = Vec::with_capacity(found.len());
     let mut seen_files: Vec<bool> = vec![false; index.files.len()];
-    for (fi, ci, matched) in found {
+    for (n, (fi, ci, matched)) in found.into_iter().enumerate() {
+        if n % CLOCK_EVERY == CLOCK_EVERY - 1 && late() {
+            return None;
+        }
         seen_files[fi] = true;
         let f = &index.files[fi];
         let c = &f.chunks.chunks[ci];
@@ -724,7 +752,7 @@ pub fn search(index: &Index, q: &Query, limit: usize, under: Option<&str>) -> Ve
                 / (tf + K1 * (1.0 - B + B * len / avg_len));
             covered.push(qi);
         }
-        score += name_bonus(c, q, &idf_of, &mut covered);
+        score += name_bonus(c, q, &look, &idf_of, &mut covered);
         let (ps, phit) = path_score(fi);
         score += ps;
         covered.extend(phit);
@@ -734,6 +762,9 @@ pub fn search(index: &Index, q: &Query, limit: usize, under: Option<&str>) -> Ve
     }
     // Files named after the question whose chunks hold none of its words.
     for (fi, seen) in seen_files.iter().enumerate() {
+        if fi % CLOCK_EVERY == CLOCK_EVERY - 1 && late() {
+            return None;
+        }
         if *seen || !in_scope(&index.files[fi].path) {
             continue;
         }
@@ -754,7 +785,120 @@ pub fn search(index: &Index, q: &Query, limit: usize, under: Option<&str>) -> Ve
         scored.push(finish(f, ci, ps, phit, q, &idf_of, total_weight, fi));
     }
     accumulate(&mut scored);
-    diversify(scored, limit)
+    Some(diversify(scored, limit))
+}
+
+/// Whether `path` lies in the directory `under` (anywhere when None, `""` or `.`).
+fn is_under(path: &str, under: Option<&str>) -> bool {
+    match under {
+        None | Some("" | ".") => true,
+        Some(dir) => {
+            let dir = dir.trim_end_matches('/');
+            path.starts_with(dir) && path[dir.len()..].starts_with('/')
+        }
+    }
+}
+
+/// What one pass over every chunk found.
+struct Pass {
+    /// Per query term, the chunks that hold it.
+    df: Vec<u64>,
+    /// The words of every chunk.
+    total_len: u64,
+    /// Every chunk.
+    n_chunks: u64,
+    /// The chunks in scope that hold query terms.
+    found: Vec<Found>,
+}
+
+/// One pass over every chunk of `index`: which of the `n_terms` query terms (by their ids in
+/// the index, `ids`) each holds, and the document frequencies; None once `late`.
+fn one_pass(
+    index: &Index,
+    n_terms: usize,
+    ids: &[Option<u32>],
+    in_scope: &dyn Fn(&str) -> bool,
+    late: &dyn Fn() -> bool,
+) -> Option<Pass> {
+    // Each term id's position in the query (one byte: the query keeps fewer terms than that).
+    let mut slot = vec![u8::MAX; index.vocab.len()];
+    for (qi, id) in ids.iter().enumerate() {
+        if let (Some(id), true) = (id, qi < u8::MAX as usize) {
+            if let Some(s) = slot.get_mut(*id as usize) {
+                *s = qi as u8;
+            }
+        }
+    }
+    let mut pass = Pass {
+        df: vec![0u64; n_terms],
+        total_len: 0,
+        n_chunks: 0,
+        found: Vec::new(),
+    };
+    for (fi, f) in index.files.iter().enumerate() {
+        for ci in 0..f.chunks.chunks.len() {
+            pass.n_chunks += 1;
+            if pass.n_chunks.is_multiple_of(CLOCK_EVERY as u64) && late() {
+                return None;
+            }
+            pass.total_len += u64::from(f.chunks.chunks[ci].len);
+            let mut matched: Vec<(usize, u32)> = Vec::new();
+            for &packed in f.chunks.chunk_terms(ci) {
+                let s = slot.get((packed >> 8) as usize).copied().unwrap_or(u8::MAX);
+                if s != u8::MAX {
+                    matched.push((s as usize, packed & 0xff));
+                }
+            }
+            if matched.is_empty() {
+                continue;
+            }
+            for &(qi, _) in &matched {
+                pass.df[qi] += 1;
+            }
+            if in_scope(&f.path) {
+                pass.found.push((fi, ci, matched));
+            }
+        }
+    }
+    Some(pass)
+}
+
+/// A question's terms and names by their text, so that a chunk's bonuses cost a few lookups
+/// however long the question is.
+struct Lookup<'q> {
+    /// Term → its position in [`Query::terms`].
+    at: super::text::FxMap<&'q str, usize>,
+    /// The names of [`Query::names`].
+    names: std::collections::HashSet<&'q str, super::text::FxBuild>,
+}
+
+impl<'q> Lookup<'q> {
+    fn of(q: &'q Query) -> Self {
+        Lookup {
+            at: q
+                .terms
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (t.term.as_str(), i))
+                .collect(),
+            names: q.names.iter().map(String::as_str).collect(),
+        }
+    }
+
+    fn named(&self, name: &str) -> bool {
+        self.names.contains(name)
+    }
+}
+
+/// The positions in the query (ascending, once each) of the terms in `terms`.
+fn positions(at: &super::text::FxMap<&str, usize>, terms: &[String]) -> Vec<usize> {
+    let mut out: Vec<usize> = terms
+        .iter()
+        .filter_map(|t| at.get(t.as_str()).copied())
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// Each file's best chunk gains a share of the file's next best ones: a file where several
@@ -785,9 +929,11 @@ fn accumulate(scored: &mut [Hit]) {
 fn name_bonus(
     c: &super::chunk::Chunk,
     q: &Query,
+    look: &Lookup<'_>,
     idf_of: &dyn Fn(usize) -> f64,
     covered: &mut Vec<usize>,
 ) -> f64 {
+    let at = &look.at;
     if c.name.is_empty() || c.kind == 0 {
         return 0.0;
     }
@@ -805,21 +951,20 @@ fn name_bonus(
     let whole_name = short_parts > 0
         && parts[..short_parts]
             .iter()
-            .all(|p| q.terms.iter().any(|t| t.term == *p));
+            .all(|p| at.contains_key(p.as_str()));
     let mut bonus = 0.0;
-    for (qi, t) in q.terms.iter().enumerate() {
-        if parts.contains(&t.term) {
-            bonus += W_NAME * t.weight * idf_of(qi);
-            covered.push(qi);
-        }
+    let in_name = positions(at, &parts);
+    for &qi in &in_name {
+        bonus += W_NAME * q.terms[qi].weight * idf_of(qi);
+        covered.push(qi);
     }
     if !c.parent.is_empty() {
         let mut outer = Vec::new();
         ident_terms(&c.parent, &mut outer);
         let mut parent_hit = false;
-        for (qi, t) in q.terms.iter().enumerate() {
-            if outer.contains(&t.term) && !parts.contains(&t.term) {
-                bonus += W_PARENT * t.weight * idf_of(qi);
+        for qi in positions(at, &outer) {
+            if !in_name.contains(&qi) {
+                bonus += W_PARENT * q.terms[qi].weight * idf_of(qi);
                 covered.push(qi);
                 parent_hit = true;
             }
@@ -827,7 +972,7 @@ fn name_bonus(
         // The question names both the type and its member in words ("a blueprint register",
         // "the context ... next"): as good as naming `Blueprint.register`.
         let member = matches!(c.kind_name(), "method" | "function" | "constructor");
-        if parent_hit && whole_name && member && !q.names.contains(&short) {
+        if parent_hit && whole_name && member && !look.named(&short) {
             bonus += W_EXACT;
         }
         let parent_short = c
@@ -836,16 +981,12 @@ fn name_bonus(
             .next()
             .unwrap_or(&c.parent)
             .to_lowercase();
-        if q.names.contains(&parent_short) {
+        if look.named(&parent_short) {
             bonus += W_EXACT / 3.0;
         }
     }
     let definition = c.kind != 1;
-    if definition
-        && q.names
-            .iter()
-            .any(|n| *n == short || *n == c.name.to_lowercase())
-    {
+    if definition && (look.named(&short) || look.named(&c.name.to_lowercase())) {
         // An impl block is about the type, but the type's own definition answers "where is".
         let exact = W_EXACT + 2.0 * (1.0 + q.terms.len() as f64).ln();
         bonus += if c.kind_name() == "impl" {

@@ -1,14 +1,23 @@
-//! The index's disk cache: one file per root under the user's cache directory, never inside the
-//! explored root. `OUTRIDER_CACHE_DIR` names the directory (empty: no disk cache); otherwise
-//! `$XDG_CACHE_HOME/outrider`, else `~/.cache/outrider`. The directory is made private (0700),
-//! each file is written to a private temporary (0600) and renamed into place, and a file is
-//! read back only when it is a regular file (no symlink) owned by this user and names the same
-//! root. A cache that is missing, old, foreign or damaged is ignored and rebuilt.
+//! The index's disk cache: one file per root in the `index` folder of the user's cache directory,
+//! never inside the explored root. `OUTRIDER_CACHE_DIR` names the directory (empty: no disk
+//! cache); otherwise `$XDG_CACHE_HOME/outrider`, else `~/.cache/outrider`. The directory's
+//! spelling is resolved before it is checked (a `..` or a symlink that leads into the root is
+//! refused, even when the directory does not exist yet), the `index` folder is made private
+//! (0700), never followed as a symlink, and checked through its handle to lie outside the root;
+//! each file is written to a private temporary (0600) and renamed into place, relative to that
+//! handle, and a file is read back only when it is a regular file (no symlink) owned by this
+//! user and names the same root. A cache that is missing, old, foreign or damaged is ignored and
+//! rebuilt (the index checks what it loads: see `Index::damage`).
 
-use std::fs::{self, File, OpenOptions};
+use std::ffi::CString;
+use std::fs::{self, File};
 use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::path::{Component, Path, PathBuf};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -42,27 +51,6 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     h
 }
 
-/// The cache file of `root`, or None when there is no cache directory or it lies inside the
-/// root (the read-only child never writes inside the tree it explores).
-pub(crate) fn cache_file(root: &Path) -> Option<PathBuf> {
-    cache_file_in(cache_dir()?, root)
-}
-
-/// The cache file of `root` in the cache directory `dir` (see [`cache_file`]).
-pub(crate) fn cache_file_in(dir: PathBuf, root: &Path) -> Option<PathBuf> {
-    let dir = if dir.is_absolute() {
-        dir
-    } else {
-        std::env::current_dir().ok()?.join(dir)
-    };
-    let canonical = fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
-    if canonical.starts_with(root) || dir.starts_with(root) {
-        return None;
-    }
-    let key = fnv1a(root.as_os_str().as_encoded_bytes());
-    Some(dir.join("index").join(format!("{key:016x}.idx")))
-}
-
 // What is stored knows nothing of the index's shape (the index module owns that, and rebuilds
 // what it does not store after a load), so the cache stays below the index.
 #[derive(serde::Deserialize)]
@@ -71,123 +59,240 @@ struct Stored<T> {
     index: T,
 }
 
-/// The cached index of `root`, if there is a usable one.
-pub(crate) fn load<T: DeserializeOwned>(root: &Path) -> Option<T> {
-    load_from(&cache_file(root)?, root)
-}
-
-/// The index of `root` cached in the file `path`, if usable.
-pub(crate) fn load_from<T: DeserializeOwned>(path: &Path, root: &Path) -> Option<T> {
-    let mut file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-        .ok()?;
-    let meta = file.metadata().ok()?;
-    let me = rustix::process::geteuid().as_raw();
-    if !meta.is_file() || meta.uid() != me || meta.len() > MAX_CACHE_BYTES {
-        return None;
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.read_to_end(&mut bytes).ok()?;
-    let body = bytes.strip_prefix(FORMAT)?;
-    let stored: Stored<T> = postcard::from_bytes(body).ok()?;
-    if stored.root != root.to_string_lossy() {
-        return None;
-    }
-    Some(stored.index)
-}
-
-/// Save `index` as `root`'s cache; failures are ignored (the cache is an optimisation).
-pub(crate) fn save<T: Serialize>(root: &Path, index: &T) {
-    if let Some(path) = cache_file(root) {
-        save_to(&path, root, index);
-    }
-}
-
-/// Save `index` of `root` in the file `path` (its directory made private when created).
-pub(crate) fn save_to<T: Serialize>(path: &Path, root: &Path, index: &T) {
-    let Some(dir) = path.parent() else {
-        return;
+/// `path` made absolute with its longest existing prefix resolved as the kernel sees it
+/// (symlinks and `..`), and the rest, which does not exist yet, normalised lexically, so that
+/// `<cache>/missing/../../root/x` and `<link to root>/x` are both seen as `<root>/x`.
+fn resolve(path: &Path) -> PathBuf {
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(path)
     };
-    if fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .is_err()
-    {
-        return;
-    }
-    #[derive(serde::Serialize)]
-    struct StoredRef<'a, T> {
-        root: String,
-        index: &'a T,
-    }
-    let Ok(body) = postcard::to_stdvec(&StoredRef {
-        root: root.to_string_lossy().into_owned(),
-        index,
-    }) else {
-        return;
-    };
-    let tmp = dir.join(format!(
-        ".{}.{}.{}.tmp",
-        path.file_name()
-            .map(|n| n.to_string_lossy())
-            .unwrap_or_default(),
-        std::process::id(),
-        fastrand::u64(..)
-    ));
-    let written = (|| -> std::io::Result<()> {
-        let mut f: File = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&tmp)?;
-        f.write_all(FORMAT)?;
-        f.write_all(&body)?;
-        f.sync_data().ok();
-        fs::rename(&tmp, path)
-    })();
-    if written.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    prune(dir);
-}
-
-/// Delete all but the [`MAX_CACHED`] most recently written index files of `dir` (and temporary
-/// files an interrupted save left behind an hour ago or more).
-pub(crate) fn prune(dir: &Path) {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    let mut kept: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
-    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
-    for e in entries.flatten() {
-        let path = e.path();
-        let Ok(meta) = fs::symlink_metadata(&path) else {
-            continue;
-        };
-        let Ok(modified) = meta.modified() else {
-            continue;
-        };
-        let name = e.file_name().to_string_lossy().into_owned();
-        if !meta.is_file() {
-            continue;
-        }
-        let ext = Path::new(&name).extension().and_then(|e| e.to_str());
-        if ext == Some("tmp") && name.starts_with('.') {
-            if modified < hour_ago {
-                let _ = fs::remove_file(&path);
+    let mut out = PathBuf::from("/");
+    let mut exists = true;
+    for comp in absolute.components() {
+        match comp {
+            Component::Prefix(_) | Component::RootDir | Component::CurDir => {}
+            // While `out` exists it is canonical (no symlinks), so its parent is lexical.
+            Component::ParentDir => {
+                out.pop();
             }
-        } else if ext == Some("idx") {
-            kept.push((modified, path));
+            Component::Normal(name) => {
+                out.push(name);
+                if exists {
+                    match fs::canonicalize(&out) {
+                        Ok(c) => out = c,
+                        Err(_) => exists = false,
+                    }
+                }
+            }
         }
     }
-    if kept.len() > MAX_CACHED {
-        kept.sort_by_key(|k| std::cmp::Reverse(k.0));
-        for (_, path) in kept.drain(MAX_CACHED..) {
-            let _ = fs::remove_file(path);
+    out
+}
+
+/// A device and inode: what a directory is, whatever it is called.
+type Identity = (u64, u64);
+
+fn identity_at(fd: &OwnedFd, rel: &str) -> Option<Identity> {
+    let c_rel = CString::new(rel).ok()?;
+    let st = rustix::fs::statat(fd, c_rel.as_c_str(), AtFlags::empty()).ok()?;
+    Some((st.st_dev as u64, st.st_ino as u64))
+}
+
+/// Whether the directory behind `fd` is `root` or below it, by following `..` from the handle
+/// (so the answer holds for where the directory is, not where its path pointed). Unknown (a
+/// level that cannot be looked at, or a tree too deep) counts as inside.
+fn is_within(fd: &OwnedFd, root: Identity) -> bool {
+    let mut rel = String::from(".");
+    let Some(mut id) = identity_at(fd, &rel) else {
+        return true;
+    };
+    for _ in 0..4096 {
+        if id == root {
+            return true;
+        }
+        rel = if rel == "." {
+            "..".into()
+        } else {
+            format!("{rel}/..")
+        };
+        let Some(parent) = identity_at(fd, &rel) else {
+            return true;
+        };
+        if parent == id {
+            return false;
+        }
+        id = parent;
+    }
+    true
+}
+
+/// The `index` folder of a cache directory, held open: found by resolving the directory's
+/// spelling first (the longest existing prefix, symlinks and `..` included), refused when that
+/// is inside the explored root, the folder itself opened without following a symlink, owned by
+/// this user, and checked through its handle to lie outside the root. Every file in it is then
+/// opened, renamed and deleted relative to the handle, never by path.
+pub(crate) struct CacheDir {
+    fd: OwnedFd,
+}
+
+impl CacheDir {
+    /// The `index` folder of `dir` for the explored `root` (created, private, when `create`),
+    /// or None when it is, or would be, inside the root, is a link, is not this user's, or
+    /// cannot be made or opened.
+    pub(crate) fn open(dir: &Path, root: &Path, create: bool) -> Option<CacheDir> {
+        let resolved = resolve(dir);
+        let root = resolve(root);
+        if resolved.starts_with(&root) || resolved.join("index").starts_with(&root) {
+            return None;
+        }
+        if create {
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&resolved)
+                .ok()?;
+        }
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let c_dir = CString::new(resolved.as_os_str().as_bytes()).ok()?;
+        let base =
+            rustix::fs::openat(rustix::fs::CWD, c_dir.as_c_str(), flags, Mode::empty()).ok()?;
+        if create {
+            // An existing folder (or anything else by that name) is checked below.
+            let _ = rustix::fs::mkdirat(&base, c"index", Mode::RWXU);
+        }
+        let fd = rustix::fs::openat(&base, c"index", flags, Mode::empty()).ok()?;
+        let st = rustix::fs::fstat(&fd).ok()?;
+        if st.st_uid != rustix::process::geteuid().as_raw() {
+            return None;
+        }
+        if let Ok(meta) = fs::metadata(&root) {
+            if is_within(&fd, (meta.dev(), meta.ino())) {
+                return None;
+            }
+        }
+        Some(CacheDir { fd })
+    }
+
+    /// The name of `root`'s cache file.
+    pub(crate) fn file_name(root: &Path) -> String {
+        format!("{:016x}.idx", fnv1a(root.as_os_str().as_encoded_bytes()))
+    }
+
+    /// `name` in the folder, opened with `flags` (never through a symlink; never blocking on a
+    /// FIFO).
+    fn open_file(&self, name: &str, flags: OFlags, mode: Mode) -> std::io::Result<File> {
+        let c_name = CString::new(name).map_err(std::io::Error::other)?;
+        let flags = flags | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+        Ok(File::from(rustix::fs::openat(
+            &self.fd,
+            c_name.as_c_str(),
+            flags,
+            mode,
+        )?))
+    }
+
+    /// The index of `root` cached here, if usable: a regular file of this user's, not too big,
+    /// of this format, naming the same root.
+    pub(crate) fn load<T: DeserializeOwned>(&self, root: &Path) -> Option<T> {
+        let mut file = self
+            .open_file(&Self::file_name(root), OFlags::RDONLY, Mode::empty())
+            .ok()?;
+        let meta = file.metadata().ok()?;
+        let me = rustix::process::geteuid().as_raw();
+        if !meta.is_file() || meta.uid() != me || meta.len() > MAX_CACHE_BYTES {
+            return None;
+        }
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        (&mut file)
+            .take(MAX_CACHE_BYTES)
+            .read_to_end(&mut bytes)
+            .ok()?;
+        let body = bytes.strip_prefix(FORMAT)?;
+        let stored: Stored<T> = postcard::from_bytes(body).ok()?;
+        if stored.root != root.to_string_lossy() {
+            return None;
+        }
+        Some(stored.index)
+    }
+
+    /// Save `index` as `root`'s cache: a private temporary renamed into place.
+    pub(crate) fn save<T: Serialize>(&self, root: &Path, index: &T) {
+        #[derive(serde::Serialize)]
+        struct StoredRef<'a, T> {
+            root: String,
+            index: &'a T,
+        }
+        let Ok(body) = postcard::to_stdvec(&StoredRef {
+            root: root.to_string_lossy().into_owned(),
+            index,
+        }) else {
+            return;
+        };
+        let name = Self::file_name(root);
+        let tmp = format!(".{name}.{}.{}.tmp", std::process::id(), fastrand::u64(..));
+        let written = (|| -> std::io::Result<()> {
+            let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL;
+            let mut f = self.open_file(&tmp, flags, Mode::RUSR | Mode::WUSR)?;
+            f.write_all(FORMAT)?;
+            f.write_all(&body)?;
+            f.sync_data().ok();
+            let (from, to) = (CString::new(tmp.as_str())?, CString::new(name.as_str())?);
+            Ok(rustix::fs::renameat(
+                &self.fd,
+                from.as_c_str(),
+                &self.fd,
+                to.as_c_str(),
+            )?)
+        })();
+        if written.is_err() {
+            self.remove(&tmp);
+        }
+        self.prune();
+    }
+
+    fn remove(&self, name: &str) {
+        if let Ok(c_name) = CString::new(name) {
+            let _ = rustix::fs::unlinkat(&self.fd, c_name.as_c_str(), AtFlags::empty());
+        }
+    }
+
+    /// Delete all but the [`MAX_CACHED`] most recently written index files (and temporary files
+    /// an interrupted save left behind an hour ago or more): regular files only, by name
+    /// relative to the held folder.
+    pub(crate) fn prune(&self) {
+        let Ok(entries) = rustix::fs::Dir::read_from(&self.fd) else {
+            return;
+        };
+        let mut kept: Vec<(i64, String)> = Vec::new();
+        let hour_ago = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64 - 3600);
+        for entry in entries.flatten() {
+            let c_name = entry.file_name();
+            let Ok(name) = c_name.to_str() else { continue };
+            let Ok(st) = rustix::fs::statat(&self.fd, c_name, AtFlags::SYMLINK_NOFOLLOW) else {
+                continue;
+            };
+            if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+                continue;
+            }
+            let modified = st.st_mtime;
+            let ext = Path::new(name).extension().and_then(|e| e.to_str());
+            if ext == Some("tmp") && name.starts_with('.') {
+                if modified < hour_ago {
+                    self.remove(name);
+                }
+            } else if ext == Some("idx") {
+                kept.push((modified, name.to_string()));
+            }
+        }
+        if kept.len() > MAX_CACHED {
+            kept.sort_by(|a, b| b.cmp(a));
+            for (_, name) in kept.drain(MAX_CACHED..) {
+                self.remove(&name);
+            }
         }
     }
 }

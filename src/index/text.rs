@@ -34,7 +34,9 @@ impl Hasher for FxHasher {
 }
 
 /// A map keyed by [`FxHasher`].
-pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+pub(crate) type FxMap<K, V> = HashMap<K, V, FxBuild>;
+/// What builds an [`FxHasher`] (for a set keyed by it).
+pub(crate) type FxBuild = BuildHasherDefault<FxHasher>;
 
 /// Identifiers longer than this are cut (minified code, data blobs).
 const MAX_IDENT: usize = 64;

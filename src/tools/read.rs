@@ -39,8 +39,12 @@ pub(crate) const READ_DEFAULT_LIMIT: i64 = 500;
 pub(crate) const READ_MAX_LIMIT: i64 = 2000;
 /// A NUL byte in this many leading bytes makes a file binary.
 pub(crate) const BINARY_SNIFF_BYTES: usize = 8192;
-/// Bytes of one line that are kept; the rest of a longer line is dropped (and said so).
-pub(crate) const MAX_LINE_BYTES: usize = 1 << 20;
+/// Bytes of one line that are kept; the rest of a longer line is dropped, and the result names
+/// the line and its length. Small enough that a cut line always fits one result (see
+/// `OutputBudget`): a longer one would be replaced by a preview that cannot show it.
+pub(crate) const MAX_LINE_BYTES: usize = 16 << 10;
+/// Cut lines named one by one in a result (the others are counted).
+const NAMED_CUT_LINES: usize = 10;
 /// Bytes one window may hold; a window that would hold more ends early (as a truncation).
 pub(crate) const MAX_WINDOW_BYTES: usize = 8 << 20;
 
@@ -54,7 +58,10 @@ pub struct ReadTool;
 struct Window {
     lines: Vec<Vec<u8>>,
     total_lines: u64,
-    long_lines: bool,
+    /// The first lines of the window that were cut, with their whole length in bytes.
+    cut_lines: Vec<(u64, u64)>,
+    /// How many lines of the window were cut.
+    cut_count: u64,
     /// The line of the first byte that is not UTF-8, anywhere in the file.
     invalid_utf8_line: Option<u64>,
 }
@@ -382,12 +389,32 @@ fn summary(
             ));
         }
     }
-    if window.long_lines {
-        text.push(format!(
-            "[Note: lines longer than {MAX_LINE_BYTES} bytes were cut to their first {MAX_LINE_BYTES} bytes.]"
-        ));
+    if let Some(note) = cut_note(window) {
+        text.push(note);
     }
     text.join("\n")
+}
+
+/// What the result says of lines cut for length: which ones, how long they are, what is shown.
+fn cut_note(window: &Window) -> Option<String> {
+    let (first, first_len) = *window.cut_lines.first()?;
+    if window.cut_count == 1 {
+        return Some(format!(
+            "[Note: line {first} is {first_len} bytes long, longer than the {MAX_LINE_BYTES} bytes Read shows of a line: only its first {MAX_LINE_BYTES} bytes are shown, the rest of it is not. Grep can find text further along it.]"
+        ));
+    }
+    let named: Vec<String> = window
+        .cut_lines
+        .iter()
+        .map(|(n, len)| format!("{n} ({len} bytes)"))
+        .collect();
+    let more = window.cut_count - window.cut_lines.len() as u64;
+    Some(format!(
+        "[Note: {} lines are longer than the {MAX_LINE_BYTES} bytes Read shows of a line: lines {}{}; only the first {MAX_LINE_BYTES} bytes of each are shown, the rest of them is not.]",
+        window.cut_count,
+        named.join(", "),
+        if more > 0 { format!(" and {more} more") } else { String::new() }
+    ))
 }
 
 /// The envelope of a window read: partial when it is truncated or bytes were replaced.
@@ -412,7 +439,15 @@ fn envelope(
         data.insert("modified_externally".into(), Value::from(true));
     }
     let mtime_ms = meta.mtime() * 1000 + meta.mtime_nsec() / 1_000_000;
-    let result = if truncated || replaced {
+    if window.cut_count > 0 {
+        let cut: Vec<Value> = window
+            .cut_lines
+            .iter()
+            .map(|(line, bytes)| json!({"line": line, "bytes": bytes}))
+            .collect();
+        data.insert("cut_lines".into(), Value::from(cut));
+    }
+    let result = if truncated || replaced || window.cut_count > 0 {
         ToolResult::partial(params, data, text, time_ms)
     } else {
         ToolResult::success(params, data, text, time_ms)
@@ -497,8 +532,11 @@ struct LineCollector {
     current: Vec<u8>,
     /// The current line reached [`MAX_LINE_BYTES`].
     cut: bool,
+    /// The whole length of the current line so far.
+    current_len: u64,
     kept_bytes: usize,
-    long_lines: bool,
+    cut_lines: Vec<(u64, u64)>,
+    cut_count: u64,
     /// The line the next byte belongs to.
     line_no: u64,
     newlines: u64,
@@ -513,8 +551,10 @@ impl LineCollector {
             lines: Vec::new(),
             current: Vec::new(),
             cut: false,
+            current_len: 0,
             kept_bytes: 0,
-            long_lines: false,
+            cut_lines: Vec::new(),
+            cut_count: 0,
             line_no: 1,
             newlines: 0,
         }
@@ -540,14 +580,15 @@ impl LineCollector {
             if in_window && !self.cut {
                 self.keep(piece);
             }
+            if in_window {
+                self.current_len += piece.len() as u64;
+            }
             pos += piece.len();
             if ended {
                 pos += 1;
                 self.newlines += 1;
                 if in_window {
-                    self.kept_bytes += self.current.len();
-                    self.lines.push(std::mem::take(&mut self.current));
-                    self.cut = false;
+                    self.end_line();
                     if self.kept_bytes >= MAX_WINDOW_BYTES {
                         self.window_end = self.line_no;
                     }
@@ -557,12 +598,25 @@ impl LineCollector {
         }
     }
 
+    /// The current line of the window is whole: keep it, and its length when it was cut.
+    fn end_line(&mut self) {
+        if self.cut {
+            self.cut_count += 1;
+            if self.cut_lines.len() < NAMED_CUT_LINES {
+                self.cut_lines.push((self.line_no, self.current_len));
+            }
+        }
+        self.kept_bytes += self.current.len();
+        self.lines.push(std::mem::take(&mut self.current));
+        self.cut = false;
+        self.current_len = 0;
+    }
+
     /// Add `piece` to the current line, up to [`MAX_LINE_BYTES`] (a cut never splits a
     /// character).
     fn keep(&mut self, piece: &[u8]) {
         let room = MAX_LINE_BYTES - self.current.len();
         if piece.len() > room {
-            self.long_lines = true;
             self.cut = true;
             self.current.extend_from_slice(&piece[..room]);
             if is_continuation(piece[room]) {
@@ -576,12 +630,13 @@ impl LineCollector {
     /// The window, once the stream ended (`unterminated`: its last byte was not a newline).
     fn finish(mut self, unterminated: bool, invalid_utf8_line: Option<u64>) -> Window {
         if unterminated && self.line_no >= self.start && self.line_no <= self.window_end {
-            self.lines.push(self.current);
+            self.end_line();
         }
         Window {
             lines: self.lines,
             total_lines: self.newlines + u64::from(unterminated),
-            long_lines: self.long_lines,
+            cut_lines: self.cut_lines,
+            cut_count: self.cut_count,
             invalid_utf8_line,
         }
     }
@@ -775,17 +830,59 @@ mod tests {
             r.data["content"].as_str().unwrap().len(),
             MAX_LINE_BYTES + "   1 | \n".len()
         );
-        assert!(r.text.contains("were cut"));
+        assert_eq!(r.status, crate::tools::envelope::ToolStatus::Partial);
+        let len = MAX_LINE_BYTES + 10;
+        assert!(
+            r.text.contains(&format!("line 1 is {len} bytes long, longer than the {MAX_LINE_BYTES} bytes Read shows of a line: only its first {MAX_LINE_BYTES} bytes are shown")),
+            "{}",
+            r.text
+        );
+        assert_eq!(r.data["cut_lines"], json!([{"line": 1, "bytes": len}]));
+    }
+
+    #[test]
+    fn a_line_far_over_the_limit_is_shown_cut_within_the_result_budget_and_named() {
+        // Lines 2 and 4 are long (4 unterminated): each is shown cut, named with its length, and
+        // the whole result still fits one result's budget (so it is never replaced by a preview
+        // that cannot show the line).
+        let long = vec![b'y'; 3 << 20];
+        let mut body = b"short\n".to_vec();
+        body.extend_from_slice(&long);
+        body.extend_from_slice(b" NEEDLE\nthree\n");
+        body.extend_from_slice(&long);
+        let (_d, ctx) = setup(&[("one.txt", &body)]);
+        let r = ReadTool.run(&ctx, &json!({"path": "one.txt"}));
+        let budgeted = crate::tools::budget::OutputBudget::default().apply("Read", r.clone());
+        assert_eq!(
+            budgeted.data.get("truncated"),
+            Some(&json!(false)),
+            "{}",
+            budgeted.text
+        );
+        let content = r.data["content"].as_str().unwrap();
+        assert!(
+            content.starts_with("   1 | short\n   2 | yyyy"),
+            "{}",
+            &content[..40]
+        );
+        assert!(content.contains("\n   3 | three\n   4 | yyy"));
+        let (two, four) = ((3 << 20) + 7, 3 << 20);
+        assert!(
+            r.text.contains(&format!("2 lines are longer than the {MAX_LINE_BYTES} bytes Read shows of a line: lines 2 ({two} bytes), 4 ({four} bytes)")),
+            "{}",
+            r.text
+        );
     }
 
     #[test]
     fn window_byte_cap_ends_window_early() {
         let line = "y".repeat(MAX_LINE_BYTES - 1) + "\n";
-        let body = line.repeat(12);
+        let per_window = MAX_WINDOW_BYTES.div_ceil(MAX_LINE_BYTES - 1);
+        let body = line.repeat(per_window + 3);
         let (_d, ctx) = setup(&[("w.txt", body.as_bytes())]);
-        let r = ReadTool.run(&ctx, &json!({"path": "w.txt", "limit": 20}));
-        assert_eq!(r.stats["lines_read"], json!(9));
-        assert_eq!(r.stats["total_lines"], json!(12));
+        let r = ReadTool.run(&ctx, &json!({"path": "w.txt", "limit": 2000}));
+        assert_eq!(r.stats["lines_read"], json!(per_window));
+        assert_eq!(r.stats["total_lines"], json!(per_window + 3));
         assert_eq!(r.data["truncated"], json!(true));
     }
 
@@ -883,7 +980,7 @@ mod tests {
         let body = format!("x{}\n", "\u{e9}".repeat(MAX_LINE_BYTES / 2 + 4));
         let (_d, ctx) = setup(&[("u.txt", body.as_bytes())]);
         let r = ReadTool.run(&ctx, &json!({"path": "u.txt"}));
-        assert_eq!(r.status, crate::tools::envelope::ToolStatus::Success);
+        assert_eq!(r.status, crate::tools::envelope::ToolStatus::Partial);
         assert_eq!(r.data.get("fallback_encoding"), None);
         assert_eq!(r.stats["encoding"], json!("utf-8"));
         let content = r.data["content"].as_str().unwrap();

@@ -149,51 +149,29 @@ fn search(ctx: &ToolContext, args: &Value) -> ToolResult {
             Err(e) => return *e,
         },
     };
-    let (handle, refresh) = index::open(ws, ctx.deadline, &ctx.cancel);
-    let index = handle.lock().unwrap_or_else(|p| p.into_inner());
-    let q = rank::parse(&req.query);
-    let hits = rank::search(&index, &q, req.limit, under.as_deref());
-    let query_terms: Vec<String> = q.terms.iter().map(|t| t.term.clone()).collect();
-    let mut shown = Vec::new();
-    // Each file is read once, through the workspace, however many of its places rank.
-    let mut texts: HashMap<&str, Option<String>> = HashMap::new();
-    for h in &hits {
-        let f = &index.files[h.file];
-        let c = &f.chunks.chunks[h.chunk];
-        let text = texts
-            .entry(f.path.as_str())
-            .or_insert_with(|| index::read_text(&ctx.workspace, &f.path));
-        let Some(lines) = text.as_deref().and_then(|t| file_lines(t, c.start, c.end)) else {
-            continue;
-        };
-        let (kind, name) = if c.is_definition() && defines(&lines, c.start, &c.name) {
-            (c.kind_name(), c.name.as_str())
-        } else if c.kind_name() == "part" {
-            ("part", c.name.as_str())
+    let stopped = |what: &str| {
+        let msg = if ctx.cancel.load(std::sync::atomic::Ordering::Relaxed) {
+            "Search was cancelled.".to_string()
         } else {
-            ("lines", "")
+            format!("Search timed out {what}; try again with fewer words or a narrower path.")
         };
-        let picked = pick_lines(&lines, c.start, c.is_definition(), &query_terms);
-        let mut hit = Map::new();
-        hit.insert("file".into(), json!(f.path));
-        hit.insert("start".into(), json!(c.start));
-        hit.insert("end".into(), json!(c.end));
-        hit.insert("kind".into(), json!(kind));
-        if !name.is_empty() {
-            hit.insert("name".into(), json!(name));
-        }
-        hit.insert("score".into(), json!((h.score * 100.0).round() / 100.0));
-        hit.insert(
-            "lines".into(),
-            Value::Array(
-                picked
-                    .into_iter()
-                    .map(|(n, t)| json!({"line": n, "text": t}))
-                    .collect(),
-            ),
-        );
-        shown.push(Value::Object(hit));
-    }
+        let elapsed = started.elapsed().as_millis() as u64;
+        ToolResult::error(args, ErrorCode::Timeout, msg, elapsed)
+    };
+    let busy = "waiting for the index (another search of this project held it)";
+    let Some((handle, refresh)) = index::open(ws, ctx.deadline, &ctx.cancel) else {
+        return stopped(busy);
+    };
+    let Some(index) = index::lock_until(&handle, ctx.deadline, &ctx.cancel) else {
+        return stopped(busy);
+    };
+    let q = rank::parse(&req.query);
+    let Some(hits) = rank::search_until(&index, &q, req.limit, under.as_deref(), ctx.deadline)
+    else {
+        return stopped("ranking the index");
+    };
+    let query_terms: Vec<String> = q.terms.iter().map(|t| t.term.clone()).collect();
+    let shown = show_hits(ctx, &index, &hits, &query_terms);
     let cov = &index.coverage;
     let mut data = Map::new();
     let n = shown.len();
@@ -206,13 +184,18 @@ fn search(ctx: &ToolContext, args: &Value) -> ToolResult {
         data.insert("files_over_limit".into(), json!(cov.over_limit));
     }
     let elapsed = started.elapsed().as_millis() as u64;
-    let summary = format!(
+    let mut summary = format!(
         "{n} place{} for '{}' (index of {} files, {}).",
         if n == 1 { "" } else { "s" },
         shorten(&req.query, 200),
         cov.files,
         refresh.source
     );
+    if q.left_out > 0 {
+        summary.push_str(&left_out_note(&q));
+        data.insert("query_terms".into(), json!(query_terms));
+        data.insert("query_words_left_out".into(), json!(q.left_out));
+    }
     let result = if cov.complete() {
         ToolResult::success(args, data, summary, elapsed)
     } else {
@@ -234,6 +217,74 @@ fn search(ctx: &ToolContext, args: &Value) -> ToolResult {
     result
         .with_stat("files_read", refresh.read as u64)
         .with_stat("index_ms", refresh.ms)
+}
+
+/// Each ranked place as the model sees it: its range, what it defines, and its definition line
+/// and best-matching lines, read from the file now (a place whose lines are gone is left out).
+fn show_hits(
+    ctx: &ToolContext,
+    index: &index::Index,
+    hits: &[rank::Hit],
+    query_terms: &[String],
+) -> Vec<Value> {
+    let mut shown = Vec::new();
+    // Each file is read once, through the workspace, however many of its places rank.
+    let mut texts: HashMap<&str, Option<String>> = HashMap::new();
+    for h in hits {
+        let f = &index.files[h.file];
+        let c = &f.chunks.chunks[h.chunk];
+        let text = texts
+            .entry(f.path.as_str())
+            .or_insert_with(|| index::read_text(&ctx.workspace, &f.path));
+        let Some(lines) = text.as_deref().and_then(|t| file_lines(t, c.start, c.end)) else {
+            continue;
+        };
+        let (kind, name) = if c.is_definition() && defines(&lines, c.start, &c.name) {
+            (c.kind_name(), c.name.as_str())
+        } else if c.kind_name() == "part" {
+            ("part", c.name.as_str())
+        } else {
+            ("lines", "")
+        };
+        let picked = pick_lines(&lines, c.start, c.is_definition(), query_terms);
+        let mut hit = Map::new();
+        hit.insert("file".into(), json!(f.path));
+        hit.insert("start".into(), json!(c.start));
+        hit.insert("end".into(), json!(c.end));
+        hit.insert("kind".into(), json!(kind));
+        if !name.is_empty() {
+            hit.insert("name".into(), json!(name));
+        }
+        hit.insert("score".into(), json!((h.score * 100.0).round() / 100.0));
+        hit.insert(
+            "lines".into(),
+            Value::Array(
+                picked
+                    .into_iter()
+                    .map(|(n, t)| json!({"line": n, "text": t}))
+                    .collect(),
+            ),
+        );
+        shown.push(Value::Object(hit));
+    }
+    shown
+}
+
+/// What a query too long to read whole says: where reading stopped and how much was left.
+fn left_out_note(q: &rank::Query) -> String {
+    let quote = |w: &Option<String>| shorten(w.as_deref().unwrap_or(""), 40);
+    let read = match &q.last_read {
+        Some(_) => format!("up to the word '{}'", quote(&q.last_read)),
+        None => "none of its words".to_string(),
+    };
+    format!(
+        " The query is too long: Search read {read} ({} terms, listed in data.query_terms; at most {} characters and {} terms are read) and left out the {} words from '{}' on. Ask with a few words instead.",
+        q.terms.len(),
+        rank::MAX_QUERY_CHARS,
+        rank::MAX_QUERY_TERMS,
+        q.left_out,
+        quote(&q.first_left_out),
+    )
 }
 
 /// `text` itself when it has at most `max` characters, else its first `max` and an ellipsis.

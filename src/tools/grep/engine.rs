@@ -243,13 +243,13 @@ mod tests {
     fn catastrophic_backtracking_gives_up_quickly() {
         let engine = build(r"^(\w+\s?)*$(?<=x)", true).unwrap();
         let line = format!("{}!", "aaaa ".repeat(40));
-        let started = std::time::Instant::now();
         let Engine::Fancy(m) = &engine else {
             panic!("expected the fallback")
         };
+        // The work is bounded by the backtrack limit it gave up at, not by a clock (a time
+        // assertion fails on a loaded machine).
         assert!(m.is_match(line.as_bytes()).is_err());
         assert!(engine.gave_up());
-        assert!(started.elapsed() < std::time::Duration::from_secs(2));
     }
 
     #[test]

@@ -468,7 +468,7 @@ mod tests {
         assert_eq!(r.data.get("unreadable"), None);
         assert_eq!(r.status, crate::tools::envelope::ToolStatus::Partial);
         assert!(
-            r.text.ends_with(" 1 file(s) were searched only up to a line longer than 1 MiB ('big.txt'); matches from that line on were not looked for (the rest of the file was skipped)."),
+            r.text.ends_with(" 1 file(s) were searched only up to a line longer than 1 MiB ('big.txt' line 2); that line and the rest of the file were not searched, so matches there are not listed."),
             "{}",
             r.text
         );
@@ -479,6 +479,11 @@ mod tests {
         assert_eq!(matches(&r), vec![]);
         assert_eq!(r.status, crate::tools::envelope::ToolStatus::Partial);
         assert_eq!(r.data["long_line_files"], json!(["one.txt"]));
+        assert_eq!(
+            r.data["long_lines"],
+            json!([{"file": "one.txt", "line": 1}])
+        );
+        assert!(r.text.contains("('one.txt' line 1)"), "{}", r.text);
         let plain = GrepTool.run(&ctx, &json!({"pattern": "hit", "path": "small.txt"}));
         assert_eq!(plain.data.get("skipped_long_lines"), None);
     }

@@ -274,7 +274,7 @@ fn counts(
 fn skipped_notes(
     data: &mut Map<String, Value>,
     text: &mut String,
-    long_line_files: &[String],
+    long_line_files: &[(String, u64)],
     unreadable: u64,
     refused_ignore_files: u64,
 ) {
@@ -283,18 +283,24 @@ fn skipped_notes(
     let skipped_long_lines = long_line_files.len();
     if skipped_long_lines > 0 {
         data.insert("skipped_long_lines".into(), Value::from(skipped_long_lines));
-        let named: Vec<&String> = long_line_files.iter().take(MAX_NAMED_FILES).collect();
-        data.insert("long_line_files".into(), json!(named));
+        let named = &long_line_files[..skipped_long_lines.min(MAX_NAMED_FILES)];
+        let files: Vec<&String> = named.iter().map(|(f, _)| f).collect();
+        data.insert("long_line_files".into(), json!(files));
+        let lines: Vec<Value> = named
+            .iter()
+            .map(|(f, line)| json!({"file": f, "line": line}))
+            .collect();
+        data.insert("long_lines".into(), Value::from(lines));
         let mut shown = named
             .iter()
-            .map(|f| format!("'{f}'"))
+            .map(|(f, line)| format!("'{f}' line {line}"))
             .collect::<Vec<_>>()
             .join(", ");
         if skipped_long_lines > named.len() {
             shown.push_str(&format!(" and {} more", skipped_long_lines - named.len()));
         }
         text.push_str(&format!(
-            " {skipped_long_lines} file(s) were searched only up to a line longer than {} MiB ({shown}); matches from that line on were not looked for (the rest of the file was skipped).",
+            " {skipped_long_lines} file(s) were searched only up to a line longer than {} MiB ({shown}); that line and the rest of the file were not searched, so matches there are not listed.",
             HEAP_LIMIT >> 20
         ));
     }

@@ -30,8 +30,8 @@ pub(crate) struct Found {
     /// too long to open).
     pub(crate) unreadable: u64,
     /// Files whose search stopped at a line longer than the line limit ([`HEAP_LIMIT`]), by
-    /// path, sorted.
-    pub(crate) long_line_files: Vec<String>,
+    /// path, sorted, each with the number of that line.
+    pub(crate) long_line_files: Vec<(String, u64)>,
     /// Ignore files not read (symlinks, special files, too big): their rules were not applied.
     pub(crate) refused_ignore_files: u64,
 }
@@ -167,15 +167,19 @@ fn search_file(
     shared.searched.fetch_add(1, Ordering::Relaxed);
     let mut sink = FileSink::new(req.mode, shared.limit, req.after);
     let mut keys = crate::redact::PrivateKeyLines::default();
-    let reader = Guarded {
+    let mut reader = Guarded {
         inner: file,
         ctx,
         keys: &mut keys,
+        newlines: 0,
     };
     let outcome = match engine {
-        Engine::Plain(m) => searcher.search_reader(m, reader, &mut sink),
-        Engine::Fancy(m) => searcher.search_reader(m, reader, &mut sink),
+        Engine::Plain(m) => searcher.search_reader(m, &mut reader, &mut sink),
+        Engine::Fancy(m) => searcher.search_reader(m, &mut reader, &mut sink),
     };
+    // The searcher reads on only while the line it holds has no end: every newline it was given
+    // ends a line before the one it gave up on.
+    let stopped_at = reader.newlines + 1;
     if let Err(e) = outcome {
         if e.kind() == io::ErrorKind::TimedOut {
             let why = ctx.interrupted().unwrap_or(Interrupt::Deadline);
@@ -192,7 +196,7 @@ fn search_file(
         }
         // The hits before the long line still count.
         let mut long = shared.long_lines.lock().unwrap_or_else(|e| e.into_inner());
-        long.push(rel.clone());
+        long.push((rel.clone(), stopped_at));
     }
     if sink.binary || sink.count == 0 && sink.hits.is_empty() {
         return Visit::Continue;
@@ -252,7 +256,7 @@ struct Shared {
     searched: AtomicU64,
     interrupted: Mutex<Option<Interrupt>>,
     io_errors: AtomicU64,
-    long_lines: Mutex<Vec<String>>,
+    long_lines: Mutex<Vec<(String, u64)>>,
     /// The fallback engine hit its backtrack limit: the search stops.
     gave_up: AtomicBool,
 }
@@ -297,6 +301,8 @@ struct Guarded<'a, R> {
     inner: R,
     ctx: &'a ToolContext,
     keys: &'a mut crate::redact::PrivateKeyLines,
+    /// Newlines handed to the searcher so far.
+    newlines: u64,
 }
 
 impl<R: Read> Read for Guarded<'_, R> {
@@ -306,6 +312,7 @@ impl<R: Read> Read for Guarded<'_, R> {
         }
         let n = self.inner.read(buf)?;
         self.keys.feed(&buf[..n]);
+        self.newlines += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
         Ok(n)
     }
 }
