@@ -63,6 +63,9 @@ pub const STATUS_FIELD: &str = "status";
 /// The statuses an answer may give in outrider's `status` field.
 pub const ANSWER_STATUSES: [&str; 4] = ["completed", "partial", "not_found", "failed"];
 
+/// The most violations of one answer that are listed (the rest are counted).
+const MAX_VIOLATIONS: usize = 20;
+
 /// What an `evidence` field must hold, as the child and the caller are told.
 const EVIDENCE_RULE: &str =
     "is required: a list of \"relative/path:line\" strings, each a line you saw in this run";
@@ -427,6 +430,15 @@ impl OutputSchema {
                 (SubagentStatus::Partial, None)
             }
         };
+        // An answer with thousands of bad items is told (and kept) the first few of them.
+        if found.len() > MAX_VIOLATIONS {
+            let more = found.len() - MAX_VIOLATIONS;
+            found.truncate(MAX_VIOLATIONS);
+            found.push(SchemaViolation {
+                path: String::new(),
+                message: format!("and {more} more violation(s) like these"),
+            });
+        }
         let (value, host) = match validated {
             Some((map, host)) if found.is_empty() => (map, host),
             _ => (object, None),
@@ -752,6 +764,14 @@ mod tests {
         assert_eq!(bad.value, obj(json!({"routes": [{"p": 1}]})));
         assert_eq!(bad.status, SubagentStatus::Partial);
         assert!(bad.notes[0].starts_with("outrider: the answer does not fit Routes: routes.0"));
+        let many = s.check(&obj(
+            json!({"routes": vec![json!({}); 500], "evidence": []}),
+        ));
+        assert_eq!(many.violations.len(), MAX_VIOLATIONS + 1);
+        assert_eq!(
+            many.schema_errors().last().unwrap(),
+            "and 480 more violation(s) like these"
+        );
         let not_strings = s.check(&obj(json!({"routes": [], "evidence": [3]})));
         assert_eq!(not_strings.violations.len(), 1, "{not_strings:?}");
         assert_eq!(not_strings.violations[0].path, "evidence.0");
