@@ -21,14 +21,20 @@ import outrider
 from outrider.testing import ScriptedLLM, call
 
 READ = [call("Read", path="src/app.py")]
-TASK_ARGS = {"description": "Find it", "prompt": "What does main return?", "subagent_type": "explore"}
+TASK_ARGS = {
+    "description": "Find it",
+    "prompt": "What does main return?",
+    "subagent_type": "explore",
+}
 
 
 @pytest.fixture
 def repo(tmp_path: pathlib.Path) -> pathlib.Path:
     root = tmp_path / "repo"
     (root / "src").mkdir(parents=True)
-    (root / "src/app.py").write_text("def main():\n    return helper()\n\ndef helper():\n    return 1\n")
+    (root / "src/app.py").write_text(
+        "def main():\n    return helper()\n\ndef helper():\n    return 1\n"
+    )
     return root
 
 
@@ -67,12 +73,16 @@ def test_a_model_without_evidence_is_taken_and_the_evidence_kept_beside_it(
     assert result.evidence == ["src/app.py:1-5"]
     assert result.schema_errors == []
     system = llm.requests[0]["messages"][0]["content"]
-    assert '"evidence":{"type":"array"' in system and '"required":["answer","functions","evidence"]' in system
+    assert (
+        '"evidence":{"type":"array"' in system
+        and '"required":["answer","functions","evidence"]' in system
+    )
     data = result.to_dict()
     assert data["evidence"] == ["src/app.py:1-5"] and data["result"] == {
         "answer": "1",
         "functions": ["main", "helper"],
     }
+    assert "`src/app.py:1-5`" in result._repr_markdown_()
     back = outrider.SubagentLaunchResult.from_dict(data)
     assert back.evidence == ["src/app.py:1-5"]
     assert back.output(Brief) == result.result
@@ -81,7 +91,11 @@ def test_a_model_without_evidence_is_taken_and_the_evidence_kept_beside_it(
 def test_a_json_schema_without_evidence_is_taken_too_and_evidence_is_still_grounded(
     repo: pathlib.Path,
 ) -> None:
-    schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    schema = {
+        "type": "object",
+        "properties": {"answer": {"type": "string"}},
+        "required": ["answer"],
+    }
     unseen = answer(answer="1", evidence=["src/app.py:99"])
     llm = ScriptedLLM([READ, unseen, unseen])
     result = launcher(repo, llm).launch(outrider.SubagentRequest("x"), output_schema=schema)
@@ -90,7 +104,9 @@ def test_a_json_schema_without_evidence_is_taken_too_and_evidence_is_still_groun
     # Not given at all: refused by name, then kept as partial, never completed.
     llm = ScriptedLLM([READ, answer(answer="1"), answer(answer="1")])
     result = launcher(repo, llm).launch(outrider.SubagentRequest("x"), output_schema=schema)
-    assert users(llm)[-1].startswith("Return only a valid output_schema JSON object: evidence: is required")
+    assert users(llm)[-1].startswith(
+        "Return only a valid output_schema JSON object: evidence: is required"
+    )
     assert result.status == "partial" and result.result == {"answer": "1"}
 
 
@@ -106,8 +122,15 @@ def test_an_answer_that_never_fits_is_partial_with_the_raw_object_and_the_errors
     assert result.evidence == ["src/app.py:1"]
     assert [e.split(":")[0] for e in result.schema_errors] == ["answer", "functions"]
     assert result.error is not None and "does not fit Brief" in result.error
-    with pytest.raises(outrider.ResultError, match=r"did not fit Brief .*\.result holds the object"):
+    with pytest.raises(
+        outrider.ResultError, match=r"did not fit Brief .*\.result holds the object"
+    ):
         result.output(Brief)
+    shown = result._repr_markdown_()
+    assert (
+        "did not fit Brief after the gate's retries" in shown
+        and "**Does not fit the schema**" in shown
+    )
     # The parent's envelope keeps it too: success with the errors, never INTERNAL_ERROR.
     task = outrider.TaskTool(launcher(repo, ScriptedLLM([READ, bad, bad])), output_schema=Brief)
     envelope = task.run(TASK_ARGS)
@@ -158,15 +181,18 @@ def test_the_http_client_answers_a_schema_without_evidence(repo: pathlib.Path) -
         ],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
     }
-    final = completion(answer(answer="1", functions=["main"], evidence=["src/app.py:1"], status="partial"))
+    final = completion(
+        answer(answer="1", functions=["main"], evidence=["src/app.py:1"], status="partial")
+    )
     with scripted([read, final]) as server:
         client = outrider.OpenAICompatible(model="m", base_url=f"{server.base}/v1", api_key="k")
         result = launcher(repo, client).launch(outrider.SubagentRequest("x"), output_schema=Brief)
     assert result.status == "partial", result
     assert result.result == Brief(answer="1", functions=["main"])
     assert result.evidence == ["src/app.py:1"]
-    assert '"status":{"enum":["completed","partial","not_found","failed"]' in (
-        server.bodies[0]["messages"][0]["content"]
+    assert (
+        '"status":{"enum":["completed","partial","not_found","failed"]'
+        in (server.bodies[0]["messages"][0]["content"])
     )
 
 
@@ -331,7 +357,9 @@ def test_a_retracted_fenced_draft_does_not_beat_the_final_answer(repo: pathlib.P
         [
             READ,
             "```json\n" + answer(answer="2", functions=[], evidence=["src/app.py:1"]) + "\n```\n"
-            "```json\n" + answer(answer="1", functions=["main"], evidence=["src/app.py:1"]) + "\n```",
+            "```json\n"
+            + answer(answer="1", functions=["main"], evidence=["src/app.py:1"])
+            + "\n```",
             answer(answer="1", functions=["main"], evidence=["src/app.py:1"]),
         ]
     )
