@@ -366,3 +366,19 @@ def test_a_retracted_fenced_draft_does_not_beat_the_final_answer(repo: pathlib.P
     result = launcher(repo, llm).launch(outrider.SubagentRequest("x"), output_schema=Brief)
     assert "found 2 JSON objects" in users(llm)[-1]
     assert result.result == Brief(answer="1", functions=["main"])
+
+
+def test_a_wrap_up_answer_that_does_not_fit_is_kept_too(repo: pathlib.Path) -> None:
+    # Out of steps, the child's last (tool-less) answer does not fit: it stands as partial, as
+    # written, with its errors (it used to end with no result at all).
+    short = outrider.EXPLORE_PROFILE.replace(name="short", max_steps=1)
+    llm = ScriptedLLM([READ, answer(answer=1, functions=["main"], evidence=["src/app.py:1"])])
+    result = launcher(repo, llm, profiles=[short]).launch(
+        outrider.SubagentRequest("x", profile_name="short"), output_schema=Brief
+    )
+    llm.assert_complete()
+    assert result.status == "partial", result
+    assert result.terminal_reason == "max_steps"
+    assert result.result == {"answer": 1, "functions": ["main"]}
+    assert result.schema_errors and result.schema_errors[0].startswith("answer: ")
+    assert result.evidence == ["src/app.py:1"]

@@ -148,7 +148,17 @@ async fn parse_custom(
     match checked {
         Ok(Ok(checked)) if checked.fits() => Ok((ParsedResult::Custom(checked), repair)),
         Ok(Ok(checked)) => Err(Unparsed::Misfit(ParsedResult::Custom(checked), repair)),
-        _ => {
+        Ok(Err(_)) => {
+            // The checking thread ended without an answer: a validator that panicked.
+            let why = format!(
+                "checking the answer against {} stopped without a verdict (its validator panicked)",
+                crate::pyjson::py_repr_str(schema.name())
+            );
+            let mut raw = schema.unchecked(&map, &why);
+            raw.notes.push(format!("outrider: {why}"));
+            Err(Unparsed::Misfit(ParsedResult::Custom(raw), repair))
+        }
+        Err(_) => {
             let why = format!(
                 "checking the answer against {} did not finish within the run's time limit: its validator is slow or never returns (it is left to finish on its own thread)",
                 crate::pyjson::py_repr_str(schema.name())
