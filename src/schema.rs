@@ -142,10 +142,19 @@ pub(crate) struct JsonSchemaValidator {
 
 impl JsonSchemaValidator {
     /// Compile `schema`; an invalid schema is refused with the validator's reason.
+    /// Its `pattern`s run on the linear-time `regex` engine when they can (an answer cannot
+    /// drive one into backtracking); a pattern that needs more (look-around, back-references)
+    /// runs on `fancy-regex`, whose backtracking is bounded per match.
     pub(crate) fn new(schema: &Value) -> Result<Self, Error> {
-        let validator = jsonschema::options()
-            .build(schema)
-            .map_err(|e| Error::config(UNTITLED, format!("is not a valid JSON schema: {e}")))?;
+        let linear = jsonschema::options()
+            .with_pattern_options(jsonschema::PatternOptions::regex())
+            .build(schema);
+        let validator = match linear {
+            Ok(v) => v,
+            Err(_) => jsonschema::options()
+                .build(schema)
+                .map_err(|e| Error::config(UNTITLED, format!("is not a valid JSON schema: {e}")))?,
+        };
         Ok(JsonSchemaValidator { validator })
     }
 }
@@ -161,15 +170,28 @@ fn dotted(pointer: &str) -> String {
 }
 
 impl AnswerValidator for JsonSchemaValidator {
+    /// Stops at the first violations past those listed, or when the run's time is up (each
+    /// `pattern` match is bounded by the regex engine's backtracking limit, but an answer of
+    /// thousands of strings would still take minutes).
     fn validate(&self, answer: &Value) -> Result<Validated, Vec<SchemaViolation>> {
-        let found: Vec<SchemaViolation> = self
-            .validator
-            .iter_errors(answer)
-            .map(|e| SchemaViolation {
+        let give_up = VALIDATING.with(|v| v.borrow().as_ref().and_then(|(_, by)| *by));
+        let mut found = Vec::new();
+        for e in self.validator.iter_errors(answer) {
+            found.push(SchemaViolation {
                 path: dotted(e.instance_path().as_str()),
                 message: e.to_string(),
-            })
-            .collect();
+            });
+            if found.len() > MAX_VIOLATIONS {
+                break;
+            }
+            if give_up.is_some_and(|by| std::time::Instant::now() >= by) {
+                found.push(SchemaViolation {
+                    path: String::new(),
+                    message: "the rest was not checked: the run's time ran out".into(),
+                });
+                break;
+            }
+        }
         if found.is_empty() {
             Ok(Validated {
                 value: answer.clone(),
@@ -191,16 +213,17 @@ impl AnswerValidator for JsonSchemaValidator {
 }
 
 thread_local! {
-    /// The schema this thread is checking an answer against, while it does.
-    static VALIDATING: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// The schema this thread is checking an answer against, while it does, and when the
+    /// run's time is up.
+    static VALIDATING: RefCell<Option<(String, Option<std::time::Instant>)>> = const { RefCell::new(None) };
 }
 
 /// Marks the current thread as checking an answer against `name` until dropped.
 struct Validating;
 
 impl Validating {
-    fn start(name: &str) -> Self {
-        VALIDATING.with(|v| *v.borrow_mut() = Some(name.to_string()));
+    fn start(name: &str, by: Option<std::time::Instant>) -> Self {
+        VALIDATING.with(|v| *v.borrow_mut() = Some((name.to_string(), by)));
         Validating
     }
 }
@@ -214,7 +237,7 @@ impl Drop for Validating {
 /// The name of the schema the current thread is checking an answer against, when it is inside
 /// a caller's validator (which runs while its child waits for it).
 pub fn validator_running() -> Option<String> {
-    VALIDATING.with(|v| v.borrow().clone())
+    VALIDATING.with(|v| v.borrow().as_ref().map(|(name, _)| name.clone()))
 }
 
 /// The refusal of a launch from inside a caller's validator: the child that waits for the
@@ -357,7 +380,17 @@ impl OutputSchema {
     /// validators made of them), else the answer's. Slow or hanging validators are the caller's
     /// to bound: the runner calls this on a thread of its own.
     pub fn check(&self, answer: &Map<String, Value>) -> CustomResult {
-        let _marked = Validating::start(&self.name);
+        self.check_until(answer, None)
+    }
+
+    /// [`OutputSchema::check`], the core's own validator giving up at `by` (a host's validator
+    /// is the host's to bound).
+    pub fn check_until(
+        &self,
+        answer: &Map<String, Value>,
+        by: Option<std::time::Instant>,
+    ) -> CustomResult {
+        let _marked = Validating::start(&self.name, by);
         let mut found = Vec::new();
         let mut object = answer.clone();
         let own_evidence = if self.declares_evidence {
@@ -432,11 +465,12 @@ impl OutputSchema {
         };
         // An answer with thousands of bad items is told (and kept) the first few of them.
         if found.len() > MAX_VIOLATIONS {
-            let more = found.len() - MAX_VIOLATIONS;
             found.truncate(MAX_VIOLATIONS);
             found.push(SchemaViolation {
                 path: String::new(),
-                message: format!("and {more} more violation(s) like these"),
+                message: format!(
+                    "and more violations like these (only the first {MAX_VIOLATIONS} are listed)"
+                ),
             });
         }
         let (value, host) = match validated {
@@ -770,7 +804,7 @@ mod tests {
         assert_eq!(many.violations.len(), MAX_VIOLATIONS + 1);
         assert_eq!(
             many.schema_errors().last().unwrap(),
-            "and 480 more violation(s) like these"
+            "and more violations like these (only the first 20 are listed)"
         );
         let not_strings = s.check(&obj(json!({"routes": [], "evidence": [3]})));
         assert_eq!(not_strings.violations.len(), 1, "{not_strings:?}");
@@ -834,6 +868,30 @@ mod tests {
     }
 
     #[test]
+    fn patterns_run_linear_when_they_can_and_look_around_still_works() {
+        let s = |pattern: &str| {
+            OutputSchema::from_json_schema(&json!({
+                "type": "object",
+                "properties": {"names": {"type": "array", "items": {"type": "string", "pattern": pattern}}}
+            }))
+            .unwrap()
+        };
+        let names = |v: Value| obj(json!({"names": v, "evidence": []}));
+        // Look-around needs the backtracking engine: it is still honoured.
+        let ahead = s("^a+(?=b)");
+        assert!(ahead.check(&names(json!(["aab"]))).fits());
+        assert!(!ahead.check(&names(json!(["aa!"]))).fits());
+        // A nested quantifier on a long non-match is linear, not exponential: a budget of
+        // thousands of such strings is checked at once.
+        let nested = s("^(a+)+$");
+        let many: Vec<String> = (0..2000)
+            .map(|i| format!("{}!{i}", "a".repeat(40)))
+            .collect();
+        let r = nested.check(&names(json!(many)));
+        assert_eq!(r.violations.len(), MAX_VIOLATIONS + 1);
+    }
+
+    #[test]
     fn a_root_reference_is_followed_for_the_declared_fields() {
         let s = OutputSchema::from_json_schema(&json!({
             "$ref": "#/$defs/Node",
@@ -882,7 +940,7 @@ mod tests {
         assert!(s.prompt().contains("(Routes)") && s.prompt().contains("\"$defs\""));
         assert!(refuse_inside_validator().is_ok());
         {
-            let _marked = Validating::start("Routes");
+            let _marked = Validating::start("Routes", None);
             let e = refuse_inside_validator().unwrap_err().to_string();
             assert!(
                 e.starts_with(

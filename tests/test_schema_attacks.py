@@ -293,6 +293,31 @@ def test_a_validator_that_sleeps_ends_the_launch_at_its_limit_with_the_reason(
     assert result.error is not None and "did not finish" in result.error
 
 
+def test_a_pattern_driven_into_backtracking_ends_the_launch_at_its_limit(
+    repo: pathlib.Path,
+) -> None:
+    # A back-reference needs the backtracking engine: each of these strings costs it about a
+    # million steps before it gives up, so checking them all takes far longer than the limit.
+    schema = {
+        "type": "object",
+        "properties": {
+            "names": {"type": "array", "items": {"type": "string", "pattern": r"(a*)*\1b"}},
+            # declared, so the case ran before outrider stopped requiring it
+            "evidence": {"type": "array", "items": {"type": "string"}},
+        },
+    }
+    names = [f"{'a' * 25}!{i}" for i in range(100)]
+    quick = outrider.EXPLORE_PROFILE.replace(name="quick", timeout_seconds=2)
+    llm = ScriptedLLM([READ, answer(names=names, evidence=["src/app.py:1"])])
+    started = time.monotonic()
+    result = launcher(repo, llm, profiles=[quick]).launch(
+        outrider.SubagentRequest("x", profile_name="quick"), output_schema=schema
+    )
+    assert time.monotonic() - started < 8, time.monotonic() - started
+    assert (result.status, result.terminal_reason) == ("partial", "timeout"), result
+    assert result.error is not None and "did not finish within the run's time limit" in result.error
+
+
 def test_a_validator_that_launches_on_its_own_launcher_is_refused_not_deadlocked(
     repo: pathlib.Path,
 ) -> None:

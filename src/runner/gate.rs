@@ -132,7 +132,7 @@ async fn parse_custom(
     let spawned = std::thread::Builder::new()
         .name("outrider-validate".into())
         .spawn(move || {
-            let _ = tx.send(checker.check(&answer));
+            let _ = tx.send(checker.check_until(&answer, Some(validate_by)));
         });
     let checked = match spawned {
         Ok(_) => tokio::time::timeout_at(validate_by.into(), rx).await,
