@@ -407,3 +407,15 @@ def test_a_wrap_up_answer_that_does_not_fit_is_kept_too(repo: pathlib.Path) -> N
     assert result.result == {"answer": 1, "functions": ["main"]}
     assert result.schema_errors and result.schema_errors[0].startswith("answer: ")
     assert result.evidence == ["src/app.py:1"]
+
+
+def test_aliased_fields_round_trip_as_the_child_was_told(repo: pathlib.Path) -> None:
+    class Aliased(pydantic.BaseModel):
+        file_name: str = pydantic.Field(alias="fileName")
+
+    llm = ScriptedLLM([READ, answer(fileName="src/app.py", evidence=["src/app.py:1"])])
+    result = launcher(repo, llm).launch(outrider.SubagentRequest("x"), output_schema=Aliased)
+    assert result.status == "completed", result
+    assert result.to_dict()["result"] == {"fileName": "src/app.py"}
+    again = outrider.SubagentLaunchResult.from_dict(result.to_dict())
+    assert again.output(Aliased).file_name == "src/app.py"

@@ -74,15 +74,17 @@ fn violations(py: Python<'_>, err: &PyErr) -> Vec<SchemaViolation> {
         .collect()
 }
 
-/// The instance that passed, and its JSON form (`model_dump(mode="json")`): what the gate
-/// checks is what the caller gets.
+/// The instance that passed, and its JSON form (`model_dump(mode="json", by_alias=True)`): what
+/// the gate checks is what the caller gets.
 fn validated(
     py: Python<'_>,
     instance: Bound<'_, PyAny>,
 ) -> Result<Validated, Vec<SchemaViolation>> {
     let kwargs = PyDict::new(py);
+    // By alias, as the schema the child was told names the fields.
     let dumped = kwargs
         .set_item("mode", "json")
+        .and_then(|()| kwargs.set_item("by_alias", true))
         .and_then(|()| instance.call_method("model_dump", (), Some(&kwargs)))
         .and_then(|d| to_json(&d, "model_dump()"));
     match dumped {
