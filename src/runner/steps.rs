@@ -246,6 +246,15 @@ impl RuntimeRunner {
                 self.refused(step, st, plan, retries, text, refusal)
             }
             Gate::TimedOut(raw, repair, why) => {
+                let blocks = retries.gate_blocks + retries.explore_blocks + 1;
+                let feedback = crate::redact::redact_cow(&why);
+                self.trace.emit(
+                    step,
+                    &event::GateVerdict::Fail {
+                        feedback: &feedback,
+                        blocks,
+                    },
+                );
                 st.messages.push(Message::Assistant {
                     content: text.clone(),
                     tool_calls: vec![],
