@@ -41,8 +41,8 @@ pub use crate::pyjson::{py_repr_str, Json};
 pub use crate::redact::{redact_str, register_secret};
 pub use crate::runner::outcome::ParsedResult;
 pub use crate::schema::{
-    AnswerValidator, CustomResult, OutputSchema, SchemaViolation,
-    EXPECTED as OUTPUT_SCHEMA_EXPECTED,
+    refuse_inside_validator, validator_running, AnswerValidator, CustomResult, HostObject,
+    OutputSchema, SchemaViolation, Validated, EXPECTED as OUTPUT_SCHEMA_EXPECTED,
 };
 pub use crate::tools::envelope::{to_pretty_json, ToolResult};
 pub use crate::tools::run::{run_tool, run_tool_blocking, tool_schemas, ToolArgs};

@@ -112,10 +112,22 @@ pub(crate) fn repair_object(
         Ok(v) => return Ok((v, None)),
         Err(e) => e,
     };
-    for block in fenced_blocks(raw) {
-        if let Ok(v) = parse_object(contract, block) {
-            return Ok((v, Some(Repair::Fence)));
-        }
+    // The one object in a code fence. Several (a draft and its correction, a retracted
+    // `completed` and the final `partial`) are as ambiguous as several bare objects, and so is
+    // a fenced one beside another object outside the fences: neither is taken on its place.
+    let mut fenced: Vec<Json> = fenced_blocks(raw)
+        .into_iter()
+        .filter_map(|block| parse_object(contract, block).ok())
+        .collect();
+    if !fenced.is_empty() {
+        let outside = embedded_objects(&fence_regex().replace_all(raw, " "))
+            .into_iter()
+            .filter(|o| !matches!(o, Json::Object(items) if items.is_empty()))
+            .count();
+        return match (fenced.pop(), fenced.len() + outside) {
+            (Some(v), 0) => Ok((v, Some(Repair::Fence))),
+            (_, others) => Err(ambiguous(contract, others + 1, raw)),
+        };
     }
     let objects = embedded_objects(raw);
     match objects.len() {
@@ -166,13 +178,18 @@ pub(crate) fn repair_object(
                 None => Err(strict_err),
             }
         }
-        n => Err(ContractError::single(
-            contract,
-            format!("found {n} JSON objects in the answer; expected exactly one"),
-            "ambiguous",
-            Json::Str(raw.to_string()),
-        )),
+        n => Err(ambiguous(contract, n, raw)),
     }
+}
+
+/// The refusal of an answer holding `n` JSON objects where one is expected.
+fn ambiguous(contract: &'static str, n: usize, raw: &str) -> ContractError {
+    ContractError::single(
+        contract,
+        format!("found {n} JSON objects in the answer; expected exactly one (the final answer alone, no drafts)"),
+        "ambiguous",
+        Json::Str(raw.to_string()),
+    )
 }
 
 /// `text` with every `"` inside a string that does not end it escaped, when there is one: a
@@ -313,12 +330,17 @@ fn string_is_key(rest: &str) -> bool {
     false
 }
 
-fn fenced_blocks(text: &str) -> Vec<&str> {
+/// A markdown code fence and its body.
+fn fence_regex() -> &'static Regex {
     static FENCE: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
-    let re = FENCE.get_or_init(|| {
+    FENCE.get_or_init(|| {
         Regex::new(r"(?s)```[A-Za-z0-9_-]*[ \t]*\r?\n?(.*?)```").expect("valid fence regex")
-    });
-    re.captures_iter(text)
+    })
+}
+
+fn fenced_blocks(text: &str) -> Vec<&str> {
+    fence_regex()
+        .captures_iter(text)
         .filter_map(|c| c.get(1).map(|m| m.as_str()))
         .collect()
 }
@@ -1227,6 +1249,38 @@ mod tests {
                 .violations[0]
                 .kind,
             "status_invalid"
+        );
+    }
+
+    #[test]
+    fn two_fenced_objects_are_as_ambiguous_as_two_bare_ones() {
+        // A retracted `completed` draft must not beat the final `partial` answer by coming first.
+        let draft = "{\"status\":\"completed\",\"summary\":\"done\"}";
+        let last = "{\"status\":\"partial\",\"summary\":\"not sure\"}";
+        let kind = |text: &str| {
+            ExploreResult::repair(text, ToolUsage::new(), "x")
+                .unwrap_err()
+                .violations[0]
+                .kind
+        };
+        let two = format!("Draft:\n```json\n{draft}\n```\nNo, wait:\n```json\n{last}\n```");
+        assert_eq!(kind(&two), "ambiguous");
+        let msg = ExploreResult::repair(&two, ToolUsage::new(), "x")
+            .unwrap_err()
+            .to_string();
+        assert!(msg.starts_with("found 2 JSON objects in the answer; expected exactly one"));
+        // A bare draft beside a fenced answer, either way round.
+        assert_eq!(kind(&format!("{draft}\n```json\n{last}\n```")), "ambiguous");
+        assert_eq!(
+            kind(&format!("```json\n{draft}\n```\nactually {last}")),
+            "ambiguous"
+        );
+        // One fenced object, with prose and an empty `{}` outside: taken.
+        let one = format!("The config is `{{}}`.\n```json\n{last}\n```");
+        let (r, repair) = ExploreResult::repair(&one, ToolUsage::new(), "x").unwrap();
+        assert_eq!(
+            (r.status, repair),
+            (SubagentStatus::Partial, Some(Repair::Fence))
         );
     }
 

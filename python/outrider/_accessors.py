@@ -54,17 +54,33 @@ def output(self: SubagentLaunchResult, cls: type[_T]) -> _T:
             f"output: the {self.profile_name!r} child has no result (status {self.status!r}, "
             f"{cause}: {self.error or 'no error message'})"
         )
+    if self.schema_errors:
+        raise ResultError(
+            f"output: the {self.profile_name!r} child's answer did not fit "
+            f"{self.output_schema or 'its output_schema'} (status {self.status!r}): "
+            f"{'; '.join(self.schema_errors)}; .result holds the object as it was written"
+        )
     # A result rebuilt from to_dict() or a pickle, or a JSON-schema child's dict, holds the
-    # object as data: a pydantic class validates it (its own rules, as at the launch).
+    # object as data: a pydantic class validates it (its own rules, as at the launch). The
+    # evidence the gate checked is kept beside it: an object whose validation now makes other
+    # evidence of it is refused, never handed back unchecked.
     validate = getattr(cls, "model_validate", None)
     if isinstance(result, dict) and callable(validate):
         try:
-            return cast(_T, validate(result))
+            value = validate(result)
         except Exception as error:  # pydantic.ValidationError, or the class's own error
             raise ResultError(
                 f"output: the {self.profile_name!r} child's result does not validate as "
                 f"{cls.__name__}: {error}"
             ) from error
+        evidence = getattr(value, "evidence", None)
+        if "evidence" in result and evidence != self.evidence:
+            raise ResultError(
+                f"output: validating the {self.profile_name!r} child's result as {cls.__name__} "
+                f"changed its evidence to {evidence!r}, which the gate never checked (it checked "
+                f"{self.evidence!r})"
+            )
+        return cast(_T, value)
     article = "an" if cls.__name__[:1].lower() in "aeiou" else "a"
     raise ResultError(
         f"output: the {self.profile_name!r} child returned a {type(result).__name__}, not "

@@ -142,10 +142,13 @@ class RuntimeProfile:
         """The caller's own result shape, in place of ``result_contract``'s: a pydantic model
         class or a JSON-schema dict, as given; None (default) for the contract's. The child is
         told the schema in its system prompt (in place of the prompt's ``Answer:`` paragraph),
+        with outrider's ``evidence`` (required, grounded) and ``status`` (``completed``,
+        ``partial``, ``not_found`` or ``failed``) beside its fields unless it declares them;
         the completion gate checks each final answer against it (with the same repairs and
-        ``gate_retries``), ``evidence`` stays required and grounded, and
-        :attr:`SubagentLaunchResult.result` is the class's instance (a dict for a JSON schema).
-        Pickling keeps the schema as a JSON-schema dict (a class is not kept)."""
+        ``gate_retries``), and :attr:`SubagentLaunchResult.result` is the class's instance that
+        passed (a dict for a JSON schema), the evidence in
+        :attr:`SubagentLaunchResult.evidence`. Pickling keeps the schema as a JSON-schema dict
+        (a class is not kept)."""
     @property
     def max_summary_chars(self) -> int | None:
         """The most characters of the summary the result keeps (100..1 000 000; None, the
@@ -481,8 +484,18 @@ class SubagentLaunchResult:
     @property
     def result(self) -> ExploreResult | VerificationResult | Any | None:
         """The validated answer: an :class:`ExploreResult` or :class:`VerificationResult`, or,
-        with an ``output_schema``, an instance of its pydantic class (built anew on each
-        access) or the validated dict; None when the child failed."""
+        with an ``output_schema``, the very instance of its pydantic class that passed the gate
+        (never validated again) or the validated dict; the object as the child wrote it (a
+        dict) when it did not fit (see :attr:`schema_errors`); None when the child failed."""
+    @property
+    def evidence(self) -> list[str]:
+        """The ``path:line`` items the answer cites, as the gate checked them, whatever its
+        shape: with an ``output_schema``, kept beside your object (which need not hold them)."""
+    @property
+    def schema_errors(self) -> list[str]:
+        """With an ``output_schema``: how the answer did not fit it after the gate's retries
+        (``result`` is then the object as written, the status not ``completed``); empty when it
+        fits."""
     @property
     def output_schema(self) -> str | None:
         """The name of the ``output_schema`` the result follows (its ``title``, a pydantic
@@ -761,7 +774,12 @@ class TaskTool:
     def subagent_types(self) -> list[str]: ...
     def openai_schema(self) -> dict[str, Any]: ...
     def anthropic_schema(self) -> dict[str, Any]: ...
-    def _run(self, args: Mapping[str, Any] | str, awaitable: bool) -> Any:
+    def _run(
+        self,
+        args: Mapping[str, Any] | str,
+        awaitable: bool,
+        output_schema: OutputSchema | None = None,
+    ) -> Any:
         """The native half of ``run``, ``run_json`` and ``run_async`` (``outrider._entry``)."""
 
 # Extended by outrider._entry.MainAgent, the class users get.

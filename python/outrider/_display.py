@@ -241,6 +241,11 @@ def partial_why(r: Any) -> str | None:
         return "some cited evidence was not found in the files, or not seen by the child"
     if r.status != "partial":
         return None
+    if getattr(r, "schema_errors", None):
+        return (
+            f"the child's answer did not fit {r.output_schema} after the gate's retries; the "
+            "result is the object as it was written"
+        )
     if r.terminal_reason in _RAN_OUT:
         return _RAN_OUT[r.terminal_reason]
     result = r.result
@@ -294,6 +299,10 @@ def launch_html(r: Any) -> str:
             )
         )
     parts.append(_result_body(r.result))
+    if getattr(r, "output_schema", None) is not None:
+        # Your object need not hold its evidence: it is kept beside it.
+        parts.append(_list("Evidence", list(r.evidence), code=True))
+        parts.append(_list("Does not fit the schema", list(r.schema_errors)))
     parts.append(
         _facts(
             [
@@ -641,6 +650,8 @@ def launch_md(r: Any) -> str:
         lines += _md_list("Evidence", result.evidence, code=True)
     elif (answer := custom_json(result)) is not None:
         lines += ["", f"**{_md(type(result).__name__)}:**", "", "```json", answer, "```"]
+        lines += _md_list("Evidence", r.evidence, code=True)
+        lines += _md_list("Does not fit the schema", r.schema_errors)
     tokens = str(r.token_usage) + (" (estimated)" if r.usage_estimated else "")
     lines += _md_facts(
         [

@@ -168,21 +168,29 @@ class TaskTool(_core.TaskTool):
 
     __slots__ = ()
 
-    def run(self, args: Mapping[str, Any] | str) -> TaskEnvelope:
+    def run(
+        self, args: Mapping[str, Any] | str, *, output_schema: OutputSchema | None = None
+    ) -> TaskEnvelope:
         """The envelope dict: ``success`` (a completed or partial answer), ``unverified`` (the
         child's evidence is not in the files: ``data.ungrounded_evidence`` lists it), or an error
-        (bad arguments give INVALID_PARAM, a failed child INTERNAL_ERROR); never an exception."""
-        envelope: TaskEnvelope = self._run(args, False)
+        (bad arguments give INVALID_PARAM, a failed child INTERNAL_ERROR); never an exception
+        for the model's arguments. ``output_schema`` makes this child answer in that shape, as
+        the constructor's option does for every child (a bad schema raises ConfigError)."""
+        envelope: TaskEnvelope = self._run(args, False, output_schema)
         return envelope
 
-    def run_json(self, args: Mapping[str, Any] | str) -> str:
+    def run_json(
+        self, args: Mapping[str, Any] | str, *, output_schema: OutputSchema | None = None
+    ) -> str:
         """The envelope as the tool message carries it: compact JSON (indent 2 with
         ``reference_format=True``), non-ASCII kept."""
-        return envelope_json(self, self._run(args, False))
+        return envelope_json(self, self._run(args, False, output_schema))
 
-    async def run_async(self, args: Mapping[str, Any] | str) -> TaskEnvelope:
+    async def run_async(
+        self, args: Mapping[str, Any] | str, *, output_schema: OutputSchema | None = None
+    ) -> TaskEnvelope:
         """``run`` from async code: the envelope dict; cancelling it cancels the child."""
-        envelope: TaskEnvelope = await self._run(args, True)
+        envelope: TaskEnvelope = await self._run(args, True, output_schema)
         return envelope
 
     # The frameworks are imported on first use (MissingExtraError names the extra when one is

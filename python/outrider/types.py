@@ -81,6 +81,12 @@ class TaskData(TypedDict, total=False):
     """The name of the ``output_schema`` the result follows, when one was used."""
     note: str
     """Why an ``output_schema`` result is not completed, when it is not."""
+    evidence: list[str]
+    """With an ``output_schema``: the ``path:line`` items the answer cites, kept beside the
+    object (which need not hold them)."""
+    schema_errors: list[str]
+    """With an ``output_schema``: how the answer did not fit it (``result`` is then the object
+    as written)."""
 
 
 class TaskError(ToolError, total=False):
@@ -219,8 +225,9 @@ callable)."""
 
 OutputSchema = type[Any] | Mapping[str, Any]
 """An ``output_schema``: a pydantic model class (answers checked by pydantic, returned as its
-instances) or a JSON-schema dict (checked by outrider's core, returned as dicts). Either must
-describe an object with an ``evidence`` list of ``"path:line"`` strings."""
+instances) or a JSON-schema dict (checked by outrider's core, returned as dicts), describing an
+object. The child answers your object with outrider's ``evidence`` (``"path:line"`` strings) and
+``status`` beside its fields; your schema need not declare them (one it declares is shared)."""
 
 
 class ModelSettings(TypedDict, total=False):

@@ -771,12 +771,17 @@ fn assemble(
     let status = launch_status(result.as_ref(), reason, &outcome);
     let failed = status == SubagentStatus::Failed;
     let error = launch_error(result.as_ref(), status, &outcome);
+    let kept = if failed { None } else { result };
+    let (evidence, schema_errors) = match &kept {
+        Some(ParsedResult::Custom(c)) => (Some(c.evidence.clone()), c.schema_errors()),
+        _ => (None, Vec::new()),
+    };
     SubagentLaunchResult {
         status,
         profile_name: profile.name.clone(),
         child_session_id: child_session_id.into(),
         child_run_id: CHILD_RUN_ID.into(),
-        result: if failed { None } else { result },
+        result: kept,
         model_used: route,
         model_name,
         task,
@@ -800,6 +805,8 @@ fn assemble(
         failure_reason: failed.then_some(reason),
         ungrounded_evidence: scrub_checks(outcome.ungrounded_evidence),
         output_schema: profile.output_schema.as_ref().map(|s| s.name().to_string()),
+        evidence,
+        schema_errors,
         schema: profile.output_schema.clone(),
     }
 }

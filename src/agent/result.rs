@@ -93,6 +93,14 @@ pub struct SubagentLaunchResult {
     /// class's name), when one was used; `result` is then the answer object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<String>,
+    /// With an `output_schema`: the evidence the answer cited, kept beside the caller's object
+    /// (which need not hold it), grounded like an `ExploreResult`'s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<Vec<String>>,
+    /// With an `output_schema`: how the answer did not fit it after the gate's retries (`result`
+    /// is then the object as the child wrote it, not validated; the status is not `completed`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub schema_errors: Vec<String>,
     /// The schema itself, for a host that rebuilds the caller's type (not data: not kept by
     /// `to_dict()`).
     #[serde(skip)]
@@ -155,6 +163,8 @@ impl SubagentLaunchResult {
             out.result = Some(ParsedResult::Custom(CustomResult::restored(
                 name,
                 answer.clone(),
+                out.evidence.clone().unwrap_or_default(),
+                &out.schema_errors,
                 status,
             )));
             return Ok(out);

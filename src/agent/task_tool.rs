@@ -298,6 +298,14 @@ fn reference_envelope(
     if let Some(schema) = &launched.output_schema {
         data.insert("output_schema".into(), json!(schema));
     }
+    // A caller's object need not hold the evidence: it goes beside it, with how the object did
+    // not fit when it did not.
+    if let Some(evidence) = &launched.evidence {
+        data.insert("evidence".into(), json!(evidence));
+    }
+    if !launched.schema_errors.is_empty() {
+        data.insert("schema_errors".into(), json!(launched.schema_errors));
+    }
     if let (Some(ParsedResult::Custom(_)), Some(note)) = (&launched.result, &launched.error) {
         data.insert("note".into(), json!(note));
     }
@@ -636,7 +644,14 @@ impl TaskTool {
 
     /// Parse and validate the arguments and find the launcher: an error envelope, or a launch.
     pub fn prepare(&self, input: ToolArgs) -> Prepared {
-        match self.prepare_reference(input) {
+        self.prepare_with(input, None)
+    }
+
+    /// [`TaskTool::prepare`], the child answering in `schema` when one is given (in place of
+    /// the tool's own `output_schema`, as `TaskTool.run(..., output_schema=)` asks).
+    pub fn prepare_with(&self, input: ToolArgs, schema: Option<OutputSchema>) -> Prepared {
+        let schema = schema.or_else(|| self.output_schema.clone());
+        match self.prepare_reference(input, schema) {
             Prepared::Done(r) if self.format == EnvelopeFormat::Compact => {
                 Prepared::Done(r.compacted())
             }
@@ -644,7 +659,7 @@ impl TaskTool {
         }
     }
 
-    fn prepare_reference(&self, input: ToolArgs) -> Prepared {
+    fn prepare_reference(&self, input: ToolArgs, schema: Option<OutputSchema>) -> Prepared {
         let (raw, parsed) = match input {
             ToolArgs::Text(text) => match crate::pyjson::parse(&text) {
                 Ok(j) => (Value::String(text), j),
@@ -679,7 +694,7 @@ impl TaskTool {
             }
         };
         let mut request = valid.to_request();
-        request.output_schema.clone_from(&self.output_schema);
+        request.output_schema = schema;
         if let Some((session, run)) = &self.parent {
             request.parent_session_id = Some(session.clone());
             request.parent_run_id = Some(run.clone());

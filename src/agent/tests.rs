@@ -1235,7 +1235,7 @@ fn an_output_schema_is_told_checked_retried_and_returned() {
 }
 
 #[test]
-fn an_output_schema_never_met_fails_with_the_reason_and_evidence_is_still_grounded() {
+fn an_output_schema_never_met_is_partial_with_the_raw_object_and_evidence_is_still_grounded() {
     let dir = tree();
     let never = FnModel::new(Duration::ZERO, |r| {
         Ok(match tool_results(r) {
@@ -1248,13 +1248,25 @@ fn an_output_schema_never_met_fails_with_the_reason_and_evidence_is_still_ground
     let r = rt()
         .block_on(launcher(&dir, never).launch(request.clone(), CancelToken::new()))
         .unwrap();
-    assert_eq!(r.status, SubagentStatus::Failed);
+    // #37: the object as written comes back, partial, with the violations (not `failed`).
+    assert_eq!(r.status, SubagentStatus::Partial, "{r}");
+    assert_eq!(r.terminal_reason, TerminalReason::CompletionGateBlocked);
+    assert_eq!(r.schema_errors, ["functions: [] has less than 1 item"]);
     assert_eq!(
-        r.failure_reason,
-        Some(TerminalReason::CompletionGateBlocked)
+        r.evidence.as_deref(),
+        Some(&["src/app.py:1".to_string()][..])
+    );
+    let Some(ParsedResult::Custom(c)) = &r.result else {
+        panic!("{:?}", r.result)
+    };
+    assert_eq!(
+        Value::Object(c.value.clone()),
+        json!({"functions": [], "evidence": ["src/app.py:1"]})
     );
     let error = r.error.clone().unwrap();
     assert!(error.contains("[] has less than 1 item"), "{error}");
+    let back = SubagentLaunchResult::from_value(&r.to_value()).unwrap();
+    assert_eq!(back.to_value(), r.to_value());
 
     let unseen = FnModel::new(Duration::ZERO, |r| {
         Ok(match tool_results(r) {
@@ -1268,6 +1280,141 @@ fn an_output_schema_never_met_fails_with_the_reason_and_evidence_is_still_ground
     assert_eq!(r.status, SubagentStatus::Unverified);
     assert_eq!(r.ungrounded_evidence[0].evidence, "src/app.py:9");
     assert!(matches!(r.result, Some(ParsedResult::Custom(_))));
+}
+
+/// A schema with no `evidence` or `status` of its own, forbidding other fields.
+fn summary_schema() -> crate::schema::OutputSchema {
+    crate::schema::OutputSchema::from_json_schema(&json!({
+        "title": "Brief", "type": "object",
+        "properties": {"summary": {"type": "string"}},
+        "required": ["summary"], "additionalProperties": false}))
+    .unwrap()
+}
+
+fn answering(answer: Value) -> Arc<dyn ChatModel> {
+    FnModel::new(Duration::ZERO, move |r| {
+        Ok(match tool_results(r) {
+            0 => call("Read", json!({"path": "src/app.py"})),
+            _ => say(answer.to_string()),
+        })
+    })
+}
+
+#[test]
+fn a_schema_without_evidence_gets_it_kept_beside_its_object() {
+    let dir = tree();
+    let model = answering(json!({"summary": "main returns 1", "evidence": ["src/app.py:1-2"]}));
+    let mut request = SubagentRequest::explore("What does main return?");
+    request.output_schema = Some(summary_schema());
+    let r = rt()
+        .block_on(launcher(&dir, model).launch(request, CancelToken::new()))
+        .unwrap();
+    assert_eq!(r.status, SubagentStatus::Completed, "{r}");
+    let Some(ParsedResult::Custom(c)) = &r.result else {
+        panic!("{:?}", r.result)
+    };
+    assert_eq!(
+        Value::Object(c.value.clone()),
+        json!({"summary": "main returns 1"})
+    );
+    assert_eq!(r.to_value()["evidence"], json!(["src/app.py:1-2"]));
+    assert!(r.schema_errors.is_empty());
+    let back = SubagentLaunchResult::from_value(&r.to_value()).unwrap();
+    assert_eq!(back.result.unwrap().evidence(), ["src/app.py:1-2"]);
+}
+
+#[test]
+fn an_answers_own_failed_or_not_found_status_is_not_completed() {
+    let dir = tree();
+    for word in ["failed", "not_found"] {
+        let model = answering(
+            json!({"summary": "no such thing", "evidence": ["src/app.py:1"], "status": word}),
+        );
+        let mut request = SubagentRequest::explore("Where is the cache?");
+        request.output_schema = Some(summary_schema());
+        let r = rt()
+            .block_on(launcher(&dir, model).launch(request, CancelToken::new()))
+            .unwrap();
+        assert_eq!(r.status, SubagentStatus::Partial, "{word}: {r}");
+        let error = r.error.clone().unwrap_or_default();
+        assert!(
+            error.contains(&format!("own status is '{word}'")),
+            "{error}"
+        );
+    }
+}
+
+/// A validator that never answers in time (a caller's slow validator, or a pattern that
+/// backtracks for minutes).
+struct Stuck;
+
+impl crate::schema::AnswerValidator for Stuck {
+    fn validate(
+        &self,
+        _: &Value,
+    ) -> Result<crate::schema::Validated, Vec<crate::schema::SchemaViolation>> {
+        std::thread::sleep(Duration::from_secs(30));
+        Err(Vec::new())
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn same_as(&self, _: &dyn crate::schema::AnswerValidator) -> bool {
+        false
+    }
+}
+
+#[test]
+fn a_validator_that_never_returns_ends_the_launch_at_its_time_limit() {
+    let dir = tree();
+    let stuck = crate::schema::OutputSchema::with_validator(
+        &json!({"type": "object"}),
+        Some("Stuck"),
+        Arc::new(Stuck),
+    )
+    .unwrap();
+    for policy in ["partial", "fail"] {
+        let profile = explore_profile()
+            .with_fields(&[
+                ("timeout_seconds".into(), Json::Float(2.0)),
+                ("on_budget_exhausted".into(), Json::Str(policy.into())),
+            ])
+            .unwrap();
+        let l = launcher_with(
+            &dir,
+            answering(json!({"summary": "s", "evidence": ["src/app.py:1"]})),
+            LauncherOptions {
+                profiles: vec![profile],
+                ..LauncherOptions::default()
+            },
+        );
+        let mut request = SubagentRequest::explore("What does main return?");
+        request.output_schema = Some(stuck.clone());
+        let started = std::time::Instant::now();
+        let r = rt()
+            .block_on(l.launch(request, CancelToken::new()))
+            .unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(6),
+            "{:?}",
+            started.elapsed()
+        );
+        let error = r.error.clone().unwrap_or_default();
+        assert!(
+            error.contains(
+                "checking the answer against 'Stuck' did not finish within the run's time limit"
+            ),
+            "{policy}: {error}"
+        );
+        if policy == "partial" {
+            assert_eq!(r.status, SubagentStatus::Partial, "{r}");
+            assert_eq!(r.terminal_reason, TerminalReason::Timeout);
+            assert!(matches!(r.result, Some(ParsedResult::Custom(_))));
+        } else {
+            assert_eq!(r.status, SubagentStatus::Failed, "{r}");
+            assert_eq!(r.failure_reason, Some(TerminalReason::Timeout));
+        }
+    }
 }
 
 #[test]

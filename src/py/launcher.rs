@@ -96,7 +96,7 @@ frozen_class! {
         Ok(match &self.inner.result {
             Some(ParsedResult::Explore(r)) => Some(Py::new(py, PyExploreResult { inner: r.clone() })?.into_any()),
             Some(ParsedResult::Verification(r)) => Some(Py::new(py, PyVerificationResult { inner: r.clone() })?.into_any()),
-            Some(ParsedResult::Custom(c)) => Some(answer_object(py, self.inner.schema.as_ref(), &c.value)?.unbind()),
+            Some(ParsedResult::Custom(c)) => Some(answer_object(py, c)?.unbind()),
             Some(ParsedResult::Text(t)) => Some(t.into_pyobject(py)?.into_any().unbind()),
             None => None,
         })
@@ -105,6 +105,18 @@ frozen_class! {
     #[getter]
     fn output_schema(&self) -> Option<String> {
         self.inner.output_schema.clone()
+    }
+    /// The evidence the answer cites (`path:line` items the gate checked), whatever its shape:
+    /// with an `output_schema`, kept beside the caller's object, which need not hold it.
+    #[getter]
+    fn evidence(&self) -> Vec<String> {
+        self.inner.result.as_ref().map(|r| r.evidence().to_vec()).unwrap_or_default()
+    }
+    /// With an `output_schema`: how the answer did not fit it after the gate's retries (`result`
+    /// is then the object as written, a dict); empty when it fits.
+    #[getter]
+    fn schema_errors(&self) -> Vec<String> {
+        self.inner.schema_errors.clone()
     }
     /// `result` as an `ExploreResult`; `outrider.ResultError` when the child failed (no
     /// result) or returned a verification verdict.

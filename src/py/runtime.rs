@@ -55,6 +55,8 @@ where
     static THREAD_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     static BLOCKED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     crate::py::observe::refresh_level(py);
+    // A caller's output_schema validator runs while its child waits for it.
+    crate::api::refuse_inside_validator()?;
     let cancel = parent.child();
     let event_loop = if awaitable {
         Some(

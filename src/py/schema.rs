@@ -8,7 +8,10 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
 
-use crate::api::{AnswerValidator, Error, OutputSchema, SchemaViolation, OUTPUT_SCHEMA_EXPECTED};
+use crate::api::{
+    AnswerValidator, CustomResult, Error, HostObject, OutputSchema, SchemaViolation, Validated,
+    OUTPUT_SCHEMA_EXPECTED,
+};
 use crate::py::convert::{to_json, type_name, wrong_type};
 use crate::py::enter::attach;
 
@@ -71,10 +74,39 @@ fn violations(py: Python<'_>, err: &PyErr) -> Vec<SchemaViolation> {
         .collect()
 }
 
+/// The instance that passed, and its JSON form (`model_dump(mode="json", by_alias=True)`): what
+/// the gate checks is what the caller gets.
+fn validated(
+    py: Python<'_>,
+    instance: Bound<'_, PyAny>,
+) -> Result<Validated, Vec<SchemaViolation>> {
+    let kwargs = PyDict::new(py);
+    // By alias, as the schema the child was told names the fields.
+    let dumped = kwargs
+        .set_item("mode", "json")
+        .and_then(|()| kwargs.set_item("by_alias", true))
+        .and_then(|()| instance.call_method("model_dump", (), Some(&kwargs)))
+        .and_then(|d| to_json(&d, "model_dump()"));
+    match dumped {
+        Ok(value) => Ok(Validated {
+            value: value.to_value(),
+            object: Some(HostObject::new(instance.unbind())),
+        }),
+        Err(e) => Err(vec![SchemaViolation {
+            path: String::new(),
+            message: format!(
+                "the validated object cannot be written as JSON (model_dump(mode=\"json\") raised {}: {})",
+                type_name(e.value(py).as_any()),
+                e.value(py)
+            ),
+        }]),
+    }
+}
+
 impl AnswerValidator for PydanticValidator {
-    fn validate(&self, answer: &serde_json::Value) -> Result<(), Vec<SchemaViolation>> {
+    fn validate(&self, answer: &serde_json::Value) -> Result<Validated, Vec<SchemaViolation>> {
         let checked = attach(|py| match self.instance(py, answer) {
-            Ok(_) => Ok(()),
+            Ok(instance) => validated(py, instance),
             Err(e) => Err(violations(py, &e)),
         });
         checked.unwrap_or_else(|| {
@@ -179,17 +211,15 @@ pub(super) fn output_schema_value<'py>(
     crate::py::convert::dump(py, schema.schema()).map(Some)
 }
 
-/// An answer that met `schema`, as the caller's type: an instance of its pydantic class, or
-/// the validated dict.
+/// A schema answer as the caller's type: the very instance of its pydantic class that passed
+/// the gate (never validated again), else the object as a dict (a JSON schema's, one that did
+/// not fit, or one rebuilt by `from_dict` or a pickle).
 pub(super) fn answer_object<'py>(
     py: Python<'py>,
-    schema: Option<&OutputSchema>,
-    answer: &serde_json::Map<String, serde_json::Value>,
+    answer: &CustomResult,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let value = serde_json::Value::Object(answer.clone());
-    if let Some(p) = schema.and_then(|s| s.validator().as_any().downcast_ref::<PydanticValidator>())
-    {
-        return p.instance(py, &value);
+    if let Some(instance) = answer.object.as_ref().and_then(|o| o.get::<Py<PyAny>>()) {
+        return Ok(instance.bind(py).clone());
     }
-    crate::py::convert::dump(py, &value)
+    crate::py::convert::dump(py, &serde_json::Value::Object(answer.value.clone()))
 }

@@ -98,13 +98,16 @@ frozen_class! {
     /// The native half of `run`, `run_json` and `run_async` (`outrider._entry`): validate,
     /// launch, and return the envelope dict (never raises for bad arguments), blocking or as an
     /// asyncio future.
+    #[pyo3(signature = (args, awaitable, output_schema=None))]
     fn _run(
         &self,
         py: Python<'_>,
         args: &Bound<'_, PyAny>,
         awaitable: bool,
+        output_schema: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let prepared = self.inner.prepare(tool_args(Some(args)));
+        let schema = output_schema_arg(output_schema, "output_schema")?;
+        let prepared = self.inner.prepare_with(tool_args(Some(args)), schema);
         let run = |c| async move { Ok(Plain(prepared.run(c).await.to_value())) };
         finish(py, &CancelToken::new(), awaitable, run)
     }

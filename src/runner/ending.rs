@@ -61,7 +61,7 @@ impl Ending {
     }
 
     /// The same ending, with `error` saying why the answer is not a completed one.
-    fn with_error(self, error: String) -> Self {
+    pub(super) fn with_error(self, error: String) -> Self {
         Self {
             error: Some(error),
             ..self
@@ -121,7 +121,16 @@ impl RuntimeRunner {
             content: text.clone(),
             tool_calls: vec![],
         });
-        match gate::parse_answer(&self.profile, &text) {
+        // An answer that does not fit a caller's schema stands as written, partial, saying why.
+        let parsed = match gate::parse_answer(&self.profile, &text, deadline).await {
+            Ok(parsed) => Ok(parsed),
+            Err(gate::Unparsed::Misfit(raw, repair)) => Ok((raw, repair)),
+            Err(gate::Unparsed::Contract(e)) => Err(format!(
+                "the wrap-up answer was not a valid {contract}: {e}"
+            )),
+            Err(gate::Unparsed::TimedOut(_, _, why)) => Err(why),
+        };
+        match parsed {
             Ok((mut result, repair)) => {
                 match &mut result {
                     ParsedResult::Explore(r) => r.status = SubagentStatus::Partial,
@@ -138,10 +147,7 @@ impl RuntimeRunner {
                     .with_ungrounded(ungrounded);
                 self.finish(st, step, ending)
             }
-            Err(e) => {
-                let why = format!("{error}; the wrap-up answer was not a valid {contract}: {e}");
-                self.partial_from_seen(st, step, reason, why)
-            }
+            Err(why) => self.partial_from_seen(st, step, reason, format!("{error}; {why}")),
         }
     }
 

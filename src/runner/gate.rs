@@ -2,11 +2,11 @@
 //! repairs) and cite evidence that exists in the workspace.
 
 use crate::contract::{
-    repair_object, ContractError, ExploreResult, LocItem, Repair, ToolUsage, VerificationMeta,
-    VerificationResult, Violation,
+    repair_object, ContractError, ExploreResult, Repair, ToolUsage, VerificationMeta,
+    VerificationResult,
 };
 use crate::pyjson::Json;
-use crate::schema::{CustomResult, OutputSchema};
+use crate::schema::OutputSchema;
 use std::time::Instant;
 
 use crate::contract::{SubagentStatus, VerificationVerdict};
@@ -31,6 +31,21 @@ pub(crate) enum Gate {
         /// The answer, its repair and the ungrounded evidence, when the contract held.
         parsed: Option<(ParsedResult, Option<Repair>, Vec<EvidenceCheck>)>,
     },
+    /// The caller's `output_schema` validator did not finish in time: the answer as written
+    /// (unchecked), its repair, and why.
+    TimedOut(ParsedResult, Option<Repair>, String),
+}
+
+/// Why a final answer was not taken as parsed.
+pub(crate) enum Unparsed {
+    /// It does not meet the contract (no JSON object, or the contract's own rules).
+    Contract(ContractError),
+    /// Its object does not fit the caller's `output_schema`: the object as written (partial,
+    /// its violations listed) and its repair.
+    Misfit(ParsedResult, Option<Repair>),
+    /// The caller's validator did not finish before the deadline: the object as written, its
+    /// repair, and why.
+    TimedOut(ParsedResult, Option<Repair>, String),
 }
 
 /// The final answer parsed by the profile's `output_schema` or contract (with repair), or free
@@ -38,14 +53,16 @@ pub(crate) enum Gate {
 /// class A`, as a hint or Grep line reads) is cut to the citation: the note is the model's,
 /// the check is on the lines; an item holding several citations (`a.ts:15-22, b.ts:3-8`)
 /// becomes one item each.
-pub(crate) fn parse_answer(
+/// A caller's validator runs on a thread of its own and is waited for until `validate_by`.
+pub(crate) async fn parse_answer(
     profile: &RuntimeProfile,
     text: &str,
-) -> Result<(ParsedResult, Option<Repair>), ContractError> {
+    validate_by: Instant,
+) -> Result<(ParsedResult, Option<Repair>), Unparsed> {
     if let Some(schema) = &profile.output_schema {
-        return parse_custom(schema, text);
+        return parse_custom(schema, text, validate_by).await;
     }
-    let mut parsed = parse_contract(profile, text)?;
+    let mut parsed = parse_contract(profile, text).map_err(Unparsed::Contract)?;
     let evidence = match &mut parsed.0 {
         ParsedResult::Explore(r) => &mut r.evidence,
         ParsedResult::Verification(r) => &mut r.evidence,
@@ -90,45 +107,70 @@ fn parse_contract(
 }
 
 /// An answer checked against a caller's schema: the one JSON object (with the same repairs as a
-/// contract's), then the schema and the evidence rule; every violation is listed.
-fn parse_custom(
+/// contract's), its secrets redacted before any validator sees it, then the schema and
+/// outrider's fields (see [`OutputSchema::check`]), on a thread of its own that is waited for
+/// until `validate_by` (a caller's validator may be slow, or never return: it is then left to
+/// finish on its own).
+async fn parse_custom(
     schema: &OutputSchema,
     text: &str,
-) -> Result<(ParsedResult, Option<Repair>), ContractError> {
+    validate_by: Instant,
+) -> Result<(ParsedResult, Option<Repair>), Unparsed> {
     const WHAT: &str = crate::schema::UNTITLED;
-    let (object, repair) = repair_object(WHAT, text)?;
-    let value = object.to_value();
-    if let Err(found) = schema.check(&value) {
-        return Err(ContractError {
-            contract: WHAT,
-            violations: found
-                .into_iter()
-                .map(|v| Violation {
-                    kind: "schema",
-                    loc: v
-                        .path
-                        .split('.')
-                        .filter(|p| !p.is_empty())
-                        .map(|p| match p.parse::<usize>() {
-                            Ok(i) => LocItem::Index(i),
-                            Err(_) => LocItem::Key(p.to_string()),
-                        })
-                        .collect(),
-                    msg: v.to_string(),
-                    input: Json::Null,
-                })
-                .collect(),
-        });
-    }
-    let serde_json::Value::Object(map) = value else {
-        return Err(ContractError::single(
+    let (object, repair) = repair_object(WHAT, text).map_err(Unparsed::Contract)?;
+    let serde_json::Value::Object(mut map) = object.to_value() else {
+        return Err(Unparsed::Contract(ContractError::single(
             WHAT,
             "structured child result must be an object",
             "object_type",
             object,
-        ));
+        )));
     };
-    Ok((ParsedResult::Custom(CustomResult::new(schema, map)), repair))
+    crate::redact::redact_map_strings(&mut map);
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let (checker, answer) = (schema.clone(), map.clone());
+    let spawned = std::thread::Builder::new()
+        .name("outrider-validate".into())
+        .spawn(move || {
+            let _ = tx.send(checker.check_until(&answer, Some(validate_by)));
+        });
+    let checked = match spawned {
+        Ok(_) => tokio::time::timeout_at(validate_by.into(), rx).await,
+        Err(e) => {
+            let why = format!("the answer could not be checked against {}: no thread to run its validator on ({e})", schema.name());
+            return Err(Unparsed::TimedOut(
+                ParsedResult::Custom(schema.unchecked(&map, &why)),
+                repair,
+                why,
+            ));
+        }
+    };
+    match checked {
+        Ok(Ok(checked)) if checked.fits() => Ok((ParsedResult::Custom(checked), repair)),
+        Ok(Ok(checked)) => Err(Unparsed::Misfit(ParsedResult::Custom(checked), repair)),
+        Ok(Err(_)) => {
+            // The checking thread ended without an answer: a validator that panicked.
+            let why = format!(
+                "checking the answer against {} stopped without a verdict (its validator panicked)",
+                crate::pyjson::py_repr_str(schema.name())
+            );
+            let mut raw = schema.unchecked(&map, &why);
+            raw.notes.push(format!("outrider: {why}"));
+            Err(Unparsed::Misfit(ParsedResult::Custom(raw), repair))
+        }
+        Err(_) => {
+            let why = format!(
+                "checking the answer against {} did not finish within the run's time limit: its validator is slow or never returns (it is left to finish on its own thread)",
+                crate::pyjson::py_repr_str(schema.name())
+            );
+            tracing::warn!(schema = %schema.name(), "an output_schema validator ran past the run's time limit");
+            Err(Unparsed::TimedOut(
+                ParsedResult::Custom(schema.unchecked(&map, &why)),
+                repair,
+                why,
+            ))
+        }
+    }
 }
 
 /// An explore answer that meets the contract but for a small model's slips: a missing
@@ -240,14 +282,12 @@ fn is_template_text(text: &str) -> bool {
 }
 
 /// The refusal of an answer that does not meet the contract, naming each violation once.
-fn contract_refusal(profile: &RuntimeProfile, text: &str) -> Gate {
+fn contract_refusal(profile: &RuntimeProfile, e: &ContractError) -> Gate {
     let contract = profile.answer_shape();
     let mut reasons: Vec<String> = Vec::new();
-    if let Err(e) = parse_answer(profile, text) {
-        for v in &e.violations {
-            if !reasons.contains(&v.msg) {
-                reasons.push(v.msg.clone());
-            }
+    for v in &e.violations {
+        if !reasons.contains(&v.msg) {
+            reasons.push(v.msg.clone());
         }
     }
     Gate::Reject {
@@ -278,16 +318,36 @@ pub(crate) struct Exploration<'a> {
 /// grounded) and that the child saw in this run; and, for a `completed` explore answer, at least
 /// one such evidence item (a finding that is a bare citation of seen lines counts, and joins the
 /// evidence).
+/// A caller's `output_schema` validator is waited for until `validate_by`; an answer that does
+/// not fit it is refused with its violations and kept (as written, partial) for the end.
 pub(crate) async fn check(
     profile: &RuntimeProfile,
     workspace: &Workspace,
     text: &str,
-    deadline: Instant,
+    (validate_by, deadline): (Instant, Instant),
     seen: &Exploration<'_>,
 ) -> Gate {
     let contract = profile.answer_shape();
-    let Ok((mut result, repair)) = parse_answer(profile, text) else {
-        return unparsed(profile, text, seen);
+    let (mut result, repair) = match parse_answer(profile, text, validate_by).await {
+        Ok(parsed) => parsed,
+        Err(Unparsed::Contract(e)) => return unparsed(profile, text, seen, &e),
+        Err(Unparsed::TimedOut(raw, repair, why)) => return Gate::TimedOut(raw, repair, why),
+        Err(Unparsed::Misfit(raw, repair)) => {
+            let ungrounded = grounding(workspace, raw.evidence(), deadline, seen.observed).await;
+            let ParsedResult::Custom(c) = &raw else {
+                unreachable!("only a caller's schema is a misfit")
+            };
+            let feedback = format!(
+                "Return only a valid {contract} JSON object: {}",
+                c.schema_errors().join("; ")
+            );
+            return Gate::Reject {
+                exploring: false,
+                unseen_names: Vec::new(),
+                feedback,
+                parsed: Some((raw, repair, ungrounded)),
+            };
+        }
     };
     if let Some(feedback) = copied_template(&result, contract) {
         return Gate::Reject {
@@ -447,7 +507,12 @@ fn with_cited_findings(
 /// The refusal of an answer that does not parse. Decides whether it is a tool call written
 /// inside other text by a child that still owes tool calls (told how to call it), or an
 /// answer that does not meet the contract.
-fn unparsed(profile: &RuntimeProfile, text: &str, seen: &Exploration<'_>) -> Gate {
+fn unparsed(
+    profile: &RuntimeProfile,
+    text: &str,
+    seen: &Exploration<'_>,
+    e: &ContractError,
+) -> Gate {
     if seen.successful_tools < profile.min_tool_calls.max(0) as u64 {
         let offered: Vec<&str> = profile.tool_allowlist.iter().map(String::as_str).collect();
         if let Some(call) = crate::runner::assist::text_calls::embedded(text, &offered) {
@@ -461,7 +526,7 @@ fn unparsed(profile: &RuntimeProfile, text: &str, seen: &Exploration<'_>) -> Gat
             };
         }
     }
-    contract_refusal(profile, text)
+    contract_refusal(profile, e)
 }
 
 /// The feedback for an explore answer that repeats the example from the instructions instead
@@ -578,15 +643,8 @@ fn missing_evidence(profile: &RuntimeProfile, result: &ParsedResult) -> Option<S
         return None;
     }
     let contract = profile.answer_shape();
-    let has_status = match &profile.output_schema {
-        None => true,
-        Some(s) => s.schema()["properties"].get("status").is_some(),
-    };
-    let otherwise = if has_status {
-        format!(", or, if you could not find it, reply with status \"partial\" and say what remains open in the {contract} JSON object.")
-    } else {
-        format!(" to the {contract} JSON object.")
-    };
+    // A caller's schema has outrider's `status` beside its fields, or its own.
+    let otherwise = format!(", or, if you could not find it, reply with status \"partial\" and say what remains open in the {contract} JSON object.");
     Some(format!(
         "A \"completed\" answer must cite at least one line you saw (relative/path:line from a Read or Grep result). Add that evidence{otherwise}"
     ))
@@ -651,6 +709,8 @@ pub(crate) fn downgraded(
                 "outrider: the verifier answered before reading the repository enough, so its verdict is UNVERIFIED".into(),
             );
         }
+        // An answer that does not fit says so already.
+        ParsedResult::Custom(r) if !r.fits() => r.status = SubagentStatus::Partial,
         ParsedResult::Custom(r) => {
             r.status = SubagentStatus::Partial;
             r.notes.push(if exploring {

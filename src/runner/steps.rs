@@ -245,7 +245,47 @@ impl RuntimeRunner {
                 };
                 self.refused(step, st, plan, retries, text, refusal)
             }
+            Gate::TimedOut(raw, repair, why) => {
+                let blocks = retries.gate_blocks + retries.explore_blocks + 1;
+                let feedback = crate::redact::redact_cow(&why);
+                self.trace.emit(
+                    step,
+                    &event::GateVerdict::Fail {
+                        feedback: &feedback,
+                        blocks,
+                    },
+                );
+                st.messages.push(Message::Assistant {
+                    content: text.clone(),
+                    tool_calls: vec![],
+                });
+                self.validation_timed_out(st, plan, text, (raw, repair), why)
+                    .await
+            }
         }
+    }
+
+    /// The end of a run whose answer the caller's validator did not check in time: under
+    /// policy `partial`, the answer as written stands as partial (its evidence grounded in the
+    /// time kept for the end), saying why; else the run fails on the clock, saying why.
+    async fn validation_timed_out(
+        &self,
+        st: &State,
+        plan: &Plan,
+        text: String,
+        (mut raw, repair): (ParsedResult, Option<Repair>),
+        why: String,
+    ) -> Next {
+        if self.profile.on_budget_exhausted != BudgetPolicy::Partial {
+            return Next::Stop(Stop::Terminal(TerminalReason::Timeout, why));
+        }
+        let ungrounded =
+            gate::grounding(&self.workspace, raw.evidence(), plan.deadline, &st.observed).await;
+        let ungrounded = st.assists.ungrounded_items(&mut raw, ungrounded);
+        let ending = Ending::answered(TerminalReason::Timeout, text, raw, repair)
+            .with_error(why)
+            .with_ungrounded(ungrounded);
+        Next::End(Box::new(ending))
     }
 
     /// The model's answer for this step. Decides the `tool_choice` (`required` while the child
@@ -353,7 +393,10 @@ impl RuntimeRunner {
             example: plan.example.as_deref(),
             task: &plan.task,
         };
-        let verdict = gate::check(&self.profile, &self.workspace, text, plan.deadline, &seen)
+        // A caller's validator is bounded like exploring: under policy `partial` the time
+        // after it is the answer's, to ground its evidence.
+        let deadlines = (plan.explore_deadline, plan.deadline);
+        let verdict = gate::check(&self.profile, &self.workspace, text, deadlines, &seen)
             .instrument(span.clone())
             .await;
         span.record("duration_ms", started.elapsed().as_millis() as u64);
@@ -366,6 +409,9 @@ impl RuntimeRunner {
             }
             Gate::Reject { .. } => {
                 span.record("verdict", "fail");
+            }
+            Gate::TimedOut(..) => {
+                span.record("verdict", "timeout");
             }
         }
         verdict
@@ -442,10 +488,16 @@ impl RuntimeRunner {
         if let Some((mut result, repair, ungrounded)) = refusal.parsed {
             let ungrounded = assists.ungrounded_items(&mut result, ungrounded);
             if ungrounded.is_empty() {
-                // Nothing it cites is false; it explored too little or cited nothing: it
-                // stands as partial, saying why.
+                // Nothing it cites is false; it explored too little, cited nothing, or did not
+                // fit the caller's schema: it stands as partial, saying why.
+                let misfit = matches!(&result, ParsedResult::Custom(c) if !c.fits());
                 let result = gate::downgraded(result, refusal.exploring, &refusal.unseen_names);
-                let ending = Ending::answered(TerminalReason::Completed, text, result, repair);
+                let reason = if misfit {
+                    TerminalReason::CompletionGateBlocked
+                } else {
+                    TerminalReason::Completed
+                };
+                let ending = Ending::answered(reason, text, result, repair);
                 return Next::End(Box::new(ending));
             }
             let ending =
