@@ -1373,7 +1373,7 @@ mod quote_repair_tests {
 
     #[test]
     fn a_list_left_open_before_the_next_key_is_closed_and_named() {
-        // What a 1.5B model wrote (chi, a sub-router's path): the findings list not closed.
+        // What a 1.5B model wrote (a Go router's sub-router path): the findings list not closed.
         let open = "```json\n{\n  \"status\": \"completed\",\n  \"summary\": \"s\",\n  \"findings\": [\"The `Mount` function: a, b: c.\",\n  \"evidence\": [\"mux.go:318-327\"],\n  \"unresolved_questions\": []\n}\n```";
         let (v, repair) = repair_object("ExploreResult", open).unwrap();
         assert_eq!(repair, Some(Repair::Brackets));

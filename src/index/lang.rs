@@ -392,11 +392,11 @@ mod tests {
 
     #[test]
     fn java_methods_with_generics_are_definitions_and_calls_are_not() {
-        let src = "public final class Gson {\n  public <T> TypeAdapter<T> getAdapter(TypeToken<T> type) {\n    return null;\n  }\n  private static TypeAdapter<X> localDateTime() { return x; }\n}\n";
+        let src = "public final class Codec {\n  public <T> TypeAdapter<T> getAdapter(TypeToken<T> type) {\n    return null;\n  }\n  private static TypeAdapter<X> localDateTime() { return x; }\n}\n";
         assert_eq!(
-            defs("src/Gson.java", src),
+            defs("src/Codec.java", src),
             vec![
-                ("class", "Gson".to_string(), 1, 6),
+                ("class", "Codec".to_string(), 1, 6),
                 ("method", "getAdapter".to_string(), 2, 4),
                 ("method", "localDateTime".to_string(), 5, 5),
             ]
@@ -405,12 +405,12 @@ mod tests {
 
     #[test]
     fn typescript_imports_are_not_definitions() {
-        let src = "import { type Response } from './r';\nexport interface Options { a: number }\nexport class Ky {\n  async fetch(): Promise<Response> { return x; }\n}\nexport const create = (o: Options) => new Ky();\nfunction plain() {}\n";
+        let src = "import { type Response } from './r';\nexport interface Options { a: number }\nexport class Fetcher {\n  async fetch(): Promise<Response> { return x; }\n}\nexport const create = (o: Options) => new Fetcher();\nfunction plain() {}\n";
         assert_eq!(
             defs("source/index.ts", src),
             vec![
                 ("interface", "Options".to_string(), 2, 2),
-                ("class", "Ky".to_string(), 3, 5),
+                ("class", "Fetcher".to_string(), 3, 5),
                 ("method", "fetch".to_string(), 4, 4),
                 ("function", "create".to_string(), 6, 6),
                 ("function", "plain".to_string(), 7, 7),
@@ -433,7 +433,7 @@ mod tests {
         );
         let go = "package p\n\ntype Engine struct {\n\tx int\n}\n\nfunc (e *Engine) Run(addr string) error {\n\treturn nil\n}\n\nvar defaultFormatter = func(p Params) string {\n\treturn \"\"\n}\n\nvar limit, name = 3, \"x\"\n";
         assert_eq!(
-            defs("gin.go", go),
+            defs("engine.go", go),
             vec![
                 ("struct", "Engine".to_string(), 3, 5),
                 ("method", "Run".to_string(), 7, 9),
@@ -459,11 +459,11 @@ mod tests {
                 ("function", "DBImpl::Get".to_string(), 6, 8),
             ]
         );
-        let rb = "module Sinatra\n  class Base\n    def self.route(verb)\n    end\n    def call(env)\n    end\n  end\nend\n";
+        let rb = "module Webkit\n  class Base\n    def self.route(verb)\n    end\n    def call(env)\n    end\n  end\nend\n";
         assert_eq!(
             defs("base.rb", rb),
             vec![
-                ("module", "Sinatra".to_string(), 1, 8),
+                ("module", "Webkit".to_string(), 1, 8),
                 ("class", "Base".to_string(), 2, 7),
                 ("method", "route".to_string(), 3, 4),
                 ("method", "call".to_string(), 5, 6),

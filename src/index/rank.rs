@@ -287,7 +287,7 @@ pub struct Query {
     pub terms: Vec<QueryTerm>,
     /// Identifiers it names (lowercased): a definition of that name is what it asks for.
     pub names: Vec<String>,
-    /// Qualified names it gives (`Gson.getAdapter`, `Foo::bar`, `Klass#meth`), as (outer, inner)
+    /// Qualified names it gives (`Codec.getAdapter`, `Foo::bar`, `Klass#meth`), as (outer, inner)
     /// lowercased: a definition `inner` inside `outer` is what it asks for.
     pub qualified: Vec<(String, String)>,
     /// It asks about tests.
@@ -1126,11 +1126,11 @@ mod tests {
             "{terms:?}"
         );
         assert!(q.names.contains(&"typeadapter".to_string()));
-        let q = parse("How does `Gson.getAdapter` work, and Foo::bar?");
+        let q = parse("How does `Codec.getAdapter` work, and Foo::bar?");
         assert_eq!(
             q.qualified,
             vec![
-                ("gson".to_string(), "getadapter".to_string()),
+                ("codec".to_string(), "getadapter".to_string()),
                 ("foo".to_string(), "bar".to_string())
             ]
         );
@@ -1139,7 +1139,7 @@ mod tests {
     #[test]
     fn the_first_word_of_a_sentence_is_not_a_name() {
         // "Cite" starts a sentence: it is capitalised because of where it stands.
-        let q = parse("Where does got follow a redirect? Cite the code. (See the Router.)");
+        let q = parse("Where does the client follow a redirect? Cite the code. (See the Router.)");
         assert_eq!(q.names, ["router"], "{:?}", q.terms);
         let cite = q.terms.iter().find(|t| t.term == "cite").map(|t| t.weight);
         assert_eq!(cite, Some(1.0));
@@ -1155,7 +1155,7 @@ mod tests {
     #[test]
     fn words_in_capitals_are_words_not_names() {
         // `POST` and `GET` are values here: no definition named `post` is asked for.
-        let q = parse("Where does requests turn a POST into a GET when it follows a redirect?");
+        let q = parse("Where does the client turn a POST into a GET when it follows a redirect?");
         let terms: Vec<&str> = q.terms.iter().map(|t| t.term.as_str()).collect();
         assert!(terms.contains(&"post"), "{terms:?}");
         assert!(q.names.is_empty(), "{:?}", q.names);
@@ -1166,7 +1166,7 @@ mod tests {
         let q = parse("Where are proxy settings taken from environment variables?");
         assert!(q.terms.iter().any(|t| t.term == "environ"), "{:?}", q.terms);
         // "value" is also spelt `val` (`add_env` reads `Some(ref val)`).
-        let q = parse("Where does clap take a value from the environment?");
+        let q = parse("Where does the parser take a value from the environment?");
         assert!(q.terms.iter().any(|t| t.term == "val"), "{:?}", q.terms);
     }
 
@@ -1184,7 +1184,7 @@ mod tests {
 
     #[test]
     fn declarations_sink_when_the_question_asks_what_the_code_does() {
-        let how = parse("Where does commander read an option's value from the environment?");
+        let how = parse("Where does the library read an option's value from the environment?");
         assert_eq!(path_prior("lib/option.js", &how), 1.0);
         assert_eq!(path_prior("typings/index.d.ts", &how), 0.5);
         assert_eq!(path_prior("src/_core.pyi", &how), 0.5);

@@ -562,8 +562,8 @@ mod tests {
             vec!["parse", "http", "request", "v2"]
         );
         assert_eq!(
-            split_words("RIPGREP_CONFIG_PATH"),
-            vec!["ripgrep", "config", "path"]
+            split_words("GREPPER_CONFIG_PATH"),
+            vec!["grepper", "config", "path"]
         );
         assert_eq!(split_words("JSONSink"), vec!["json", "sink"]);
         assert_eq!(split_words("add_url_rule"), vec!["add", "url", "rule"]);
@@ -594,13 +594,13 @@ mod tests {
 
     #[test]
     fn question_keywords_weights_and_aliases() {
-        let q = parse("Where is the `RIPGREP_CONFIG_PATH` configuration file read?\n\nStructured context:\n{\"x\": \"ignored words\"}");
-        assert_eq!(q.named, vec!["RIPGREP_CONFIG_PATH"]);
+        let q = parse("Where is the `GREPPER_CONFIG_PATH` configuration file read?\n\nStructured context:\n{\"x\": \"ignored words\"}");
+        assert_eq!(q.named, vec!["GREPPER_CONFIG_PATH"]);
         let words: Vec<&str> = q.keywords.iter().map(|k| k.word.as_str()).collect();
         // "read" ends the question: content, not a command.
         assert_eq!(
             words,
-            vec!["ripgrep", "configuration", "read", "config", "path"]
+            vec!["grepper", "configuration", "read", "config", "path"]
         );
         let q2 = parse("Find the parser and read it");
         let words2: Vec<&str> = q2.keywords.iter().map(|k| k.word.as_str()).collect();

@@ -454,7 +454,7 @@ mod tests {
                         ("CHANGELOG.md", 3, "func addRoute is now faster"),
                         ("tree.go", 135, "func (n *node) addRoute(path string, handlers HandlersChain) {"),
                         ("tree_test.go", 20, "func TestTreeAddRoute(t *testing.T) {"),
-                        ("gin.go", 364, "func (engine *Engine) addRoute(method, path string, handlers HandlersChain) {"),
+                        ("engine.go", 364, "func (engine *Engine) addRoute(method, path string, handlers HandlersChain) {"),
                     ],
                 ),
                 result(
@@ -466,7 +466,7 @@ mod tests {
         );
         let order: Vec<(&str, u64)> = r.iter().map(|c| (c.file.as_str(), c.line)).collect();
         assert_eq!(order[0], ("tree.go", 135));
-        assert_eq!(order[1], ("gin.go", 364));
+        assert_eq!(order[1], ("engine.go", 364));
         let test_pos = order.iter().position(|o| o.0 == "tree_test.go").unwrap();
         let log_pos = order.iter().position(|o| o.0 == "CHANGELOG.md").unwrap();
         assert!(test_pos > 1 && log_pos > test_pos, "{order:?}");

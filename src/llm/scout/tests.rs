@@ -366,10 +366,10 @@ async fn the_scout_cites_only_lines_it_saw_in_paths_evidence_can_carry() {
 async fn with_the_index_the_scout_cites_the_definition_it_read_and_every_sentence_is_true() {
     let files = owned(&[
         (
-            "src/flask/sessions.py",
+            "src/webapp/sessions.py",
             "import hmac\n\n\nclass SecureCookieSessionInterface:\n    \"\"\"Stores the session in a signed cookie.\"\"\"\n\n    def open_session(self, app, request):\n        return None\n\n    def save_session(self, app, session, response):\n        val = self.get_signing_serializer(app).dumps(dict(session))\n        response.set_cookie(app.config[\"SESSION_COOKIE_NAME\"], val)\n",
         ),
-        ("src/flask/app.py", "class Flask:\n    def run(self):\n        pass\n"),
+        ("src/webapp/app.py", "class WebApp:\n    def run(self):\n        pass\n"),
         ("tests/test_sessions.py", "def test_save_session():\n    assert save_session\n"),
         ("CHANGES.rst", "Session cookies are now saved and signed.\n"),
     ]);
@@ -385,7 +385,7 @@ async fn with_the_index_the_scout_cites_the_definition_it_read_and_every_sentenc
         "{:?}",
         out.ungrounded_evidence
     );
-    assert_eq!(r.evidence[0], "src/flask/sessions.py:10-12", "{r:?}");
+    assert_eq!(r.evidence[0], "src/webapp/sessions.py:10-12", "{r:?}");
     assert_eq!(
         r.status,
         crate::contract::SubagentStatus::Completed,
