@@ -98,6 +98,10 @@ pub enum LaunchError {
     /// The `output_schema` cannot be used for this child (its profile or its model).
     #[error("output_schema: {0}")]
     OutputSchema(String),
+    /// The route the request asks for has no model of its own (the launcher was given a light
+    /// model only, and nothing configures the main one).
+    #[error("{0}")]
+    RouteUnset(String),
     /// One request of a batch was refused.
     #[error("{index}: {source}")]
     InBatch {

@@ -252,6 +252,18 @@ fn assignment(caps: &Captures<'_>) -> String {
     let (name, value) = (&caps["name"], &caps["value"]);
     let lower = name.to_ascii_lowercase();
     let count = lower.ends_with("token") && value.bytes().all(|b| b.is_ascii_digit());
+    // `secret:12` and `etc/passwd:3-9` are citations of a file named like a secret (a line or
+    // a range right after the colon), not a secret: YAML needs a space after a key's colon.
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    let citation = &caps["sep"] == ":"
+        && caps[1].ends_with(':')
+        && match value.split_once('-') {
+            Some((a, b)) => digits(a) && digits(b),
+            None => digits(value),
+        };
+    if citation {
+        return caps[0].to_string();
+    }
     if count || is_code(&lower, &caps["sep"], value) {
         caps[0].to_string()
     } else {
@@ -579,6 +591,8 @@ mod tests {
         ("const apiToken: string = 'abc123';", "const apiToken: string = '***';"),
         (r#"let db_password: &str = "hunter2";"#, r#"let db_password: &str = "***";"#),
         ("secret: Optional[str] = plainvalue1", "secret: Optional[str] = ***"),
+        // A line number after a colon with no space is a citation; with a space, a value.
+        ("password: 123456", "password: ***"),
         // A PEM body read without its BEGIN line, bare and in Read's numbered lines.
         (
             "MIIEowIBAAKCAQEA7secretsecret\nAAAABBBBCCCCDDDDEEEE\n-----END RSA PRIVATE KEY-----\n",
@@ -658,6 +672,10 @@ mod tests {
         "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----",
         "-----BEGIN CERTIFICATE-----\nMIIB",
         "passwords are checked elsewhere",
+        // Citations of files named like a secret.
+        "secret:1",
+        "../../etc/passwd:3-9",
+        "api_key:12 sets x",
         // Ordinary source that names a secret without holding one.
         "def f(password: str) -> None:",
         "def f(password: str, token: Optional[str] = None):",

@@ -638,7 +638,8 @@ def test_cli_batch(tmp_path: pathlib.Path) -> None:
     )  # fmt: skip
     assert (retry.returncode, retry.stderr.strip()) == (
         2,
-        "outrider: --retry-failed reruns the failed tasks DIR holds, so it resumes; it cannot "
+        f"outrider: --retry-failed reruns the failed tasks {str(out)!r} holds, so it resumes; it "
+        "cannot "
         "go with --no-resume",
     )
 

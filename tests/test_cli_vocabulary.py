@@ -181,6 +181,18 @@ def test_a_mistyped_command_or_choice_gets_a_suggestion(capsys: pytest.CaptureFi
     assert err.rstrip().endswith("did you mean 'ray'?")
 
 
+def test_batch_model_typo_gets_a_suggestion_and_retry_failed_names_the_directory(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks = tmp_path / "t.jsonl"
+    tasks.write_text('{"question": "Where?", "root": "."}\n')
+    out = str(tmp_path / "o")
+    assert cli.main(["batch", str(tasks), "--out", out, "--model", "offlin"]) == 2
+    assert capsys.readouterr().err.rstrip().endswith("got 'offlin'; did you mean 'offline'?")
+    assert cli.main(["batch", str(tasks), "--out", out, "--retry-failed", "--no-resume"]) == 2
+    assert f"--retry-failed reruns the failed tasks {out!r} holds" in capsys.readouterr().err
+
+
 # --- noise -------------------------------------------------------------------------------------
 
 

@@ -17,7 +17,7 @@ from loopback import Scripted, scripted
 
 import outrider
 from outrider import cli
-from outrider.testing import final
+from outrider.testing import ScriptedLLM, call, final
 
 ANSWER = final(
     status="completed",
@@ -275,6 +275,38 @@ def test_cli_model_route_without_a_model_exits_2_naming_the_variable(
         assert code == 0 and "offline scout" in out, out
 
 
+def test_a_batch_with_a_key_but_no_model_id_is_an_error_not_the_scout(
+    repo: pathlib.Path,
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from outrider.batch import BackendSpec
+
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"question": TASK, "root": str(repo)}) + "\n")
+    for name in ("LLM_API_KEY", "LLM_BASE_URL"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9/v1" if name.endswith("URL") else "k-1")
+        with pytest.raises(outrider.ConfigError, match=f"LLM_MODEL_ID: not set, but {name} is set"):
+            outrider.explore_many(str(tasks), sink=None)
+        code = cli.main(["batch", str(tasks), "--out", str(tmp_path / f"out-{name}")])
+        _, err = capsys.readouterr()
+        assert code == 2 and f"LLM_MODEL_ID: not set, but {name} is set" in err, err
+        assert not (tmp_path / f"out-{name}" / "manifest.jsonl").exists()
+        monkeypatch.delenv(name)
+    # With a model id, the same variables explore reads: timeout, retries, temperature.
+    monkeypatch.setenv("LLM_MODEL_ID", "m")
+    monkeypatch.setenv("LLM_TIMEOUT", "7.5")
+    monkeypatch.setenv("LLM_MAX_RETRIES", "1")
+    spec = BackendSpec.from_env()
+    assert spec is not None and dict(spec.settings) == {"timeout": 7.5, "max_retries": 1}
+    monkeypatch.setenv("LLM_MAX_RETRIES", "lots")
+    with pytest.raises(
+        outrider.ConfigError, match="LLM_MAX_RETRIES: must be an integer, got 'lots'"
+    ):
+        BackendSpec.from_env()
+
+
 # --- 3. a missing key is named before any request ---------------------------------------------
 
 
@@ -317,3 +349,32 @@ def test_servers_that_need_no_key_or_carry_one_elsewhere_are_taken(
     base_url: str, options: dict[str, Any]
 ) -> None:
     assert outrider.OpenAICompatible("m", base_url, **options).model == "m"
+
+
+def test_a_model_named_for_a_route_only_the_scout_would_serve_is_refused(
+    repo: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # OPENAI_API_KEY is the SDK's, not outrider's: naming a model does not make one.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0000000000000000000000")
+    served = "route would be served by the offline scout, which calls no model"
+    with pytest.raises(
+        outrider.ConfigError, match=f"main_model: names the model 'gpt-4.1', but the main {served}"
+    ):
+        outrider.SubagentLauncher(repo, None, main_model="gpt-4.1")
+    with pytest.raises(
+        outrider.ConfigError, match=f"light_model: names the model 'mini', but the light {served}"
+    ):
+        outrider.SubagentLauncher(repo, None, light_model="mini")
+    with pytest.raises(outrider.ConfigError, match="main_model: names the model 'gpt-4.1'"):
+        outrider.SubagentLauncher(repo, outrider.OfflineScout(), main_model="gpt-4.1")
+    # A light model alone: light requests run on it, a main request is refused, not scouted.
+    answer = {"status": "completed", "summary": "main is in app.py", "evidence": ["app.py:1"]}
+    light = ScriptedLLM([[call("Read", path="app.py")], final(**answer)])
+    launcher = outrider.SubagentLauncher(repo, light_llm=light)
+    with pytest.raises(outrider.LaunchError, match="the main route has no model"):
+        launcher.launch(outrider.SubagentRequest("Where is main?", model_choice="main"))
+    done = launcher.launch(outrider.SubagentRequest("Where is main?"))
+    assert (done.status, light.calls) == ("completed", 2)
+    # Nothing asked for at all: the scout, as documented.
+    scouted = outrider.SubagentLauncher(repo).launch(outrider.SubagentRequest("Where is main?"))
+    assert scouted.model_name == "offline scout (no LLM)"

@@ -161,6 +161,37 @@ pub(crate) fn default_light_model(
     )
 }
 
+/// A model named for a route (`main_model`, `light_model`) that only the offline scout would
+/// serve (no model given for it and none configured, or the scout itself) is refused: the
+/// scout calls no model, and a result would name a model that never ran.
+fn check_named_models(
+    routes: &crate::llm::settings::RouteSettings,
+    main: &Arc<dyn ChatModel>,
+    light: Option<&Arc<dyn ChatModel>>,
+) -> Result<(), Error> {
+    let scout = |m: &Arc<dyn ChatModel>| m.route_label() == Some("offline");
+    let refuse = |field: &str, name: &str, whose: &str| {
+        Error::config(
+            field,
+            format!(
+                "names the model {}, but the {whose} route would be served by the offline scout, which calls no model (no {whose} model was given and LLM_MODEL_ID is not set): pass the model itself (main_llm=/light_llm=: an SDK client, a callable, or a 'provider:model' string such as 'openai:gpt-4.1'), or set LLM_MODEL_ID",
+                crate::pyjson::py_repr_str(name)
+            ),
+        )
+    };
+    if let Some(name) = &routes.main_model {
+        if scout(main) {
+            return Err(refuse("main_model", name, "main"));
+        }
+    }
+    if let Some(name) = &routes.light_model {
+        if light.map_or(scout(main), scout) {
+            return Err(refuse("light_model", name, "light"));
+        }
+    }
+    Ok(())
+}
+
 /// How a launcher is set up, as a caller gives it. [`Default`] is what the Python constructor's
 /// defaults mean.
 #[derive(Clone, Default)]
@@ -193,6 +224,8 @@ pub struct SubagentLauncher {
     workspace: Workspace,
     main_model: Arc<dyn ChatModel>,
     light_model: Option<Arc<dyn ChatModel>>,
+    /// The main route has no model (see [`SubagentLauncher::child_profile`]).
+    main_unset: bool,
     parent_trace: Option<Arc<Trace>>,
     profiles: BTreeMap<String, RuntimeProfile>,
     /// Per profile: the filtered registry and its schemas, built once.
@@ -308,6 +341,7 @@ impl SubagentLauncher {
             (None, Some(path)) => Some(Arc::new(open_parent_trace(&path, workspace.root())?)),
             (None, None) => None,
         };
+        let main_given = options.main_model.is_some();
         let main_model = match options.main_model {
             Some(m) => m,
             None => default_main_model(&options.env_file, workspace.root())?,
@@ -316,6 +350,11 @@ impl SubagentLauncher {
             Some(m) => Some(m),
             None => default_light_model(&options.env_file, workspace.root())?,
         };
+        check_named_models(&options.routes, &main_model, light_model.as_ref())?;
+        // Given a light model alone, with nothing configuring the main one, the main route has
+        // no model: a request for it is refused rather than run by the offline scout.
+        let main_unset =
+            !main_given && main_model.route_label() == Some("offline") && light_model.is_some();
         let light_model = options.routes.light(&main_model, light_model);
         let main_model = options.routes.main(&main_model);
         let tools = profiles
@@ -326,6 +365,7 @@ impl SubagentLauncher {
             workspace,
             main_model,
             light_model,
+            main_unset,
             parent_trace,
             profiles,
             tools,
@@ -411,6 +451,11 @@ impl SubagentLauncher {
         request: &SubagentRequest,
     ) -> Result<(RuntimeProfile, ModelChoice), LaunchError> {
         let (profile, route) = self.check(request)?;
+        if self.main_unset && self.select(route).1 == ModelRoute::Main {
+            return Err(LaunchError::RouteUnset(
+                "the main route has no model: the launcher was given a light_llm only and LLM_MODEL_ID is not set; pass main_llm= (an SDK client, a callable, or a 'provider:model' string), set LLM_MODEL_ID, or ask for model_choice='light'".into(),
+            ));
+        }
         let mut profile = profile.clone();
         if let Some(schema) = &request.output_schema {
             profile = profile

@@ -139,15 +139,46 @@ class BackendSpec:
     @classmethod
     def from_env(cls, prefix: str = "LLM") -> BackendSpec | None:
         """The built-in client as ``{prefix}_MODEL_ID`` / ``_BASE_URL`` say (the key stays in
-        ``{prefix}_API_KEY``); None when ``{prefix}_MODEL_ID`` is unset."""
-        model = os.environ.get(f"{prefix}_MODEL_ID")
+        ``{prefix}_API_KEY``), with ``LLM_TIMEOUT``, ``LLM_MAX_RETRIES`` and
+        ``{prefix}_TEMPERATURE`` as ``outrider explore`` reads them; None when none of
+        ``{prefix}_MODEL_ID`` / ``_API_KEY`` / ``_BASE_URL`` is set. A key or base URL without
+        a model id is a ConfigError naming ``{prefix}_MODEL_ID``, never a silent offline
+        scout."""
+        model = os.environ.get(f"{prefix}_MODEL_ID", "").strip()
         if not model:
+            given = [
+                f"{prefix}_{part}"
+                for part in ("API_KEY", "BASE_URL")
+                if os.environ.get(f"{prefix}_{part}", "").strip()
+            ]
+            if given:
+                raise ConfigError(
+                    f"{prefix}_MODEL_ID: not set, but {' and '.join(given)} "
+                    f"{'is' if len(given) == 1 else 'are'} set: set {prefix}_MODEL_ID to the "
+                    "model to call (or unset them to run the offline scout)"
+                )
             return None
+        settings: dict[str, Any] = {}
+        for name, key, kind in (
+            ("LLM_TIMEOUT", "timeout", float),
+            ("LLM_MAX_RETRIES", "max_retries", int),
+            (f"{prefix}_TEMPERATURE", "temperature", float),
+        ):
+            raw = os.environ.get(name, "").strip()
+            if not raw:
+                continue
+            try:
+                settings[key] = kind(raw)
+            except ValueError:
+                raise ConfigError(
+                    f"{name}: must be {'an integer' if kind is int else 'a number'}, got {raw!r}"
+                ) from None
         return cls(
             BUILTIN_HTTP,
             model,
             os.environ.get(f"{prefix}_BASE_URL") or None,
             f"{prefix}_API_KEY",
+            settings,
         )
 
     @classmethod

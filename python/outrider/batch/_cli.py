@@ -97,9 +97,13 @@ def _spec(value: str | None, what: str) -> Any:
     try:
         data = json.loads(value)
     except ValueError:
+        import difflib
+
+        near = difflib.get_close_matches(value, ["offline", "main", "light", "env"], n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
         raise ConfigError(
             f"{what}: must be 'offline', 'main', 'light', 'env' or a BackendSpec as JSON, got "
-            f"{value!r}"
+            f"{value!r}{hint}"
         ) from None
     return BackendSpec.from_dict(data)
 
@@ -143,8 +147,8 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(f"{args.tasks!r} is not a file of tasks")
         if args.retry_failed and not args.resume:
             raise ConfigError(
-                "--retry-failed reruns the failed tasks DIR holds, so it resumes; it cannot go "
-                "with --no-resume"
+                f"--retry-failed reruns the failed tasks {args.out!r} holds, so it resumes; it "
+                "cannot go with --no-resume"
             )
         executor: Any
         if args.executor == "ray":

@@ -66,6 +66,18 @@ def _profiles(profiles: Any) -> dict[str, outrider.RuntimeProfile]:
     return known
 
 
+# Settings that change how a call is made, not what it answers: a task run with another
+# timeout or retry count is the same task (a resume does not run it again).
+_TRANSPORT_SETTINGS = frozenset({"timeout", "connect_timeout", "max_retries"})
+
+
+def _identity(spec: BackendSpec) -> dict[str, Any]:
+    """``spec`` as it takes part in a task's id: without its transport settings."""
+    data = spec.to_dict()
+    data["settings"] = {k: v for k, v in data["settings"].items() if k not in _TRANSPORT_SETTINGS}
+    return data
+
+
 def _fingerprint(profile: outrider.RuntimeProfile) -> dict[str, Any]:
     data = profile.to_dict()
     return {k: sorted(v) if isinstance(v, (set, frozenset)) else v for k, v in data.items()}
@@ -203,7 +215,7 @@ async def aexplore_many(
     if on_result is not None and not callable(on_result):
         raise ConfigError(f"on_result: must be a callable taking a row dict, got {on_result!r}")
 
-    backend_fp = {"main": main.to_dict(), "light": light.to_dict() if light else None}
+    backend_fp = {"main": _identity(main), "light": _identity(light) if light else None}
     fingerprints = {name: _fingerprint(p) for name, p in known.items()}
     order: dict[str, BatchTask] = {}
     for task in task_list:
