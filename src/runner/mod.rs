@@ -12,11 +12,12 @@
 //! goes into every request, bounds every tool call, and stops the evidence check.
 //!
 //! The parts, in the order a run meets them: `steps` (the loop, top to bottom), `turn` (one
-//! model call), `tool_calls` (the tool calls of a turn), `gate` (the completion gate) and `claims` (what a summary
+//! model call), `tool_calls` (the tool calls of a turn), `answer` (reading the final answer), `gate` (the completion gate) and `claims` (what a summary
 //! may name), `ending` (how a run ends), with `state` (what a run accumulates), [`outcome`]
 //! (what it produced) and [`compaction`] (fitting the history into the context budget).
 //! Small-model assists live behind one seam in [`assist`].
 
+mod answer;
 pub mod assist;
 mod claims;
 pub(crate) mod compaction;
