@@ -111,6 +111,7 @@ pub(crate) mod contract;
 pub(crate) mod error;
 pub(crate) mod evidence;
 pub(crate) mod exec;
+pub(crate) mod fspath;
 pub(crate) mod host;
 pub(crate) mod index;
 pub(crate) mod llm;

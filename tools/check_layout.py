@@ -303,6 +303,7 @@ LAYERS: dict[str, int] = {
     "redact": 0,  # secret removal
     "exec": 0,  # the one runtime, the blocking pool, caller context
     "cancel": 0,  # CancelToken
+    "fspath": 0,  # paths resolved and directories located as the kernel sees them
     # 1: the read-only tools, the model layer, and the vocabulary every layer shares
     "tools": 1,
     "index": 1,  # the code index the scout's Search ranks with (#19)

@@ -766,7 +766,7 @@ fn record_finished(result: &SubagentLaunchResult, child_session_id: &str) {
 
 /// Open (append) the parent trace file, refusing one inside the explored root, however spelled.
 fn open_parent_trace(path: &Path, root: &Path) -> Result<Trace, Error> {
-    let resolved = crate::trace::resolve(path);
+    let resolved = crate::fspath::resolve(path);
     let (Some(dir), Some(name)) = (resolved.parent(), resolved.file_name()) else {
         return Err(Error::config(
             "parent_trace",

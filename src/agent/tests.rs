@@ -962,7 +962,7 @@ fn parent_trace_spelled_into_the_root_is_refused_and_a_lost_trace_is_reported() 
         .trace_path
         .as_ref()
         .unwrap()
-        .starts_with(crate::trace::resolve(&traces)));
+        .starts_with(crate::fspath::resolve(&traces)));
     std::fs::remove_dir_all(&traces).unwrap();
     let lost = rt()
         .block_on(l.launch(SubagentRequest::explore("main?"), CancelToken::new()))

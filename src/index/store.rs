@@ -15,7 +15,7 @@ use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
@@ -59,75 +59,6 @@ struct Stored<T> {
     index: T,
 }
 
-/// `path` made absolute with its longest existing prefix resolved as the kernel sees it
-/// (symlinks and `..`), and the rest, which does not exist yet, normalised lexically, so that
-/// `<cache>/missing/../../root/x` and `<link to root>/x` are both seen as `<root>/x`.
-fn resolve(path: &Path) -> PathBuf {
-    let absolute = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        std::env::current_dir().unwrap_or_default().join(path)
-    };
-    let mut out = PathBuf::from("/");
-    let mut exists = true;
-    for comp in absolute.components() {
-        match comp {
-            Component::Prefix(_) | Component::RootDir | Component::CurDir => {}
-            // While `out` exists it is canonical (no symlinks), so its parent is lexical.
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::Normal(name) => {
-                out.push(name);
-                if exists {
-                    match fs::canonicalize(&out) {
-                        Ok(c) => out = c,
-                        Err(_) => exists = false,
-                    }
-                }
-            }
-        }
-    }
-    out
-}
-
-/// A device and inode: what a directory is, whatever it is called.
-type Identity = (u64, u64);
-
-fn identity_at(fd: &OwnedFd, rel: &str) -> Option<Identity> {
-    let c_rel = CString::new(rel).ok()?;
-    let st = rustix::fs::statat(fd, c_rel.as_c_str(), AtFlags::empty()).ok()?;
-    Some((st.st_dev as u64, st.st_ino as u64))
-}
-
-/// Whether the directory behind `fd` is `root` or below it, by following `..` from the handle
-/// (so the answer holds for where the directory is, not where its path pointed). Unknown (a
-/// level that cannot be looked at, or a tree too deep) counts as inside.
-fn is_within(fd: &OwnedFd, root: Identity) -> bool {
-    let mut rel = String::from(".");
-    let Some(mut id) = identity_at(fd, &rel) else {
-        return true;
-    };
-    for _ in 0..4096 {
-        if id == root {
-            return true;
-        }
-        rel = if rel == "." {
-            "..".into()
-        } else {
-            format!("{rel}/..")
-        };
-        let Some(parent) = identity_at(fd, &rel) else {
-            return true;
-        };
-        if parent == id {
-            return false;
-        }
-        id = parent;
-    }
-    true
-}
-
 /// The `index` folder of a cache directory, held open: found by resolving the directory's
 /// spelling first (the longest existing prefix, symlinks and `..` included), refused when that
 /// is inside the explored root, the folder itself opened without following a symlink, owned by
@@ -142,8 +73,8 @@ impl CacheDir {
     /// or None when it is, or would be, inside the root, is a link, is not this user's, or
     /// cannot be made or opened.
     pub(crate) fn open(dir: &Path, root: &Path, create: bool) -> Option<CacheDir> {
-        let resolved = resolve(dir);
-        let root = resolve(root);
+        let resolved = crate::fspath::resolve(dir);
+        let root = crate::fspath::resolve(root);
         if resolved.starts_with(&root) || resolved.join("index").starts_with(&root) {
             return None;
         }
@@ -168,7 +99,8 @@ impl CacheDir {
             return None;
         }
         if let Ok(meta) = fs::metadata(&root) {
-            if is_within(&fd, (meta.dev(), meta.ino())) {
+            // Unknown (a level that cannot be looked at, a tree too deep) counts as inside.
+            if crate::fspath::is_within(&fd, (meta.dev(), meta.ino())).unwrap_or(true) {
                 return None;
             }
         }

@@ -8,18 +8,13 @@ use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
 
 use crate::error::TraceDirError;
-
-/// Parent links followed at most when checking where a directory is (deeper trees are refused).
-const MAX_DEPTH: usize = 4096;
-
-/// A device and inode: what a directory is, whatever it is called.
-type Identity = (u64, u64);
+use crate::fspath::{is_within, resolve, Identity};
 
 /// A prepared trace directory: its resolved path, an open handle, and the explored root it must
 /// stay out of.
@@ -29,38 +24,6 @@ pub struct TraceDir {
     fd: Arc<OwnedFd>,
     root: Option<Identity>,
     root_path: PathBuf,
-}
-
-/// `path` made absolute with every existing prefix resolved (symlinks and `..` as the kernel
-/// sees them) and the part that does not exist yet normalised lexically, so that
-/// `<out>/missing/../../root/x` is `<root>/x`.
-pub(crate) fn resolve(path: &Path) -> PathBuf {
-    let absolute = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        std::env::current_dir().unwrap_or_default().join(path)
-    };
-    let mut out = PathBuf::from("/");
-    let mut exists = true;
-    for comp in absolute.components() {
-        match comp {
-            Component::Prefix(_) | Component::RootDir | Component::CurDir => {}
-            // While `out` exists it is canonical (no symlinks), so its parent is lexical.
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::Normal(name) => {
-                out.push(name);
-                if exists {
-                    match std::fs::canonicalize(&out) {
-                        Ok(c) => out = c,
-                        Err(_) => exists = false,
-                    }
-                }
-            }
-        }
-    }
-    out
 }
 
 fn c_path(path: &Path) -> Result<CString, std::io::Error> {
@@ -86,39 +49,6 @@ fn open_at(
 /// `flock(file, operation)`: the lock lives as long as the open file.
 fn lock(file: &File, operation: FlockOperation) -> std::io::Result<()> {
     Ok(rustix::fs::flock(file, operation)?)
-}
-
-/// The identity of `rel` (`.`, `..`, `../..`, ...) resolved from the directory behind `fd`.
-fn identity_at(fd: &OwnedFd, rel: &str) -> std::io::Result<Identity> {
-    let c_rel = CString::new(rel).map_err(|_| std::io::Error::other("a NUL byte in a path"))?;
-    let st = rustix::fs::statat(fd, c_rel.as_c_str(), AtFlags::empty())?;
-    Ok((st.st_dev as u64, st.st_ino as u64))
-}
-
-/// Whether the directory behind `fd` is `root` or below it, following `..` links from the
-/// handle (so the answer holds for where the directory is now, not where its path pointed).
-/// One `fstatat` per level, relative to the handle: this runs before every trace write.
-fn is_within(fd: &OwnedFd, root: Identity) -> std::io::Result<bool> {
-    let mut rel = String::from(".");
-    let mut id = identity_at(fd, &rel)?;
-    for _ in 0..MAX_DEPTH {
-        if id == root {
-            return Ok(true);
-        }
-        rel = if rel == "." {
-            "..".to_string()
-        } else {
-            format!("{rel}/..")
-        };
-        let parent_id = identity_at(fd, &rel)?;
-        if parent_id == id {
-            return Ok(false);
-        }
-        id = parent_id;
-    }
-    Err(std::io::Error::other(
-        "the directory is nested too deeply to check",
-    ))
 }
 
 impl TraceDir {

@@ -20,7 +20,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::redact::redact_in_place;
-pub(crate) use dir::{resolve, TraceDir};
+pub(crate) use dir::TraceDir;
 pub(crate) use event::{EventKind, EventPayload, SessionSummary};
 pub(crate) use retention::{TraceRetention, TRACE_KEEP_ENV};
 pub use terminal::TerminalReason;
@@ -417,7 +417,10 @@ mod tests {
     fn a_dotdot_spelling_into_the_root_is_refused_and_creates_nothing() {
         let (tmp, root, out) = root_and_out();
         let spelled = out.join("missing/../../root/x");
-        assert_eq!(resolve(&spelled), resolve(&root).join("x"));
+        assert_eq!(
+            crate::fspath::resolve(&spelled),
+            crate::fspath::resolve(&root).join("x")
+        );
         assert!(matches!(
             prepare_trace_dir(&spelled, &root),
             Err(TraceDirError::InsideRoot { .. })
