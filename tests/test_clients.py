@@ -41,14 +41,6 @@ def no_provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-@pytest.fixture
-def repo(tmp_path: pathlib.Path) -> pathlib.Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    (root / "app.py").write_text("def main():\n    return 1\n")
-    return root
-
-
 def openai_turns() -> list[dict[str, Any]]:
     def answer(message: dict[str, Any], finish: str) -> dict[str, Any]:
         return {

@@ -11,11 +11,12 @@ import json
 import pathlib
 import threading
 import time
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import pydantic
 import pytest
 from loopback import completion, scripted
+from test_schema import answer, launcher, users  # the schema tests' helpers, same tree
 
 import outrider
 from outrider.testing import ScriptedLLM, call
@@ -36,18 +37,6 @@ def repo(tmp_path: pathlib.Path) -> pathlib.Path:
         "def main():\n    return helper()\n\ndef helper():\n    return 1\n"
     )
     return root
-
-
-def answer(**fields: Any) -> str:
-    return json.dumps(fields)
-
-
-def users(llm: ScriptedLLM) -> list[str]:
-    return [m["content"] for m in llm.requests[-1]["messages"] if m["role"] == "user"]
-
-
-def launcher(repo: pathlib.Path, llm: Any, **options: Any) -> outrider.SubagentLauncher:
-    return outrider.SubagentLauncher(repo, llm, trace_dir=False, **options)
 
 
 class Brief(pydantic.BaseModel):

@@ -35,14 +35,6 @@ TESTS_PASSED = {
 }
 
 
-@pytest.fixture
-def repo(tmp_path: pathlib.Path) -> pathlib.Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    (root / "app.py").write_text("def main():\n    return 1\n")
-    return root
-
-
 def verifier(repo: pathlib.Path, *script: Any) -> tuple[outrider.SubagentLauncher, ScriptedLLM]:
     llm = ScriptedLLM(list(script))
     return outrider.SubagentLauncher(repo, llm, trace_dir=False), llm

@@ -82,7 +82,7 @@ class MemorySink:
         pass
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
     """What a file that is not a regular file is, in words."""
     for test, name in (
         (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -225,7 +225,7 @@ def _opened_regular(fd: int, shown: str, what: str) -> os.stat_result:
     st = os.fstat(fd)
     problem = None
     if not stat.S_ISREG(st.st_mode):
-        problem = f"is {_kind(st.st_mode)}; a manifest is a regular file"
+        problem = f"is {file_kind(st.st_mode)}; a manifest is a regular file"
     elif st.st_size > MAX_MANIFEST_BYTES:
         problem = (
             f"it is {st.st_size:,} bytes, more than the {MAX_MANIFEST_BYTES:,} a manifest may "
@@ -402,7 +402,7 @@ class ManifestSink:
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
-                raise self._refuse(name, f"is {_kind(st.st_mode)}, not a regular file")
+                raise self._refuse(name, f"is {file_kind(st.st_mode)}, not a regular file")
             self._own(fd, name, directory=False)
             if shared and st.st_nlink > 1:
                 raise self._refuse(

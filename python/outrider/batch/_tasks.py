@@ -24,6 +24,7 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from outrider.batch._sink import file_kind
 from outrider.exceptions import ConfigError
 
 __all__ = ["BatchTask", "RepoCache", "default_cache_dir", "load_tasks"]
@@ -209,7 +210,7 @@ def _read_bounded(path: str | os.PathLike[str]) -> bytes:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise ConfigError(
-                f"tasks file {shown!r}: is {_kind(st.st_mode)}; a tasks file is a regular file "
+                f"tasks file {shown!r}: is {file_kind(st.st_mode)}; a tasks file is a regular file "
                 "(JSONL, one task a line)"
             )
         data = f.read(MAX_TASKS_BYTES + 1)
@@ -220,19 +221,6 @@ def _read_bounded(path: str | os.PathLike[str]) -> bytes:
             "output directory)"
         )
     return data
-
-
-def _kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISFIFO, "a FIFO (named pipe)"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISDIR, "a directory"),
-    ):
-        if test(mode):
-            return name
-    return "not a regular file"
 
 
 def load_tasks(path: str | os.PathLike[str]) -> list[BatchTask]:
