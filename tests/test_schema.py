@@ -69,7 +69,7 @@ def users(llm: ScriptedLLM) -> list[str]:
     return [m["content"] for m in llm.requests[-1]["messages"] if m["role"] == "user"]
 
 
-def launcher(repo: pathlib.Path, llm: ScriptedLLM, **options: Any) -> outrider.SubagentLauncher:
+def launcher(repo: pathlib.Path, llm: Any, **options: Any) -> outrider.SubagentLauncher:
     return outrider.SubagentLauncher(repo, llm, trace_dir=False, **options)
 
 
