@@ -12,10 +12,10 @@ use crate::contract::Repair;
 use crate::evidence::EvidenceCheck;
 use crate::llm::{estimate_tokens, ChatResponse, Message};
 use crate::profile::BudgetPolicy;
-use crate::runner::assist::hint::ScoutRun;
-use crate::runner::assist::{Assist, Assists};
+use crate::runner::assist::Assists;
 use crate::runner::ending::Ending;
 use crate::runner::gate::{self, Gate};
+use crate::runner::grounding;
 use crate::runner::outcome::{ParsedResult, RunOutcome, TerminalReason};
 use crate::runner::state::{CallSpec, State, Stop, ANSWER_RESERVE_TOKENS};
 use crate::runner::{
@@ -86,18 +86,15 @@ enum Next {
 /// The gate's refusal of a final answer (see [`Gate::Reject`]).
 struct Refusal {
     exploring: bool,
-    unseen_names: Vec<String>,
+    note: Option<String>,
     feedback: String,
     parsed: Option<(ParsedResult, Option<Repair>, Vec<EvidenceCheck>)>,
 }
 
 impl RuntimeRunner {
-    /// The model's loop on `task` until it stops; `scout` is the offline scout's run, whose
-    /// places are the repo-map hint.
-    pub(super) async fn run_model(&self, task: &str, scout: Option<&ScoutRun>) -> RunOutcome {
+    /// The model's loop on `task` until it stops, with the run's `assists` hooked in.
+    pub(super) async fn run_model(&self, task: &str, assists: Assists) -> RunOutcome {
         let (deadline, explore_deadline) = self.deadlines();
-        let hint = self.hint(scout).map(|h| Box::new(h) as Box<dyn Assist>);
-        let assists = Assists::new(hint);
         let first = match assists.first_message() {
             Some(more) => format!("{task}\n\n{more}"),
             None => task.to_string(),
@@ -124,9 +121,7 @@ impl RuntimeRunner {
                 Next::Continue => {}
                 Next::Stop(stop) => break stop,
                 Next::End(ending) => return self.finish(st, step, *ending),
-                Next::Leads(reason, error) => {
-                    return self.partial_from_seen(st, step, reason, error)
-                }
+                Next::Leads(reason, error) => return self.without_answer(st, step, reason, error),
             }
         };
         match stop {
@@ -229,7 +224,7 @@ impl RuntimeRunner {
                 feedback,
                 parsed,
                 exploring,
-                unseen_names,
+                note,
             } => {
                 // An answer the output limit cut short fails the contract for that reason.
                 let feedback = if cut_off && parsed.is_none() {
@@ -239,7 +234,7 @@ impl RuntimeRunner {
                 };
                 let refusal = Refusal {
                     exploring,
-                    unseen_names,
+                    note,
                     feedback,
                     parsed,
                 };
@@ -280,7 +275,8 @@ impl RuntimeRunner {
             return Next::Stop(Stop::Terminal(TerminalReason::Timeout, why));
         }
         let ungrounded =
-            gate::grounding(&self.workspace, raw.evidence(), plan.deadline, &st.observed).await;
+            grounding::grounding(&self.workspace, raw.evidence(), plan.deadline, &st.observed)
+                .await;
         let ungrounded = st.assists.ungrounded_items(&mut raw, ungrounded);
         let ending = Ending::answered(TerminalReason::Timeout, text, raw, repair)
             .with_error(why)
@@ -392,6 +388,7 @@ impl RuntimeRunner {
             successful_tools: st.successful_tools,
             example: plan.example.as_deref(),
             task: &plan.task,
+            assists: &st.assists,
         };
         // A caller's validator is bounded like exploring: under policy `partial` the time
         // after it is the answer's, to ground its evidence.
@@ -491,7 +488,8 @@ impl RuntimeRunner {
                 // Nothing it cites is false; it explored too little, cited nothing, or did not
                 // fit the caller's schema: it stands as partial, saying why.
                 let misfit = matches!(&result, ParsedResult::Custom(c) if !c.fits());
-                let result = gate::downgraded(result, refusal.exploring, &refusal.unseen_names);
+                let result =
+                    grounding::downgraded(result, refusal.exploring, refusal.note.as_deref());
                 let reason = if misfit {
                     TerminalReason::CompletionGateBlocked
                 } else {
