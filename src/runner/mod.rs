@@ -30,6 +30,7 @@ pub(crate) mod observed;
 pub(crate) mod outcome;
 mod provenance;
 mod render;
+mod resend;
 mod state;
 mod steps;
 mod tool_calls;

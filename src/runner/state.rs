@@ -47,6 +47,8 @@ pub(crate) struct State {
     pub(crate) last_failure: Option<(String, String, u64, String)>,
     /// The run's small-model assists, hooked in at a few points (see `runner::assist`).
     pub(crate) assists: crate::runner::assist::Assists,
+    /// The Read results in `messages`, which later requests shorten once used (see `resend`).
+    pub(crate) reads: Vec<crate::runner::resend::ShownRead>,
 }
 
 impl State {
@@ -69,6 +71,7 @@ impl State {
             successful_tools: 0,
             last_failure: None,
             assists: crate::runner::assist::Assists::default(),
+            reads: Vec::new(),
         }
     }
 }

@@ -14,6 +14,7 @@ use crate::llm::{
 };
 use crate::runner::compaction;
 use crate::runner::outcome::TerminalReason;
+use crate::runner::resend;
 use crate::runner::state::{CallSpec, State, Stop, ANSWER_RESERVE_TOKENS, MAX_ANSWER_BYTES};
 use crate::runner::RuntimeRunner;
 use crate::trace::event;
@@ -141,14 +142,19 @@ impl RuntimeRunner {
     /// may be made at all: refused when even a compacted request does not fit, or when the
     /// call and the wrap-up's reserve would overdraw the total budget.
     fn fit(&self, step: u64, st: &State, spec: &CallSpec<'_>) -> Result<(Vec<Message>, u64), Stop> {
+        let history = if self.profile.tuning.shrink_used_results > 0 {
+            resend::shrink(&st.messages, &st.reads, self.profile.tool_result_format)
+        } else {
+            Cow::Borrowed(st.messages.as_slice())
+        };
         let messages: Cow<'_, [Message]> = match spec.hint {
             Some(h) => {
                 let hint = Message::User {
                     content: h.to_string(),
                 };
-                Cow::Owned([st.messages.as_slice(), &[hint]].concat())
+                Cow::Owned([&history[..], &[hint]].concat())
             }
-            None => Cow::Borrowed(&st.messages),
+            None => history,
         };
         let total = self.profile.total_token_budget as u64;
         let left = total.saturating_sub(st.tokens);
