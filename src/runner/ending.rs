@@ -1,85 +1,21 @@
-//! How a run ends: the wrap-up after a budget ran out, a partial answer built from what the
-//! child saw, and the one place that writes the terminal events and builds the outcome.
+//! How a run ends: the wrap-up after a budget ran out, an assist's partial answer when there
+//! is none, and the one place that writes the terminal events and builds the outcome.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use tracing::Instrument;
 
-use crate::contract::{ExploreResult, Repair, SubagentStatus};
-use crate::evidence::EvidenceCheck;
+use crate::contract::{ExploreResult, SubagentStatus};
 use crate::llm::Message;
 use crate::profile::{BudgetPolicy, ResultContract};
 use crate::runner::answer::{parse_answer, Unparsed};
 use crate::runner::grounding;
 use crate::runner::outcome::{ParsedResult, RunOutcome, TerminalReason};
 use crate::runner::provenance;
-use crate::runner::state::{CallSpec, State, Stop};
+use crate::runner::state::{CallSpec, Ending, State, Stop};
 use crate::runner::RuntimeRunner;
 use crate::trace::event;
-
-/// How a run ends: why, and what the outcome carries (the answer, its repair, the error, the
-/// evidence that could not be grounded).
-pub(super) struct Ending {
-    reason: TerminalReason,
-    final_text: Option<String>,
-    result: Option<ParsedResult>,
-    repair: Option<Repair>,
-    error: Option<String>,
-    ungrounded: Vec<EvidenceCheck>,
-}
-
-impl Ending {
-    /// A run that stopped for `reason` without an answer; `error` says why.
-    pub(super) fn stopped(reason: TerminalReason, error: String) -> Self {
-        Self {
-            reason,
-            final_text: None,
-            result: None,
-            repair: None,
-            error: Some(error),
-            ungrounded: Vec::new(),
-        }
-    }
-
-    /// A run that ends with the model's answer `text`, parsed as `result`.
-    pub(super) fn answered(
-        reason: TerminalReason,
-        text: String,
-        result: ParsedResult,
-        repair: Option<Repair>,
-    ) -> Self {
-        Self {
-            reason,
-            final_text: Some(text),
-            result: Some(result),
-            repair,
-            error: None,
-            ungrounded: Vec::new(),
-        }
-    }
-
-    /// The same ending, with `error` saying why the answer is not a completed one.
-    pub(super) fn with_error(self, error: String) -> Self {
-        Self {
-            error: Some(error),
-            ..self
-        }
-    }
-
-    /// The same ending, with the cited evidence the child was not shown.
-    pub(super) fn with_ungrounded(self, ungrounded: Vec<EvidenceCheck>) -> Self {
-        Self { ungrounded, ..self }
-    }
-
-    /// The same ending, with an answer built without the model's text.
-    fn with_result(self, result: ParsedResult) -> Self {
-        Self {
-            result: Some(result),
-            ..self
-        }
-    }
-}
 
 impl RuntimeRunner {
     /// The stop for a run that reached the end of its exploring time: a wrap-up when the

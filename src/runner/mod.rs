@@ -22,12 +22,14 @@
 
 mod answer;
 pub mod assist;
+mod budget;
 pub(crate) mod compaction;
 mod ending;
 mod gate;
 mod grounding;
 pub(crate) mod observed;
 pub(crate) mod outcome;
+mod plan;
 mod provenance;
 mod render;
 mod resend;
