@@ -83,7 +83,9 @@ def run(root: pathlib.Path, shrink: int) -> tuple[outrider.SubagentResult, Scrip
     )
     llm = ScriptedLLM(script())
     launcher = outrider.SubagentLauncher(root, llm, profiles=[profile])
-    r = launcher.launch(outrider.SubagentRequest(task="Where is request kind 1 of module 0 handled?"))
+    r = launcher.launch(
+        outrider.SubagentRequest(task="Where is request kind 1 of module 0 handled?")
+    )
     assert r.status == "completed", (r.status, r.error)
     assert r.tool_usage == {"Read": FILES}, r.tool_usage
     assert r.model_calls == FILES + 1, r.model_calls
@@ -92,9 +94,7 @@ def run(root: pathlib.Path, shrink: int) -> tuple[outrider.SubagentResult, Scrip
 
 def prefix_stable(llm: ScriptedLLM) -> bool:
     """Whether every request starts with the same bytes: system prompt, tools, first message."""
-    heads = {
-        json.dumps([q["messages"][:2], q.get("tools")], sort_keys=True) for q in llm.requests
-    }
+    heads = {json.dumps([q["messages"][:2], q.get("tools")], sort_keys=True) for q in llm.requests}
     return len(heads) == 1
 
 
@@ -110,14 +110,18 @@ def main() -> int:
         before, llm_before = run(root, 0)
         after, llm_after = run(root, 1)
     rows = []
-    for label, r, llm in (("before (every result whole)", before, llm_before),
-                          ("after (used results shrink)", after, llm_after)):
+    for label, r, llm in (
+        ("before (every result whole)", before, llm_before),
+        ("after (used results shrink)", after, llm_after),
+    ):
         assert isinstance(r.result, outrider.ExploreResult)
         right = "src/m00.py:5-7" in r.result.evidence
         assert prefix_stable(llm), "the request prefix changed between calls"
         per_right = f"{r.input_tokens:>10,}" if right else f"{'no right answer':>10}"
         rows.append((label, r.input_tokens, per_right))
-    print(f"outrider {outrider.__version__}: a scripted 10-Read exploration ({FILES} files of {LINES} lines, Reads of {READ})")
+    print(
+        f"outrider {outrider.__version__}: a scripted 10-Read exploration ({FILES} files of {LINES} lines, Reads of {READ})"
+    )
     print(f"{'':<30}{'input tokens':>14}{'per right answer':>18}")
     for label, tokens, per_right in rows:
         print(f"{label:<30}{tokens:>14,}{per_right:>18}")

@@ -22,7 +22,10 @@ def _run(root: pathlib.Path, shrink: int) -> ScriptedLLM:
     llm = ScriptedLLM(
         [
             {"tool_calls": [call("Read", path="a.py")]},
-            {"content": "a.py:3-4 sets x3; reading b.py", "tool_calls": [call("Read", path="b.py")]},
+            {
+                "content": "a.py:3-4 sets x3; reading b.py",
+                "tool_calls": [call("Read", path="b.py")],
+            },
             final(status="completed", summary="x3 is set in a.py", evidence=["a.py:3"]),
         ]
     )
@@ -61,7 +64,5 @@ def test_a_cited_read_is_resent_as_its_cited_lines_with_a_note(tmp_path: pathlib
 
 def test_every_request_starts_with_the_same_bytes(tmp_path: pathlib.Path) -> None:
     llm = _run(_tree(tmp_path), 1)
-    heads = {
-        json.dumps([q["messages"][:2], q.get("tools")], sort_keys=True) for q in llm.requests
-    }
+    heads = {json.dumps([q["messages"][:2], q.get("tools")], sort_keys=True) for q in llm.requests}
     assert len(llm.requests) == 3 and len(heads) == 1

@@ -187,7 +187,9 @@ impl RuntimeRunner {
             // The offline scout is the code index searching on its own: no model vouched.
             if self.model.route_label() == Some("offline") {
                 provenance::rewrite_explore(r, "finish: offline scout", |items| {
-                    items.iter_mut().for_each(|s| s.source = "index".into());
+                    for s in items.iter_mut() {
+                        s.source = "index".into();
+                    }
                 });
             }
         }

@@ -36,43 +36,39 @@ pub(crate) fn seen_path_slips(
 /// The citation `item` means, when it is a path slip of a file the child saw (see
 /// [`seen_path_slips`]).
 fn mended(item: &str, workspace: &Workspace, observed: &Observed) -> Option<String> {
-    let files = observed.files();
+    let (path, start, end) = crate::evidence::parse_citation(item)?;
+    // Only a relative path inside the root is a slip: an absolute one, `~` or `..` names
+    // something else (`/proc/self/cwd/README.md` is not the README.md seen).
+    let raw = path.trim();
+    if raw.starts_with(['/', '\\', '~'])
+        || raw.split(['/', '\\']).any(|c| c == ".." || c.contains(':'))
     {
-        let Some((path, start, end)) = crate::evidence::parse_citation(item) else {
-            return None;
-        };
-        // Only a relative path inside the root is a slip: an absolute one, `~` or `..` names
-        // something else (`/proc/self/cwd/README.md` is not the README.md seen).
-        let raw = path.trim();
-        if raw.starts_with(['/', '\\', '~'])
-            || raw.split(['/', '\\']).any(|c| c == ".." || c.contains(':'))
-        {
-            return None;
-        }
-        let written = crate::runner::observed::normalize(&path);
-        // Only a path that names nothing: not one the workspace refuses (a link out of the
-        // root), nor a file that exists.
-        if files.iter().any(|(f, _)| *f == written)
-            || !matches!(workspace.resolve_file(&written), Err(e) if e.kind() == "not_found")
-        {
-            return None;
-        }
-        let parts: Vec<&str> = written.split('/').collect();
-        let mut candidates = files.iter().map(|(f, _)| f).filter(|f| {
-            let theirs: Vec<&str> = f.split('/').collect();
-            // Directories dropped, never added: every part written is in the file seen.
-            theirs.last() == parts.last() && in_order(&parts, &theirs)
-        });
-        let (Some(only), None) = (candidates.next(), candidates.next()) else {
-            return None;
-        };
-        if observed.saw_range(only, start, end) {
-            let now = crate::evidence::citation(only, start, end);
-            tracing::warn!(written = %crate::redact::redact_cow(item), now = %crate::redact::redact_cow(&now), "an evidence path the child slipped on was mended to the file it saw");
-            return Some(now);
-        }
+        return None;
     }
-    None
+    let written = crate::runner::observed::normalize(&path);
+    let files = observed.files();
+    // Only a path that names nothing: not one the workspace refuses (a link out of the
+    // root), nor a file that exists.
+    if files.iter().any(|(f, _)| *f == written)
+        || !matches!(workspace.resolve_file(&written), Err(e) if e.kind() == "not_found")
+    {
+        return None;
+    }
+    let parts: Vec<&str> = written.split('/').collect();
+    let mut candidates = files.iter().map(|(f, _)| f).filter(|f| {
+        let theirs: Vec<&str> = f.split('/').collect();
+        // Directories dropped, never added: every part written is in the file seen.
+        theirs.last() == parts.last() && in_order(&parts, &theirs)
+    });
+    let (Some(only), None) = (candidates.next(), candidates.next()) else {
+        return None;
+    };
+    if !observed.saw_range(only, start, end) {
+        return None;
+    }
+    let now = crate::evidence::citation(only, start, end);
+    tracing::warn!(written = %crate::redact::redact_cow(item), now = %crate::redact::redact_cow(&now), "an evidence path the child slipped on was mended to the file it saw");
+    Some(now)
 }
 
 /// Whether every item of `short` appears in `long`, in order.

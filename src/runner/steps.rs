@@ -32,8 +32,8 @@ enum Next {
     Stop(Stop),
     /// End the run now.
     End(Box<Ending>),
-    /// End the run without an answer: the leads, or the places the child saw (reason, error).
-    Leads(TerminalReason, String),
+    /// End the run without an answer: an assist's partial one, if any (reason, error).
+    NoAnswer(TerminalReason, String),
 }
 
 /// The gate's refusal of a final answer (see [`Gate::Reject`]).
@@ -56,7 +56,9 @@ impl RuntimeRunner {
                 Next::Continue => {}
                 Next::Stop(stop) => break stop,
                 Next::End(ending) => return self.finish(st, step, *ending),
-                Next::Leads(reason, error) => return self.without_answer(st, step, reason, error),
+                Next::NoAnswer(reason, error) => {
+                    return self.without_answer(st, step, reason, error)
+                }
             }
         };
         match stop {
@@ -394,6 +396,6 @@ impl RuntimeRunner {
             "the model's answers never met the contract; the last refusal: {}",
             refusal.feedback
         );
-        Next::Leads(TerminalReason::CompletionGateBlocked, error)
+        Next::NoAnswer(TerminalReason::CompletionGateBlocked, error)
     }
 }
