@@ -1,6 +1,7 @@
 //! Where each evidence item came from: every change to an answer's evidence list, by the
 //! answer's reading, the gate or an assist, goes through [`rewrite`], which keeps an explore
-//! answer's `evidence_sources` in step with its items and logs what changed and who changed it.
+//! answer's `evidence_sources` in step with its items and logs (at TRACE, counts only) who
+//! changed it.
 //!
 //! An item keeps the source it had; an item a rewrite adds gets the source the rewrite gives it
 //! (`model`, `index`, `both` or `seen`, see [`crate::contract::EVIDENCE_SOURCES`]).
@@ -70,10 +71,13 @@ fn rewrite_list(
     let before = items.clone();
     change(&mut items);
     if items != before {
-        tracing::debug!(
+        // Counts only: an item's text is a path, which may name a secret file.
+        let kept = items.iter().filter(|s| before.contains(s)).count();
+        tracing::trace!(
             by,
-            before = ?before.iter().map(|s| (&s.item, &s.source)).collect::<Vec<_>>(),
-            after = ?items.iter().map(|s| (&s.item, &s.source)).collect::<Vec<_>>(),
+            before = before.len(),
+            kept,
+            after = items.len(),
             "evidence rewritten"
         );
     }
