@@ -33,16 +33,22 @@ pub struct Tuning {
     /// The shortest name a summary may use without it being checked against what the child
     /// saw (shorter words are English as often as code).
     pub min_checked_name: u64,
+    /// 1 (the default) re-sends a Read result the model has used (cited in a later reply, or
+    /// shown again by a later Read) as its cited lines and a note of what was cut; 0 re-sends
+    /// every result whole (each request repeats the whole history, so a result kept whole is
+    /// paid for again at every later call).
+    pub shrink_used_results: u64,
 }
 
 /// The knobs' names, in declaration order (the keys `tuning` takes).
-pub const TUNING_FIELDS: [&str; 6] = [
+pub const TUNING_FIELDS: [&str; 7] = [
     "leads",
     "fusion_k",
     "lead_read_lines",
     "scout_time_share",
     "scout_time_cap_seconds",
     "min_checked_name",
+    "shrink_used_results",
 ];
 
 impl Default for Tuning {
@@ -54,6 +60,7 @@ impl Default for Tuning {
             scout_time_share: 0.1,
             scout_time_cap_seconds: 30.0,
             min_checked_name: 3,
+            shrink_used_results: 1,
         }
     }
 }
@@ -81,6 +88,7 @@ impl Tuning {
                 "leads" => self.leads = count()?,
                 "lead_read_lines" => self.lead_read_lines = count()?.max(1),
                 "min_checked_name" => self.min_checked_name = count()?,
+                "shrink_used_results" => self.shrink_used_results = flag_knob(&name, v)?,
                 "fusion_k" => self.fusion_k = number(0.0, 1e6)?,
                 "scout_time_share" => self.scout_time_share = number(0.0, 1.0)?,
                 "scout_time_cap_seconds" => self.scout_time_cap_seconds = number(0.0, 3600.0)?,
@@ -103,6 +111,7 @@ impl Tuning {
             number(self.scout_time_share),
             number(self.scout_time_cap_seconds),
             count(self.min_checked_name),
+            count(self.shrink_used_results),
         ];
         let items: Vec<String> = TUNING_FIELDS
             .iter()
@@ -127,6 +136,19 @@ fn count_knob(name: &str, v: &Json) -> Result<u64, crate::Error> {
             format!("must be between 0 and {MAX_COUNT}, got {i}"),
         )),
         other => Err(crate::Error::wrong_type(name, "int", other.type_name())),
+    }
+}
+
+/// An on/off knob: 0 or 1.
+fn flag_knob(name: &str, v: &Json) -> Result<u64, crate::Error> {
+    match v {
+        Json::Int(i @ (0 | 1)) => Ok(*i as u64),
+        Json::Bool(b) => Ok(u64::from(*b)),
+        Json::Int(i) => Err(crate::Error::config(
+            name,
+            format!("must be 0 (off) or 1 (on), got {i}"),
+        )),
+        other => Err(crate::Error::wrong_type(name, "0 or 1", other.type_name())),
     }
 }
 
@@ -158,7 +180,13 @@ fn number_knob(name: &str, v: &Json, lo: f64, hi: f64) -> Result<f64, crate::Err
 
 impl std::hash::Hash for Tuning {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        (self.leads, self.lead_read_lines, self.min_checked_name).hash(h);
+        (
+            self.leads,
+            self.lead_read_lines,
+            self.min_checked_name,
+            self.shrink_used_results,
+        )
+            .hash(h);
         for x in [
             self.fusion_k,
             self.scout_time_share,

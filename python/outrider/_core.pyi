@@ -164,7 +164,9 @@ class RuntimeProfile:
         ``lead_read_lines`` (40, lines the hint suggests reading of a lead),
         ``scout_time_share`` (0.1) and ``scout_time_cap_seconds`` (30, the offline scout's
         time before the first call), ``min_checked_name`` (3, the shortest name a summary is
-        checked for). Set some with ``replace(tuning={"leads": 5})``: for experiments; an
+        checked for), ``shrink_used_results`` (1: a Read result the model has cited, or read
+        again, is re-sent as its cited lines and a note of what was cut; 0 re-sends it whole).
+        Set some with ``replace(tuning={"leads": 5})``: for experiments; an
         unknown knob or an out-of-range value raises naming it."""
     def replace(self, **changes: Any) -> RuntimeProfile:
         """A copy with some fields changed, validated again."""

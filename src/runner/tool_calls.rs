@@ -8,6 +8,7 @@ use serde_json::Value;
 use tracing::field::Empty;
 
 use crate::llm::{Message, ToolCall};
+use crate::runner::resend::ShownRead;
 use crate::runner::state::{State, Stop};
 use crate::runner::turn::cancelled;
 use crate::runner::RuntimeRunner;
@@ -211,15 +212,21 @@ impl RuntimeRunner {
                 st.observed.record(&call.name, &shown);
                 st.last_failure = None;
             }
+            let content = crate::runner::render::tool_result(
+                self.profile.tool_result_format,
+                &call.name,
+                result,
+                &shown,
+            );
+            if call.name == "Read" {
+                let compact_json = !content.starts_with("{\n");
+                let at = st.messages.len();
+                st.reads.extend(ShownRead::of(at, &shown, compact_json));
+            }
             st.messages.push(Message::Tool {
                 tool_call_id: call.id.clone(),
                 name: call.name.clone(),
-                content: crate::runner::render::tool_result(
-                    self.profile.tool_result_format,
-                    &call.name,
-                    result,
-                    &shown,
-                ),
+                content,
             });
         }
         if self.cancel.is_cancelled() {
