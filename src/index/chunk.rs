@@ -157,7 +157,7 @@ pub(crate) fn chunk_file(
 ) -> FileChunks {
     let lines: Vec<&str> = text.lines().collect();
     let lang = Lang::of(path)
-        .filter(|_| text.len() <= MAX_PARSE_BYTES && !super::rank::is_secondary_code(path));
+        .filter(|_| text.len() <= MAX_PARSE_BYTES && !super::paths::is_secondary_code(path));
     let defs: Vec<Def> = match lang {
         Some(l) => lang::definitions(l, text.as_bytes(), parser),
         None => Vec::new(),
