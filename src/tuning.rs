@@ -33,9 +33,11 @@ pub struct Tuning {
     /// The shortest name a summary may use without it being checked against what the child
     /// saw (shorter words are English as often as code).
     pub min_checked_name: u64,
-    /// How much an identifier compound of adjacent question words counts beside a word
-    /// (`jsonobject`, `json_object` for "JSON object"), as a term and as a definition's name:
-    /// code spells one thing as one name far more often than a sentence does by chance.
+    /// How much an identifier compound of adjacent question words counts (`jsonobject`,
+    /// `json_object` for "JSON object"): as a term, beside a word's 1, and as a definition's
+    /// or a file's name, beside the exact-name bonus of a name the question writes as code. Half:
+    /// code spells one thing as one name far more often than a sentence does by chance, but
+    /// adjacent words are not always one thing ("long help lines" is not about `long_help`).
     pub rank_compound: f64,
     /// The bonus of a file whose name is a name the question gives (`changeset.ex` for
     /// "Changeset", a module's `mod.rs` or `__init__.py` for its folder's name), in units of
@@ -81,7 +83,7 @@ impl Default for Tuning {
             scout_time_share: 0.1,
             scout_time_cap_seconds: 30.0,
             min_checked_name: 3,
-            rank_compound: 1.0,
+            rank_compound: 0.5,
             rank_file_named: 1.0 / 3.0,
             rank_copy_weight: 0.4,
             rank_test_weight: 0.4,

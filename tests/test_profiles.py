@@ -266,7 +266,7 @@ def test_tuning_is_a_profile_field_that_changes_what_the_child_is_given(
         "scout_time_share": 0.1,
         "scout_time_cap_seconds": 30.0,
         "min_checked_name": 3,
-        "rank_compound": 1.0,
+        "rank_compound": 0.5,
         "rank_file_named": 1.0 / 3.0,
         "rank_copy_weight": 0.4,
         "rank_test_weight": 0.4,

@@ -164,7 +164,7 @@ class RuntimeProfile:
         ``lead_read_lines`` (40, lines the hint suggests reading of a lead),
         ``scout_time_share`` (0.1) and ``scout_time_cap_seconds`` (30, the offline scout's
         time before the first call), ``min_checked_name`` (3, the shortest name a summary is
-        checked for), and the code index's ranking: ``rank_compound`` (1, the weight of an
+        checked for), and the code index's ranking: ``rank_compound`` (0.5, the weight of an
         identifier compound of adjacent question words, ``jsonobject`` for "JSON object"),
         ``rank_file_named`` (1/3 of the exact-name bonus, for a file named as the question's
         name), ``rank_copy_weight`` (0.4, vendored, legacy, compatibility and older ``vN/``

@@ -692,11 +692,33 @@ pub fn path_prior(path: &str, q: &Query) -> f64 {
     .contains(&ext)
     {
         prior *= 0.6;
-    } else if !doc && !is_code_name(name, ext) {
+    } else if !doc && !is_code_name(name, ext) && !is_script_name(name, ext) {
         // Man pages, prebuilt output, data: text, but not the code.
         prior *= 0.5;
     }
     prior
+}
+
+/// Whether a file name without an extension is likely a script (`libexec/rbenv-rehash`,
+/// `bin/deploy`): not one of the usual extension-less notes of a project.
+fn is_script_name(name: &str, ext: &str) -> bool {
+    const NOTES: &[&str] = &[
+        "readme",
+        "license",
+        "licence",
+        "copying",
+        "notice",
+        "authors",
+        "contributors",
+        "install",
+        "version",
+        "todo",
+        "changelog",
+        "changes",
+        "news",
+        "codeowners",
+    ];
+    ext.is_empty() && !name.starts_with('.') && !NOTES.contains(&name)
 }
 
 /// Whether a file name is source code of some language (parsed or not).
@@ -1014,8 +1036,6 @@ struct Lookup<'q> {
     /// each with how much its bonuses count: 1, less for a name in a large share of the tree
     /// (see [`Tuning::rank_common_idf`]).
     joined: super::text::FxMap<String, f64>,
-    /// The compounds of [`Query::compounds`].
-    compounds: std::collections::HashSet<&'q str, super::text::FxBuild>,
 }
 
 impl<'q> Lookup<'q> {
@@ -1029,7 +1049,6 @@ impl<'q> Lookup<'q> {
                 .collect(),
             names: q.names.iter().map(String::as_str).collect(),
             joined: super::text::FxMap::default(),
-            compounds: q.compounds.iter().map(String::as_str).collect(),
         }
     }
 
@@ -1037,7 +1056,9 @@ impl<'q> Lookup<'q> {
     /// files (`file_idf`) below [`Tuning::rank_common_idf`].
     fn weigh_names(&mut self, q: &Query, file_idf: &[f64]) {
         let common = q.tuning.rank_common_idf;
-        for name in q.names.iter().chain(&q.compounds) {
+        let compound = q.tuning.rank_compound;
+        let names = q.names.iter().map(|n| (n, 1.0));
+        for (name, share) in names.chain(q.compounds.iter().map(|c| (c, compound))) {
             let mut own = Vec::new();
             ident_terms(name, &mut own);
             own.push(name.clone());
@@ -1046,20 +1067,23 @@ impl<'q> Lookup<'q> {
                 .filter_map(|t| self.at.get(t.as_str()))
                 .map(|&qi| file_idf[qi])
                 .fold(f64::NAN, f64::max);
-            let weight = if common > 0.0 && idf.is_finite() {
+            // The outer of a qualified name (`Gson` of `Gson.getAdapter`) is a type the
+            // question names, however common its word is in the tree.
+            let qualifier = q.qualified.iter().any(|(outer, _)| outer == name);
+            let weight = if common > 0.0 && idf.is_finite() && !qualifier {
                 (idf / common).min(1.0)
             } else {
                 1.0
             };
             let key = joined_name(name);
             let slot = self.joined.entry(key).or_insert(0.0);
-            *slot = slot.max(weight);
+            *slot = slot.max(weight * share);
         }
     }
 
     /// How much a name's bonus counts (0 when the question gives no such name).
     fn name_weight(&self, name: &str) -> f64 {
-        if self.names.contains(name) || self.compounds.contains(name) {
+        if self.names.contains(name) {
             self.joined.get(&joined_name(name)).copied().unwrap_or(1.0)
         } else {
             0.0
@@ -1179,7 +1203,7 @@ fn name_bonus(
     let compound = if look.named(&short) {
         0.0
     } else {
-        look.joined_weight(&short) * q.tuning.rank_compound
+        look.joined_weight(&short)
     };
     let weight = named.max(compound);
     if definition && weight > 0.0 {
