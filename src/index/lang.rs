@@ -878,6 +878,477 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn csharp_namespaces_types_and_members() {
+        let src = r#"using System;
+
+namespace Acme.Billing
+{
+    /// <summary>Keeps entries.</summary>
+    public sealed class Ledger : IDisposable
+    {
+        private readonly List<Entry> entries = new();
+
+        public Ledger(int capacity)
+        {
+            entries.Capacity = capacity;
+        }
+
+        public decimal Balance() => entries.Sum(e => e.Amount);
+
+        public void Dispose() { }
+    }
+
+    public interface IAuditor
+    {
+        void Audit(Ledger ledger);
+    }
+
+    public record Entry(string Account, decimal Amount);
+
+    public struct Money { public decimal Value; }
+
+    public enum Currency { Euro, Dollar }
+
+    public delegate void Posted(Entry entry);
+}
+"#;
+        assert_eq!(
+            defs("src/Billing/Ledger.cs", src),
+            vec![
+                ("namespace", "Acme.Billing".to_string(), 3, 32),
+                ("class", "Ledger".to_string(), 6, 18),
+                ("constructor", "Ledger".to_string(), 10, 13),
+                ("method", "Balance".to_string(), 15, 15),
+                ("method", "Dispose".to_string(), 17, 17),
+                ("interface", "IAuditor".to_string(), 20, 23),
+                ("method", "Audit".to_string(), 22, 22),
+                ("record", "Entry".to_string(), 25, 25),
+                ("struct", "Money".to_string(), 27, 27),
+                ("enum", "Currency".to_string(), 29, 29),
+                ("type", "Posted".to_string(), 31, 31),
+            ]
+        );
+    }
+
+    #[test]
+    fn kotlin_classes_interfaces_objects_and_functions() {
+        let src = r#"package shop.stock
+
+import java.time.Instant
+
+/** Items on hand. */
+data class Item(val sku: String, val count: Int)
+
+interface Supplier {
+    fun restock(sku: String): Int
+}
+
+enum class Unit { PIECE, BOX }
+
+object Warehouse {
+    private val items = mutableMapOf<String, Item>()
+
+    fun take(sku: String, n: Int): Boolean {
+        val item = items[sku] ?: return false
+        return item.count >= n
+    }
+}
+
+class Inventory(private val supplier: Supplier) {
+    companion object {
+        fun empty(): Inventory = Inventory(NoSupplier)
+    }
+
+    fun refill(sku: String) {
+        supplier.restock(sku)
+    }
+}
+
+fun summarize(items: List<Item>): String = items.joinToString()
+
+typealias Stock = Map<String, Item>
+"#;
+        assert_eq!(
+            defs("app/src/main/kotlin/Inventory.kt", src),
+            vec![
+                ("class", "Item".to_string(), 6, 6),
+                ("interface", "Supplier".to_string(), 8, 10),
+                ("method", "restock".to_string(), 9, 9),
+                ("enum", "Unit".to_string(), 12, 12),
+                ("class", "Warehouse".to_string(), 14, 21),
+                ("method", "take".to_string(), 17, 20),
+                ("class", "Inventory".to_string(), 23, 31),
+                ("method", "empty".to_string(), 25, 25),
+                ("method", "refill".to_string(), 28, 30),
+                ("function", "summarize".to_string(), 33, 33),
+                ("type", "Stock".to_string(), 35, 35),
+            ]
+        );
+    }
+
+    #[test]
+    fn scala_traits_classes_objects_and_defs() {
+        let src = r#"package web.routing
+
+import scala.collection.mutable
+
+/** A route table. */
+trait Handler {
+  def handle(path: String): Option[String]
+}
+
+case class Route(method: String, path: String)
+
+class Router(prefix: String) extends Handler {
+  private val table = mutable.Map.empty[Route, String]
+
+  def add(route: Route, target: String): Unit =
+    table(route) = target
+
+  def handle(path: String): Option[String] = {
+    table.collectFirst { case (r, t) if r.path == path => t }
+  }
+}
+
+object Router {
+  def apply(): Router = new Router("")
+}
+
+enum Verb {
+  case Get, Post
+}
+
+type Table = Map[Route, String]
+"#;
+        assert_eq!(
+            defs("core/Router.scala", src),
+            vec![
+                ("trait", "Handler".to_string(), 6, 8),
+                ("method", "handle".to_string(), 7, 7),
+                ("class", "Route".to_string(), 10, 10),
+                ("class", "Router".to_string(), 12, 21),
+                ("method", "add".to_string(), 15, 16),
+                ("method", "handle".to_string(), 18, 20),
+                ("class", "Router".to_string(), 23, 25),
+                ("method", "apply".to_string(), 24, 24),
+                ("enum", "Verb".to_string(), 27, 29),
+                ("type", "Table".to_string(), 31, 31),
+            ]
+        );
+    }
+
+    #[test]
+    fn swift_protocols_types_extensions_and_funcs() {
+        let src = r#"import Foundation
+
+/// A bounded cache.
+public protocol Evicting {
+    func evict(key: String)
+}
+
+public final class LRUCache<Value>: Evicting {
+    private var store: [String: Value] = [:]
+
+    public init(limit: Int) {
+        self.limit = limit
+    }
+
+    public func value(for key: String) -> Value? {
+        return store[key]
+    }
+
+    public func evict(key: String) {
+        store.removeValue(forKey: key)
+    }
+}
+
+struct Entry {
+    let key: String
+}
+
+enum Policy {
+    case lru, fifo
+}
+
+extension LRUCache: CustomStringConvertible {
+    var description: String { "cache" }
+    func dump() {}
+}
+
+typealias StringCache = LRUCache<String>
+
+func makeCache() -> LRUCache<Int> {
+    LRUCache(limit: 8)
+}
+"#;
+        assert_eq!(
+            defs("Sources/Cache/Cache.swift", src),
+            vec![
+                ("interface", "Evicting".to_string(), 4, 6),
+                ("method", "evict".to_string(), 5, 5),
+                ("class", "LRUCache".to_string(), 8, 22),
+                ("constructor", "init".to_string(), 11, 13),
+                ("method", "value".to_string(), 15, 17),
+                ("method", "evict".to_string(), 19, 21),
+                ("struct", "Entry".to_string(), 24, 26),
+                ("enum", "Policy".to_string(), 28, 30),
+                ("impl", "LRUCache".to_string(), 32, 35),
+                ("method", "dump".to_string(), 34, 34),
+                ("type", "StringCache".to_string(), 37, 37),
+                ("function", "makeCache".to_string(), 39, 41),
+            ]
+        );
+    }
+
+    #[test]
+    fn php_classes_interfaces_traits_enums_and_functions() {
+        let src = r#"<?php
+
+namespace App\Mail;
+
+use App\Contracts\Transport;
+
+/**
+ * Sends messages.
+ */
+final class Mailer implements Transport
+{
+    private array $queue = [];
+
+    public function __construct(private string $host)
+    {
+    }
+
+    public function send(Message $message): bool
+    {
+        $this->queue[] = $message;
+        return true;
+    }
+}
+
+interface Transport
+{
+    public function send(Message $message): bool;
+}
+
+trait Retries
+{
+    protected function retry(callable $fn, int $times = 3) { return $fn(); }
+}
+
+enum Priority: int
+{
+    case Low = 1;
+    case High = 2;
+}
+
+function format_address(string $name, string $email): string
+{
+    return "$name <$email>";
+}
+"#;
+        assert_eq!(
+            defs("src/Mail/Mailer.php", src),
+            vec![
+                ("class", "Mailer".to_string(), 10, 23),
+                ("method", "__construct".to_string(), 14, 16),
+                ("method", "send".to_string(), 18, 22),
+                ("interface", "Transport".to_string(), 25, 28),
+                ("method", "send".to_string(), 27, 27),
+                ("trait", "Retries".to_string(), 30, 33),
+                ("method", "retry".to_string(), 32, 32),
+                ("enum", "Priority".to_string(), 35, 39),
+                ("function", "format_address".to_string(), 41, 44),
+            ]
+        );
+    }
+
+    #[test]
+    fn elixir_modules_and_def_macros() {
+        let src = r##"defmodule Shop.Tally do
+  @moduledoc "Counts things."
+
+  defstruct count: 0
+
+  @doc "Adds one."
+  def add(%__MODULE__{count: c} = tally), do: %{tally | count: c + 1}
+
+  def add(tally, n) when is_integer(n) do
+    %{tally | count: tally.count + n}
+  end
+
+  defp clamp(n), do: max(n, 0)
+
+  defmacro tally_of(expr) do
+    quote do: unquote(expr)
+  end
+
+  defmodule Report do
+    def render(tally), do: "#{tally.count}"
+  end
+end
+
+defprotocol Shop.Countable do
+  def count(item)
+end
+"##;
+        assert_eq!(
+            defs("lib/shop/tally.ex", src),
+            vec![
+                ("module", "Shop.Tally".to_string(), 1, 22),
+                ("function", "add".to_string(), 7, 7),
+                ("function", "add".to_string(), 9, 11),
+                ("function", "clamp".to_string(), 13, 13),
+                ("function", "tally_of".to_string(), 15, 17),
+                ("module", "Report".to_string(), 19, 21),
+                ("function", "render".to_string(), 20, 20),
+                ("module", "Shop.Countable".to_string(), 24, 26),
+                ("function", "count".to_string(), 25, 25),
+            ]
+        );
+    }
+
+    #[test]
+    fn bash_functions_both_syntaxes() {
+        let src = r#"#!/usr/bin/env bash
+set -euo pipefail
+
+# Copies the build to a host.
+upload() {
+  scp -r build "$1:/srv/app"
+}
+
+function restart_service {
+  ssh "$1" systemctl restart app
+}
+
+main() {
+  for host in "$@"; do
+    upload "$host"
+    restart_service "$host"
+  done
+}
+
+main "$@"
+"#;
+        assert_eq!(
+            defs("scripts/deploy.sh", src),
+            vec![
+                ("function", "upload".to_string(), 5, 7),
+                ("function", "restart_service".to_string(), 9, 11),
+                ("function", "main".to_string(), 13, 18),
+            ]
+        );
+    }
+
+    #[test]
+    fn lua_functions_methods_and_assigned_functions() {
+        let src = r#"-- A FIFO queue.
+local Queue = {}
+Queue.__index = Queue
+
+function Queue.new()
+  return setmetatable({ first = 1, last = 0, items = {} }, Queue)
+end
+
+function Queue:push(value)
+  self.last = self.last + 1
+  self.items[self.last] = value
+end
+
+local function is_empty(q)
+  return q.first > q.last
+end
+
+Queue.pop = function(self)
+  if is_empty(self) then return nil end
+  local v = self.items[self.first]
+  self.first = self.first + 1
+  return v
+end
+
+local limit = 10
+
+return Queue
+"#;
+        assert_eq!(
+            defs("lua/queue.lua", src),
+            vec![
+                ("function", "Queue.new".to_string(), 5, 7),
+                ("function", "Queue:push".to_string(), 9, 12),
+                ("function", "is_empty".to_string(), 14, 16),
+                ("function", "Queue.pop".to_string(), 18, 23),
+            ]
+        );
+    }
+
+    #[test]
+    fn languages_by_extension_shebang_and_header_content() {
+        assert_eq!(Lang::of("a/b.kts"), Some(Lang::Kotlin));
+        assert_eq!(Lang::of("build.sc"), Some(Lang::Scala));
+        assert_eq!(Lang::of("mix.exs"), Some(Lang::Elixir));
+        assert_eq!(Lang::of("x.bash"), Some(Lang::Bash));
+        assert_eq!(
+            Lang::of_file("bin/deploy", "#!/usr/bin/env bash\nx\n"),
+            Some(Lang::Bash)
+        );
+        assert_eq!(
+            Lang::of_file("bin/run", "#!/bin/sh -e\nx\n"),
+            Some(Lang::Bash)
+        );
+        assert_eq!(Lang::of_file("bin/tool", "#!/usr/bin/env perl\n"), None);
+        assert_eq!(Lang::of_file("README", "Some words.\n"), None);
+        // A shebang does not override an extension.
+        assert_eq!(Lang::of_file("tool.py", "#!/bin/sh\n"), Some(Lang::Python));
+        assert_eq!(
+            Lang::of_file("x.h", "struct a { int b; };\n"),
+            Some(Lang::C)
+        );
+        assert_eq!(
+            Lang::of_file(
+                "x.h",
+                "// a class of things\nnamespace db {\nclass A {};\n}\n"
+            ),
+            Some(Lang::Cpp)
+        );
+    }
+
+    #[test]
+    fn a_parse_past_its_budget_gives_no_tree_and_the_parser_starts_over() {
+        let src: String = (0..400)
+            .map(|i| format!("int f{i}(int a) {{ return a + {i}; }}\n"))
+            .collect();
+        let mut parser = Parser::new();
+        let tight = Budget {
+            checks: 1,
+            cpu_us: u64::MAX,
+        };
+        let (tree, checks) = parse(Lang::C, src.as_bytes(), &mut parser, tight);
+        assert!(tree.is_none() && checks == 2, "{checks}");
+        let no_time = Budget {
+            checks: u64::MAX,
+            cpu_us: 0,
+        };
+        assert!(parse(Lang::C, src.as_bytes(), &mut parser, no_time)
+            .0
+            .is_none());
+        // The same parser then parses a file from its start, within the default budget.
+        let defs = definitions(Lang::C, b"int g(void) { return 1; }\n", &mut parser);
+        assert_eq!(defs.map(|d| d.len()), Some(1));
+        let whole = definitions(Lang::C, src.as_bytes(), &mut parser).expect("in budget");
+        assert_eq!(whole.len(), 400);
+        // The budget grows linearly with the file, both in checks and in time.
+        let (none, one, two) = (
+            parse_budget(0),
+            parse_budget(1 << 20),
+            parse_budget(2 << 20),
+        );
+        assert!(one.checks > none.checks && one.cpu_us > none.cpu_us);
+        assert_eq!(two.checks - one.checks, one.checks - none.checks);
+        assert_eq!(two.cpu_us - one.cpu_us, one.cpu_us - none.cpu_us);
+    }
+
+    #[test]
     fn every_grammar_loads() {
         let mut parser = Parser::new();
         for lang in Lang::ALL {

@@ -13,6 +13,7 @@ pub(crate) mod chunk;
 pub(crate) mod lang;
 pub(crate) mod paths;
 pub(crate) mod rank;
+pub(crate) mod shape;
 pub(crate) mod store;
 pub(crate) mod text;
 
