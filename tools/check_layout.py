@@ -35,7 +35,10 @@ LEXEMES = re.compile(
     r"|(?<!\w)b?'(?:\\(?:u\{[0-9a-fA-F]+\}|x[0-9a-fA-F]{2}|.)|[^'\\\n])'",
     re.S,
 )
-IN_FILE_TESTS = re.compile(r"#\[cfg\(test\)\]\s*mod \w*tests \{.*", re.S)
+# An in-file test module, private or not (`pub(crate) mod tests` shares fixtures with others).
+IN_FILE_TESTS = re.compile(
+    r"#\[cfg\(test\)\]\s*(?:pub(?:\s*\([^)]*\))?\s+)?mod \w*tests \{.*", re.S
+)
 USE_DECL = re.compile(r"(?<![\w$])(pub(?:\s*\([^)]*\))?\s+)?use\s+([^;]+);")
 CHILD_MOD = re.compile(r"(?<![\w$])(?:pub(?:\s*\([^)]*\))?\s+)?mod\s+(\w+)\s*;")
 BODY_PATH = re.compile(r"(?<![\w$:])([A-Za-z_]\w*)((?:\s*::\s*\w+)+)")

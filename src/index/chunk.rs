@@ -243,7 +243,7 @@ const NOT_CODE: &[&str] = &[
 /// data, or secondary code, which is only windowed as when it parses).
 fn has_shape(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
-    if super::rank::is_secondary_code(path) {
+    if super::paths::is_secondary_code(path) {
         return false;
     }
     match name.rsplit_once('.') {
@@ -471,7 +471,8 @@ mod tests {
             bytes += text.len();
             let grammar = Lang::of_file(&rel, &text).is_some() && text.len() <= MAX_PARSE_BYTES;
             parsed += usize::from(fc.lang.is_some());
-            let fell = grammar && fc.lang.is_none() && !super::super::rank::is_secondary_code(&rel);
+            let fell =
+                grammar && fc.lang.is_none() && !super::super::paths::is_secondary_code(&rel);
             shaped += usize::from(fell);
             slow.push((secs, rel, text.len(), fell));
         }

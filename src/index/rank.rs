@@ -836,36 +836,11 @@ pub fn search_until(
         .max(1e-9);
     look.weigh_names(q, &file_idf(&found, q.terms.len(), index.files.len()));
     let look = look;
-    let at = &look.at;
-    let file_named = q.tuning.rank_file_named * exact_bonus(q);
     let mut path_cache: HashMap<usize, (f64, Vec<usize>)> = HashMap::new();
     let mut path_score = |fi: usize| -> (f64, Vec<usize>) {
         path_cache
             .entry(fi)
-            .or_insert_with(|| {
-                let (file, dirs) = path_terms(&index.files[fi].path);
-                let in_file = positions(at, &file);
-                let mut in_path = in_file.clone();
-                in_path.extend(positions(at, &dirs));
-                in_path.sort_unstable();
-                in_path.dedup();
-                let mut s = 0.0;
-                for &qi in &in_path {
-                    let w = if in_file.contains(&qi) { W_FILE } else { W_DIR };
-                    s += w * q.terms[qi].weight * idf_of(qi);
-                }
-                // A file named as the question's name (`changeset.ex` for "Changeset").
-                // A module file (`extract/mod.rs`) is its folder's module: named as the
-                // question's name, it is the definition asked for, and counts as one.
-                let path = &index.files[fi].path;
-                let named = if is_module_file(path) {
-                    exact_bonus(q)
-                } else {
-                    file_named
-                };
-                s += named * look.joined_weight(file_stem(path));
-                (s, in_path)
-            })
+            .or_insert_with(|| path_bonus(&index.files[fi].path, q, &look, &idf_of))
             .clone()
     };
     let mut scored: Vec<Hit> = Vec::with_capacity(found.len());
@@ -921,6 +896,37 @@ pub fn search_until(
     weigh_older_versions(index, &mut scored, q.tuning.rank_copy_weight);
     accumulate(&mut scored);
     Some(diversify(scored, limit))
+}
+
+/// The bonus of a file's path: the question's words in its name and folders (per idf), and a
+/// name of the question that is the file's name; with the query terms it covers.
+fn path_bonus(
+    path: &str,
+    q: &Query,
+    look: &Lookup<'_>,
+    idf_of: &dyn Fn(usize) -> f64,
+) -> (f64, Vec<usize>) {
+    let (file, dirs) = path_terms(path);
+    let in_file = positions(&look.at, &file);
+    let mut in_path = in_file.clone();
+    in_path.extend(positions(&look.at, &dirs));
+    in_path.sort_unstable();
+    in_path.dedup();
+    let mut s = 0.0;
+    for &qi in &in_path {
+        let w = if in_file.contains(&qi) { W_FILE } else { W_DIR };
+        s += w * q.terms[qi].weight * idf_of(qi);
+    }
+    // A file named as the question's name (`changeset.ex` for "Changeset"). A module file
+    // (`extract/mod.rs`) is its folder's module: named as the question's name, it is the
+    // definition asked for, and counts as one.
+    let named = if is_module_file(path) {
+        exact_bonus(q)
+    } else {
+        q.tuning.rank_file_named * exact_bonus(q)
+    };
+    s += named * look.joined_weight(file_stem(path));
+    (s, in_path)
 }
 
 /// Whether `path` lies in the directory `under` (anywhere when None, `""` or `.`).
