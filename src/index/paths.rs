@@ -59,6 +59,7 @@ pub fn is_test_path(path: &str) -> bool {
     dirs_of(&lower).iter().any(|d| TEST_DIRS.contains(d))
         || name.starts_with("test_")
         || stem_name.ends_with("_test")
+        || stem_name.ends_with("_tests")
         || stem_name.ends_with("_spec")
         || name.contains(".test.")
         || name.contains(".spec.")
@@ -135,6 +136,7 @@ mod tests {
     fn tests_beside_the_code_are_tests_in_every_usual_spelling() {
         for p in [
             "src/runner/tests.rs",
+            "src/index/rank_tests.rs",
             "pkg/server_test.go",
             "lib/test_client.py",
             "spec/models/user_spec.rb",

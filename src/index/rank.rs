@@ -587,11 +587,16 @@ fn add_compounds(q: &mut Query, terms: &mut TermSet, body: &str, spans: &[(usize
         if !usable(run[0]) {
             continue;
         }
-        for j in i + 1..spans.len().min(i + MAX_COMPOUND_WORDS) {
-            if !joined_to_next(j - 1) || !usable(spans[j].1) {
+        for (j, &(_, next)) in spans
+            .iter()
+            .enumerate()
+            .take(i + MAX_COMPOUND_WORDS)
+            .skip(i + 1)
+        {
+            if !joined_to_next(j - 1) || !usable(next) {
                 break;
             }
-            run.push(spans[j].1);
+            run.push(next);
             let lower: Vec<String> = run.iter().map(|w| w.to_lowercase()).collect();
             let joined = lower.concat();
             if q.compounds.contains(&joined) || q.names.contains(&joined) {
@@ -1227,7 +1232,10 @@ fn name_bonus(
 /// The weight of a chunk inside a test module of a source file (Rust's `#[cfg(test)] mod tests
 /// { ... }`): [`Tuning::rank_test_weight`] unless the question asks about tests, else 1.
 fn in_test_module(f: &super::IndexedFile, ci: usize, q: &Query) -> f64 {
-    if q.wants_tests || !f.path.ends_with(".rs") || is_test_path(&f.path) {
+    let rust = std::path::Path::new(&f.path)
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("rs"));
+    if q.wants_tests || !rust || is_test_path(&f.path) {
         return 1.0;
     }
     let c = &f.chunks.chunks[ci];
