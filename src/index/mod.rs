@@ -11,7 +11,9 @@
 
 pub(crate) mod chunk;
 pub(crate) mod lang;
+pub(crate) mod paths;
 pub(crate) mod rank;
+pub(crate) mod shape;
 pub(crate) mod store;
 pub(crate) mod text;
 
@@ -534,5 +536,7 @@ fn up_to_date(
     refresh
 }
 
+#[cfg(test)]
+mod rank_tests;
 #[cfg(test)]
 mod tests;

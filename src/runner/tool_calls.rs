@@ -63,7 +63,8 @@ impl RuntimeRunner {
         let ctx = ToolContext::new(self.workspace.clone())
             .with_deadline(deadline)
             .with_cancel(self.cancel.flag())
-            .with_read_memory(st.read_memory.clone());
+            .with_read_memory(st.read_memory.clone())
+            .with_tuning(self.profile.tuning.clone());
         let mut handles = Vec::with_capacity(calls.len());
         let mut canonical = Vec::with_capacity(calls.len());
         for call in calls {

@@ -276,7 +276,8 @@ impl RuntimeRunner {
             permissions: self.permissions.clone(),
             ctx: ToolContext::new(self.workspace.clone())
                 .with_deadline(deadline)
-                .with_cancel(self.cancel.flag()),
+                .with_cancel(self.cancel.flag())
+                .with_tuning(tuning.clone()),
             task: task.to_string(),
             system: self.profile.rendered_system_prompt(),
             run: crate::llm::request::RunFacts::of(&self.profile),
