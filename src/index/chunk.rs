@@ -415,19 +415,19 @@ mod tests {
     /// under `.git`) in one thread and prints the total time, the slowest files and how many
     /// fell back to their shape; `OUTRIDER_UNBOUNDED=1` lifts the parse budget (the "before").
     #[test]
-    #[ignore]
+    #[ignore = "a dev check on the tree named by OUTRIDER_TREE"]
     fn dev_chunk_tree() {
         let Ok(root) = std::env::var("OUTRIDER_TREE") else {
             return;
         };
         if std::env::var("OUTRIDER_UNBOUNDED").is_ok() {
-            lang::tests::BUDGET.set(Some(lang::Budget {
+            lang::TEST_BUDGET.set(Some(lang::Budget {
                 checks: u64::MAX,
                 cpu_us: u64::MAX,
             }));
         }
         if std::env::var("OUTRIDER_NO_PARSE").is_ok() {
-            lang::tests::BUDGET.set(Some(lang::Budget {
+            lang::TEST_BUDGET.set(Some(lang::Budget {
                 checks: 0,
                 cpu_us: 0,
             }));
@@ -558,12 +558,12 @@ mod tests {
         let mut terms = Terms::default();
         let parsed = chunk_file("src/add.c", src, &mut Parser::new(), &mut terms);
         assert_eq!(parsed.lang.as_deref(), Some("c"));
-        lang::tests::BUDGET.set(Some(lang::Budget {
+        lang::TEST_BUDGET.set(Some(lang::Budget {
             checks: 0,
             cpu_us: 0,
         }));
         let cut = chunk_file("src/add.c", src, &mut Parser::new(), &mut terms);
-        lang::tests::BUDGET.set(None);
+        lang::TEST_BUDGET.set(None);
         assert_eq!(cut.lang, None);
         assert_eq!(
             shape_of(&cut),

@@ -84,7 +84,8 @@ impl Lang {
         if let Some(lang) = Lang::of(path) {
             // A `.h` header is C++ as often as C; read as C, C++ is one long error (and its
             // recovery costs many times a clean parse).
-            if lang == Lang::C && path.ends_with(".h") && looks_like_cpp(text) {
+            let header = path.rsplit_once('.').is_some_and(|(_, ext)| ext == "h");
+            if lang == Lang::C && header && looks_like_cpp(text) {
                 return Some(Lang::Cpp);
             }
             return Some(lang);
@@ -280,6 +281,24 @@ fn role(lang: Lang, kind: &str, inside_type: bool) -> Role {
             "module" => def("module", true),
             _ => Role::Through,
         },
+        (
+            Lang::CSharp
+            | Lang::Kotlin
+            | Lang::Scala
+            | Lang::Swift
+            | Lang::Php
+            | Lang::Bash
+            | Lang::Lua,
+            k,
+        ) => role_of_newer(lang, k, func),
+        _ => Role::Through,
+    }
+}
+
+/// [`role`] for the languages parsed since the first eight (`func`: "function" or "method").
+fn role_of_newer(lang: Lang, kind: &str, func: &'static str) -> Role {
+    let def = |kind, container| Role::Def { kind, container };
+    match (lang, kind) {
         (Lang::CSharp, k) => match k {
             "class_declaration" => def("class", true),
             "struct_declaration" => def("struct", true),
@@ -333,6 +352,8 @@ fn role(lang: Lang, kind: &str, inside_type: bool) -> Role {
             "function_declaration" => def("function", false),
             // `M.name = function(...) ... end`: a function by another syntax (see `name_of`).
             "assignment_statement" => def("function", false),
+            // `{ name = function(...) ... end }`: a function in a table (see `name_of`).
+            "field" => def("function", false),
             _ => Role::Through,
         },
         _ => Role::Through,
@@ -393,7 +414,7 @@ const CHECKS_PER_CLOCK: u64 = 4;
 /// The budget of a parse of `bytes`.
 pub(crate) fn parse_budget(bytes: usize) -> Budget {
     #[cfg(test)]
-    if let Some(b) = tests::BUDGET.get() {
+    if let Some(b) = TEST_BUDGET.get() {
         return b;
     }
     let kib = (bytes as u64).div_ceil(1024);
@@ -401,6 +422,13 @@ pub(crate) fn parse_budget(bytes: usize) -> Budget {
         checks: PARSE_CHECKS_BASE + PARSE_CHECKS_PER_KIB * kib,
         cpu_us: PARSE_CPU_US_BASE + PARSE_CPU_US_PER_KIB * kib,
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The parse budget on this thread, for tests (and a dev check's "before").
+    pub(crate) static TEST_BUDGET: std::cell::Cell<Option<Budget>> =
+        const { std::cell::Cell::new(None) };
 }
 
 /// The CPU time this thread has used, in microseconds.
@@ -428,7 +456,7 @@ pub(crate) fn parse(
     let mut progress = |_: &tree_sitter::ParseState| {
         checks += 1;
         let over = checks > budget.checks
-            || (checks % CHECKS_PER_CLOCK == 0
+            || (checks.is_multiple_of(CHECKS_PER_CLOCK)
                 && thread_cpu_us().saturating_sub(started) > budget.cpu_us);
         if over {
             std::ops::ControlFlow::Break(())
@@ -492,7 +520,7 @@ pub(crate) fn definitions(lang: Lang, text: &[u8], parser: &mut Parser) -> Optio
                         || !is_leaf_kind(kind)
                         || matches!(
                             child.kind(),
-                            "variable_declarator" | "assignment_statement" | "call"
+                            "variable_declarator" | "assignment_statement" | "call" | "field"
                         )
                     {
                         // An anonymous class or namespace still holds definitions.
@@ -644,6 +672,13 @@ fn name_of(lang: Lang, node: Node<'_>, text: &[u8]) -> Option<String> {
             .and_then(|n| text_of(n, text))
             .map(str::to_string),
         (Lang::Lua, "assignment_statement") => lua_function_name(node, text),
+        (Lang::Lua, "field") => {
+            if field("value")?.kind() != "function_definition" {
+                return None;
+            }
+            let key = text_of(field("name")?, text)?;
+            Some(key.trim_matches(['"', '\'']).to_string())
+        }
         (Lang::Elixir, "call") => elixir_name(node, text),
         (Lang::Go, "var_spec") => {
             // One name bound to one function literal; `var a, b = f, g` defines no function.
@@ -721,14 +756,8 @@ fn declarator_name(node: Node<'_>, text: &[u8]) -> Option<String> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-
-    thread_local! {
-        /// The parse budget on this thread, for tests (and a dev check's "before").
-        pub(crate) static BUDGET: std::cell::Cell<Option<Budget>> =
-            const { std::cell::Cell::new(None) };
-    }
 
     fn defs(path: &str, src: &str) -> Vec<(&'static str, String, u32, u32)> {
         let lang = Lang::of(path).expect("language");
@@ -838,7 +867,7 @@ pub(crate) mod tests {
     /// per file, its language, bytes, the parse's progress checks and budget, its time, and
     /// the definitions found (or that the parse fell back to the file's shape).
     #[test]
-    #[ignore]
+    #[ignore = "a dev check on files named by OUTRIDER_DEFS"]
     fn dev_definitions_of_files() {
         let Ok(list) = std::env::var("OUTRIDER_DEFS") else {
             return;
@@ -879,7 +908,7 @@ pub(crate) mod tests {
 
     #[test]
     fn csharp_namespaces_types_and_members() {
-        let src = r#"using System;
+        let src = r"using System;
 
 namespace Acme.Billing
 {
@@ -911,7 +940,7 @@ namespace Acme.Billing
 
     public delegate void Posted(Entry entry);
 }
-"#;
+";
         assert_eq!(
             defs("src/Billing/Ledger.cs", src),
             vec![
@@ -932,7 +961,7 @@ namespace Acme.Billing
 
     #[test]
     fn kotlin_classes_interfaces_objects_and_functions() {
-        let src = r#"package shop.stock
+        let src = r"package shop.stock
 
 import java.time.Instant
 
@@ -967,7 +996,7 @@ class Inventory(private val supplier: Supplier) {
 fun summarize(items: List<Item>): String = items.joinToString()
 
 typealias Stock = Map<String, Item>
-"#;
+";
         assert_eq!(
             defs("app/src/main/kotlin/Inventory.kt", src),
             vec![
@@ -1267,6 +1296,12 @@ Queue.pop = function(self)
   return v
 end
 
+Queue.handlers = {
+  drain = function(q) return q end,
+  ["on-full"] = function(q) end,
+  size = 4,
+}
+
 local limit = 10
 
 return Queue
@@ -1278,6 +1313,8 @@ return Queue
                 ("function", "Queue:push".to_string(), 9, 12),
                 ("function", "is_empty".to_string(), 14, 16),
                 ("function", "Queue.pop".to_string(), 18, 23),
+                ("function", "drain".to_string(), 26, 26),
+                ("function", "on-full".to_string(), 27, 27),
             ]
         );
     }
