@@ -4,8 +4,10 @@
 //! matches, test/doc/example penalties, at most a few chunks per file before others).
 //!
 //! The index is built on first use, kept in memory per root, and cached on disk outside the root
-//! ([`store`]); before each search it is brought up to date by walking the tree and re-reading
-//! only files whose size or modification time changed. Every file it reads is listed by the
+//! ([`store`]); before a search it is brought up to date by walking the tree and re-reading
+//! only files whose size or modification time changed, unless the watches the last walk made
+//! report no change since ([`watch`] states the exact guarantee). A search reads the postings of
+//! the question's terms ([`Postings`]), not every chunk. Every file it reads is listed by the
 //! workspace's confined walk (ignore files included) and opened through the workspace, so the
 //! index sees exactly what Grep and Read may see.
 

@@ -765,21 +765,7 @@ pub fn search_until(
     }
     // Files named after the question whose chunks hold none of its words: the files whose
     // path holds a term of the question (the others score nothing by their path).
-    let by_path = index.files_by_path_term(&|path| {
-        let (mut file, dirs) = path_terms(path);
-        file.extend(dirs);
-        file
-    });
-    let mut named: Vec<u32> = q
-        .terms
-        .iter()
-        .filter_map(|t| by_path.get(&t.term))
-        .flatten()
-        .copied()
-        .collect();
-    named.sort_unstable();
-    named.dedup();
-    for (n, fi) in named.into_iter().map(|fi| fi as usize).enumerate() {
+    for (n, fi) in files_named(index, q).into_iter().enumerate() {
         if n % CLOCK_EVERY == CLOCK_EVERY - 1 && late() {
             return None;
         }
@@ -804,6 +790,25 @@ pub fn search_until(
     }
     accumulate(&mut scored);
     Some(diversify(scored, limit))
+}
+
+/// The files (ascending) whose path holds a term of `q`: the only ones a path can score.
+fn files_named(index: &Index, q: &Query) -> Vec<usize> {
+    let by_path = index.files_by_path_term(&|path| {
+        let (mut file, dirs) = path_terms(path);
+        file.extend(dirs);
+        file
+    });
+    let mut named: Vec<usize> = q
+        .terms
+        .iter()
+        .filter_map(|t| by_path.get(&t.term))
+        .flatten()
+        .map(|&fi| fi as usize)
+        .collect();
+    named.sort_unstable();
+    named.dedup();
+    named
 }
 
 /// Whether `path` lies in the directory `under` (anywhere when None, `""` or `.`).

@@ -95,7 +95,9 @@ fn an_unchanged_tree_is_not_walked_and_every_change_is_seen() {
     assert_eq!(index.walks, walks, "an unchanged tree was walked again");
 
     // Edited in place (same size, other words).
-    let mut steps: Vec<(&str, Box<dyn Fn()>, &str, Vec<&str>)> = Vec::new();
+    // (what, the change, a question, the files that answer it after the change)
+    type Step<'a> = (&'a str, Box<dyn Fn() + 'a>, &'a str, Vec<&'a str>);
+    let mut steps: Vec<Step<'_>> = Vec::new();
     steps.push((
         "edit in place",
         Box::new(|| write(root, "src/deep/beta.rs", "pub fn gorilla() {}\n")),

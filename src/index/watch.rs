@@ -74,11 +74,11 @@ mod imp {
             };
             let dir = OFlags::PATH | OFlags::DIRECTORY;
             let root = ws.open_beneath(std::path::Path::new(""), dir).ok()?;
-            w.add_path(&format!("/proc/self/fd/{}", root.as_raw_fd()), false);
+            w.add_path(format!("/proc/self/fd/{}", root.as_raw_fd()), false);
             for sub in [".git", ".git/info"] {
                 // Absent (no git, or a `.git` file of a worktree): nothing to watch there.
                 if let Ok(d) = ws.open_beneath(std::path::Path::new(sub), dir) {
-                    w.add_path(&format!("/proc/self/fd/{}", d.as_raw_fd()), false);
+                    w.add_path(format!("/proc/self/fd/{}", d.as_raw_fd()), false);
                 }
             }
             (!w.broken.load(Ordering::Relaxed)).then_some(w)
