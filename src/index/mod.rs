@@ -622,6 +622,16 @@ pub(crate) fn open(
     deadline: Option<Instant>,
     cancel: &AtomicBool,
 ) -> Option<(Arc<Mutex<Index>>, Refresh)> {
+    open_in(ws, store::cache_dir().as_deref(), deadline, cancel)
+}
+
+/// [`open`] with the disk cache in `cache` (None: no disk cache).
+fn open_in(
+    ws: &Workspace,
+    cache: Option<&std::path::Path>,
+    deadline: Option<Instant>,
+    cancel: &AtomicBool,
+) -> Option<(Arc<Mutex<Index>>, Refresh)> {
     let key = ws.root().to_string_lossy().into_owned();
     let (handle, from_memory) = {
         let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
@@ -646,14 +656,7 @@ pub(crate) fn open(
     let mut refresh = {
         let mut index = lock_until(&handle, deadline, cancel)?;
         let warm = from_memory && !index.vocab.is_empty();
-        up_to_date(
-            &mut index,
-            ws,
-            warm,
-            store::cache_dir().as_deref(),
-            deadline,
-            cancel,
-        )
+        up_to_date(&mut index, ws, warm, cache, deadline, cancel)
     };
     refresh.ms = started.elapsed().as_millis() as u64;
     Some((handle, refresh))

@@ -151,3 +151,49 @@ fn an_unchanged_tree_is_not_walked_and_every_change_is_seen() {
         assert_eq!(index.walks, walks, "{what}: walked again with no change");
     }
 }
+
+#[test]
+fn two_children_of_one_root_share_one_index_built_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for i in 0..40 {
+        write(
+            dir.path(),
+            &format!("src/m{i}.rs"),
+            &format!("pub fn thing_{i}() {{}}\n"),
+        );
+    }
+    write(dir.path(), "src/lynx.rs", "pub fn lynx_pounce() {}\n");
+    let barrier = std::sync::Barrier::new(2);
+    let children: Vec<(Arc<Mutex<Index>>, Vec<String>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                let (root, barrier) = (dir.path(), &barrier);
+                scope.spawn(move || {
+                    // Each child has its own workspace of the same root, as launches do.
+                    let ws = Workspace::new(root).expect("ws");
+                    barrier.wait();
+                    let (handle, _) =
+                        open_in(&ws, None, None, &AtomicBool::new(false)).expect("open");
+                    let found = {
+                        let index =
+                            lock_until(&handle, None, &AtomicBool::new(false)).expect("lock");
+                        paths_for(&index, "lynx pounce")
+                    };
+                    (handle, found)
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("child"))
+            .collect()
+    });
+    assert!(
+        Arc::ptr_eq(&children[0].0, &children[1].0),
+        "two children of one root hold two indexes"
+    );
+    assert_eq!(children[0].1, ["src/lynx.rs"]);
+    assert_eq!(children[0].1, children[1].1);
+    let index = children[0].0.lock().expect("lock");
+    assert_eq!(index.walks, 1, "the second child walked the tree again");
+}
