@@ -198,24 +198,25 @@ impl CacheDir {
             root: String,
             index: &'a T,
         }
-        let Ok(body) = postcard::to_stdvec(&StoredRef {
+        let stored = StoredRef {
             root: root.to_string_lossy().into_owned(),
             index,
-        }) else {
-            return;
         };
         let name = Self::file_name(root);
-        if (FORMAT.len() + body.len()) as u64 > self.max_total {
-            tracing::warn!(root = %root.display(), bytes = body.len(), bound = self.max_total, "the index is bigger than the disk cache's bound (OUTRIDER_CACHE_MAX_MB): it is not cached");
-            self.remove(&name);
-            return;
-        }
         let tmp = format!(".{name}.{}.{}.tmp", std::process::id(), fastrand::u64(..));
         let written = (|| -> std::io::Result<()> {
             let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL;
-            let mut f = self.open_file(&tmp, flags, Mode::RUSR | Mode::WUSR)?;
-            f.write_all(FORMAT)?;
-            f.write_all(&body)?;
+            let f = self.open_file(&tmp, flags, Mode::RUSR | Mode::WUSR)?;
+            // Streamed to the file: no second copy of the index in memory.
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, f);
+            out.write_all(FORMAT)?;
+            let out = postcard::to_io(&stored, out).map_err(std::io::Error::other)?;
+            let f = out.into_inner().map_err(|e| e.into_error())?;
+            let bytes = f.metadata()?.len();
+            if bytes > self.max_total {
+                tracing::warn!(root = %root.display(), bytes, bound = self.max_total, "the index is bigger than the disk cache's bound (OUTRIDER_CACHE_MAX_MB): it is not cached");
+                return Err(std::io::ErrorKind::FileTooLarge.into());
+            }
             f.sync_data().ok();
             // By the clock `load` marks a use with, so that the two order alike.
             touch(&f);
@@ -229,6 +230,11 @@ impl CacheDir {
         })();
         if written.is_err() {
             self.remove(&tmp);
+            // An index over the whole bound leaves no older copy of itself behind either.
+            if written.is_err_and(|e| e.kind() == std::io::ErrorKind::FileTooLarge) {
+                self.remove(&name);
+                return;
+            }
         }
         self.prune();
     }
