@@ -12,7 +12,7 @@ so a Search must not walk it). Beside them, from the same run: `rg -l -i -w -F` 
 question's words (a subprocess, process start included) and a plain BM25 over 50-line blocks
 (bench/scout/ndcg.py's; build time and query time in process). Targets (judged unless
 `--quick`; exit 1 when one is missed): warm mean <= 10 ms at <= 2 000 files and <= 50 ms at
->= 30 000 files, no Search over 2 s, cold build < 5 s CPU and peak RSS < 200 MiB at 10 000
+>= 30 000 files, no warm Search over 2 s, cold build < 5 s CPU and peak RSS < 200 MiB at 10 000
 files. Build the release extension first for figures worth recording (`make dev` is a debug
 build, several times slower).
 
@@ -261,9 +261,9 @@ def main() -> int:
         )
     missed = []
     for r in rows:
-        worst = max([r["cold_s"], *r["warm_s"]])
-        if worst > 2.0 and r["files"] <= 10_000:
-            missed.append(f"a Search took {worst:.2f} s at {r['files']} files (target <= 2 s)")
+        worst = max(r["warm_s"])
+        if worst > 2.0:
+            missed.append(f"a warm Search took {worst:.2f} s at {r['files']} files (target <= 2 s)")
         mean_ms = statistics.mean(r["warm_s"]) * 1000
         if r["files"] <= 2_000 and mean_ms > 10:
             missed.append(f"warm mean {mean_ms:.1f} ms at {r['files']} files (target <= 10 ms)")

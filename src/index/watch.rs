@@ -8,9 +8,10 @@
 //! ignore file (`.gitignore`, `.ignore`, `.git/info/exclude`: their directories are watched)
 //! changed. Any reported change, and a lost event queue (`IN_Q_OVERFLOW`), makes the next
 //! Search walk the whole tree as before (re-reading only files whose size or modification time
-//! changed) and watch it anew. The kernel does not report writes through a shared memory map
-//! or changes made by another machine to a network file system: those are seen by the next
-//! walk, which is made at the latest [`MAX_TRUST`] after the last one. Where watches cannot be
+//! changed) and watch it anew. The kernel does not report writes through a shared memory map,
+//! a write to a file through a hard link outside the tree, or changes made by another machine
+//! to a network file system: those are seen by the next walk, which is made at the latest
+//! [`MAX_TRUST`] after the last one. Where watches cannot be
 //! had (not Linux, no inotify, the user's watch limit reached) every Search walks the tree.
 //!
 //! Confinement: a watch reads nothing and opens nothing in the tree; each directory is named to
