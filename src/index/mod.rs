@@ -4,8 +4,10 @@
 //! matches, test/doc/example penalties, at most a few chunks per file before others).
 //!
 //! The index is built on first use, kept in memory per root, and cached on disk outside the root
-//! ([`store`]); before each search it is brought up to date by walking the tree and re-reading
-//! only files whose size or modification time changed. Every file it reads is listed by the
+//! ([`store`]); before a search it is brought up to date by walking the tree and re-reading
+//! only files whose size or modification time changed, unless the watches the last walk made
+//! report no change since ([`watch`] states the exact guarantee). A search reads the postings of
+//! the question's terms ([`Postings`]), not every chunk. Every file it reads is listed by the
 //! workspace's confined walk (ignore files included) and opened through the workspace, so the
 //! index sees exactly what Grep and Read may see.
 
@@ -16,10 +18,11 @@ pub(crate) mod rank;
 pub(crate) mod shape;
 pub(crate) mod store;
 pub(crate) mod text;
+pub(crate) mod watch;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -99,6 +102,122 @@ pub(crate) struct Index {
     /// Term → id (rebuilt from `vocab` after loading).
     #[serde(skip)]
     ids: text::FxMap<String, u32>,
+    /// The chunks of every term (rebuilt from `files` after each refresh that changed them).
+    #[serde(skip)]
+    postings: Postings,
+    /// Path term → the files whose path holds it, built by the ranking on its first search
+    /// after a change (the ranking owns what a path's terms are).
+    #[serde(skip)]
+    path_terms: OnceLock<text::FxMap<String, Vec<u32>>>,
+    /// What tells a later search that the tree did not change since the last walk.
+    #[serde(skip)]
+    watch: Option<watch::Watch>,
+    /// Whole walks of the tree made by this index (in memory).
+    #[serde(skip)]
+    walks: u64,
+}
+
+/// The index turned inside out: for every term id, the chunks that hold it (by their number in
+/// the whole index, ascending) and how often, so that a search touches the chunks holding a
+/// word of the question and no other. Derived from [`Index::files`], never stored.
+#[derive(Debug, Default)]
+pub(crate) struct Postings {
+    /// Term id → where its chunks start in `chunks` and `counts` (one entry more than terms).
+    starts: Vec<u32>,
+    /// Chunk numbers, term after term.
+    chunks: Vec<u32>,
+    /// The term's count in each of those chunks.
+    counts: Vec<u8>,
+    /// File → the number of its first chunk (one entry more than files).
+    first_chunk: Vec<u32>,
+    /// The words of every chunk.
+    total_len: u64,
+}
+
+impl Postings {
+    /// The postings of `files`, whose terms are ids below `vocab`; None when the index is too
+    /// big to number its chunks or postings in 32 bits (the ranking then reads every chunk).
+    fn build(files: &[IndexedFile], vocab: usize) -> Option<Postings> {
+        let mut first_chunk = Vec::with_capacity(files.len() + 1);
+        let mut n_chunks = 0u64;
+        let mut total_len = 0u64;
+        let mut per_term = vec![0u32; vocab + 1];
+        for f in files {
+            first_chunk.push(u32::try_from(n_chunks).ok()?);
+            n_chunks += f.chunks.chunks.len() as u64;
+            total_len += f
+                .chunks
+                .chunks
+                .iter()
+                .map(|c| u64::from(c.len))
+                .sum::<u64>();
+            for &p in &f.chunks.terms {
+                let slot = per_term.get_mut((p >> 8) as usize + 1)?;
+                *slot = slot.checked_add(1)?;
+            }
+        }
+        first_chunk.push(u32::try_from(n_chunks).ok()?);
+        let mut at = 0u32;
+        for n in &mut per_term {
+            at = at.checked_add(*n)?;
+            *n = at;
+        }
+        let starts = per_term;
+        let total = *starts.last().unwrap_or(&0) as usize;
+        let mut fill: Vec<u32> = starts.clone();
+        let (mut chunks, mut counts) = (vec![0u32; total], vec![0u8; total]);
+        for (fi, f) in files.iter().enumerate() {
+            for ci in 0..f.chunks.chunks.len() {
+                let number = first_chunk[fi] + ci as u32;
+                for &p in f.chunks.chunk_terms(ci) {
+                    let slot = &mut fill[(p >> 8) as usize];
+                    chunks[*slot as usize] = number;
+                    counts[*slot as usize] = (p & 0xff) as u8;
+                    *slot += 1;
+                }
+            }
+        }
+        Some(Postings {
+            starts,
+            chunks,
+            counts,
+            first_chunk,
+            total_len,
+        })
+    }
+
+    /// Whether these are the postings of `files` (built since they last changed).
+    fn covers(&self, files: &[IndexedFile]) -> bool {
+        self.first_chunk.len() == files.len() + 1
+    }
+
+    /// The chunks holding term `id` (by number, ascending) and its count in each.
+    pub(crate) fn of(&self, id: u32) -> (&[u32], &[u8]) {
+        let id = id as usize;
+        match (self.starts.get(id), self.starts.get(id + 1)) {
+            (Some(&a), Some(&b)) => (
+                &self.chunks[a as usize..b as usize],
+                &self.counts[a as usize..b as usize],
+            ),
+            _ => (&[], &[]),
+        }
+    }
+
+    /// The file and the chunk in it of chunk number `number`.
+    pub(crate) fn locate(&self, number: u32) -> (usize, usize) {
+        let fi = self.first_chunk.partition_point(|&c| c <= number) - 1;
+        (fi, (number - self.first_chunk[fi]) as usize)
+    }
+
+    /// Every chunk of the index.
+    pub(crate) fn n_chunks(&self) -> u64 {
+        u64::from(*self.first_chunk.last().unwrap_or(&0))
+    }
+
+    /// The words of every chunk.
+    pub(crate) fn total_len(&self) -> u64 {
+        self.total_len
+    }
 }
 
 /// What one refresh did.
@@ -184,7 +303,41 @@ impl Index {
 
     /// Number of chunks.
     pub(crate) fn chunk_count(&self) -> usize {
-        self.files.iter().map(|f| f.chunks.chunks.len()).sum()
+        match self.postings() {
+            Some(p) => p.n_chunks() as usize,
+            None => self.files.iter().map(|f| f.chunks.chunks.len()).sum(),
+        }
+    }
+
+    /// The postings of the index as it is, if built (every refresh builds them).
+    pub(crate) fn postings(&self) -> Option<&Postings> {
+        self.postings.covers(&self.files).then_some(&self.postings)
+    }
+
+    /// Path term → the files (ascending) whose path holds it, as `terms_of` reads a path: made
+    /// on the first call after the files changed, then kept.
+    pub(crate) fn files_by_path_term(
+        &self,
+        terms_of: &dyn Fn(&str) -> Vec<String>,
+    ) -> &text::FxMap<String, Vec<u32>> {
+        self.path_terms.get_or_init(|| {
+            let mut map: text::FxMap<String, Vec<u32>> = text::FxMap::default();
+            for (fi, f) in self.files.iter().enumerate() {
+                for t in terms_of(&f.path) {
+                    let files = map.entry(t).or_default();
+                    if files.last() != Some(&(fi as u32)) {
+                        files.push(fi as u32);
+                    }
+                }
+            }
+            map
+        })
+    }
+
+    /// Rebuild what is derived from the files, after they changed.
+    fn derive(&mut self) {
+        self.postings = Postings::build(&self.files, self.vocab.len()).unwrap_or_default();
+        self.path_terms = OnceLock::new();
     }
 
     /// Bring the index up to date with the tree: walk it (confined, with the ignore rules),
@@ -198,7 +351,12 @@ impl Index {
         cancel: &AtomicBool,
     ) -> Refresh {
         let started = Instant::now();
-        let (listed, unreadable, walk_cut) = list_files(ws, deadline, cancel);
+        // Watched before the walk lists anything, so that no change made after a directory
+        // was listed goes unreported.
+        let watch = watch::Watch::start(ws);
+        self.watch = None;
+        self.walks += 1;
+        let (listed, unreadable, walk_cut) = list_files(ws, deadline, cancel, watch.as_ref());
         let mut old: HashMap<String, IndexedFile> = std::mem::take(&mut self.files)
             .into_iter()
             .map(|f| (f.path.clone(), f))
@@ -231,9 +389,13 @@ impl Index {
         };
         let (read, binary, pending) = self.read_files(ws, todo, deadline, cancel);
         let n_read = read.len();
+        let changed = n_read > 0 || dropped + unreached > 0;
         keep.extend(read);
         keep.sort_by(|a, b| a.path.cmp(&b.path));
         self.files = keep;
+        if changed || self.postings().is_none() {
+            self.derive();
+        }
         self.coverage = Coverage {
             files: self.files.len(),
             skipped: skipped + binary,
@@ -241,6 +403,8 @@ impl Index {
             over_limit,
             unreadable,
         };
+        // Trusted only after a whole walk that left nothing pending.
+        self.watch = watch.filter(|w| !walk_cut && self.coverage.pending == 0 && w.whole());
         Refresh {
             read: n_read,
             dropped,
@@ -336,6 +500,7 @@ fn list_files(
     ws: &Workspace,
     deadline: Option<Instant>,
     cancel: &AtomicBool,
+    watch: Option<&watch::Watch>,
 ) -> (Vec<Listed>, usize, bool) {
     let rules = WalkRules::default();
     let walk = Walk::new(ws, &rules, None);
@@ -371,6 +536,11 @@ fn list_files(
                         unreadable.fetch_add(1, Ordering::Relaxed);
                     }
                 },
+                Ok(e) if e.kind() == Kind::Dir => {
+                    if let Some(w) = watch {
+                        w.add(e.parent_fd(), e.path().file_name().unwrap_or_default());
+                    }
+                }
                 Ok(_) => {}
                 Err(_) => {
                     unreadable.fetch_add(1, Ordering::Relaxed);
@@ -454,6 +624,16 @@ pub(crate) fn open(
     deadline: Option<Instant>,
     cancel: &AtomicBool,
 ) -> Option<(Arc<Mutex<Index>>, Refresh)> {
+    open_in(ws, store::cache_dir().as_deref(), deadline, cancel)
+}
+
+/// [`open`] with the disk cache in `cache` (None: no disk cache).
+fn open_in(
+    ws: &Workspace,
+    cache: Option<&std::path::Path>,
+    deadline: Option<Instant>,
+    cancel: &AtomicBool,
+) -> Option<(Arc<Mutex<Index>>, Refresh)> {
     let key = ws.root().to_string_lossy().into_owned();
     let (handle, from_memory) = {
         let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
@@ -478,14 +658,7 @@ pub(crate) fn open(
     let mut refresh = {
         let mut index = lock_until(&handle, deadline, cancel)?;
         let warm = from_memory && !index.vocab.is_empty();
-        up_to_date(
-            &mut index,
-            ws,
-            warm,
-            store::cache_dir().as_deref(),
-            deadline,
-            cancel,
-        )
+        up_to_date(&mut index, ws, warm, cache, deadline, cancel)
     };
     refresh.ms = started.elapsed().as_millis() as u64;
     Some((handle, refresh))
@@ -522,6 +695,13 @@ fn up_to_date(
             }
         }
     }
+    if warm && index.watch.as_ref().is_some_and(watch::Watch::unchanged) {
+        // Nothing changed since the last whole walk, as the kernel says: no walk.
+        return Refresh {
+            source,
+            ..Refresh::default()
+        };
+    }
     let mut refresh = index.refresh(ws, deadline, cancel);
     refresh.source = if source == "built" || refresh.read * 2 > index.files.len().max(1) {
         "built"
@@ -540,3 +720,5 @@ fn up_to_date(
 mod rank_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod warm_tests;

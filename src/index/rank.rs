@@ -820,7 +820,10 @@ pub fn search_until(
         total_len,
         n_chunks,
         found,
-    } = one_pass(index, q.terms.len(), &ids, &in_scope, &late)?;
+    } = match index.postings() {
+        Some(postings) => postings_pass(index, postings, &ids, &in_scope),
+        None => one_pass(index, q.terms.len(), &ids, &in_scope, &late)?,
+    };
     let n = n_chunks.max(1) as f64;
     let avg_len = (total_len as f64 / n).max(1.0);
     // A term no chunk holds still counts as rare when it names a file.
@@ -874,12 +877,13 @@ pub fn search_until(
         covered.dedup();
         scored.push(finish(f, ci, score, covered, q, &idf_of, total_weight, fi));
     }
-    // Files named after the question whose chunks hold none of its words.
-    for (fi, seen) in seen_files.iter().enumerate() {
-        if fi % CLOCK_EVERY == CLOCK_EVERY - 1 && late() {
+    // Files named after the question whose chunks hold none of its words: the files whose
+    // path holds a term of the question (the others score nothing by their path).
+    for (n, fi) in files_named(index, q).into_iter().enumerate() {
+        if n % CLOCK_EVERY == CLOCK_EVERY - 1 && late() {
             return None;
         }
-        if *seen || !in_scope(&index.files[fi].path) {
+        if seen_files[fi] || !in_scope(&index.files[fi].path) {
             continue;
         }
         let (ps, phit) = path_score(fi);
@@ -932,6 +936,25 @@ fn path_bonus(
     };
     s += named * look.joined_weight(file_stem(path));
     (s, in_path)
+}
+
+/// The files (ascending) whose path holds a term of `q`: the only ones a path can score.
+fn files_named(index: &Index, q: &Query) -> Vec<usize> {
+    let by_path = index.files_by_path_term(&|path| {
+        let (mut file, dirs) = path_terms(path);
+        file.extend(dirs);
+        file
+    });
+    let mut named: Vec<usize> = q
+        .terms
+        .iter()
+        .filter_map(|t| by_path.get(&t.term))
+        .flatten()
+        .map(|&fi| fi as usize)
+        .collect();
+    named.sort_unstable();
+    named.dedup();
+    named
 }
 
 /// Whether `path` lies in the directory `under` (anywhere when None, `""` or `.`).
@@ -1034,6 +1057,54 @@ fn file_idf(found: &[Found], n_terms: usize, n_files: usize) -> Vec<f64> {
             }
         })
         .collect()
+}
+
+/// [`one_pass`] read from the index's postings: only the chunks that hold a query term are
+/// touched (in the same order, each one's terms in id order, as the pass over every chunk).
+fn postings_pass(
+    index: &Index,
+    postings: &super::Postings,
+    ids: &[Option<u32>],
+    in_scope: &dyn Fn(&str) -> bool,
+) -> Pass {
+    let mut df = vec![0u64; ids.len()];
+    // (chunk number, term id, query position, count) of every posting of a query term.
+    let mut hits: Vec<(u32, u32, usize, u32)> = Vec::new();
+    for (qi, id) in ids.iter().enumerate() {
+        // A term listed twice in the query counts at its last position, as in `one_pass`.
+        let Some(id) = id.filter(|id| qi < u8::MAX as usize && !ids[qi + 1..].contains(&Some(*id)))
+        else {
+            continue;
+        };
+        let (chunks, counts) = postings.of(id);
+        df[qi] = chunks.len() as u64;
+        hits.extend(
+            chunks
+                .iter()
+                .zip(counts)
+                .map(|(&c, &n)| (c, id, qi, u32::from(n))),
+        );
+    }
+    hits.sort_unstable_by_key(|&(c, id, _, _)| (c, id));
+    let mut found: Vec<Found> = Vec::new();
+    let mut scope: Option<(usize, bool)> = None;
+    for group in hits.chunk_by(|a, b| a.0 == b.0) {
+        let (fi, ci) = postings.locate(group[0].0);
+        let inside = match scope {
+            Some((f, inside)) if f == fi => inside,
+            _ => in_scope(&index.files[fi].path),
+        };
+        scope = Some((fi, inside));
+        if inside {
+            found.push((fi, ci, group.iter().map(|&(_, _, qi, n)| (qi, n)).collect()));
+        }
+    }
+    Pass {
+        df,
+        total_len: postings.total_len(),
+        n_chunks: postings.n_chunks(),
+        found,
+    }
 }
 
 /// A question's terms and names by their text, so that a chunk's bonuses cost a few lookups

@@ -8,6 +8,11 @@
 //! handle, and a file is read back only when it is a regular file (no symlink) owned by this
 //! user and names the same root. A cache that is missing, old, foreign or damaged is ignored and
 //! rebuilt (the index checks what it loads: see `Index::damage`).
+//!
+//! The folder is bounded by size, not by a count of roots: its index files take at most
+//! `OUTRIDER_CACHE_MAX_MB` MiB together ([`DEFAULT_MAX_TOTAL_BYTES`], 1 GiB, when unset). After
+//! each save the least recently used go (a save or a load marks a file used, by its
+//! modification time) until the rest fit; an index bigger than the whole bound is not cached.
 
 use std::ffi::CString;
 use std::fs::{self, File};
@@ -24,8 +29,9 @@ use serde::Serialize;
 
 /// Bumped whenever what the index stores or how it chunks changes.
 const FORMAT: &[u8] = b"outrider-index-v3\n";
-/// Cached indexes kept; past this the least recently written are deleted.
-pub(crate) const MAX_CACHED: usize = 32;
+/// The most bytes the cached indexes take together by default; past this the least recently
+/// used are deleted. `OUTRIDER_CACHE_MAX_MB` sets another bound, in MiB.
+pub(crate) const DEFAULT_MAX_TOTAL_BYTES: u64 = 1 << 30;
 /// Cache files bigger than this are not read.
 const MAX_CACHE_BYTES: u64 = 2 << 30;
 
@@ -40,6 +46,26 @@ pub(crate) fn cache_dir() -> Option<PathBuf> {
     std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(|h| PathBuf::from(h).join(".cache").join("outrider"))
+}
+
+/// The bound on the bytes the cached indexes take together: `OUTRIDER_CACHE_MAX_MB` (a whole
+/// number of MiB, at least 1) when set, else [`DEFAULT_MAX_TOTAL_BYTES`]. A value that is not
+/// such a number is reported (naming it) and the default used.
+pub(crate) fn max_total_bytes() -> u64 {
+    match std::env::var("OUTRIDER_CACHE_MAX_MB") {
+        Err(std::env::VarError::NotPresent) => DEFAULT_MAX_TOTAL_BYTES,
+        Ok(v) if v.trim().parse::<u64>().is_ok_and(|mb| mb >= 1) => {
+            v.trim().parse::<u64>().unwrap_or(1).saturating_mul(1 << 20)
+        }
+        Ok(v) => {
+            tracing::warn!(value = %v, "OUTRIDER_CACHE_MAX_MB must be a whole number of MiB, at least 1; the default of {} MiB is used", DEFAULT_MAX_TOTAL_BYTES >> 20);
+            DEFAULT_MAX_TOTAL_BYTES
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "OUTRIDER_CACHE_MAX_MB must be a whole number of MiB, at least 1; the default of {} MiB is used", DEFAULT_MAX_TOTAL_BYTES >> 20);
+            DEFAULT_MAX_TOTAL_BYTES
+        }
+    }
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {
@@ -66,6 +92,8 @@ struct Stored<T> {
 /// opened, renamed and deleted relative to the handle, never by path.
 pub(crate) struct CacheDir {
     fd: OwnedFd,
+    /// The most bytes its index files may take together.
+    max_total: u64,
 }
 
 impl CacheDir {
@@ -104,7 +132,19 @@ impl CacheDir {
                 return None;
             }
         }
-        Some(CacheDir { fd })
+        Some(CacheDir {
+            fd,
+            max_total: max_total_bytes(),
+        })
+    }
+
+    /// The same folder bounded to `bytes` of index files.
+    #[cfg(test)]
+    pub(crate) fn with_max_total(self, bytes: u64) -> CacheDir {
+        CacheDir {
+            max_total: bytes,
+            ..self
+        }
     }
 
     /// The name of `root`'s cache file.
@@ -146,6 +186,8 @@ impl CacheDir {
         if stored.root != root.to_string_lossy() {
             return None;
         }
+        // Used now: the last to go when the cache is over its bound.
+        touch(&file);
         Some(stored.index)
     }
 
@@ -156,20 +198,28 @@ impl CacheDir {
             root: String,
             index: &'a T,
         }
-        let Ok(body) = postcard::to_stdvec(&StoredRef {
+        let stored = StoredRef {
             root: root.to_string_lossy().into_owned(),
             index,
-        }) else {
-            return;
         };
         let name = Self::file_name(root);
         let tmp = format!(".{name}.{}.{}.tmp", std::process::id(), fastrand::u64(..));
         let written = (|| -> std::io::Result<()> {
             let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL;
-            let mut f = self.open_file(&tmp, flags, Mode::RUSR | Mode::WUSR)?;
-            f.write_all(FORMAT)?;
-            f.write_all(&body)?;
+            let f = self.open_file(&tmp, flags, Mode::RUSR | Mode::WUSR)?;
+            // Streamed to the file: no second copy of the index in memory.
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, f);
+            out.write_all(FORMAT)?;
+            let out = postcard::to_io(&stored, out).map_err(std::io::Error::other)?;
+            let f = out.into_inner().map_err(|e| e.into_error())?;
+            let bytes = f.metadata()?.len();
+            if bytes > self.max_total {
+                tracing::warn!(root = %root.display(), bytes, bound = self.max_total, "the index is bigger than the disk cache's bound (OUTRIDER_CACHE_MAX_MB): it is not cached");
+                return Err(std::io::ErrorKind::FileTooLarge.into());
+            }
             f.sync_data().ok();
+            // By the clock `load` marks a use with, so that the two order alike.
+            touch(&f);
             let (from, to) = (CString::new(tmp.as_str())?, CString::new(name.as_str())?);
             Ok(rustix::fs::renameat(
                 &self.fd,
@@ -180,6 +230,11 @@ impl CacheDir {
         })();
         if written.is_err() {
             self.remove(&tmp);
+            // An index over the whole bound leaves no older copy of itself behind either.
+            if written.is_err_and(|e| e.kind() == std::io::ErrorKind::FileTooLarge) {
+                self.remove(&name);
+                return;
+            }
         }
         self.prune();
     }
@@ -190,14 +245,15 @@ impl CacheDir {
         }
     }
 
-    /// Delete all but the [`MAX_CACHED`] most recently written index files (and temporary files
-    /// an interrupted save left behind an hour ago or more): regular files only, by name
-    /// relative to the held folder.
+    /// Delete the least recently used index files (by modification time: a save writes it, a
+    /// load touches it) until the rest take at most the bound's bytes, and temporary files an
+    /// interrupted save left behind an hour ago or more: regular files only, by name relative
+    /// to the held folder.
     pub(crate) fn prune(&self) {
         let Ok(entries) = rustix::fs::Dir::read_from(&self.fd) else {
             return;
         };
-        let mut kept: Vec<(i64, String)> = Vec::new();
+        let mut kept: Vec<((i64, i64), u64, String)> = Vec::new();
         let hour_ago = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64 - 3600);
@@ -217,14 +273,36 @@ impl CacheDir {
                     self.remove(name);
                 }
             } else if ext == Some("idx") {
-                kept.push((modified, name.to_string()));
+                let used = (modified, st.st_mtime_nsec as i64);
+                kept.push((used, st.st_size.max(0) as u64, name.to_string()));
             }
         }
-        if kept.len() > MAX_CACHED {
-            kept.sort_by(|a, b| b.cmp(a));
-            for (_, name) in kept.drain(MAX_CACHED..) {
+        // Most recently used first; what no longer fits goes.
+        kept.sort_by(|a, b| b.cmp(a));
+        let mut total = 0u64;
+        for (_, size, name) in kept {
+            total = total.saturating_add(size);
+            if total > self.max_total {
                 self.remove(&name);
             }
         }
     }
+}
+
+/// Mark an index file used now (its modification time), for the least-recently-used order.
+fn touch(file: &File) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let at = rustix::fs::Timespec {
+        tv_sec: now.as_secs() as i64,
+        tv_nsec: i64::from(now.subsec_nanos()),
+    };
+    let _ = rustix::fs::futimens(
+        file,
+        &rustix::fs::Timestamps {
+            last_access: at,
+            last_modification: at,
+        },
+    );
 }

@@ -141,18 +141,62 @@ fn the_disk_cache_round_trips_and_refuses_foreign_roots() {
 }
 
 #[test]
-fn the_disk_cache_keeps_only_the_most_recent_indexes() {
+fn the_disk_cache_keeps_every_index_a_batch_uses_under_its_size_bound() {
+    // A batch over 40 repositories: under the default bound every index stays.
     let cache = tempfile::tempdir().expect("cache");
     let index = Index::default();
-    for i in 0..(store::MAX_CACHED + 5) {
+    for i in 0..40 {
         let root = PathBuf::from(format!("/tree/{i}"));
         let held = store::CacheDir::open(cache.path(), &root, true).expect("dir");
         held.save(&root, &index);
     }
-    let left = std::fs::read_dir(cache.path().join("index"))
-        .expect("dir")
-        .count();
-    assert_eq!(left, store::MAX_CACHED);
+    for i in 0..40 {
+        let root = PathBuf::from(format!("/tree/{i}"));
+        let held = store::CacheDir::open(cache.path(), &root, false).expect("dir");
+        assert!(held.load::<Index>(&root).is_some(), "index {i} was evicted");
+    }
+}
+
+#[test]
+fn the_disk_cache_evicts_the_least_recently_used_past_its_bound() {
+    let cache = tempfile::tempdir().expect("cache");
+    let (_d, ws) = tree(FILES);
+    let mut index = Index::default();
+    index.refresh(&ws, None, &AtomicBool::new(false));
+    let root = |n: &str| PathBuf::from(format!("/tree/{n}"));
+    let dir = |bound: u64| {
+        store::CacheDir::open(cache.path(), &root("a"), true)
+            .expect("dir")
+            .with_max_total(bound)
+    };
+    dir(u64::MAX).save(&root("a"), &index);
+    let file = cache
+        .path()
+        .join("index")
+        .join(store::CacheDir::file_name(&root("a")));
+    let one = std::fs::metadata(&file).expect("meta").len();
+    // Room for three indexes.
+    let bound = 3 * one + one / 2;
+    let pause = || std::thread::sleep(std::time::Duration::from_millis(20));
+    for n in ["b", "c"] {
+        pause();
+        dir(bound).save(&root(n), &index);
+    }
+    pause();
+    // `a`, the oldest written, is used again: `b` is now the least recently used.
+    assert!(dir(bound).load::<Index>(&root("a")).is_some());
+    pause();
+    dir(bound).save(&root("d"), &index);
+    let held = dir(bound);
+    let kept: Vec<bool> = ["a", "b", "c", "d"]
+        .iter()
+        .map(|n| held.load::<Index>(&root(n)).is_some())
+        .collect();
+    assert_eq!(kept, [true, false, true, true]);
+    // An index bigger than the whole bound is not cached, and evicts nothing.
+    dir(one / 2).save(&root("e"), &index);
+    assert!(dir(u64::MAX).load::<Index>(&root("e")).is_none());
+    assert!(dir(u64::MAX).load::<Index>(&root("d")).is_some());
 }
 
 /// Every regular file under `dir` with its bytes (what a write inside it would change).

@@ -209,7 +209,7 @@ impl Terms {
             ident_terms(word, &mut buf);
             let ids: Vec<u32> = buf.iter().map(|t| self.id(t)).collect();
             out.extend_from_slice(&ids);
-            if self.seen.len() < 1_000_000 {
+            if self.seen.len() < 100_000 {
                 self.seen.insert(word.to_string(), ids);
             }
         }

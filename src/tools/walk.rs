@@ -235,6 +235,11 @@ impl Entry {
         self.kind
     }
 
+    /// The open directory the entry is listed in (its name is the last part of [`Entry::path`]).
+    pub(crate) fn parent_fd(&self) -> BorrowedFd<'_> {
+        self.dir.as_fd()
+    }
+
     /// Open the entry, a regular file, by its name relative to its parent's descriptor.
     pub(crate) fn open_file(&self) -> io::Result<File> {
         let name = self.path.file_name().unwrap_or_default();
