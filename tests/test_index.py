@@ -209,7 +209,7 @@ def test_a_damaged_cache_is_rebuilt_and_never_makes_search_fail(
     # Each byte past the header set to the largest value its varint byte can hold: where it is a
     # term id or an offset, the cache still decodes but points past what it holds.
     step = max(1, len(good) // 40)
-    for at in range(len(b"outrider-index-v3\n") + 1, len(good), step):
+    for at in range(len(b"outrider-index-v4\n") + 1, len(good), step):
         damaged = bytearray(good)
         damaged[at] = 0x7F if damaged[at] < 0x80 else 0xFF
         stored.write_bytes(bytes(damaged))

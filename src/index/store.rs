@@ -28,7 +28,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 /// Bumped whenever what the index stores or how it chunks changes.
-const FORMAT: &[u8] = b"outrider-index-v3\n";
+const FORMAT: &[u8] = b"outrider-index-v4\n";
 /// The most bytes the cached indexes take together by default; past this the least recently
 /// used are deleted. `OUTRIDER_CACHE_MAX_MB` sets another bound, in MiB.
 pub(crate) const DEFAULT_MAX_TOTAL_BYTES: u64 = 1 << 30;
