@@ -14,6 +14,7 @@ pub(crate) mod lang;
 pub(crate) mod rank;
 pub(crate) mod store;
 pub(crate) mod text;
+pub(crate) mod words;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -6,6 +6,8 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use super::words::{split_words, words};
+
 /// A fast hash for short keys the index interns by the million (the Fx hash rustc uses):
 /// not resistant to chosen collisions, which only slow a build down.
 #[derive(Default, Clone, Copy)]
@@ -40,37 +42,6 @@ pub(crate) type FxBuild = BuildHasherDefault<FxHasher>;
 
 /// Identifiers longer than this are cut (minified code, data blobs).
 const MAX_IDENT: usize = 64;
-
-/// Split a name into lowercase sub-words: `parseHTTPRequest_v2` → parse, http, request, v2.
-pub(crate) fn split_words(name: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for chunk in name.split(|c: char| !c.is_alphanumeric()) {
-        let chars: Vec<char> = chunk.chars().collect();
-        let mut cur = String::new();
-        for (i, &c) in chars.iter().enumerate() {
-            let prev = if i > 0 { Some(chars[i - 1]) } else { None };
-            let next = chars.get(i + 1).copied();
-            let boundary = match prev {
-                None => false,
-                Some(p) => {
-                    (c.is_uppercase() && p.is_lowercase())
-                        || (c.is_uppercase()
-                            && p.is_uppercase()
-                            && next.is_some_and(char::is_lowercase))
-                        || (c.is_alphabetic() && p.is_ascii_digit() && cur.len() > 1)
-                }
-            };
-            if boundary && !cur.is_empty() {
-                out.push(std::mem::take(&mut cur).to_lowercase());
-            }
-            cur.push(c);
-        }
-        if !cur.is_empty() {
-            out.push(cur.to_lowercase());
-        }
-    }
-    out
-}
 
 /// A light stem: what a word's inflections and derivations start with (`parsing` → `pars`,
 /// `proxies` → `prox`, `configuration` → `configur`, `router` → `rout`).
@@ -168,8 +139,7 @@ pub(crate) fn ident_terms(ident: &str, out: &mut Vec<String>) {
 
 /// The identifier-like runs of a text (letters, digits, `_`), in order.
 pub(crate) fn idents(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| !w.is_empty() && w.chars().any(char::is_alphabetic))
+    words(text).filter(|w| w.chars().any(char::is_alphabetic))
 }
 
 /// Turns text into term ids, interning terms in its own vocabulary and remembering each

@@ -1,167 +1,37 @@
 //! What the scout searches for: the identifiers a question names, and its keywords (sub-words of
 //! identifiers and plain words, lightly stemmed, with the abbreviations a code reader would try).
 
-/// Words that carry no search value in a question about code.
-const STOPWORDS: &[&str] = &[
-    "the",
-    "and",
-    "for",
-    "with",
-    "that",
-    "this",
-    "from",
-    "what",
-    "where",
-    "which",
-    "when",
-    "how",
-    "who",
-    "why",
-    "are",
-    "is",
-    "was",
-    "were",
-    "does",
-    "did",
-    "do",
-    "done",
-    "can",
-    "could",
-    "should",
-    "would",
-    "will",
-    "into",
-    "onto",
-    "about",
-    "find",
-    "show",
+pub(crate) use crate::index::text::stem;
+pub(crate) use crate::index::words::split_words;
+use crate::index::words::{aliases, has_word, is_identifier, words, PHRASES, STOPWORDS};
+
+/// Words of a task the scout's keyword searches skip beside the shared stop words
+/// ([`crate::index::words::STOPWORDS`]): code words too common in tasks to search for.
+const TASK_WORDS: &[&str] = &[
+    "repo",
     "list",
-    "tell",
-    "explain",
-    "describe",
     "return",
     "returns",
-    "give",
-    "all",
-    "any",
-    "each",
-    "every",
-    "some",
-    "file",
-    "files",
-    "code",
-    "repo",
-    "repository",
-    "project",
-    "function",
-    "functions",
-    "class",
-    "classes",
-    "method",
-    "methods",
-    "defined",
-    "define",
-    "definition",
-    "implemented",
-    "implement",
-    "implementation",
-    "used",
-    "use",
-    "uses",
-    "using",
-    "please",
-    "their",
-    "there",
-    "here",
-    "them",
-    "they",
-    "its",
-    "it's",
     "not",
-    "but",
-    "have",
-    "has",
-    "been",
-    "being",
-    "also",
     "only",
-    "then",
-    "than",
     "key",
     "main",
     "purpose",
     "paths",
     "structured",
     "context",
-    "summarize",
-    "summary",
-    "look",
-    "looks",
     "search",
     "read",
-    "explore",
-    "relevant",
-    "you",
-    "your",
-    "our",
-    "out",
-    "via",
     "per",
-    "one",
     "two",
-    "happen",
-    "happens",
-    "located",
-    "location",
     "live",
-    "lives",
-    "logic",
-    "work",
-    "works",
-    "way",
-    "ways",
-    "thing",
-    "things",
     "part",
-    "place",
-    "actually",
-    "exactly",
-    "whose",
     "kind",
     "like",
-    "such",
-    "other",
-    "before",
-    "after",
-    "when",
     "handled",
-    "many",
-    "much",
-    "into",
-    "onto",
     "over",
     "under",
-    "its",
     "own",
-    "an",
-    "a",
-    "of",
-    "in",
-    "on",
-    "at",
-    "by",
-    "to",
-    "or",
-    "if",
-    "be",
-    "it",
-    "as",
-    "we",
-    "i",
-    "my",
-    "me",
-    "so",
-    "up",
 ];
 
 /// Stopwords that are commands at the start of a task ("Find the parser") but content later
@@ -179,72 +49,6 @@ const GENERIC: &[&str] = &[
     "base", "core", "common", "info", "state", "list", "map", "one", "first", "last",
     // Verbs that say something happens, not what.
     "determin", "perform", "honour", "honor", "decid", "happen", "occur", "done", "need",
-];
-
-/// Abbreviations and near-synonyms a code reader tries for a word (by stem).
-const ALIASES: &[(&str, &[&str])] = &[
-    ("configur", &["config", "conf", "cfg", "setting"]),
-    ("config", &["conf", "cfg", "setting"]),
-    ("setting", &["config", "conf"]),
-    ("authentic", &["auth"]),
-    ("authoriz", &["auth"]),
-    ("directory", &["dir"]),
-    ("director", &["dir"]),
-    ("folder", &["dir"]),
-    ("initializ", &["init"]),
-    ("initialis", &["init"]),
-    ("argument", &["arg"]),
-    ("paramet", &["param"]),
-    ("request", &["req"]),
-    ("respons", &["resp"]),
-    ("messag", &["msg"]),
-    ("error", &["err"]),
-    ("exception", &["exc", "error"]),
-    ("databas", &["db"]),
-    ("connect", &["conn"]),
-    ("environ", &["env"]),
-    ("variabl", &["var"]),
-    ("temporar", &["tmp", "temp"]),
-    ("attribut", &["attr"]),
-    ("referenc", &["ref"]),
-    ("informat", &["info"]),
-    ("statistic", &["stat"]),
-    ("document", &["doc"]),
-    ("applicat", &["app"]),
-    ("serializ", &["dump", "encod", "marshal"]),
-    ("deserializ", &["load", "decod", "unmarshal"]),
-    ("delet", &["remov", "del"]),
-    ("remov", &["delet", "del"]),
-    ("start", &["run", "launch"]),
-    ("regular", &["regex"]),
-    ("expression", &["expr"]),
-    ("command", &["cmd"]),
-    ("templat", &["tmpl", "tpl"]),
-    ("function", &["func", "fn"]),
-    ("librar", &["lib"]),
-    ("execut", &["exec", "run"]),
-    ("generat", &["gen"]),
-    ("calculat", &["calc", "comput"]),
-    ("position", &["pos"]),
-    ("index", &["idx"]),
-    ("buffer", &["buf"]),
-    ("memor", &["mem"]),
-    ("certificat", &["cert"]),
-    ("password", &["passwd", "pwd"]),
-    ("synchron", &["sync"]),
-    ("pars", &["fromstr"]),
-    ("asynchron", &["async"]),
-];
-
-/// Two-word phrases that code spells as one name.
-const PHRASES: &[(&str, &str, &str)] = &[
-    ("memory", "map", "mmap"),
-    ("command", "line", "cli"),
-    ("regular", "expression", "regex"),
-    ("look", "up", "lookup"),
-    ("not", "found", "notfound"),
-    ("set", "up", "setup"),
-    ("shut", "down", "shutdown"),
 ];
 
 /// Most terms [`terms`] returns.
@@ -359,15 +163,9 @@ pub(crate) fn task_body(task: &str) -> &str {
     task.split("\n\nStructured context:").next().unwrap_or(task)
 }
 
-/// snake_case, CamelCase, UPPER_CASE: a name, not a word.
-fn is_identifier(w: &str) -> bool {
-    w.chars().any(char::is_alphabetic)
-        && (w.trim_matches('_').contains('_')
-            || w.chars().skip(1).any(char::is_uppercase) && w.chars().any(char::is_lowercase))
-}
-
 fn is_stopword(w: &str) -> bool {
-    STOPWORDS.contains(&w.to_lowercase().as_str())
+    let w = w.to_lowercase();
+    STOPWORDS.contains(&w.as_str()) || TASK_WORDS.contains(&w.as_str())
 }
 
 /// Search terms from a task: identifiers and quoted strings first, then rarer (longer) words.
@@ -386,10 +184,7 @@ pub fn terms(task: &str) -> Vec<String> {
             push(part);
         }
     }
-    let mut words: Vec<&str> = body
-        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| !w.is_empty())
-        .collect();
+    let mut words: Vec<&str> = words(body).collect();
     // Identifiers (snake_case, CamelCase) before plain words; longer before shorter.
     words.sort_by_key(|w| {
         let ident = w.contains('_') || w.chars().skip(1).any(char::is_uppercase);
@@ -400,16 +195,6 @@ pub fn terms(task: &str) -> Vec<String> {
     }
     out.truncate(MAX_TERMS);
     out
-}
-
-pub(crate) use crate::index::text::{split_words, stem};
-
-fn aliases(stem: &str, word: &str) -> Vec<String> {
-    ALIASES
-        .iter()
-        .filter(|(k, _)| stem.starts_with(k) || word.starts_with(k))
-        .flat_map(|(_, v)| v.iter().map(|s| s.to_string()))
-        .collect()
 }
 
 /// Read a question.
@@ -451,10 +236,7 @@ pub(crate) fn parse(task: &str) -> Query {
             }
         }
     }
-    let raw: Vec<&str> = body
-        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| !w.is_empty())
-        .collect();
+    let raw: Vec<&str> = words(body).collect();
     for w in &raw {
         if is_identifier(w) && !q.named.iter().any(|n| n == w) {
             q.named.push(w.to_string());
@@ -479,9 +261,9 @@ pub(crate) fn parse(task: &str) -> Query {
                 return;
             }
             let mut forms = vec![st.clone()];
-            for a in aliases(&st, &lw) {
-                if !forms.contains(&a) {
-                    forms.push(a);
+            for a in aliases(&[st.as_str(), lw.as_str()]) {
+                if !forms.iter().any(|f| f == a) {
+                    forms.push(a.to_string());
                 }
             }
             let mut weight = 1.0 + (lw.len().min(10) as f64 - 3.0).max(0.0) * 0.05;
@@ -532,12 +314,6 @@ pub(crate) fn parse(task: &str) -> Query {
     q
 }
 
-fn has_word(lowered: &str, word: &str) -> bool {
-    lowered
-        .split(|c: char| !c.is_alphanumeric())
-        .any(|w| w == word)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -553,20 +329,6 @@ mod tests {
             vec!["load_config", "ConfigLoader"]
         );
         assert!(terms("where is it?").is_empty());
-    }
-
-    #[test]
-    fn names_split_into_sub_words() {
-        assert_eq!(
-            split_words("parseHTTPRequest_v2"),
-            vec!["parse", "http", "request", "v2"]
-        );
-        assert_eq!(
-            split_words("GREPPER_CONFIG_PATH"),
-            vec!["grepper", "config", "path"]
-        );
-        assert_eq!(split_words("JSONSink"), vec!["json", "sink"]);
-        assert_eq!(split_words("add_url_rule"), vec!["add", "url", "rule"]);
     }
 
     #[test]
