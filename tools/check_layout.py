@@ -344,8 +344,6 @@ KNOWN_CYCLES: set[frozenset[str]] = {
     # chunk.rs asks rank.rs whether a path is secondary code (tests, examples, benches): that
     # classification belongs in a small module below both.
     frozenset({"index/chunk.rs", "index/mod.rs", "index/rank.rs"}),
-    # indexed.rs borrows the scout's helpers from its mod.rs, which calls into indexed.rs.
-    frozenset({"llm/scout/indexed.rs", "llm/scout/mod.rs"}),
 }
 
 CRATE_PATH = re.compile(r"\bcrate::(\w+)")

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use super::answer::quote;
 use super::query::task_body;
 use super::search::{reads, ReadWindow};
-use super::{calls_response, fit_reads, read_allowance, task_text};
+use super::turn::{calls_response, fit_reads, read_allowance, task_text};
 use crate::index::rank;
 use crate::index::text::{ident_terms, idents};
 use crate::llm::{ChatRequest, ChatResponse, Message, ToolCall};

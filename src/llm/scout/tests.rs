@@ -456,6 +456,6 @@ fn the_scout_takes_the_run_kind_and_budgets_as_values_not_from_the_prompt() {
         }),
         ..request("", None)
     };
-    assert!(super::read_allowance(&big, 0) > 0);
-    assert_eq!(super::read_allowance(&tiny, 0), 0);
+    assert!(super::turn::read_allowance(&big, 0) > 0);
+    assert_eq!(super::turn::read_allowance(&tiny, 0), 0);
 }
