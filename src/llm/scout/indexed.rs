@@ -234,10 +234,33 @@ fn answer(
             .to_string()
         }
     };
+    let (evidence, findings) = cite_places(&places, windows);
+    let mut open: Vec<String> = Vec::new();
+    let direct = answers_directly(question, places.first(), windows, &mut open);
+    if data["complete"].as_bool() == Some(false) {
+        open.push(format!(
+            "The index was incomplete ({} file(s) not indexed in time, {} over its file limit), so places in those files are missing.",
+            data["files_pending"].as_u64().unwrap_or(0),
+            data["files_over_limit"].as_u64().unwrap_or(0)
+        ));
+    }
+    let summary = summary_of(intro, &places, &evidence, &data);
+    json!({
+        "status": if direct && !evidence.is_empty() { "completed" } else { "partial" },
+        "summary": summary,
+        "findings": findings,
+        "evidence": evidence,
+        "unresolved_questions": open,
+    })
+    .to_string()
+}
+
+/// The evidence and findings for `places`, best first: what a Read showed of each, or the first
+/// line the search showed of it.
+fn cite_places(places: &[Place], windows: &[ReadWindow]) -> (Vec<String>, Vec<String>) {
     let mut evidence: Vec<String> = Vec::new();
     let mut findings: Vec<String> = Vec::new();
-    let mut open: Vec<String> = Vec::new();
-    for p in &places {
+    for p in places {
         if evidence.len() >= MAX_EVIDENCE || p.file.contains('\n') {
             break;
         }
@@ -276,10 +299,21 @@ fn answer(
             }
         }
     }
+    (evidence, findings)
+}
+
+/// Whether the best place plainly answers the question: it defines a name the question names,
+/// or what was seen of it holds every key word (else an open question says which are missing).
+fn answers_directly(
+    question: &str,
+    best: Option<&Place>,
+    windows: &[ReadWindow],
+    open: &mut Vec<String>,
+) -> bool {
     let q = rank::parse(question);
     let keys = key_terms(&q);
     let named = &q.names;
-    let direct = match places.first() {
+    match best {
         Some(best) => {
             let named_def = best.kind != "lines"
                 && best.name.as_ref().is_some_and(|n| {
@@ -306,15 +340,12 @@ fn answer(
             named_def || missing.is_empty()
         }
         None => false,
-    };
-    if data["complete"].as_bool() == Some(false) {
-        open.push(format!(
-            "The index was incomplete ({} file(s) not indexed in time, {} over its file limit), so places in those files are missing.",
-            data["files_pending"].as_u64().unwrap_or(0),
-            data["files_over_limit"].as_u64().unwrap_or(0)
-        ));
     }
-    let summary = match (places.first(), evidence.first()) {
+}
+
+/// The summary: the best match and the other candidates, or why there are none.
+fn summary_of(intro: &str, places: &[Place], evidence: &[String], data: &Value) -> String {
+    match (places.first(), evidence.first()) {
         (Some(best), Some(cite)) => {
             let lead = match &best.name {
                 Some(name) if best.kind != "lines" && best.kind != "part" => format!(
@@ -340,13 +371,5 @@ fn answer(
             "{intro} The index ({} files) holds no place matching the question's words.",
             data["files_indexed"].as_u64().unwrap_or(0)
         ),
-    };
-    json!({
-        "status": if direct && !evidence.is_empty() { "completed" } else { "partial" },
-        "summary": summary,
-        "findings": findings,
-        "evidence": evidence,
-        "unresolved_questions": open,
-    })
-    .to_string()
+    }
 }
