@@ -12,6 +12,7 @@
 pub(crate) mod chunk;
 pub(crate) mod lang;
 pub(crate) mod rank;
+pub(crate) mod scratch;
 pub(crate) mod store;
 pub(crate) mod text;
 pub(crate) mod words;

@@ -43,56 +43,6 @@ pub(crate) type FxBuild = BuildHasherDefault<FxHasher>;
 /// Identifiers longer than this are cut (minified code, data blobs).
 const MAX_IDENT: usize = 64;
 
-/// A light stem: what a word's inflections and derivations start with (`parsing` → `pars`,
-/// `proxies` → `prox`, `configuration` → `configur`, `router` → `rout`).
-pub(crate) fn stem(word: &str) -> String {
-    let w = word.to_lowercase();
-    let n = w.len();
-    if !w.is_ascii() || n <= 3 {
-        return w;
-    }
-    let cut = |k: usize| w[..n - k].to_string();
-    let s = if n > 7 && w.ends_with("ation") {
-        cut(5)
-    } else if n > 7 && w.ends_with("ment") {
-        return stem(&cut(4));
-    } else if n > 4 && w.ends_with("ies") {
-        cut(3)
-    } else if n > 5 && w.ends_with("ing") {
-        undouble(&cut(3))
-    } else if n > 4 && w.ends_with("ed") {
-        undouble(&cut(2))
-    } else if n > 4
-        && ["ches", "shes", "sses", "xes", "zes"]
-            .iter()
-            .any(|e| w.ends_with(e))
-    {
-        cut(2)
-    } else if n > 3 && w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") {
-        return stem(&cut(1));
-    } else if n > 5 && (w.ends_with("er") || w.ends_with("or")) {
-        cut(2)
-    } else if n > 4 && (w.ends_with('e') || w.ends_with('y')) {
-        cut(1)
-    } else {
-        w.clone()
-    };
-    if s.len() < 3 {
-        w
-    } else {
-        s
-    }
-}
-
-fn undouble(s: &str) -> String {
-    let b = s.as_bytes();
-    if b.len() >= 4 && b[b.len() - 1] == b[b.len() - 2] && !b"aeiouls".contains(&b[b.len() - 1]) {
-        s[..s.len() - 1].to_string()
-    } else {
-        s.to_string()
-    }
-}
-
 /// A word as the index keeps it: Snowball's English stem of the lowercase word.
 pub(crate) fn index_stem(word: &str) -> String {
     static STEMMER: std::sync::OnceLock<rust_stemmers::Stemmer> = std::sync::OnceLock::new();
