@@ -208,7 +208,7 @@ impl RuntimeRunner {
                 }
             } else {
                 st.successful_tools += 1;
-                st.observed.record(&call.name, &shown);
+                st.observed.record(result);
                 st.last_failure = None;
             }
             st.messages.push(Message::Tool {

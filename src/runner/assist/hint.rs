@@ -369,10 +369,9 @@ impl ScoutSearch {
             let args = serde_json::from_str::<Value>(args).unwrap_or(Value::Null);
             let result = self
                 .registry
-                .execute(name, &args, &self.ctx, &self.permissions)
-                .to_value();
-            observed.record(name, &result);
-            result.to_string()
+                .execute(name, &args, &self.ctx, &self.permissions);
+            observed.record(&result);
+            result.to_value().to_string()
         };
         let crate::llm::scout::Scouted { text, places } = crate::llm::scout::search_quietly(
             &self.task,
