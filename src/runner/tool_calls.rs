@@ -212,6 +212,7 @@ impl RuntimeRunner {
                 st.last_failure = None;
             }
             st.messages.push(Message::Tool {
+                shown: Some(std::sync::Arc::new(result.shown.clone())),
                 tool_call_id: call.id.clone(),
                 name: call.name.clone(),
                 content: crate::runner::render::tool_result(

@@ -22,7 +22,7 @@ pub struct GrepMatch {
 }
 
 /// One place a Search showed.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchPlace {
     /// Relative to the root.
     pub file: String,
@@ -39,7 +39,7 @@ pub struct SearchPlace {
 }
 
 /// What one tool result showed.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Shown {
     /// Nothing to read back: an error, a result cut to fit, or a tool that shows no lines.
     #[default]

@@ -11,6 +11,7 @@ use super::place::{Found, Place};
 use crate::index::rank::{self, Query};
 use crate::index::scratch;
 use crate::llm::{ChatRequest, Message, ToolCall};
+use crate::tools::shown::Shown;
 
 /// Source files, by extension: definitions and lines are searched only here unless the
 /// question asks about documentation (prose repeats the question's words without doing the
@@ -168,6 +169,7 @@ fn grepped(messages: &[Message], q: &Query) -> Grepped {
         let Message::Tool {
             tool_call_id,
             content,
+            shown,
             ..
         } = m
         else {
@@ -177,14 +179,9 @@ fn grepped(messages: &[Message], q: &Query) -> Grepped {
             continue;
         }
         let what = described(tool_call_id, &terms, q);
-        let env = serde_json::from_str::<Value>(content).ok();
-        let Some(env) = env.filter(|e| !e["data"]["preview"].is_string()) else {
-            out.cut = true;
-            out.notes.push(format!(
-                "The result of {what} was cut to fit the context; its lines were not used."
-            ));
-            continue;
-        };
+        // The envelope's fields say how the search ended; its lines are read from the values
+        // kept beside the text.
+        let env = serde_json::from_str::<Value>(content).unwrap_or(Value::Null);
         if env["status"].as_str() == Some("error") {
             out.notes.push(format!(
                 "{} failed: {}",
@@ -193,8 +190,14 @@ fn grepped(messages: &[Message], q: &Query) -> Grepped {
             ));
             continue;
         }
-        let matches = env["data"]["matches"].as_array().map_or(0, Vec::len);
-        if matches == 0 && tool_call_id.trim_end_matches(RETRY).ends_with("_named") {
+        let Some(Shown::Matches(matches)) = shown.as_deref() else {
+            out.cut = true;
+            out.notes.push(format!(
+                "The result of {what} was cut to fit the context; its lines were not used."
+            ));
+            continue;
+        };
+        if matches.is_empty() && tool_call_id.trim_end_matches(RETRY).ends_with("_named") {
             out.notes.push(format!(
                 "{} found no line, so what the question names may not exist in this tree.",
                 capitalized(&what)
@@ -206,17 +209,11 @@ fn grepped(messages: &[Message], q: &Query) -> Grepped {
                 capitalized(&what)
             ));
         }
-        for hit in env["data"]["matches"].as_array().into_iter().flatten() {
-            if let (Some(file), Some(line), Some(text)) = (
-                hit["file"].as_str(),
-                hit["line"].as_u64(),
-                hit["text"].as_str(),
-            ) {
-                out.lines
-                    .entry(file.to_string())
-                    .or_default()
-                    .insert(line, text.to_string());
-            }
+        for hit in matches {
+            out.lines
+                .entry(hit.file.clone())
+                .or_default()
+                .insert(hit.line, hit.text.clone());
         }
     }
     out

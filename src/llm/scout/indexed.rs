@@ -16,6 +16,7 @@ use super::turn::{calls_response, facts, fit_reads, read_allowance, task_text};
 use crate::index::rank;
 use crate::index::text::{ident_terms, idents};
 use crate::llm::{ChatRequest, ChatResponse, Message, ToolCall};
+use crate::tools::shown::Shown;
 
 /// Places asked of the index.
 const SEARCH_LIMIT: u64 = 12;
@@ -59,17 +60,20 @@ fn found(messages: &[Message], q: &rank::Query) -> Result<Found, String> {
 
 /// The Search result in the conversation: its places, or why there are none.
 fn search_result(messages: &[Message]) -> Result<Found, String> {
-    let content = messages
+    let (content, shown) = messages
         .iter()
         .find_map(|m| match m {
             Message::Tool {
                 tool_call_id,
                 content,
+                shown,
                 ..
-            } if tool_call_id == SEARCH_ID => Some(content.as_str()),
+            } if tool_call_id == SEARCH_ID => Some((content.as_str(), shown)),
             _ => None,
         })
         .ok_or_else(|| "the index search result is missing (cut to fit the context)".to_string())?;
+    // The envelope's fields say how the search ended; its places are read from the values
+    // kept beside the text.
     let env: Value = serde_json::from_str(content)
         .map_err(|_| "the index search result could not be read".to_string())?;
     if env["status"].as_str() == Some("error") {
@@ -78,25 +82,19 @@ fn search_result(messages: &[Message]) -> Result<Found, String> {
             env["error"]["message"].as_str().unwrap_or("unknown error")
         ));
     }
-    let places = env["data"]["hits"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|h| {
-            Some(Place {
-                file: h["file"].as_str()?.to_string(),
-                start: h["start"].as_u64()?,
-                end: h["end"].as_u64()?,
-                kind: h["kind"].as_str().unwrap_or("lines").to_string(),
-                name: h["name"].as_str().map(str::to_string),
-                lines: h["lines"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|l| Some((l["line"].as_u64()?, l["text"].as_str()?.to_string())))
-                    .collect(),
-                extent_known: true,
-            })
+    let Some(Shown::Places(shown)) = shown.as_deref() else {
+        return Err("the index search result was cut to fit the context".to_string());
+    };
+    let places = shown
+        .iter()
+        .map(|p| Place {
+            file: p.file.clone(),
+            start: p.start,
+            end: p.end,
+            kind: p.kind.clone(),
+            name: p.name.clone(),
+            lines: p.lines.clone(),
+            extent_known: true,
         })
         .collect();
     let data = &env["data"];
@@ -231,11 +229,11 @@ fn terms_in(lines: &[(u64, String)]) -> Vec<String> {
 }
 
 /// A stretch of a place a Read showed: (start, end, the numbered lines of the window).
-type Shown<'a> = (u64, u64, &'a [(u64, String)]);
+type ReadPart<'a> = (u64, u64, &'a [(u64, String)]);
 
 /// The part of `place` a Read showed (to the place's end, or, for a place whose extent the
 /// search did not show, to where it ends in the window).
-fn read_part<'a>(place: &Place, windows: &'a [ReadWindow]) -> Option<Shown<'a>> {
+fn read_part<'a>(place: &Place, windows: &'a [ReadWindow]) -> Option<ReadPart<'a>> {
     windows.iter().find_map(|w| {
         let first = w.lines.first()?.0;
         let last = w.lines.last()?.0;

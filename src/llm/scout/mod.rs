@@ -34,7 +34,7 @@ pub(crate) struct Scouted {
 
 /// The scout's whole search on `task`, driven without a runner (no trace, no spans): the
 /// first message is `task`, the system prompt `system`, the run `run`, the tools offered `tools`; each tool call
-/// goes through `execute` (name and JSON arguments in, the result envelope as JSON text out, so
+/// goes through `execute` (name and JSON arguments in, the tool's result out, so
 /// that every file access stays a confined tool call). Its final text, at most three turns on,
 /// and the index's places.
 pub(crate) fn search_quietly(
@@ -42,7 +42,7 @@ pub(crate) fn search_quietly(
     system: &str,
     run: RunFacts,
     tools: std::sync::Arc<Vec<serde_json::Value>>,
-    execute: &mut dyn FnMut(&str, &str) -> String,
+    execute: &mut dyn FnMut(&str, &str) -> crate::tools::envelope::ToolResult,
 ) -> Scouted {
     let mut request = ChatRequest {
         model: None,
@@ -73,10 +73,12 @@ pub(crate) fn search_quietly(
             tool_calls: resp.tool_calls.clone(),
         });
         for call in &resp.tool_calls {
+            let result = execute(&call.name, &call.arguments);
             request.messages.push(Message::Tool {
                 tool_call_id: call.id.clone(),
                 name: call.name.clone(),
-                content: execute(&call.name, &call.arguments),
+                content: result.to_value().to_string(),
+                shown: Some(std::sync::Arc::new(result.shown)),
             });
         }
     }

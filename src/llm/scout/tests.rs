@@ -515,7 +515,7 @@ fn a_verification_run_searches_reads_and_says_it_does_not_judge() {
         Arc::new(registry.openai_tools()),
         &mut |name, args| {
             calls.push(name.to_string());
-            registry.execute(name, args, &ctx, &permissions).to_json()
+            registry.execute(name, args, &ctx, &permissions)
         },
     );
     let v: serde_json::Value = serde_json::from_str(&scouted.text).unwrap();
