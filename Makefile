@@ -59,7 +59,7 @@ test: test-rust test-python ## All tests (leaves a debug build in .venv: `make d
 # raises or finds a wrong result fails the target. bench/real_model*.py need a real model: not here.
 # search.py and scout/ndcg.py compare with rg: the venv's, from the ripgrep wheel, comes first.
 BENCH_QUICK := real_model.py attack.py batch.py "batch.py --model mock --no-ray" clock.py exit.py fanout.py \
-	loop.py many.py memory.py search.py scout/run.py scout/ndcg.py
+	loop.py many.py memory.py search.py scout/run.py scout/ndcg.py tokens.py
 RIPGREP := ripgrep==15.1.0
 
 $(BIN)/rg: | $(BIN)/.deps

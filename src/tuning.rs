@@ -33,16 +33,51 @@ pub struct Tuning {
     /// The shortest name a summary may use without it being checked against what the child
     /// saw (shorter words are English as often as code).
     pub min_checked_name: u64,
+    /// 1 (the default) re-sends a Read result the model has used (cited in a later reply, or
+    /// shown again by a later Read) as its cited lines and a note of what was cut; 0 re-sends
+    /// every result whole (each request repeats the whole history, so a result kept whole is
+    /// paid for again at every later call).
+    pub shrink_used_results: u64,
+    /// How much an identifier compound of adjacent question words counts (`jsonobject`,
+    /// `json_object` for "JSON object"): as a term, beside a word's 1, and as a definition's
+    /// or a file's name, beside the exact-name bonus of a name the question writes as code. Half:
+    /// code spells one thing as one name far more often than a sentence does by chance, but
+    /// adjacent words are not always one thing ("long help lines" is not about `long_help`).
+    pub rank_compound: f64,
+    /// The bonus of a file whose name is a name the question gives (`changeset.ex` for
+    /// "Changeset", a module's `mod.rs` or `__init__.py` for its folder's name), in units of
+    /// the exact-name bonus a definition gets: a third of it, so the file rises but its right
+    /// definition still leads it.
+    pub rank_file_named: f64,
+    /// The weight of a file in a copy kept beside the live code (`vendor/`, `third_party/`,
+    /// `legacy/`, `deprecated/`, `compat/`, or an older `vN/` of a file that also has a newer
+    /// one): the same words as the live code, so it must rank below it.
+    pub rank_copy_weight: f64,
+    /// The weight of a test (a test folder or file, and a `#[cfg(test)] mod tests` block inside
+    /// a source file) when the question does not ask about tests: tests repeat the words of
+    /// the code they test.
+    pub rank_test_weight: f64,
+    /// The idf over files (`ln(files / files holding it)`) below which a name the question
+    /// gives counts in proportion for the exact-name and file-name bonuses: a name in a large
+    /// share of the tree ("bash" in a bash project) tells little about where to look. 1.4 is a
+    /// name in a quarter of the files; one in every file counts nothing; 0 turns it off.
+    pub rank_common_idf: f64,
 }
 
 /// The knobs' names, in declaration order (the keys `tuning` takes).
-pub const TUNING_FIELDS: [&str; 6] = [
+pub const TUNING_FIELDS: [&str; 12] = [
     "leads",
     "fusion_k",
     "lead_read_lines",
     "scout_time_share",
     "scout_time_cap_seconds",
     "min_checked_name",
+    "shrink_used_results",
+    "rank_compound",
+    "rank_file_named",
+    "rank_copy_weight",
+    "rank_test_weight",
+    "rank_common_idf",
 ];
 
 impl Default for Tuning {
@@ -54,6 +89,12 @@ impl Default for Tuning {
             scout_time_share: 0.1,
             scout_time_cap_seconds: 30.0,
             min_checked_name: 3,
+            shrink_used_results: 1,
+            rank_compound: 0.5,
+            rank_file_named: 1.0 / 3.0,
+            rank_copy_weight: 0.4,
+            rank_test_weight: 0.4,
+            rank_common_idf: 1.4,
         }
     }
 }
@@ -81,9 +122,15 @@ impl Tuning {
                 "leads" => self.leads = count()?,
                 "lead_read_lines" => self.lead_read_lines = count()?.max(1),
                 "min_checked_name" => self.min_checked_name = count()?,
+                "shrink_used_results" => self.shrink_used_results = flag_knob(&name, v)?,
                 "fusion_k" => self.fusion_k = number(0.0, 1e6)?,
                 "scout_time_share" => self.scout_time_share = number(0.0, 1.0)?,
                 "scout_time_cap_seconds" => self.scout_time_cap_seconds = number(0.0, 3600.0)?,
+                "rank_compound" => self.rank_compound = number(0.0, 10.0)?,
+                "rank_file_named" => self.rank_file_named = number(0.0, 10.0)?,
+                "rank_copy_weight" => self.rank_copy_weight = number(0.0, 1.0)?,
+                "rank_test_weight" => self.rank_test_weight = number(0.0, 1.0)?,
+                "rank_common_idf" => self.rank_common_idf = number(0.0, 20.0)?,
                 other => {
                     return Err(crate::args::unknown_option(field, other, &TUNING_FIELDS));
                 }
@@ -103,6 +150,12 @@ impl Tuning {
             number(self.scout_time_share),
             number(self.scout_time_cap_seconds),
             count(self.min_checked_name),
+            count(self.shrink_used_results),
+            number(self.rank_compound),
+            number(self.rank_file_named),
+            number(self.rank_copy_weight),
+            number(self.rank_test_weight),
+            number(self.rank_common_idf),
         ];
         let items: Vec<String> = TUNING_FIELDS
             .iter()
@@ -127,6 +180,19 @@ fn count_knob(name: &str, v: &Json) -> Result<u64, crate::Error> {
             format!("must be between 0 and {MAX_COUNT}, got {i}"),
         )),
         other => Err(crate::Error::wrong_type(name, "int", other.type_name())),
+    }
+}
+
+/// An on/off knob: 0 or 1.
+fn flag_knob(name: &str, v: &Json) -> Result<u64, crate::Error> {
+    match v {
+        Json::Int(i @ (0 | 1)) => Ok(*i as u64),
+        Json::Bool(b) => Ok(u64::from(*b)),
+        Json::Int(i) => Err(crate::Error::config(
+            name,
+            format!("must be 0 (off) or 1 (on), got {i}"),
+        )),
+        other => Err(crate::Error::wrong_type(name, "0 or 1", other.type_name())),
     }
 }
 
@@ -158,11 +224,22 @@ fn number_knob(name: &str, v: &Json, lo: f64, hi: f64) -> Result<f64, crate::Err
 
 impl std::hash::Hash for Tuning {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        (self.leads, self.lead_read_lines, self.min_checked_name).hash(h);
+        (
+            self.leads,
+            self.lead_read_lines,
+            self.min_checked_name,
+            self.shrink_used_results,
+        )
+            .hash(h);
         for x in [
             self.fusion_k,
             self.scout_time_share,
             self.scout_time_cap_seconds,
+            self.rank_compound,
+            self.rank_file_named,
+            self.rank_copy_weight,
+            self.rank_test_weight,
+            self.rank_common_idf,
         ] {
             x.to_bits().hash(h);
         }
@@ -208,6 +285,15 @@ mod tests {
             err(dict(&[("scout_time_share", Json::Float(f64::NAN))])).contains("between 0 and 1")
         );
         assert!(err(Json::Int(3)).contains("must be a dict of knob names to numbers, got int"));
+        let e = err(dict(&[("rank_test_weight", Json::Float(1.5))]));
+        assert!(
+            e.contains("T['rank_test_weight']") && e.contains("between 0 and 1, got 1.5"),
+            "{e}"
+        );
+        let t = Tuning::default()
+            .with_json("T", &dict(&[("rank_compound", Json::Float(0.5))]))
+            .unwrap();
+        assert_eq!(t.rank_compound, 0.5);
     }
 
     #[test]

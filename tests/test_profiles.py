@@ -266,6 +266,12 @@ def test_tuning_is_a_profile_field_that_changes_what_the_child_is_given(
         "scout_time_share": 0.1,
         "scout_time_cap_seconds": 30.0,
         "min_checked_name": 3,
+        "shrink_used_results": 1,
+        "rank_compound": 0.5,
+        "rank_file_named": 1.0 / 3.0,
+        "rank_copy_weight": 0.4,
+        "rank_test_weight": 0.4,
+        "rank_common_idf": 1.4,
     }
     tuned = EXPLORE_PROFILE.replace(tuning={"lead_read_lines": 7})
     assert tuned.tuning["lead_read_lines"] == 7 and tuned.tuning["leads"] == 3

@@ -82,7 +82,8 @@ def test_scout_cites_the_definition_and_every_checkable_sentence_is_true(
 
 def test_the_readme_question_finds_the_gate_on_this_repository() -> None:
     # The README's first command asks this of outrider's own tree; the file that builds the
-    # completion gate's feedback must be among the first three citations.
+    # completion gate's feedback comes first, above the tests beside it (src/runner/tests.rs
+    # repeats the question's words), and no test file is among the first three citations.
     root = pathlib.Path(__file__).resolve().parent.parent
     launcher = outrider.SubagentLauncher(root, outrider.OfflineScout(), trace_dir=False)
     result = launcher.launch(
@@ -90,4 +91,5 @@ def test_the_readme_question_finds_the_gate_on_this_repository() -> None:
     )
     assert result.result is not None and not isinstance(result.result, str)
     top = [item.split(":")[0] for item in result.result.evidence[:3]]
-    assert "src/runner/gate.rs" in top, result.result.evidence
+    assert top[0] == "src/runner/gate.rs", result.result.evidence
+    assert not any("test" in path.rsplit("/", 1)[-1] for path in top), result.result.evidence

@@ -3,7 +3,9 @@
 For each question in ndcg_questions.json (symbol, semantic and architecture questions over pinned
 public repositories in several languages, labelled by reading the code: relevant files grade 2,
 secondary files grade 1, and right `path:start-end` ranges for the where-is questions), three
-systems rank the repository's files:
+systems rank the repository's files. That file is a DEVELOPMENT set: the ranking is tuned on it
+(16 repositories, the `dev-*` questions in C#, Kotlin, Scala, Swift, PHP, Elixir, Bash and Lua);
+figures on it say nothing about questions it was not tuned on.
 
 - outrider's offline scout, launched through the Python API: files in the order of its evidence
   list (distinct), ranges from the evidence;

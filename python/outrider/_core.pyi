@@ -164,8 +164,16 @@ class RuntimeProfile:
         ``lead_read_lines`` (40, lines the hint suggests reading of a lead),
         ``scout_time_share`` (0.1) and ``scout_time_cap_seconds`` (30, the offline scout's
         time before the first call), ``min_checked_name`` (3, the shortest name a summary is
-        checked for). Set some with ``replace(tuning={"leads": 5})``: for experiments; an
-        unknown knob or an out-of-range value raises naming it."""
+        checked for), ``shrink_used_results`` (1: a Read result the model has cited, or read
+        again, is re-sent as its cited lines and a note of what was cut; 0 re-sends it whole),
+        and the code index's ranking: ``rank_compound`` (0.5, the weight of an
+        identifier compound of adjacent question words, ``jsonobject`` for "JSON object"),
+        ``rank_file_named`` (1/3 of the exact-name bonus, for a file named as the question's
+        name), ``rank_copy_weight`` (0.4, vendored, legacy, compatibility and older ``vN/``
+        copies), ``rank_test_weight`` (0.4, tests when the question does not ask for them) and
+        ``rank_common_idf`` (1.4, the idf over files under which a named word's bonuses fade).
+        Set some with ``replace(tuning={"leads": 5})``: for experiments; an unknown knob or an
+        out-of-range value raises naming it."""
     def replace(self, **changes: Any) -> RuntimeProfile:
         """A copy with some fields changed, validated again."""
     def to_dict(self) -> dict[str, Any]:

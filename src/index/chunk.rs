@@ -156,10 +156,15 @@ pub(crate) fn chunk_file(
     terms: &mut Terms,
 ) -> FileChunks {
     let lines: Vec<&str> = text.lines().collect();
-    let lang = Lang::of(path)
-        .filter(|_| text.len() <= MAX_PARSE_BYTES && !super::rank::is_secondary_code(path));
-    let defs: Vec<Def> = match lang {
-        Some(l) => lang::definitions(l, text.as_bytes(), parser),
+    let lang = Lang::of_file(path, text)
+        .filter(|_| text.len() <= MAX_PARSE_BYTES && !super::paths::is_secondary_code(path));
+    // A file without a parser, or whose parse failed or ran past its budget, is cut by its
+    // shape; text that is not code (prose, data) and secondary code only into windows.
+    let parsed = lang.and_then(|l| lang::definitions(l, text.as_bytes(), parser));
+    let lang = lang.filter(|_| parsed.is_some());
+    let defs: Vec<Def> = match parsed {
+        Some(defs) => defs,
+        None if text.len() <= MAX_PARSE_BYTES && has_shape(path) => super::shape::definitions(text),
         None => Vec::new(),
     };
     // Lines by owner, in order.
@@ -183,6 +188,71 @@ pub(crate) fn chunk_file(
         add_chunk(&mut out, terms, &lines, chunk);
     }
     out
+}
+
+/// Extensions of text that is not code: prose and data, cut into windows only.
+const NOT_CODE: &[&str] = &[
+    "md",
+    "markdown",
+    "mdx",
+    "rst",
+    "txt",
+    "text",
+    "adoc",
+    "asciidoc",
+    "org",
+    "tex",
+    "json",
+    "jsonl",
+    "json5",
+    "yaml",
+    "yml",
+    "toml",
+    "xml",
+    "html",
+    "htm",
+    "xhtml",
+    "svg",
+    "csv",
+    "tsv",
+    "lock",
+    "ini",
+    "cfg",
+    "conf",
+    "properties",
+    "ipynb",
+    "po",
+    "pot",
+    "sum",
+    "mod",
+    "log",
+    "diff",
+    "patch",
+    "css",
+    "scss",
+    "less",
+    "sql",
+    "map",
+    "snap",
+    "golden",
+    "out",
+    "err",
+];
+
+/// Whether a file without a parse may be cut by its shape: code, by its extension (not prose,
+/// data, or secondary code, which is only windowed as when it parses).
+fn has_shape(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    if super::paths::is_secondary_code(path) {
+        return false;
+    }
+    match name.rsplit_once('.') {
+        Some((stem, ext)) if !stem.is_empty() => {
+            !NOT_CODE.contains(&ext.to_ascii_lowercase().as_str())
+        }
+        // A dotfile or no extension (a README, a LICENSE; a shell script has its parser).
+        _ => false,
+    }
 }
 
 /// The definition (index into `defs`) each line belongs to, if any: outer first, inner
@@ -340,6 +410,88 @@ fn add_chunk(out: &mut FileChunks, terms: &mut Terms, lines: &[&str], chunk: Pen
 mod tests {
     use super::*;
 
+    /// A dev check, not run in CI: `OUTRIDER_TREE=<dir> cargo test --no-default-features --lib
+    /// dev_chunk_tree -- --ignored --nocapture` chunks every file of the tree (under 1 MiB, not
+    /// under `.git`) in one thread and prints the total time, the slowest files and how many
+    /// fell back to their shape; `OUTRIDER_UNBOUNDED=1` lifts the parse budget (the "before").
+    #[test]
+    #[ignore = "a dev check on the tree named by OUTRIDER_TREE"]
+    fn dev_chunk_tree() {
+        let Ok(root) = std::env::var("OUTRIDER_TREE") else {
+            return;
+        };
+        if std::env::var("OUTRIDER_UNBOUNDED").is_ok() {
+            lang::TEST_BUDGET.set(Some(lang::Budget {
+                checks: u64::MAX,
+                cpu_us: u64::MAX,
+            }));
+        }
+        if std::env::var("OUTRIDER_NO_PARSE").is_ok() {
+            lang::TEST_BUDGET.set(Some(lang::Budget {
+                checks: 0,
+                cpu_us: 0,
+            }));
+        }
+        let mut stack = vec![std::path::PathBuf::from(&root)];
+        let mut files = Vec::new();
+        while let Some(dir) = stack.pop() {
+            for e in std::fs::read_dir(&dir).expect("dir").flatten() {
+                let p = e.path();
+                let Ok(ft) = e.file_type() else { continue };
+                if ft.is_dir() && e.file_name() != ".git" {
+                    stack.push(p);
+                } else if ft.is_file() {
+                    files.push(p);
+                }
+            }
+        }
+        files.sort();
+        let mut parser = Parser::new();
+        let mut terms = Terms::default();
+        let (mut n, mut bytes, mut parsed, mut shaped) = (0usize, 0usize, 0usize, 0usize);
+        let mut slow: Vec<(f64, String, usize, bool)> = Vec::new();
+        let started = std::time::Instant::now();
+        let cpu = lang::thread_cpu_us();
+        for p in &files {
+            let Ok(text) = std::fs::read_to_string(p) else {
+                continue;
+            };
+            if text.len() > 1 << 20 {
+                continue;
+            }
+            let rel = p
+                .strip_prefix(&root)
+                .unwrap_or(p)
+                .to_string_lossy()
+                .to_string();
+            let t = lang::thread_cpu_us();
+            let fc = chunk_file(&rel, &text, &mut parser, &mut terms);
+            let secs = (lang::thread_cpu_us() - t) as f64 / 1e6;
+            n += 1;
+            bytes += text.len();
+            let grammar = Lang::of_file(&rel, &text).is_some() && text.len() <= MAX_PARSE_BYTES;
+            parsed += usize::from(fc.lang.is_some());
+            let fell =
+                grammar && fc.lang.is_none() && !super::super::paths::is_secondary_code(&rel);
+            shaped += usize::from(fell);
+            slow.push((secs, rel, text.len(), fell));
+        }
+        let total = started.elapsed().as_secs_f64();
+        let cpu = (lang::thread_cpu_us() - cpu) as f64 / 1e6;
+        slow.sort_by(|a, b| b.0.total_cmp(&a.0));
+        println!(
+            "{n} files, {bytes} bytes, {parsed} parsed, {shaped} past budget: {cpu:.2}s CPU, \
+             {total:.2}s wall"
+        );
+        for (secs, rel, len, fell) in slow.iter().take(15) {
+            println!(
+                "  {:7.1} ms {len:>8} B {} {rel}",
+                secs * 1000.0,
+                if *fell { "shape" } else { "parse" }
+            );
+        }
+    }
+
     #[test]
     fn definitions_own_their_lines_and_windows_take_the_rest() {
         let src = "import os\nimport sys\n\n# Builds the app.\n@decorator\nclass App:\n    x = 1\n\n    def route(self):\n        return os.path\n\nVALUE = 3\n";
@@ -368,6 +520,69 @@ mod tests {
         assert!(class_terms.contains(&"build"), "{class_terms:?}");
         assert!(class_terms.contains(&"decor"), "{class_terms:?}");
         assert!(!class_terms.contains(&"path"), "{class_terms:?}");
+    }
+
+    fn shape_of(fc: &FileChunks) -> Vec<(u32, u32, &str, &str)> {
+        fc.chunks
+            .iter()
+            .map(|c| (c.start, c.end, c.kind_name(), c.name.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn a_language_without_a_parser_is_cut_by_its_shape_and_prose_into_windows() {
+        // Haskell-like: a module, a type, a class with its methods, an instance.
+        let src = "module Shapes where\n\nimport Data.List (sortOn)\n\ndata Shape = Circle Double | Square Double\n\nclass HasArea a where\n  area :: a -> Double\n  perimeter :: a -> Double\n\ninstance HasArea Shape where\n  area (Circle r) = pi * r * r\n  area (Square s) = s * s\n  perimeter _ = 0\n";
+        let mut terms = Terms::default();
+        let fc = chunk_file("src/Shapes.hs", src, &mut Parser::new(), &mut terms);
+        assert_eq!(fc.lang, None);
+        assert_eq!(
+            shape_of(&fc),
+            vec![
+                (1, 1, "module", "Shapes"),
+                (2, 4, "lines", ""),
+                (5, 5, "type", "Shape"),
+                (7, 9, "class", "HasArea"),
+                (11, 14, "impl", "HasArea"),
+            ]
+        );
+        // The same words in prose are not definitions.
+        let notes = "# Notes\n\nclass HasArea covers shapes.\ndef area is below.\n";
+        let fc = chunk_file("docs/notes.md", notes, &mut Parser::new(), &mut terms);
+        assert_eq!(shape_of(&fc), vec![(1, 4, "lines", "")]);
+    }
+
+    #[test]
+    fn a_parse_past_its_budget_falls_back_to_the_shape() {
+        let src = "#include <stdio.h>\n\nstatic int add(int a, int b)\n{\n  return a + b;\n}\n\nstruct point {\n  int x;\n};\n\nint main(void) {\n  return add(1, 2);\n}\n";
+        let mut terms = Terms::default();
+        let parsed = chunk_file("src/add.c", src, &mut Parser::new(), &mut terms);
+        assert_eq!(parsed.lang.as_deref(), Some("c"));
+        lang::TEST_BUDGET.set(Some(lang::Budget {
+            checks: 0,
+            cpu_us: 0,
+        }));
+        let cut = chunk_file("src/add.c", src, &mut Parser::new(), &mut terms);
+        lang::TEST_BUDGET.set(None);
+        assert_eq!(cut.lang, None);
+        assert_eq!(
+            shape_of(&cut),
+            vec![
+                (1, 2, "lines", ""),
+                (3, 6, "function", "add"),
+                (8, 10, "struct", "point"),
+                (12, 14, "function", "main"),
+            ]
+        );
+        // The parse's own chunks name the same definitions.
+        let names = |fc: &FileChunks| -> Vec<String> {
+            fc.chunks
+                .iter()
+                .filter(|c| c.is_definition())
+                .map(|c| c.name.clone())
+                .collect()
+        };
+        assert_eq!(names(&parsed), names(&cut));
     }
 
     #[test]

@@ -11,8 +11,10 @@
 
 pub(crate) mod chunk;
 pub(crate) mod lang;
+pub(crate) mod paths;
 pub(crate) mod rank;
 pub(crate) mod scratch;
+pub(crate) mod shape;
 pub(crate) mod store;
 pub(crate) mod text;
 pub(crate) mod words;
@@ -536,5 +538,7 @@ fn up_to_date(
     refresh
 }
 
+#[cfg(test)]
+mod rank_tests;
 #[cfg(test)]
 mod tests;

@@ -6,9 +6,13 @@
 
 use std::collections::{BinaryHeap, HashMap};
 
+pub use super::paths::is_test_path;
+use super::paths::{is_copy_path, version_key};
+use super::paths::{BENCH_DIRS, EXAMPLE_DIRS};
 use super::text::{ident_terms, index_stem};
 use super::words::{aliases, has_word, is_identifier, split_words, word_spans, PHRASES, STOPWORDS};
 use super::Index;
+use crate::tuning::Tuning;
 
 /// BM25 term-frequency saturation.
 const K1: f64 = 1.2;
@@ -55,6 +59,9 @@ pub struct Query {
     pub terms: Vec<QueryTerm>,
     /// Identifiers it names (lowercased): a definition of that name is what it asks for.
     pub names: Vec<String>,
+    /// Identifier compounds of adjacent words it holds, joined and lowercased (`jsonobject`
+    /// for "JSON object"): a definition or a file of that name is likely what it asks for.
+    pub compounds: Vec<String>,
     /// Qualified names it gives (`Codec.getAdapter`, `Foo::bar`, `Klass#meth`), as (outer, inner)
     /// lowercased: a definition `inner` inside `outer` is what it asks for.
     pub qualified: Vec<(String, String)>,
@@ -80,6 +87,8 @@ pub struct Query {
     pub first_left_out: Option<String>,
     /// The last word read, when words were left out.
     pub last_read: Option<String>,
+    /// The knobs it is ranked with.
+    pub tuning: Tuning,
 }
 
 /// The first [`MAX_QUERY_CHARS`] characters of `body` (never cutting a word) and the rest.
@@ -93,18 +102,77 @@ fn cut_query(body: &str) -> (&str, &str) {
     body.split_at(end)
 }
 
+/// Read a question with the default knobs (see [`parse_with`]).
+pub fn parse(question: &str) -> Query {
+    parse_with(question, &Tuning::default())
+}
+
 /// Read a question: quoted and code-shaped words are identifiers (their whole and their
 /// parts), other words are stemmed, words that only frame the question are dropped (code words
-/// such as `Context` or `Repo` are kept).
-pub fn parse(question: &str) -> Query {
+/// such as `Context` or `Repo` are kept), and adjacent words are also read as the one name code
+/// would spell them with (`jsonobject`, `json_object` for "JSON object"). The query keeps
+/// `tuning`, the knobs it is ranked with.
+pub fn parse_with(question: &str, tuning: &Tuning) -> Query {
     let body = question
         .split("\n\nStructured context:")
         .next()
         .unwrap_or(question);
     let (body, rest) = cut_query(body);
+    let mut q = what_it_asks(body);
+    q.tuning = tuning.clone();
+    q.qualified = qualified_names(body);
+    let quoted = quoted_words(body);
+    let spans = word_spans(body);
+    let mut terms = TermSet::default();
+    let read = read_words(&mut q, &mut terms, body, &spans, &quoted);
+    let words: Vec<&str> = spans.iter().map(|&(_, w)| w).collect();
+    let left = word_spans(rest);
+    q.left_out = words.len() - read + left.len();
+    if q.left_out > 0 {
+        q.first_left_out = words
+            .get(read)
+            .or(left.first().map(|(_, w)| w))
+            .map(|w| (*w).to_string());
+        q.last_read = read.checked_sub(1).map(|i| words[i].to_string());
+    }
+    let lowered: Vec<String> = words[..read].iter().map(|w| w.to_lowercase()).collect();
+    for pair in lowered.windows(2) {
+        for (a, b, joined) in PHRASES {
+            if pair[0] == *a && pair[1].starts_with(b) {
+                terms.add(&mut q, index_stem(joined), 1.0);
+            }
+        }
+    }
+    add_compounds(&mut q, &mut terms, body, &spans[..read]);
+    q
+}
+
+/// The terms of a query being read, by their text, so that adding one costs the same however
+/// many there are.
+#[derive(Default)]
+struct TermSet {
+    at: super::text::FxMap<String, usize>,
+}
+
+impl TermSet {
+    /// Add `term` to `q` at `weight`, or raise its weight to `weight` if it is there.
+    fn add(&mut self, q: &mut Query, term: String, weight: f64) {
+        match self.at.get(&term) {
+            Some(&i) => q.terms[i].weight = q.terms[i].weight.max(weight),
+            None => {
+                self.at.insert(term.clone(), q.terms.len());
+                q.terms.push(QueryTerm { term, weight });
+            }
+        }
+    }
+}
+
+/// What a question asks about, by its words: tests, docs, examples, a type, a function, what
+/// the code does.
+fn what_it_asks(body: &str) -> Query {
     let lower = body.to_lowercase();
     let has = |w: &str| has_word(&lower, w);
-    let mut q = Query {
+    Query {
         wants_tests: ["test", "tests", "testing", "spec", "specs", "fixture"]
             .iter()
             .any(|w| has(w)),
@@ -127,23 +195,23 @@ pub fn parse(question: &str) -> Query {
             )
         },
         ..Query::default()
-    };
-    // Where each term is in `q.terms`, so that adding one costs the same however many there are.
-    let mut at: super::text::FxMap<String, usize> = super::text::FxMap::default();
-    let mut add = |q: &mut Query, term: String, weight: f64| match at.get(&term) {
-        Some(&i) => q.terms[i].weight = q.terms[i].weight.max(weight),
-        None => {
-            at.insert(term.clone(), q.terms.len());
-            q.terms.push(QueryTerm { term, weight });
-        }
-    };
+    }
+}
+
+/// The words written between backticks or double quotes, without spaces.
+fn quoted_words(body: &str) -> Vec<String> {
     let mut quoted: Vec<String> = Vec::new();
     for (i, part) in body.split(['`', '"']).enumerate() {
         if i % 2 == 1 && !part.trim().is_empty() && !part.contains(char::is_whitespace) {
             quoted.push(part.to_string());
         }
     }
-    // `Outer.inner`, `Outer::inner`, `Outer#inner` as written (quoted or not).
+    quoted
+}
+
+/// `Outer.inner`, `Outer::inner`, `Outer#inner` as written (quoted or not), lowercased.
+fn qualified_names(body: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
     for token in body
         .split(|c: char| c.is_whitespace() || matches!(c, '`' | '"' | '\'' | '(' | ')' | ',' | '?'))
     {
@@ -163,20 +231,48 @@ pub fn parse(question: &str) -> Query {
         {
             let outer = parts[parts.len() - 2].to_lowercase();
             let inner = parts[parts.len() - 1].to_lowercase();
-            if !q.qualified.contains(&(outer.clone(), inner.clone())) {
-                q.qualified.push((outer, inner));
+            if !out.contains(&(outer.clone(), inner.clone())) {
+                out.push((outer, inner));
             }
         }
     }
-    let spans = word_spans(body);
-    let words: Vec<&str> = spans.iter().map(|&(_, w)| w).collect();
-    let mut read = words.len();
-    for (i, w) in words.iter().enumerate() {
+    out
+}
+
+/// Whether the word at `spans[i]` is read as a name: not first in its sentence, capitalised,
+/// and not an acronym or a constant's value in capitals (`POST`, `JSON`, `HTTP`: words of the
+/// question rather than the name of a definition; `def post` does not answer "turn a POST into
+/// a GET").
+fn capitalised_name(body: &str, spans: &[(usize, &str)], i: usize) -> bool {
+    let w = spans[i].1;
+    let acronym = w.len() >= 2
+        && w.chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+        && w.chars().any(|c| c.is_ascii_uppercase());
+    // The first word of a sentence is capitalised whatever it is ("... redirects? Cite the
+    // code.").
+    let starts_sentence = body[..spans[i].0]
+        .trim_end_matches(|c: char| c.is_whitespace() || matches!(c, '(' | '"' | '\'' | '`'))
+        .chars()
+        .last()
+        .is_none_or(|c| matches!(c, '.' | '?' | '!'));
+    !starts_sentence && !acronym && w.chars().next().is_some_and(char::is_uppercase)
+}
+
+/// Read the words of the question into `q`'s terms and names, until the terms reach
+/// [`MAX_QUERY_TERMS`]; how many words were read.
+fn read_words(
+    q: &mut Query,
+    terms: &mut TermSet,
+    body: &str,
+    spans: &[(usize, &str)],
+    quoted: &[String],
+) -> usize {
+    for (i, &(_, w)) in spans.iter().enumerate() {
         if q.terms.len() >= MAX_QUERY_TERMS {
-            read = i;
-            break;
+            return i;
         }
-        let named = quoted.iter().any(|qd| qd.contains(*w));
+        let named = quoted.iter().any(|qd| qd.contains(w));
         let lw = w.to_lowercase();
         if !named && STOPWORDS.contains(&lw.as_str()) {
             continue;
@@ -184,24 +280,7 @@ pub fn parse(question: &str) -> Query {
         if lw.len() < 2 || lw.bytes().all(|b| b.is_ascii_digit()) {
             continue;
         }
-        // A capitalised word inside the sentence is likely a name (`Context`, `Repo`); one in
-        // capitals only (`POST`, `JSON`, `HTTP`) is an acronym or a constant's value, a word of
-        // the question rather than the name of a definition (`def post` does not answer "turn
-        // a POST into a GET").
-        let acronym = w.len() >= 2
-            && w.chars()
-                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
-            && w.chars().any(|c| c.is_ascii_uppercase());
-        // The first word of a sentence is capitalised whatever it is ("... redirects? Cite
-        // the code.").
-        let starts_sentence = body[..spans[i].0]
-            .trim_end_matches(|c: char| c.is_whitespace() || matches!(c, '(' | '"' | '\'' | '`'))
-            .chars()
-            .last()
-            .is_none_or(|c| matches!(c, '.' | '?' | '!'));
-        let capitalised =
-            !starts_sentence && !acronym && w.chars().next().is_some_and(char::is_uppercase);
-        if named || is_identifier(w) || capitalised {
+        if named || is_identifier(w) || capitalised_name(body, spans, i) {
             let mut parts = Vec::new();
             ident_terms(w, &mut parts);
             let whole = w.trim_matches('_').to_lowercase();
@@ -211,36 +290,84 @@ pub fn parse(question: &str) -> Query {
                 } else {
                     0.6
                 };
-                add(&mut q, p, weight);
+                terms.add(q, p, weight);
             }
             if !q.names.contains(&whole) {
                 q.names.push(whole);
             }
         } else {
-            add(&mut q, index_stem(&lw), 1.0);
+            terms.add(q, index_stem(&lw), 1.0);
             for o in aliases(&[lw.as_str()]) {
-                add(&mut q, index_stem(o), 0.5);
+                terms.add(q, index_stem(o), 0.5);
             }
         }
     }
-    let left = word_spans(rest);
-    q.left_out = words.len() - read + left.len();
-    if q.left_out > 0 {
-        q.first_left_out = words
-            .get(read)
-            .or(left.first().map(|(_, w)| w))
-            .map(|w| (*w).to_string());
-        q.last_read = read.checked_sub(1).map(|i| words[i].to_string());
+    spans.len()
+}
+
+/// Words at most in one identifier compound read from adjacent words of a question.
+const MAX_COMPOUND_WORDS: usize = 3;
+
+/// A name as compared across spellings: lowercase, without `_` and `-` (`JsonObject`,
+/// `json_object` and `json-object` are one name).
+pub(crate) fn joined_name(name: &str) -> String {
+    name.chars()
+        .filter(|c| *c != '_' && *c != '-')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// Adjacent words of the question (two or three, nothing but spaces or a hyphen between them,
+/// none a framing word or a name already in parts) also read as the one identifier code would
+/// spell them with: `jsonobject` (`JsonObject`, `jsonobject`) and `json_object` as terms at
+/// [`Tuning::rank_compound`], and the joined spelling as a compound a definition or a file may
+/// be named.
+fn add_compounds(q: &mut Query, terms: &mut TermSet, body: &str, spans: &[(usize, &str)]) {
+    let weight = q.tuning.rank_compound;
+    if weight <= 0.0 || q.terms.len() >= MAX_QUERY_TERMS {
+        return;
     }
-    let lowered: Vec<String> = words[..read].iter().map(|w| w.to_lowercase()).collect();
-    for pair in lowered.windows(2) {
-        for (a, b, joined) in PHRASES {
-            if pair[0] == *a && pair[1].starts_with(b) {
-                add(&mut q, index_stem(joined), 1.0);
+    let usable = |w: &str| {
+        let lw = w.to_lowercase();
+        lw.len() >= 2
+            && w.chars().all(char::is_alphanumeric)
+            && !lw.bytes().all(|b| b.is_ascii_digit())
+            && !STOPWORDS.contains(&lw.as_str())
+            && !is_identifier(w)
+    };
+    let joined_to_next = |i: usize| {
+        let (at, w) = spans[i];
+        let gap = &body[at + w.len()..spans[i + 1].0];
+        !gap.is_empty() && gap.chars().all(|c| c == ' ' || c == '-')
+    };
+    for i in 0..spans.len() {
+        let mut run = vec![spans[i].1];
+        if !usable(run[0]) {
+            continue;
+        }
+        for (j, &(_, next)) in spans
+            .iter()
+            .enumerate()
+            .take(i + MAX_COMPOUND_WORDS)
+            .skip(i + 1)
+        {
+            if !joined_to_next(j - 1) || !usable(next) {
+                break;
             }
+            run.push(next);
+            let lower: Vec<String> = run.iter().map(|w| w.to_lowercase()).collect();
+            let joined = lower.concat();
+            if q.compounds.contains(&joined) || q.names.contains(&joined) {
+                continue;
+            }
+            if q.terms.len() + 2 > MAX_QUERY_TERMS {
+                return;
+            }
+            terms.add(q, lower.join("_"), weight);
+            terms.add(q, joined.clone(), weight);
+            q.compounds.push(joined);
         }
     }
-    q
 }
 
 fn parts_len(w: &str) -> usize {
@@ -263,61 +390,6 @@ pub struct Hit {
     pub matched: Vec<usize>,
 }
 
-const TEST_DIRS: &[&str] = &[
-    "test",
-    "tests",
-    "testing",
-    "__tests__",
-    "spec",
-    "specs",
-    "testdata",
-    "fixtures",
-    "e2e",
-];
-const EXAMPLE_DIRS: &[&str] = &[
-    "examples",
-    "example",
-    "samples",
-    "sample",
-    "demo",
-    "demos",
-    "_examples",
-];
-const BENCH_DIRS: &[&str] = &["bench", "benches", "benchmark", "benchmarks"];
-
-fn dirs_of(lower: &str) -> Vec<&str> {
-    let mut dirs: Vec<&str> = lower.split('/').collect();
-    dirs.pop();
-    dirs
-}
-
-/// Whether a path is a test (by its folder or its name, in the usual spellings).
-pub fn is_test_path(path: &str) -> bool {
-    let lower = path.to_ascii_lowercase();
-    let name = lower.rsplit('/').next().unwrap_or(&lower);
-    let ext = name.rsplit_once('.').map_or("", |(_, e)| e);
-    let stem_name = name.split('.').next().unwrap_or(name);
-    dirs_of(&lower).iter().any(|d| TEST_DIRS.contains(d))
-        || name.starts_with("test_")
-        || stem_name.ends_with("_test")
-        || stem_name.ends_with("_spec")
-        || name.contains(".test.")
-        || name.contains(".spec.")
-        || (ext == "java" && (stem_name.ends_with("test") || stem_name.ends_with("tests")))
-        || stem_name == "conftest"
-}
-
-/// Whether a path is a test, an example or a benchmark: code that ranks low unless asked
-/// for, and that the index splits into windows without parsing (over half of many trees'
-/// bytes; parsing it would double a cold build).
-pub fn is_secondary_code(path: &str) -> bool {
-    let lower = path.to_ascii_lowercase();
-    is_test_path(path)
-        || dirs_of(&lower)
-            .iter()
-            .any(|d| EXAMPLE_DIRS.contains(d) || BENCH_DIRS.contains(d))
-}
-
 /// How a file's path weighs: tests, docs, examples, benchmarks, vendored and generated code
 /// sink unless the question asks for them.
 pub fn path_prior(path: &str, q: &Query) -> f64 {
@@ -328,23 +400,30 @@ pub fn path_prior(path: &str, q: &Query) -> f64 {
     let in_dir = |names: &[&str]| dirs.iter().any(|d| names.contains(d));
     let ext = name.rsplit_once('.').map_or("", |(_, e)| e);
     let stem_name = name.split('.').next().unwrap_or(name);
-    if [
-        "changelog",
-        "changes",
-        "history",
-        "news",
-        "release",
-        "authors",
-        "contributing",
-    ]
-    .iter()
-    .any(|p| stem_name.starts_with(p))
+    // The project's history and notes (`CHANGELOG.md`, `CHANGES`, `release-notes.txt`), not a
+    // source file whose name starts alike (`changeset.ex`, `history.py`).
+    let lead: &str = stem_name
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .next()
+        .unwrap_or(stem_name);
+    if !is_code_name(name, ext)
+        && [
+            "changelog",
+            "changes",
+            "history",
+            "news",
+            "release",
+            "releases",
+            "authors",
+            "contributing",
+        ]
+        .contains(&lead)
     {
         return if q.wants_docs { 1.0 } else { 0.15 };
     }
     let mut prior = 1.0f64;
     if is_test_path(path) && !q.wants_tests {
-        prior *= 0.4;
+        prior *= q.tuning.rank_test_weight;
     }
     let doc = ["md", "rst", "txt", "adoc", "markdown", "html", "tex"].contains(&ext)
         || in_dir(&["docs", "doc", "documentation", "site"]);
@@ -357,8 +436,8 @@ pub fn path_prior(path: &str, q: &Query) -> f64 {
     if in_dir(BENCH_DIRS) && !q.wants_bench {
         prior *= 0.5;
     }
-    if in_dir(&["vendor", "third_party", "thirdparty", "external", "deps"]) {
-        prior *= 0.4;
+    if is_copy_path(path) {
+        prior *= q.tuning.rank_copy_weight;
     }
     // Declarations only (`typings/index.d.ts`, `mod.pyi`): their doc comments repeat the
     // question's words, but what the code does ("where does ... read ...") is in the
@@ -376,11 +455,33 @@ pub fn path_prior(path: &str, q: &Query) -> f64 {
     .contains(&ext)
     {
         prior *= 0.6;
-    } else if !doc && !is_code_name(name, ext) {
+    } else if !doc && !is_code_name(name, ext) && !is_script_name(name, ext) {
         // Man pages, prebuilt output, data: text, but not the code.
         prior *= 0.5;
     }
     prior
+}
+
+/// Whether a file name without an extension is likely a script (`libexec/rbenv-rehash`,
+/// `bin/deploy`): not one of the usual extension-less notes of a project.
+fn is_script_name(name: &str, ext: &str) -> bool {
+    const NOTES: &[&str] = &[
+        "readme",
+        "license",
+        "licence",
+        "copying",
+        "notice",
+        "authors",
+        "contributors",
+        "install",
+        "version",
+        "todo",
+        "changelog",
+        "changes",
+        "news",
+        "codeowners",
+    ];
+    ext.is_empty() && !name.starts_with('.') && !NOTES.contains(&name)
 }
 
 /// Whether a file name is source code of some language (parsed or not).
@@ -401,11 +502,39 @@ fn is_code_name(name: &str, ext: &str) -> bool {
         )
 }
 
-/// The terms of a path's file name and of its directories.
+/// Files that stand for their folder: a module's re-exports and docs (`extract/mod.rs`,
+/// `pkg/__init__.py`, `lib/index.ts`, `plugin/init.lua`).
+const MODULE_FILES: &[&str] = &["mod", "__init__", "index", "init"];
+
+/// Whether a path is a module file ([`MODULE_FILES`]) inside a folder.
+fn is_module_file(path: &str) -> bool {
+    let mut parts = path.rsplit('/');
+    let name = parts.next().unwrap_or(path);
+    let stem = name.split('.').next().unwrap_or(name);
+    MODULE_FILES.contains(&stem) && parts.next().is_some_and(|d| !d.is_empty())
+}
+
+/// A file's name as it names what it holds: the identifier it starts with (`Formatter` for
+/// ``Formatter`1.cs`` or `Formatter.generated.cs`), or its folder's name for a module file
+/// ([`MODULE_FILES`]).
+fn file_stem(path: &str) -> &str {
+    let mut parts = path.rsplit('/');
+    let name = parts.next().unwrap_or(path);
+    let end = name
+        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+        .unwrap_or(name.len());
+    let stem = &name[..end];
+    match parts.next() {
+        Some(dir) if MODULE_FILES.contains(&stem) && !dir.is_empty() => dir,
+        _ => stem,
+    }
+}
+
+/// The terms of a path's file name (a module file's: its folder's) and of its directories.
 fn path_terms(path: &str) -> (Vec<String>, Vec<String>) {
     let mut parts = path.split('/').collect::<Vec<_>>();
-    let name = parts.pop().unwrap_or("");
-    let stem_name = name.split('.').next().unwrap_or(name);
+    parts.pop();
+    let stem_name = file_stem(path);
     let mut file = Vec::new();
     ident_terms(stem_name, &mut file);
     if !file.contains(&stem_name.to_lowercase()) {
@@ -442,8 +571,7 @@ pub fn search_until(
     if ids.iter().all(Option::is_none) && q.names.is_empty() {
         return Some(Vec::new());
     }
-    let look = Lookup::of(q);
-    let at = &look.at;
+    let mut look = Lookup::of(q);
     let in_scope = |path: &str| is_under(path, under);
     let Pass {
         df,
@@ -453,18 +581,15 @@ pub fn search_until(
     } = one_pass(index, q.terms.len(), &ids, &in_scope, &late)?;
     let n = n_chunks.max(1) as f64;
     let avg_len = (total_len as f64 / n).max(1.0);
+    // A term no chunk holds still counts as rare when it names a file.
     let idf: Vec<f64> = df
         .iter()
-        .map(|&d| (1.0 + (n - d as f64 + 0.5) / (d as f64 + 0.5)).ln())
+        .map(|&d| match d {
+            0 => (1.0 + n).ln(),
+            d => (1.0 + (n - d as f64 + 0.5) / (d as f64 + 0.5)).ln(),
+        })
         .collect();
-    // A term no chunk holds still counts as rare when it names a file.
-    let idf_of = |qi: usize| {
-        if df[qi] == 0 {
-            (1.0 + n).ln()
-        } else {
-            idf[qi]
-        }
-    };
+    let idf_of = |qi: usize| idf[qi];
     let total_weight: f64 = q
         .terms
         .iter()
@@ -472,24 +597,13 @@ pub fn search_until(
         .map(|(i, t)| t.weight * idf_of(i))
         .sum::<f64>()
         .max(1e-9);
+    look.weigh_names(q, &file_idf(&found, q.terms.len(), index.files.len()));
+    let look = look;
     let mut path_cache: HashMap<usize, (f64, Vec<usize>)> = HashMap::new();
     let mut path_score = |fi: usize| -> (f64, Vec<usize>) {
         path_cache
             .entry(fi)
-            .or_insert_with(|| {
-                let (file, dirs) = path_terms(&index.files[fi].path);
-                let in_file = positions(at, &file);
-                let mut in_path = in_file.clone();
-                in_path.extend(positions(at, &dirs));
-                in_path.sort_unstable();
-                in_path.dedup();
-                let mut s = 0.0;
-                for &qi in &in_path {
-                    let w = if in_file.contains(&qi) { W_FILE } else { W_DIR };
-                    s += w * q.terms[qi].weight * idf_of(qi);
-                }
-                (s, in_path)
-            })
+            .or_insert_with(|| path_bonus(&index.files[fi].path, q, &look, &idf_of))
             .clone()
     };
     let mut scored: Vec<Hit> = Vec::with_capacity(found.len());
@@ -542,8 +656,40 @@ pub fn search_until(
         };
         scored.push(finish(f, ci, ps, phit, q, &idf_of, total_weight, fi));
     }
+    weigh_older_versions(index, &mut scored, q.tuning.rank_copy_weight);
     accumulate(&mut scored);
     Some(diversify(scored, limit))
+}
+
+/// The bonus of a file's path: the question's words in its name and folders (per idf), and a
+/// name of the question that is the file's name; with the query terms it covers.
+fn path_bonus(
+    path: &str,
+    q: &Query,
+    look: &Lookup<'_>,
+    idf_of: &dyn Fn(usize) -> f64,
+) -> (f64, Vec<usize>) {
+    let (file, dirs) = path_terms(path);
+    let in_file = positions(&look.at, &file);
+    let mut in_path = in_file.clone();
+    in_path.extend(positions(&look.at, &dirs));
+    in_path.sort_unstable();
+    in_path.dedup();
+    let mut s = 0.0;
+    for &qi in &in_path {
+        let w = if in_file.contains(&qi) { W_FILE } else { W_DIR };
+        s += w * q.terms[qi].weight * idf_of(qi);
+    }
+    // A file named as the question's name (`changeset.ex` for "Changeset"). A module file
+    // (`extract/mod.rs`) is its folder's module: named as the question's name, it is the
+    // definition asked for, and counts as one.
+    let named = if is_module_file(path) {
+        exact_bonus(q)
+    } else {
+        q.tuning.rank_file_named * exact_bonus(q)
+    };
+    s += named * look.joined_weight(file_stem(path));
+    (s, in_path)
 }
 
 /// Whether `path` lies in the directory `under` (anywhere when None, `""` or `.`).
@@ -621,6 +767,33 @@ fn one_pass(
     Some(pass)
 }
 
+/// Per query term, `ln(files / files holding it)` over the chunks found (infinite for a term
+/// no file holds): how rare it is among files, not chunks, so that a word in every file of the
+/// tree ("bash" in a bash project) is told from a word in one long file's every chunk.
+fn file_idf(found: &[Found], n_terms: usize, n_files: usize) -> Vec<f64> {
+    let mut files = vec![0u64; n_terms];
+    let mut last = vec![usize::MAX; n_terms];
+    for (fi, _, matched) in found {
+        for &(qi, _) in matched {
+            if last[qi] != *fi {
+                last[qi] = *fi;
+                files[qi] += 1;
+            }
+        }
+    }
+    let n = n_files.max(1) as f64;
+    files
+        .iter()
+        .map(|&d| {
+            if d == 0 {
+                f64::INFINITY
+            } else {
+                (n / d as f64).ln()
+            }
+        })
+        .collect()
+}
+
 /// A question's terms and names by their text, so that a chunk's bonuses cost a few lookups
 /// however long the question is.
 struct Lookup<'q> {
@@ -628,6 +801,10 @@ struct Lookup<'q> {
     at: super::text::FxMap<&'q str, usize>,
     /// The names of [`Query::names`].
     names: std::collections::HashSet<&'q str, super::text::FxBuild>,
+    /// The names and compounds of the question in their joined spelling ([`joined_name`]),
+    /// each with how much its bonuses count: 1, less for a name in a large share of the tree
+    /// (see [`Tuning::rank_common_idf`]).
+    joined: super::text::FxMap<String, f64>,
 }
 
 impl<'q> Lookup<'q> {
@@ -640,7 +817,52 @@ impl<'q> Lookup<'q> {
                 .map(|(i, t)| (t.term.as_str(), i))
                 .collect(),
             names: q.names.iter().map(String::as_str).collect(),
+            joined: super::text::FxMap::default(),
         }
+    }
+
+    /// Fill [`Lookup::joined`]: a name counts in proportion to its rarest term's idf over
+    /// files (`file_idf`) below [`Tuning::rank_common_idf`].
+    fn weigh_names(&mut self, q: &Query, file_idf: &[f64]) {
+        let common = q.tuning.rank_common_idf;
+        let compound = q.tuning.rank_compound;
+        let names = q.names.iter().map(|n| (n, 1.0));
+        for (name, share) in names.chain(q.compounds.iter().map(|c| (c, compound))) {
+            let mut own = Vec::new();
+            ident_terms(name, &mut own);
+            own.push(name.clone());
+            let idf = own
+                .iter()
+                .filter_map(|t| self.at.get(t.as_str()))
+                .map(|&qi| file_idf[qi])
+                .fold(f64::NAN, f64::max);
+            // The outer of a qualified name (`Gson` of `Gson.getAdapter`) is a type the
+            // question names, however common its word is in the tree.
+            let qualifier = q.qualified.iter().any(|(outer, _)| outer == name);
+            let weight = if common > 0.0 && idf.is_finite() && !qualifier {
+                (idf / common).min(1.0)
+            } else {
+                1.0
+            };
+            let key = joined_name(name);
+            let slot = self.joined.entry(key).or_insert(0.0);
+            *slot = slot.max(weight * share);
+        }
+    }
+
+    /// How much a name's bonus counts (0 when the question gives no such name).
+    fn name_weight(&self, name: &str) -> f64 {
+        if self.names.contains(name) {
+            self.joined.get(&joined_name(name)).copied().unwrap_or(1.0)
+        } else {
+            0.0
+        }
+    }
+
+    /// How much a file or definition named `name` in any spelling counts as named by the
+    /// question (0 when it is not).
+    fn joined_weight(&self, name: &str) -> f64 {
+        self.joined.get(&joined_name(name)).copied().unwrap_or(0.0)
     }
 
     fn named(&self, name: &str) -> bool {
@@ -740,13 +962,22 @@ fn name_bonus(
             .unwrap_or(&c.parent)
             .to_lowercase();
         if look.named(&parent_short) {
-            bonus += W_EXACT / 3.0;
+            bonus += W_EXACT / 3.0 * look.name_weight(&parent_short);
         }
     }
     let definition = c.kind != 1;
-    if definition && (look.named(&short) || look.named(&c.name.to_lowercase())) {
+    let full = c.name.to_lowercase();
+    let named = look.name_weight(&short).max(look.name_weight(&full));
+    // A definition named as adjacent words of the question (`JsonObject` for "JSON object").
+    let compound = if look.named(&short) {
+        0.0
+    } else {
+        look.joined_weight(&short)
+    };
+    let weight = named.max(compound);
+    if definition && weight > 0.0 {
         // An impl block is about the type, but the type's own definition answers "where is".
-        let exact = W_EXACT + 2.0 * (1.0 + q.terms.len() as f64).ln();
+        let exact = exact_bonus(q) * weight;
         bonus += if c.kind_name() == "impl" {
             exact / 2.0
         } else {
@@ -754,6 +985,64 @@ fn name_bonus(
         };
     }
     bonus
+}
+
+/// The weight of a chunk inside a test module of a source file (Rust's `#[cfg(test)] mod tests
+/// { ... }`): [`Tuning::rank_test_weight`] unless the question asks about tests, else 1.
+fn in_test_module(f: &super::IndexedFile, ci: usize, q: &Query) -> f64 {
+    let rust = std::path::Path::new(&f.path)
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("rs"));
+    if q.wants_tests || !rust || is_test_path(&f.path) {
+        return 1.0;
+    }
+    let c = &f.chunks.chunks[ci];
+    let inside = matches!(c.parent.as_str(), "tests" | "test")
+        || f.chunks.chunks.iter().any(|m| {
+            m.kind_name() == "module"
+                && matches!(m.name.as_str(), "tests" | "test")
+                && m.start <= c.start
+                && c.end <= m.end
+        });
+    if inside {
+        q.tuning.rank_test_weight
+    } else {
+        1.0
+    }
+}
+
+/// Hits in an older version of a file that also has a newer one among the hits (`api/v1/x.go`
+/// beside `api/v2/x.go`) weigh `weight`: the old copy holds the same words as the live code.
+fn weigh_older_versions(index: &Index, scored: &mut [Hit], weight: f64) {
+    let mut keys: HashMap<usize, (String, u32)> = HashMap::new();
+    for h in scored.iter() {
+        if keys.contains_key(&h.file) {
+            continue;
+        }
+        if let (key, Some(v)) = version_key(&index.files[h.file].path) {
+            keys.insert(h.file, (key, v));
+        }
+    }
+    if keys.len() < 2 {
+        return;
+    }
+    let mut newest: HashMap<&str, u32> = HashMap::new();
+    for (key, v) in keys.values() {
+        let slot = newest.entry(key.as_str()).or_insert(0);
+        *slot = (*slot).max(*v);
+    }
+    for h in scored.iter_mut() {
+        if let Some((key, v)) = keys.get(&h.file) {
+            if newest.get(key.as_str()).is_some_and(|n| n > v) {
+                h.score *= weight;
+            }
+        }
+    }
+}
+
+/// The bonus of a definition whose name is the identifier the question names.
+fn exact_bonus(q: &Query) -> f64 {
+    W_EXACT + 2.0 * (1.0 + q.terms.len() as f64).ln()
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -812,7 +1101,7 @@ fn finish(
     Hit {
         file: fi,
         chunk: ci,
-        score: score * coverage * kind * path_prior(&f.path, q),
+        score: score * coverage * kind * path_prior(&f.path, q) * in_test_module(f, ci, q),
         matched: covered,
     }
 }

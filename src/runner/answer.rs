@@ -12,6 +12,7 @@ use crate::contract::{
 use crate::profile::{ResultContract, RuntimeProfile};
 use crate::pyjson::Json;
 use crate::runner::outcome::ParsedResult;
+use crate::runner::provenance::{self, Sourced};
 use crate::schema::OutputSchema;
 
 /// Why a final answer was not taken as parsed.
@@ -41,27 +42,35 @@ pub(crate) async fn parse_answer(
         return parse_custom(schema, text, validate_by).await;
     }
     let mut parsed = parse_contract(profile, text).map_err(Unparsed::Contract)?;
-    let evidence = match &mut parsed.0 {
-        ParsedResult::Explore(r) => &mut r.evidence,
-        ParsedResult::Verification(r) => &mut r.evidence,
-        ParsedResult::Text(_) | ParsedResult::Custom(_) => return Ok(parsed),
-    };
-    let mut items = Vec::with_capacity(evidence.len());
-    for item in evidence.drain(..) {
-        // Several citations in one item (`a.ts:15-22, b.ts:3-8`): one item each.
-        let parts: Vec<&str> = item.split([',', ';']).map(str::trim).collect();
-        if parts.len() > 1
-            && parts
-                .iter()
-                .all(|p| crate::evidence::parse_citation(p).is_some())
-        {
-            items.extend(parts.into_iter().map(str::to_string));
-            continue;
-        }
-        items.push(crate::evidence::citation_of_noted(&item).unwrap_or(item));
+    if matches!(parsed.0, ParsedResult::Text(_) | ParsedResult::Custom(_)) {
+        return Ok(parsed);
     }
-    *evidence = items;
+    provenance::from_model(&mut parsed.0);
+    provenance::rewrite(&mut parsed.0, "answer: citations", |items| {
+        *items = std::mem::take(items)
+            .into_iter()
+            .flat_map(|s| {
+                citations(&s.item)
+                    .into_iter()
+                    .map(move |c| Sourced::new(c, &s.source))
+            })
+            .collect();
+    });
     Ok(parsed)
+}
+
+/// The citations of one evidence item as written: several in one item (`a.ts:15-22, b.ts:3-8`)
+/// one each; a citation with a note after it, the citation; anything else as written.
+fn citations(item: &str) -> Vec<String> {
+    let parts: Vec<&str> = item.split([',', ';']).map(str::trim).collect();
+    if parts.len() > 1
+        && parts
+            .iter()
+            .all(|p| crate::evidence::parse_citation(p).is_some())
+    {
+        return parts.into_iter().map(str::to_string).collect();
+    }
+    vec![crate::evidence::citation_of_noted(item).unwrap_or_else(|| item.to_string())]
 }
 
 /// The answer parsed by the profile's contract, as written.
@@ -259,4 +268,31 @@ pub(crate) fn is_template_text(text: &str) -> bool {
         "what you could not settle",
     ]
     .contains(&text.trim())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repairs_round_trip_through_text_and_serde() {
+        for repair in [
+            Repair::Fence,
+            Repair::Extract,
+            Repair::Quotes,
+            Repair::Commas,
+            Repair::Brackets,
+        ] {
+            let text = repair.to_string();
+            assert_eq!(text.parse::<Repair>(), Ok(repair));
+            assert_eq!(
+                serde_json::to_value(repair).unwrap(),
+                serde_json::json!(text)
+            );
+        }
+        assert_eq!(
+            "fix".parse::<Repair>().unwrap_err().to_string(),
+            "'fix' is not a repair; expected fence, extract, quotes, commas or brackets"
+        );
+    }
 }

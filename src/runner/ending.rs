@@ -1,86 +1,21 @@
-//! How a run ends: the wrap-up after a budget ran out, a partial answer built from what the
-//! child saw, and the one place that writes the terminal events and builds the outcome.
+//! How a run ends: the wrap-up after a budget ran out, an assist's partial answer when there
+//! is none, and the one place that writes the terminal events and builds the outcome.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use tracing::Instrument;
 
-use crate::contract::{ExploreResult, Repair, SubagentStatus, ToolUsage};
-use crate::evidence::EvidenceCheck;
+use crate::contract::{ExploreResult, SubagentStatus};
 use crate::llm::Message;
 use crate::profile::{BudgetPolicy, ResultContract};
-use crate::runner::gate;
+use crate::runner::answer::{parse_answer, Unparsed};
+use crate::runner::grounding;
 use crate::runner::outcome::{ParsedResult, RunOutcome, TerminalReason};
-use crate::runner::state::{CallSpec, State, Stop};
+use crate::runner::provenance;
+use crate::runner::state::{CallSpec, Ending, State, Stop};
 use crate::runner::RuntimeRunner;
 use crate::trace::event;
-
-/// The most places a partial answer built without the model cites.
-const SEEN_CITES: usize = 5;
-
-/// How a run ends: why, and what the outcome carries (the answer, its repair, the error, the
-/// evidence that could not be grounded).
-pub(super) struct Ending {
-    reason: TerminalReason,
-    final_text: Option<String>,
-    result: Option<ParsedResult>,
-    repair: Option<Repair>,
-    error: Option<String>,
-    ungrounded: Vec<EvidenceCheck>,
-}
-
-impl Ending {
-    /// A run that stopped for `reason` without an answer; `error` says why.
-    pub(super) fn stopped(reason: TerminalReason, error: String) -> Self {
-        Self {
-            reason,
-            final_text: None,
-            result: None,
-            repair: None,
-            error: Some(error),
-            ungrounded: Vec::new(),
-        }
-    }
-
-    /// A run that ends with the model's answer `text`, parsed as `result`.
-    pub(super) fn answered(
-        reason: TerminalReason,
-        text: String,
-        result: ParsedResult,
-        repair: Option<Repair>,
-    ) -> Self {
-        Self {
-            reason,
-            final_text: Some(text),
-            result: Some(result),
-            repair,
-            error: None,
-            ungrounded: Vec::new(),
-        }
-    }
-
-    /// The same ending, with `error` saying why the answer is not a completed one.
-    pub(super) fn with_error(self, error: String) -> Self {
-        Self {
-            error: Some(error),
-            ..self
-        }
-    }
-
-    /// The same ending, with the cited evidence the child was not shown.
-    pub(super) fn with_ungrounded(self, ungrounded: Vec<EvidenceCheck>) -> Self {
-        Self { ungrounded, ..self }
-    }
-
-    /// The same ending, with an answer built without the model's text.
-    fn with_result(self, result: ParsedResult) -> Self {
-        Self {
-            result: Some(result),
-            ..self
-        }
-    }
-}
 
 impl RuntimeRunner {
     /// The stop for a run that reached the end of its exploring time: a wrap-up when the
@@ -114,7 +49,7 @@ impl RuntimeRunner {
         {
             Ok(text) => text,
             Err(why) => {
-                return self.partial_from_seen(st, step, reason, format!("{error}; {why}"));
+                return self.without_answer(st, step, reason, format!("{error}; {why}"));
             }
         };
         st.messages.push(Message::Assistant {
@@ -122,13 +57,13 @@ impl RuntimeRunner {
             tool_calls: vec![],
         });
         // An answer that does not fit a caller's schema stands as written, partial, saying why.
-        let parsed = match gate::parse_answer(&self.profile, &text, deadline).await {
+        let parsed = match parse_answer(&self.profile, &text, deadline).await {
             Ok(parsed) => Ok(parsed),
-            Err(gate::Unparsed::Misfit(raw, repair)) => Ok((raw, repair)),
-            Err(gate::Unparsed::Contract(e)) => Err(format!(
+            Err(Unparsed::Misfit(raw, repair)) => Ok((raw, repair)),
+            Err(Unparsed::Contract(e)) => Err(format!(
                 "the wrap-up answer was not a valid {contract}: {e}"
             )),
-            Err(gate::Unparsed::TimedOut(_, _, why)) => Err(why),
+            Err(Unparsed::TimedOut(_, _, why)) => Err(why),
         };
         match parsed {
             Ok((mut result, repair)) => {
@@ -138,16 +73,20 @@ impl RuntimeRunner {
                     _ => {}
                 }
                 // A partial answer is held to the same evidence rule as a final one.
-                let ungrounded =
-                    gate::grounding(&self.workspace, result.evidence(), deadline, &st.observed)
-                        .await;
+                let ungrounded = grounding::grounding(
+                    &self.workspace,
+                    result.evidence(),
+                    deadline,
+                    &st.observed,
+                )
+                .await;
                 let ungrounded = st.assists.ungrounded_items(&mut result, ungrounded);
                 let ending = Ending::answered(reason, text, result, repair)
                     .with_error(error)
                     .with_ungrounded(ungrounded);
                 self.finish(st, step, ending)
             }
-            Err(why) => self.partial_from_seen(st, step, reason, format!("{error}; {why}")),
+            Err(why) => self.without_answer(st, step, reason, format!("{error}; {why}")),
         }
     }
 
@@ -199,9 +138,8 @@ impl RuntimeRunner {
     }
 
     /// The end of a run that stopped without an answer (its wrap-up gave none): for an explore
-    /// child, an assist's partial answer (the hint's leads), or else one of the places it saw
-    /// (each one a line it was shown); else none.
-    pub(super) fn partial_from_seen(
+    /// child, an assist's partial answer (the hint's leads, or the places it saw); else none.
+    pub(super) fn without_answer(
         &self,
         st: State,
         step: u64,
@@ -215,32 +153,14 @@ impl RuntimeRunner {
         {
             return self.finish(st, step, Ending::stopped(reason, error));
         }
-        if let Some(result) = st.assists.no_answer(reason, &error) {
-            let ending = Ending::stopped(reason, error).with_result(ParsedResult::Explore(result));
-            return self.finish(st, step, ending);
+        match st.assists.no_answer(reason, &error, &st.observed) {
+            Some(result) => {
+                let ending =
+                    Ending::stopped(reason, error).with_result(ParsedResult::Explore(result));
+                self.finish(st, step, ending)
+            }
+            None => self.finish(st, step, Ending::stopped(reason, error)),
         }
-        if st.observed.is_empty() || st.successful_tools == 0 {
-            return self.finish(st, step, Ending::stopped(reason, error));
-        }
-        let (findings, evidence) = seen_places(&st);
-        let sources = vec!["seen".to_string(); evidence.len()];
-        let result = ExploreResult {
-            status: SubagentStatus::Partial,
-            summary: format!(
-                "The child stopped ({}) before it could give an answer; these are the places it searched and read, as leads, not an answer.",
-                reason.as_str()
-            ),
-            findings,
-            evidence,
-            unresolved_questions: vec![format!(
-                "outrider: the task is not answered: {error}"
-            )],
-            tool_usage: ToolUsage::new(),
-            terminal_reason: reason.as_str().into(),
-            evidence_sources: sources,
-        };
-        let ending = Ending::stopped(reason, error).with_result(ParsedResult::Explore(result));
-        self.finish(st, step, ending)
     }
 
     /// Write the terminal events, flush the trace, and build the outcome from what the run
@@ -256,19 +176,21 @@ impl RuntimeRunner {
         } = ending;
         // The model's answer, each item its own, as the assists finish it (the hint ranks its
         // leads in).
-        if let Some(ParsedResult::Explore(r)) = &mut result {
-            if r.evidence_sources.is_empty() {
-                // The same item written twice is one.
+        if let (Some(ParsedResult::Explore(r)), Some(_)) = (&mut result, &final_text) {
+            provenance::rewrite_explore(r, "finish: one of each", |items| {
                 let mut seen = std::collections::HashSet::new();
-                r.evidence.retain(|e| seen.insert(e.clone()));
-                r.evidence_sources = vec!["model".to_string(); r.evidence.len()];
-                let answer = std::mem::replace(r, ExploreResult::empty());
-                let verified = reason != TerminalReason::CompletedUnverified;
-                *r = st.assists.finish(answer, verified);
-                // The offline scout is the code index searching on its own: no model vouched.
-                if self.model.route_label() == Some("offline") {
-                    r.evidence_sources.fill("index".to_string());
-                }
+                items.retain(|s| seen.insert(s.item.clone()));
+            });
+            let answer = std::mem::replace(r, ExploreResult::empty());
+            let verified = reason != TerminalReason::CompletedUnverified;
+            *r = st.assists.finish(answer, verified);
+            // The offline scout is the code index searching on its own: no model vouched.
+            if self.model.route_label() == Some("offline") {
+                provenance::rewrite_explore(r, "finish: offline scout", |items| {
+                    for s in items.iter_mut() {
+                        s.source = "index".into();
+                    }
+                });
             }
         }
         let evidence: Vec<(String, String)> = match &result {
@@ -319,31 +241,4 @@ impl RuntimeRunner {
             messages: st.messages,
         }
     }
-}
-
-/// The places a child saw, as findings and their citations (at most [`SEEN_CITES`]): the Grep
-/// matches first, then one line of each file it read that no match cites.
-fn seen_places(st: &State) -> (Vec<String>, Vec<String>) {
-    let mut evidence: Vec<String> = Vec::new();
-    let mut findings: Vec<String> = Vec::new();
-    for (path, line, text) in st.observed.hits() {
-        if evidence.len() >= SEEN_CITES {
-            break;
-        }
-        let cite = format!("{path}:{line}");
-        if !evidence.contains(&cite) {
-            findings.push(format!("{cite}: {}", text.trim()));
-            evidence.push(cite);
-        }
-    }
-    for (path, line) in st.observed.files() {
-        if evidence.len() >= SEEN_CITES {
-            break;
-        }
-        if !evidence.iter().any(|e| e.starts_with(&format!("{path}:"))) {
-            findings.push(format!("{path}:{line}: read"));
-            evidence.push(format!("{path}:{line}"));
-        }
-    }
-    (findings, evidence)
 }

@@ -12,20 +12,27 @@
 //! goes into every request, bounds every tool call, and stops the evidence check.
 //!
 //! The parts, in the order a run meets them: `steps` (the loop, top to bottom), `turn` (one
-//! model call), `tool_calls` (the tool calls of a turn), `answer` (reading the final answer), `gate` (the completion gate) and `claims` (what a summary
-//! may name), `ending` (how a run ends), with `state` (what a run accumulates), [`outcome`]
-//! (what it produced) and [`compaction`] (fitting the history into the context budget).
-//! Small-model assists live behind one seam in [`assist`].
+//! model call), `tool_calls` (the tool calls of a turn), `answer` (reading the final answer),
+//! `gate` (the completion gate), `ending` (how a run ends), with `state` (what a run
+//! accumulates), [`outcome`] (what it produced) and [`compaction`] (fitting the history into
+//! the context budget). The gate's and the end's rules for evidence are in `grounding`, and
+//! every change to an answer's evidence goes through `provenance`, which records each item's
+//! source. Small-model assists (the hint, text tool calls, the summary's claims, the places
+//! seen) live behind one seam in [`assist`]; the loop calls them only through it.
 
 mod answer;
 pub mod assist;
-mod claims;
+mod budget;
 pub(crate) mod compaction;
 mod ending;
 mod gate;
+mod grounding;
 pub(crate) mod observed;
 pub(crate) mod outcome;
+mod plan;
+mod provenance;
 mod render;
+mod resend;
 mod state;
 mod steps;
 mod tool_calls;
@@ -92,7 +99,7 @@ impl RuntimeRunner {
     /// model gives no verified, completed one.
     pub async fn run(&self, task: &str) -> RunOutcome {
         let scout = self.scout_first(task).await;
-        let out = self.run_model(task, scout.as_ref()).await;
+        let out = self.run_model(task, self.assists(scout.as_ref())).await;
         match scout {
             Some(scout) => self.with_scout_fallback(out, scout),
             None => out,

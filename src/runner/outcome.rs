@@ -25,16 +25,6 @@ impl ParsedResult {
         !matches!(self, ParsedResult::Text(_))
     }
 
-    /// The evidence items, to mend in place.
-    pub(crate) fn evidence_mut(&mut self) -> Option<&mut Vec<String>> {
-        match self {
-            ParsedResult::Explore(r) => Some(&mut r.evidence),
-            ParsedResult::Verification(r) => Some(&mut r.evidence),
-            ParsedResult::Custom(r) => Some(&mut r.evidence),
-            ParsedResult::Text(_) => None,
-        }
-    }
-
     /// The evidence the answer cites (none for free text).
     pub fn evidence(&self) -> &[String] {
         match self {

@@ -1,12 +1,14 @@
-//! The mutable state of one run, and why a step stopped the loop.
+//! The mutable state of one run, why a step stopped the loop, and how the run ends.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::contract::Repair;
+use crate::evidence::EvidenceCheck;
 use crate::llm::Message;
-use crate::runner::outcome::TerminalReason;
+use crate::runner::outcome::{ParsedResult, TerminalReason};
 
 /// Why the loop stops: at once, or after a wrap-up call when the profile allows one.
 pub(crate) enum Stop {
@@ -47,6 +49,8 @@ pub(crate) struct State {
     pub(crate) last_failure: Option<(String, String, u64, String)>,
     /// The run's small-model assists, hooked in at a few points (see `runner::assist`).
     pub(crate) assists: crate::runner::assist::Assists,
+    /// The Read results in `messages`, which later requests shorten once used (see `resend`).
+    pub(crate) reads: Vec<crate::runner::resend::ShownRead>,
 }
 
 impl State {
@@ -69,6 +73,7 @@ impl State {
             successful_tools: 0,
             last_failure: None,
             assists: crate::runner::assist::Assists::default(),
+            reads: Vec::new(),
         }
     }
 }
@@ -97,3 +102,66 @@ pub(crate) struct CallSpec<'a> {
 /// answer is a few kilobytes; a model returning megabytes would make every later phase (trace,
 /// redaction, the gate's repair, the next request) slow past the wall-clock limit.
 pub const MAX_ANSWER_BYTES: usize = 1 << 20;
+
+/// How a run ends: why, and what the outcome carries (the answer, its repair, the error, the
+/// evidence that could not be grounded).
+pub(crate) struct Ending {
+    pub(crate) reason: TerminalReason,
+    pub(crate) final_text: Option<String>,
+    pub(crate) result: Option<ParsedResult>,
+    pub(crate) repair: Option<Repair>,
+    pub(crate) error: Option<String>,
+    pub(crate) ungrounded: Vec<EvidenceCheck>,
+}
+
+impl Ending {
+    /// A run that stopped for `reason` without an answer; `error` says why.
+    pub(crate) fn stopped(reason: TerminalReason, error: String) -> Self {
+        Self {
+            reason,
+            final_text: None,
+            result: None,
+            repair: None,
+            error: Some(error),
+            ungrounded: Vec::new(),
+        }
+    }
+
+    /// A run that ends with the model's answer `text`, parsed as `result`.
+    pub(crate) fn answered(
+        reason: TerminalReason,
+        text: String,
+        result: ParsedResult,
+        repair: Option<Repair>,
+    ) -> Self {
+        Self {
+            reason,
+            final_text: Some(text),
+            result: Some(result),
+            repair,
+            error: None,
+            ungrounded: Vec::new(),
+        }
+    }
+
+    /// The same ending, with `error` saying why the answer is not a completed one.
+    pub(crate) fn with_error(self, error: String) -> Self {
+        Self {
+            error: Some(error),
+            ..self
+        }
+    }
+
+    /// The same ending, with the cited evidence the child was not shown.
+    pub(crate) fn with_ungrounded(self, ungrounded: Vec<EvidenceCheck>) -> Self {
+        Self { ungrounded, ..self }
+    }
+
+    /// The same ending, with an answer built without the model's text.
+    pub(crate) fn with_result(self, result: ParsedResult) -> Self {
+        Self {
+            result: Some(result),
+            ..self
+        }
+    }
+}

@@ -1,75 +1,28 @@
 //! The loop: one step after another (a model answer, then its tool calls or the completion
 //! gate's verdict on its final text) until the run stops.
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use serde_json::Value;
 use tracing::field::Empty;
 use tracing::Instrument;
 
 use crate::contract::Repair;
 use crate::evidence::EvidenceCheck;
-use crate::llm::{estimate_tokens, ChatResponse, Message};
+use crate::llm::{ChatResponse, Message};
 use crate::profile::BudgetPolicy;
-use crate::runner::assist::hint::ScoutRun;
-use crate::runner::assist::{Assist, Assists};
-use crate::runner::ending::Ending;
+use crate::runner::assist::Assists;
+
 use crate::runner::gate::{self, Gate};
+use crate::runner::grounding;
 use crate::runner::outcome::{ParsedResult, RunOutcome, TerminalReason};
-use crate::runner::state::{CallSpec, State, Stop, ANSWER_RESERVE_TOKENS};
-use crate::runner::{
-    RuntimeRunner, EMPTY_RESPONSE_HINT, WRAP_UP_HISTORY_CHARS, WRAP_UP_NOTE_CHARS,
-    WRAP_UP_TIME_CAP, WRAP_UP_TIME_SHARE,
-};
+use crate::runner::plan::{Plan, Retries};
+use crate::runner::state::{CallSpec, Ending, State, Stop};
+use crate::runner::{RuntimeRunner, EMPTY_RESPONSE_HINT};
 use crate::trace::event;
 
 /// The feedback for a final answer that did not parse because the output token limit cut it
 /// short (the provider's `finish_reason` is `length`): often a small model repeating itself.
 const CUT_OFF_FEEDBACK: &str = "Your answer was cut off at the output token limit before its JSON object ended (a long or repeating summary). Reply with the JSON object again, short: a summary of one or two sentences and only the findings and evidence you need.";
-
-/// What the loop fixes before its first step.
-struct Plan {
-    /// The run's wall-clock limit.
-    deadline: Instant,
-    /// When exploring stops (before `deadline` by the wrap-up's share, under policy `partial`).
-    explore_deadline: Instant,
-    /// The tool schemas offered, and their size in characters.
-    tools: Arc<Vec<Value>>,
-    schema_chars: usize,
-    /// Tokens each call leaves unspent for the wrap-up.
-    wrap_reserve: u64,
-    max_steps: u64,
-    /// The tool calls the child owes before its answer is taken (`min_tool_calls`).
-    min_tools: u64,
-    /// The next call the repo-map hint suggests, quoted in the gate's feedback.
-    example: Option<String>,
-    /// The first message (the task and the hint's leads): names a summary repeats from it are
-    /// the caller's or the index's, not claims the model made up.
-    task: String,
-}
-
-impl Plan {
-    /// The stop for a run that used all its steps (a wrap-up may follow).
-    fn steps_spent(&self) -> Stop {
-        Stop::Exhausted(
-            TerminalReason::MaxSteps,
-            format!("used all {} steps", self.max_steps),
-        )
-    }
-}
-
-/// The retries a run has used so far.
-#[derive(Default)]
-struct Retries {
-    /// The one retry of an empty answer.
-    empty_retry_used: bool,
-    /// The provider refused `tool_choice: "required"`: `auto` from then on.
-    required_refused: bool,
-    /// The gate's refusals, for too little exploration and for anything else.
-    gate_blocks: i64,
-    explore_blocks: i64,
-}
 
 /// What one step decided.
 enum Next {
@@ -79,43 +32,22 @@ enum Next {
     Stop(Stop),
     /// End the run now.
     End(Box<Ending>),
-    /// End the run without an answer: the leads, or the places the child saw (reason, error).
-    Leads(TerminalReason, String),
+    /// End the run without an answer: an assist's partial one, if any (reason, error).
+    NoAnswer(TerminalReason, String),
 }
 
 /// The gate's refusal of a final answer (see [`Gate::Reject`]).
 struct Refusal {
     exploring: bool,
-    unseen_names: Vec<String>,
+    note: Option<String>,
     feedback: String,
     parsed: Option<(ParsedResult, Option<Repair>, Vec<EvidenceCheck>)>,
 }
 
 impl RuntimeRunner {
-    /// The model's loop on `task` until it stops; `scout` is the offline scout's run, whose
-    /// places are the repo-map hint.
-    pub(super) async fn run_model(&self, task: &str, scout: Option<&ScoutRun>) -> RunOutcome {
-        let (deadline, explore_deadline) = self.deadlines();
-        let hint = self.hint(scout).map(|h| Box::new(h) as Box<dyn Assist>);
-        let assists = Assists::new(hint);
-        let first = match assists.first_message() {
-            Some(more) => format!("{task}\n\n{more}"),
-            None => task.to_string(),
-        };
-        let example = assists.example_call();
-        let mut st = self.first_state(&first, assists);
-        let plan = Plan {
-            deadline,
-            explore_deadline,
-            schema_chars: self.tool_schemas.iter().map(|t| t.to_string().len()).sum(),
-            tools: self.tool_schemas.clone(),
-            wrap_reserve: self.wrap_reserve(&st),
-            max_steps: self.profile.max_steps.max(1) as u64,
-            min_tools: self.profile.min_tool_calls.max(0) as u64,
-            example,
-            task: first.clone(),
-        };
-        self.emit_run_start(&first);
+    /// The model's loop on `task` until it stops, with the run's `assists` hooked in.
+    pub(super) async fn run_model(&self, task: &str, assists: Assists) -> RunOutcome {
+        let (plan, mut st) = self.plan(task, assists);
         let mut retries = Retries::default();
         let mut step = 0u64;
         let stop = loop {
@@ -124,8 +56,8 @@ impl RuntimeRunner {
                 Next::Continue => {}
                 Next::Stop(stop) => break stop,
                 Next::End(ending) => return self.finish(st, step, *ending),
-                Next::Leads(reason, error) => {
-                    return self.partial_from_seen(st, step, reason, error)
+                Next::NoAnswer(reason, error) => {
+                    return self.without_answer(st, step, reason, error)
                 }
             }
         };
@@ -134,63 +66,10 @@ impl RuntimeRunner {
             Stop::Refused(error) => {
                 self.finish(st, step, Ending::stopped(TerminalReason::ModelError, error))
             }
-            Stop::Exhausted(reason, error) => self.wrap_up(st, step, reason, error, deadline).await,
+            Stop::Exhausted(reason, error) => {
+                self.wrap_up(st, step, reason, error, plan.deadline).await
+            }
         }
-    }
-
-    /// The run's wall-clock deadline, and when exploring stops: under policy `partial`, early
-    /// enough for the wrap-up to answer, so that a run that reaches its time limit still
-    /// returns what it found (partial) instead of nothing.
-    fn deadlines(&self) -> (Instant, Instant) {
-        let deadline = Instant::now() + Duration::from_secs_f64(self.profile.timeout_seconds);
-        let explore_deadline = if self.profile.on_budget_exhausted == BudgetPolicy::Partial {
-            let keep = Duration::from_secs_f64(self.profile.timeout_seconds * WRAP_UP_TIME_SHARE)
-                .min(WRAP_UP_TIME_CAP);
-            deadline.checked_sub(keep).unwrap_or(deadline)
-        } else {
-            deadline
-        };
-        (deadline, explore_deadline)
-    }
-
-    /// The state before the first call: the system prompt (with any extra system text), the
-    /// first user message, and the run's assists.
-    fn first_state(&self, first: &str, assists: Assists) -> State {
-        let mut system = self.profile.rendered_system_prompt();
-        if let Some(extra) = &self.extra_system {
-            system.push_str("\n\n");
-            system.push_str(extra);
-        }
-        let mut st = State::new(system, first.to_string());
-        st.assists = assists;
-        st
-    }
-
-    /// The tokens every call before the wrap-up leaves unspent (policy `partial`), so that the
-    /// wrap-up (system prompt, task, compacted history, answer) can always be made.
-    fn wrap_reserve(&self, st: &State) -> u64 {
-        if self.profile.on_budget_exhausted != BudgetPolicy::Partial {
-            return 0;
-        }
-        let fixed: usize = st.messages.iter().map(Message::char_len).sum();
-        estimate_tokens(fixed + WRAP_UP_NOTE_CHARS + WRAP_UP_HISTORY_CHARS) + ANSWER_RESERVE_TOKENS
-    }
-
-    /// The run's first events: its budgets, tools and model, and the first user message.
-    fn emit_run_start(&self, first: &str) {
-        self.trace.emit(
-            0,
-            &event::RunStart {
-                profile: &self.profile.name,
-                max_steps: self.profile.max_steps,
-                context_token_budget: self.profile.context_token_budget,
-                total_token_budget: self.profile.total_token_budget,
-                tools: self.registry.names(),
-                model: &self.model.describe(),
-                model_id: self.model.model_id().map(|m| crate::redact::redact_str(&m)),
-            },
-        );
-        self.trace.emit(0, &event::UserInput { content: first });
     }
 
     /// One step: the model's answer, then either its tool calls run or its final text judged
@@ -229,7 +108,7 @@ impl RuntimeRunner {
                 feedback,
                 parsed,
                 exploring,
-                unseen_names,
+                note,
             } => {
                 // An answer the output limit cut short fails the contract for that reason.
                 let feedback = if cut_off && parsed.is_none() {
@@ -239,7 +118,7 @@ impl RuntimeRunner {
                 };
                 let refusal = Refusal {
                     exploring,
-                    unseen_names,
+                    note,
                     feedback,
                     parsed,
                 };
@@ -280,7 +159,8 @@ impl RuntimeRunner {
             return Next::Stop(Stop::Terminal(TerminalReason::Timeout, why));
         }
         let ungrounded =
-            gate::grounding(&self.workspace, raw.evidence(), plan.deadline, &st.observed).await;
+            grounding::grounding(&self.workspace, raw.evidence(), plan.deadline, &st.observed)
+                .await;
         let ungrounded = st.assists.ungrounded_items(&mut raw, ungrounded);
         let ending = Ending::answered(TerminalReason::Timeout, text, raw, repair)
             .with_error(why)
@@ -392,6 +272,7 @@ impl RuntimeRunner {
             successful_tools: st.successful_tools,
             example: plan.example.as_deref(),
             task: &plan.task,
+            assists: &st.assists,
         };
         // A caller's validator is bounded like exploring: under policy `partial` the time
         // after it is the answer's, to ground its evidence.
@@ -491,7 +372,8 @@ impl RuntimeRunner {
                 // Nothing it cites is false; it explored too little, cited nothing, or did not
                 // fit the caller's schema: it stands as partial, saying why.
                 let misfit = matches!(&result, ParsedResult::Custom(c) if !c.fits());
-                let result = gate::downgraded(result, refusal.exploring, &refusal.unseen_names);
+                let result =
+                    grounding::downgraded(result, refusal.exploring, refusal.note.as_deref());
                 let reason = if misfit {
                     TerminalReason::CompletionGateBlocked
                 } else {
@@ -514,6 +396,6 @@ impl RuntimeRunner {
             "the model's answers never met the contract; the last refusal: {}",
             refusal.feedback
         );
-        Next::Leads(TerminalReason::CompletionGateBlocked, error)
+        Next::NoAnswer(TerminalReason::CompletionGateBlocked, error)
     }
 }

@@ -8,6 +8,7 @@ use serde_json::Value;
 use tracing::field::Empty;
 
 use crate::llm::{Message, ToolCall};
+use crate::runner::resend::ShownRead;
 use crate::runner::state::{State, Stop};
 use crate::runner::turn::cancelled;
 use crate::runner::RuntimeRunner;
@@ -62,7 +63,8 @@ impl RuntimeRunner {
         let ctx = ToolContext::new(self.workspace.clone())
             .with_deadline(deadline)
             .with_cancel(self.cancel.flag())
-            .with_read_memory(st.read_memory.clone());
+            .with_read_memory(st.read_memory.clone())
+            .with_tuning(self.profile.tuning.clone());
         let mut handles = Vec::with_capacity(calls.len());
         let mut canonical = Vec::with_capacity(calls.len());
         for call in calls {
@@ -211,16 +213,22 @@ impl RuntimeRunner {
                 st.observed.record(result);
                 st.last_failure = None;
             }
+            let content = crate::runner::render::tool_result(
+                self.profile.tool_result_format,
+                &call.name,
+                result,
+                &shown,
+            );
+            if call.name == "Read" {
+                let compact_json = !content.starts_with("{\n");
+                let at = st.messages.len();
+                st.reads.extend(ShownRead::of(at, result, compact_json));
+            }
             st.messages.push(Message::Tool {
                 shown: Some(std::sync::Arc::new(result.shown.clone())),
                 tool_call_id: call.id.clone(),
                 name: call.name.clone(),
-                content: crate::runner::render::tool_result(
-                    self.profile.tool_result_format,
-                    &call.name,
-                    result,
-                    &shown,
-                ),
+                content,
             });
         }
         if self.cancel.is_cancelled() {

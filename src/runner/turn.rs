@@ -1,41 +1,19 @@
 //! One model call of the loop, within the budgets: the request fitted into the context, sent
 //! with the deadline, its answer checked, counted and traced (the tool calls it asks for run
-//! in `tool_calls`).
+//! in `tool_calls`; what a call may spend is in `budget`).
 
-use std::borrow::Cow;
 use std::time::Instant;
 
 use serde_json::Value;
 use tracing::field::Empty;
 use tracing::Instrument;
 
-use crate::llm::{
-    estimate_tokens, ChatRequest, ChatResponse, Message, ModelError, ModelErrorKind, Usage,
-};
-use crate::runner::compaction;
+use crate::llm::{ChatRequest, ChatResponse, ModelError, ModelErrorKind};
+use crate::runner::budget::oversized;
 use crate::runner::outcome::TerminalReason;
-use crate::runner::state::{CallSpec, State, Stop, ANSWER_RESERVE_TOKENS, MAX_ANSWER_BYTES};
+use crate::runner::state::{CallSpec, State, Stop};
 use crate::runner::RuntimeRunner;
 use crate::trace::event;
-
-/// An answer over [`MAX_ANSWER_BYTES`], as the error that ends the run.
-fn oversized(resp: &ChatResponse) -> Option<ModelError> {
-    let size = resp.content.len()
-        + resp
-            .tool_calls
-            .iter()
-            .map(|c| c.id.len() + c.name.len() + c.arguments.len())
-            .sum::<usize>();
-    (size > MAX_ANSWER_BYTES).then(|| {
-        ModelError::new(
-            ModelErrorKind::BadResponse,
-            format!(
-                "the model's answer is {size} bytes (content and tool calls), over the {} MiB limit for one answer",
-                MAX_ANSWER_BYTES >> 20
-            ),
-        )
-    })
-}
 
 /// The stop for a cancelled run.
 pub(super) fn cancelled() -> Stop {
@@ -136,82 +114,8 @@ impl RuntimeRunner {
         Ok(resp)
     }
 
-    /// The messages of the next request, fitted into the context budget (the wrap-up's into
-    /// what the total budget has left), and their estimated tokens. Decides whether the call
-    /// may be made at all: refused when even a compacted request does not fit, or when the
-    /// call and the wrap-up's reserve would overdraw the total budget.
-    fn fit(&self, step: u64, st: &State, spec: &CallSpec<'_>) -> Result<(Vec<Message>, u64), Stop> {
-        let messages: Cow<'_, [Message]> = match spec.hint {
-            Some(h) => {
-                let hint = Message::User {
-                    content: h.to_string(),
-                };
-                Cow::Owned([st.messages.as_slice(), &[hint]].concat())
-            }
-            None => Cow::Borrowed(&st.messages),
-        };
-        let total = self.profile.total_token_budget as u64;
-        let left = total.saturating_sub(st.tokens);
-        let context_budget = self.profile.context_token_budget as u64;
-        // The wrap-up is compacted into what is left, so that it never overdraws the budget.
-        let budget = if spec.wrap_up {
-            context_budget.min(left.saturating_sub(ANSWER_RESERVE_TOKENS))
-        } else {
-            context_budget
-        };
-        let (view, compaction) = compaction::fit(&messages, spec.schema_chars, budget).map_err(|needed| {
-            if spec.wrap_up {
-                Stop::Terminal(
-                    TerminalReason::TokenBudget,
-                    format!(
-                        "no room for the wrap-up: {left} of total_token_budget {total} tokens are left, but even a compacted request needs about {needed} plus {ANSWER_RESERVE_TOKENS} for the answer"
-                    ),
-                )
-            } else {
-                Stop::Terminal(
-                    TerminalReason::ContextBudget,
-                    format!(
-                        "the request needs about {needed} tokens even after compacting the history, but context_token_budget is {budget}"
-                    ),
-                )
-            }
-        })?;
-        let estimated_prompt = compaction.after_tokens;
-        let cost = estimated_prompt + ANSWER_RESERVE_TOKENS;
-        let reserve = spec.reserve;
-        if !spec.wrap_up && cost + reserve > left {
-            let kept = if reserve > 0 {
-                format!(" and {reserve} are kept for the wrap-up")
-            } else {
-                String::new()
-            };
-            return Err(Stop::Exhausted(
-                TerminalReason::TokenBudget,
-                format!(
-                    "used {} tokens of a total_token_budget of {total}; the next call needs about {cost} ({estimated_prompt} prompt + {ANSWER_RESERVE_TOKENS} answer){kept}",
-                    st.tokens
-                ),
-            ));
-        }
-        if compaction.shortened + compaction.summarised > 0 {
-            self.trace.emit(
-                step,
-                &event::ContextCompaction {
-                    shortened: compaction.shortened,
-                    summarised: compaction.summarised,
-                    before_tokens: compaction.before_tokens,
-                    after_tokens: compaction.after_tokens,
-                },
-            );
-        }
-        Ok((
-            view.unwrap_or_else(|| messages.into_owned()),
-            estimated_prompt,
-        ))
-    }
-
     /// Send `request` and wait for the answer until `deadline`, or until the run is cancelled
-    /// (the outer error); an answer over [`MAX_ANSWER_BYTES`] counts as a failed call. The
+    /// (the outer error); an answer over [`crate::runner::state::MAX_ANSWER_BYTES`] counts as a failed call. The
     /// call's span gets its status and duration.
     async fn send(
         &self,
@@ -324,52 +228,5 @@ impl RuntimeRunner {
         );
         resp.tool_calls = calls;
         Some("text")
-    }
-
-    /// The call's usage as the provider reported it, or estimated (and the run marked so)
-    /// when it reported none; added to the run's counts and the call's span.
-    fn count(
-        &self,
-        step: u64,
-        st: &mut State,
-        resp: &ChatResponse,
-        estimated_prompt: u64,
-        span: &tracing::Span,
-    ) -> Usage {
-        let usage = resp.usage.unwrap_or_else(|| {
-            st.estimated = true;
-            let completion = estimate_tokens(
-                resp.content.chars().count()
-                    + resp
-                        .tool_calls
-                        .iter()
-                        .map(|c| c.name.len() + c.arguments.len())
-                        .sum::<usize>(),
-            );
-            Usage {
-                prompt_tokens: estimated_prompt,
-                completion_tokens: completion,
-                total_tokens: estimated_prompt + completion,
-                cached_tokens: 0,
-            }
-        });
-        st.tokens += usage.total_tokens;
-        st.input_tokens += usage.prompt_tokens;
-        st.output_tokens += usage.completion_tokens;
-        st.cached_tokens += usage.cached_tokens;
-        span.record("prompt_tokens", usage.prompt_tokens);
-        span.record("completion_tokens", usage.completion_tokens);
-        span.record("total_tokens", usage.total_tokens);
-        span.record("usage_estimated", resp.usage.is_none());
-        tracing::debug!(
-            session_id = %self.trace.session_id(),
-            step,
-            tool_calls = resp.tool_calls.len(),
-            input_tokens = usage.prompt_tokens,
-            output_tokens = usage.completion_tokens,
-            finish_reason = resp.finish_reason.as_deref().unwrap_or(""),
-            "model answered"
-        );
-        usage
     }
 }

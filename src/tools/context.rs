@@ -34,6 +34,8 @@ pub struct ToolContext {
     /// The id of the model's tool call being run, when there is one (the Task tool links the
     /// child it launches to it).
     pub call_id: Option<String>,
+    /// The profile's knobs (the code index's ranking reads its own).
+    pub tuning: crate::tuning::Tuning,
 }
 
 impl ToolContext {
@@ -45,7 +47,14 @@ impl ToolContext {
             cancel: Arc::new(AtomicBool::new(false)),
             read_memory: ReadMemory::new(),
             call_id: None,
+            tuning: crate::tuning::Tuning::default(),
         }
+    }
+
+    /// The same context with the profile's knobs.
+    pub fn with_tuning(mut self, tuning: crate::tuning::Tuning) -> Self {
+        self.tuning = tuning;
+        self
     }
 
     /// The same context with an absolute deadline.

@@ -332,6 +332,11 @@ fn window(
     Ok(window)
 }
 
+/// One line as Read shows it: its number right-aligned, ` | `, its text (`  12 | text`).
+pub(crate) fn numbered(n: u64, text: &str) -> String {
+    format!("{n:>4} | {text}")
+}
+
 /// The window's lines numbered from `start_line`.
 fn show(window: &Window, start_line: u64) -> Shown {
     let mut content = String::new();
@@ -342,7 +347,8 @@ fn show(window: &Window, start_line: u64) -> Shown {
         let text = String::from_utf8_lossy(raw);
         replaced |= matches!(text, Cow::Owned(_));
         let n = start_line + i as u64;
-        content.push_str(&format!("{n:>4} | {text}\n"));
+        content.push_str(&numbered(n, &text));
+        content.push('\n');
         lines.push((n, text.into_owned()));
     }
     let n = window.lines.len() as u64;

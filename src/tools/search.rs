@@ -166,7 +166,7 @@ fn search(ctx: &ToolContext, args: &Value) -> ToolResult {
     let Some(index) = index::lock_until(&handle, ctx.deadline, &ctx.cancel) else {
         return stopped(busy);
     };
-    let q = rank::parse(&req.query);
+    let q = rank::parse_with(&req.query, &ctx.tuning);
     let Some(hits) = rank::search_until(&index, &q, req.limit, under.as_deref(), ctx.deadline)
     else {
         return stopped("ranking the index");

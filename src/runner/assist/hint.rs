@@ -22,6 +22,7 @@ pub(crate) use crate::runner::assist::lead::Lead;
 use crate::runner::assist::Tuning;
 use crate::runner::observed::Observed;
 use crate::runner::outcome::{ParsedResult, RunOutcome, TerminalReason};
+use crate::runner::provenance::Sourced;
 use crate::runner::RuntimeRunner;
 use crate::tools::context::ToolContext;
 use crate::tools::permissions::PermissionContext;
@@ -72,7 +73,12 @@ impl Assist for Hint {
         }
     }
 
-    fn no_answer(&self, reason: TerminalReason, error: &str) -> Option<ExploreResult> {
+    fn no_answer(
+        &self,
+        reason: TerminalReason,
+        error: &str,
+        _observed: &Observed,
+    ) -> Option<ExploreResult> {
         Some(leads_only(&self.leads, reason, error))
     }
 }
@@ -159,9 +165,15 @@ pub(crate) fn fuse(model: &[String], leads: &[Lead], k: f64) -> (Vec<String>, Ve
 /// An explore answer with the leads fused into its evidence. A `completed` answer that cites
 /// nothing of its own (every item the index's) stands as `partial`: the model vouched for none.
 pub(crate) fn fused(mut r: ExploreResult, leads: &[Lead], tuning: &Tuning) -> ExploreResult {
-    let (items, sources) = fuse(&r.evidence, leads, tuning.fusion_k);
-    r.evidence = items;
-    r.evidence_sources = sources;
+    crate::runner::provenance::rewrite_explore(&mut r, "hint: rank fusion", |items| {
+        let model: Vec<String> = items.iter().map(|s| s.item.clone()).collect();
+        let (fused, sources) = fuse(&model, leads, tuning.fusion_k);
+        *items = fused
+            .into_iter()
+            .zip(sources)
+            .map(|(item, source)| Sourced::new(item, &source))
+            .collect();
+    });
     let vouched = r.evidence_sources.iter().any(|s| s != "index");
     if !vouched && r.status == SubagentStatus::Completed {
         r.status = SubagentStatus::Partial;
@@ -184,9 +196,9 @@ fn without_unread_leads(
     let (on_leads, rest): (Vec<_>, Vec<_>) = ungrounded
         .into_iter()
         .partition(|c| leads.iter().any(|l| l.overlaps(&c.evidence)));
-    if let Some(evidence) = result.evidence_mut() {
-        evidence.retain(|e| !on_leads.iter().any(|c| &c.evidence == e));
-    }
+    crate::runner::provenance::rewrite(result, "hint: unread leads", |items| {
+        items.retain(|s| !on_leads.iter().any(|c| c.evidence == s.item));
+    });
     rest
 }
 
@@ -264,7 +276,8 @@ impl RuntimeRunner {
             permissions: self.permissions.clone(),
             ctx: ToolContext::new(self.workspace.clone())
                 .with_deadline(deadline)
-                .with_cancel(self.cancel.flag()),
+                .with_cancel(self.cancel.flag())
+                .with_tuning(tuning.clone()),
             task: task.to_string(),
             system: self.profile.rendered_system_prompt(),
             run: crate::llm::request::RunFacts::of(&self.profile),

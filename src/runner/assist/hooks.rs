@@ -3,7 +3,16 @@
 use crate::contract::ExploreResult;
 use crate::evidence::EvidenceCheck;
 use crate::llm::ToolCall;
+use crate::runner::observed::Observed;
 use crate::runner::outcome::{ParsedResult, TerminalReason};
+
+/// An assist's objection to an answer the gate would accept.
+pub(crate) struct Objection {
+    /// What the model is told.
+    pub(crate) feedback: String,
+    /// What the answer says in its open questions if it stands (as `partial`) after all.
+    pub(crate) note: String,
+}
 
 /// A small-model assist's hooks into the loop. Each has a default that changes nothing, so an
 /// assist implements only its own.
@@ -30,6 +39,23 @@ pub(crate) trait Assist: Send + Sync {
         None
     }
 
+    /// Answer refused: the feedback for a final answer that did not parse, from a child that
+    /// still owes tool calls (`offered` tools), in place of the contract's; None to leave it.
+    fn answer_refused(&self, _text: &str, _offered: &[&str]) -> Option<String> {
+        None
+    }
+
+    /// Answer accepted: an objection to an answer the gate would take (its evidence grounded),
+    /// given the lines the child saw (`observed`) and its first message (`task`).
+    fn answer_accepted(
+        &self,
+        _result: &ParsedResult,
+        _observed: &Observed,
+        _task: &str,
+    ) -> Option<Objection> {
+        None
+    }
+
     /// An answer's evidence items that could not be grounded (after the gate's last refusal,
     /// or in a wrap-up answer): those the assist accounts for leave the model's evidence;
     /// returns the rest.
@@ -47,8 +73,14 @@ pub(crate) trait Assist: Send + Sync {
         answer
     }
 
-    /// Finish without an answer (`reason`, `error`): a partial answer the assist can give.
-    fn no_answer(&self, _reason: TerminalReason, _error: &str) -> Option<ExploreResult> {
+    /// Finish without an answer (`reason`, `error`, the lines the child saw): a partial answer
+    /// the assist can give.
+    fn no_answer(
+        &self,
+        _reason: TerminalReason,
+        _error: &str,
+        _observed: &Observed,
+    ) -> Option<ExploreResult> {
         None
     }
 }

@@ -7,8 +7,10 @@
 //!
 //! | assist | profile option | hooks |
 //! |---|---|---|
-//! | [`hint::Hint`]: the code index's ranked places as leads | `repo_map_hint` | first message, example call, ungrounded items, finish (rank fusion), no answer |
-//! | [`text_calls::TextCalls`]: tool calls a model wrote as text | always | model output |
+//! | [`hint::Hint`]: the code index's ranked places as leads | `repo_map_hint` | first message, example call, ungrounded items (unread leads), finish (rank fusion), no answer |
+//! | [`text_calls::TextCalls`]: tool calls a model wrote as text | always | model output, answer refused |
+//! | [`claims::Claims`]: a summary names only what the child saw | always | answer accepted |
+//! | [`seen::Seen`]: the places the child saw, when it ends without an answer | an ExploreResult | no answer |
 //! | the contract's repairs (`crate::contract`) | always | answer parse (inside the contract's parser) |
 //!
 //! Every change an assist makes to an answer's evidence is recorded with its source (see
@@ -20,18 +22,24 @@
 //! left out, a yes/no check of each place left out, the opening of cited lines the child had not
 //! seen, and the following of an item by the window around it.
 
+pub(crate) mod claims;
 pub(crate) mod hint;
 mod hooks;
 pub(crate) mod lead;
+mod seen;
 pub(crate) mod text_calls;
 
 pub(crate) use crate::tuning::Tuning;
-pub(crate) use hooks::Assist;
+pub(crate) use hooks::{Assist, Objection};
 
 use crate::contract::ExploreResult;
 use crate::evidence::EvidenceCheck;
 use crate::llm::ToolCall;
+use crate::profile::ResultContract;
+use crate::runner::assist::hint::ScoutRun;
+use crate::runner::observed::Observed;
 use crate::runner::outcome::{ParsedResult, TerminalReason};
+use crate::runner::RuntimeRunner;
 
 /// The assists of one run, chosen by its profile, hooked in order.
 #[derive(Default)]
@@ -39,14 +47,29 @@ pub(crate) struct Assists {
     list: Vec<Box<dyn Assist>>,
 }
 
-impl Assists {
-    /// The run's assists: text tool calls always, then `more`.
-    pub(crate) fn new(more: impl IntoIterator<Item = Box<dyn Assist>>) -> Self {
-        let mut list: Vec<Box<dyn Assist>> = vec![Box::new(text_calls::TextCalls)];
-        list.extend(more);
-        Self { list }
+impl RuntimeRunner {
+    /// The assists this run's profile chooses: text tool calls and the summary's claims
+    /// always; the hint with the scout's places (`repo_map_hint`); for an explore answer in
+    /// ExploreResult's shape, the places the child saw when it ends without an answer (after
+    /// the hint's leads).
+    pub(crate) fn assists(&self, scout: Option<&ScoutRun>) -> Assists {
+        let mut list: Vec<Box<dyn Assist>> = vec![
+            Box::new(text_calls::TextCalls),
+            Box::new(claims::Claims::new(&self.profile)),
+        ];
+        if let Some(hint) = self.hint(scout) {
+            list.push(Box::new(hint));
+        }
+        if self.profile.result_contract == Some(ResultContract::Explore)
+            && self.profile.output_schema.is_none()
+        {
+            list.push(Box::new(seen::Seen));
+        }
+        Assists { list }
     }
+}
 
+impl Assists {
     /// Every assist's first-message text, each in its own paragraph.
     pub(crate) fn first_message(&self) -> Option<String> {
         let parts: Vec<String> = self.list.iter().filter_map(|a| a.first_message()).collect();
@@ -71,6 +94,26 @@ impl Assists {
             .find_map(|a| a.model_output(content, offered, step, cut))
     }
 
+    /// The first assist's feedback for an answer that did not parse from a child that still
+    /// owes tool calls.
+    pub(crate) fn answer_refused(&self, text: &str, offered: &[&str]) -> Option<String> {
+        self.list
+            .iter()
+            .find_map(|a| a.answer_refused(text, offered))
+    }
+
+    /// The first assist's objection to an answer the gate would take.
+    pub(crate) fn answer_accepted(
+        &self,
+        result: &ParsedResult,
+        observed: &Observed,
+        task: &str,
+    ) -> Option<Objection> {
+        self.list
+            .iter()
+            .find_map(|a| a.answer_accepted(result, observed, task))
+    }
+
     /// The ungrounded items no assist accounts for.
     pub(crate) fn ungrounded_items(
         &self,
@@ -88,7 +131,14 @@ impl Assists {
     }
 
     /// The first assist's answer for a run that ended without one.
-    pub(crate) fn no_answer(&self, reason: TerminalReason, error: &str) -> Option<ExploreResult> {
-        self.list.iter().find_map(|a| a.no_answer(reason, error))
+    pub(crate) fn no_answer(
+        &self,
+        reason: TerminalReason,
+        error: &str,
+        observed: &Observed,
+    ) -> Option<ExploreResult> {
+        self.list
+            .iter()
+            .find_map(|a| a.no_answer(reason, error, observed))
     }
 }

@@ -26,6 +26,14 @@ impl crate::runner::assist::hooks::Assist for TextCalls {
     ) -> Option<Vec<ToolCall>> {
         parse(content, offered, step, cut)
     }
+
+    /// A tool call written inside other text: told how to call it.
+    fn answer_refused(&self, text: &str, offered: &[&str]) -> Option<String> {
+        let call = embedded(text, offered)?;
+        Some(format!(
+            "Your reply wrote a tool call inside other text, so no tool ran. To call a tool, reply with nothing but the call, for example:\n{call}"
+        ))
+    }
 }
 
 /// The calls `content` consists of, when it is nothing but calls to tools in `offered`; `step`

@@ -4,7 +4,52 @@
 //! `partial` after that, listing them. A summary that rests on names the child never saw is the
 //! commonest way a small model is wrong while sure ("also used in reloader.rb").
 
+use crate::profile::RuntimeProfile;
+use crate::runner::assist::{Assist, Objection};
 use crate::runner::observed::{words, Observed};
+use crate::runner::outcome::ParsedResult;
+
+/// The assist that holds a summary to the names the child saw (always on for an explore
+/// answer).
+pub(crate) struct Claims {
+    /// The contract's name, for the feedback.
+    contract: String,
+    /// The shortest name checked ([`crate::tuning::Tuning::min_checked_name`]).
+    min_len: usize,
+}
+
+impl Claims {
+    /// The check for `profile`'s answers.
+    pub(crate) fn new(profile: &RuntimeProfile) -> Self {
+        Self {
+            contract: profile.answer_shape().to_string(),
+            min_len: usize::try_from(profile.tuning.min_checked_name).unwrap_or(usize::MAX),
+        }
+    }
+}
+
+impl Assist for Claims {
+    /// A summary naming what the child never saw (and the task does not name) is refused
+    /// once with those names; it stands as partial, listing them, after that.
+    fn answer_accepted(
+        &self,
+        result: &ParsedResult,
+        observed: &Observed,
+        task: &str,
+    ) -> Option<Objection> {
+        let ParsedResult::Explore(r) = result else {
+            return None;
+        };
+        let names: Vec<String> = unseen_names(&r.summary, observed, self.min_len)
+            .into_iter()
+            .filter(|n| !named_in(n, task))
+            .collect();
+        (!names.is_empty()).then(|| Objection {
+            feedback: feedback(&self.contract, &names),
+            note: note(&names),
+        })
+    }
+}
 
 /// The names `summary` uses as code that the child did not see (each once, in order), words of
 /// at least `min_len` characters (numbers of at least three digits).
