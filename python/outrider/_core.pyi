@@ -735,8 +735,9 @@ class CompletionVerdict:
 
 @final
 class OfflineScout:
-    """A deterministic, model-free explorer: Glob and Grep for terms from the task, Read the best
-    hits, answer with grounded ``path:line`` evidence. The default when no LLM is configured."""
+    """A deterministic, model-free explorer: a ranked search of the code index (or, given Grep
+    alone, Grep for the task's terms ranked the same way), Reads of the best places, an answer
+    with grounded ``path:line`` evidence. The default when no LLM is configured."""
 
     def __new__(cls) -> OfflineScout: ...
     @staticmethod

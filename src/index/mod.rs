@@ -15,10 +15,12 @@ pub(crate) mod chunk;
 pub(crate) mod lang;
 pub(crate) mod paths;
 pub(crate) mod rank;
+pub(crate) mod scratch;
 pub(crate) mod shape;
 pub(crate) mod store;
 pub(crate) mod text;
 pub(crate) mod watch;
+pub(crate) mod words;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -10,6 +10,7 @@ pub use super::paths::is_test_path;
 use super::paths::{is_copy_path, version_key};
 use super::paths::{BENCH_DIRS, EXAMPLE_DIRS};
 use super::text::{ident_terms, index_stem};
+use super::words::{aliases, has_word, is_identifier, split_words, word_spans, PHRASES, STOPWORDS};
 use super::Index;
 use crate::tuning::Tuning;
 
@@ -32,221 +33,6 @@ const FILE_SHARE: f64 = 0.25;
 /// Each further chunk of a file already ranked counts this much less.
 const SAME_FILE_DECAY: f64 = 0.55;
 
-/// Words that frame a question rather than name what it is about.
-const STOPWORDS: &[&str] = &[
-    "a",
-    "about",
-    "after",
-    "all",
-    "also",
-    "an",
-    "and",
-    "any",
-    "are",
-    "as",
-    "at",
-    "be",
-    "been",
-    "before",
-    "being",
-    "between",
-    "both",
-    "but",
-    "by",
-    "can",
-    "code",
-    "codebase",
-    "could",
-    "defined",
-    "define",
-    "definition",
-    "definitions",
-    "did",
-    "do",
-    "does",
-    "done",
-    "each",
-    "every",
-    "explain",
-    "file",
-    "files",
-    "find",
-    "for",
-    "from",
-    "get",
-    "gets",
-    "happen",
-    "happens",
-    "has",
-    "have",
-    "how",
-    "i",
-    "if",
-    "implement",
-    "implemented",
-    "implementation",
-    "implements",
-    "in",
-    "into",
-    "is",
-    "it",
-    "its",
-    "it's",
-    "kept",
-    "let",
-    "lives",
-    "located",
-    "logic",
-    "look",
-    "me",
-    "my",
-    "of",
-    "on",
-    "one",
-    "or",
-    "other",
-    "our",
-    "out",
-    "place",
-    "places",
-    "project",
-    "repository",
-    "responsible",
-    "should",
-    "show",
-    "so",
-    "some",
-    "such",
-    "tell",
-    "than",
-    "that",
-    "the",
-    "their",
-    "them",
-    "then",
-    "there",
-    "these",
-    "they",
-    "this",
-    "those",
-    "through",
-    "to",
-    "up",
-    "use",
-    "used",
-    "uses",
-    "using",
-    "via",
-    "was",
-    "we",
-    "were",
-    "what",
-    "when",
-    "where",
-    "whether",
-    "which",
-    "while",
-    "who",
-    "why",
-    "will",
-    "with",
-    "within",
-    "would",
-    "you",
-    "your",
-    "function",
-    "functions",
-    "method",
-    "methods",
-    "class",
-    "classes",
-    "work",
-    "works",
-];
-
-/// Words a question uses and the shorter or other words code spells them with (matched by
-/// prefix of the lowercase word; the others are added at half weight).
-const ALIASES: &[(&str, &[&str])] = &[
-    ("configur", &["config", "conf", "cfg", "setting"]),
-    ("setting", &["config", "conf"]),
-    ("authenticat", &["auth"]),
-    ("authoriz", &["auth"]),
-    ("credential", &["auth", "password", "token"]),
-    ("director", &["dir"]),
-    ("folder", &["dir"]),
-    ("initializ", &["init"]),
-    ("initialis", &["init"]),
-    ("argument", &["arg", "args"]),
-    ("parameter", &["param", "params"]),
-    ("request", &["req"]),
-    ("respons", &["resp", "res"]),
-    ("messag", &["msg"]),
-    ("error", &["err"]),
-    ("exception", &["exc", "error", "err"]),
-    ("databas", &["db"]),
-    ("connect", &["conn"]),
-    ("environment", &["env", "environ"]),
-    ("variable", &["var"]),
-    ("value", &["val"]),
-    ("temporar", &["tmp", "temp"]),
-    ("attribut", &["attr"]),
-    ("referenc", &["ref"]),
-    ("information", &["info"]),
-    ("statistic", &["stats", "stat"]),
-    ("document", &["doc"]),
-    ("applicat", &["app"]),
-    ("serializ", &["encode", "marshal", "dump"]),
-    ("deserializ", &["decode", "unmarshal", "load"]),
-    ("delet", &["remove", "del"]),
-    ("remov", &["delete", "del"]),
-    ("regular", &["regex"]),
-    ("expression", &["expr"]),
-    ("command", &["cmd"]),
-    ("templat", &["tmpl", "tpl"]),
-    ("librar", &["lib"]),
-    ("execut", &["exec", "run"]),
-    ("generat", &["gen"]),
-    ("calculat", &["calc", "compute"]),
-    ("position", &["pos"]),
-    ("buffer", &["buf"]),
-    ("memory", &["mem"]),
-    ("certificat", &["cert"]),
-    ("password", &["passwd", "pwd"]),
-    ("synchron", &["sync"]),
-    ("asynchron", &["async"]),
-    ("mistyp", &["suggest", "similar"]),
-    ("misspel", &["suggest", "similar"]),
-    ("typo", &["suggest", "similar"]),
-    ("compar", &["equal", "cmp", "eq"]),
-    ("number", &["num"]),
-    ("string", &["str"]),
-    ("character", &["char"]),
-    ("length", &["len"]),
-    ("maximum", &["max"]),
-    ("minimum", &["min"]),
-    ("previous", &["prev"]),
-    ("current", &["cur"]),
-    ("destination", &["dst", "dest"]),
-    ("source", &["src"]),
-    ("address", &["addr"]),
-    ("transaction", &["tx", "txn"]),
-    ("specification", &["spec"]),
-    ("dictionary", &["dict", "map"]),
-    ("callback", &["hook"]),
-    ("hook", &["callback"]),
-];
-
-/// Two words code spells as one name.
-const PHRASES: &[(&str, &str, &str)] = &[
-    ("command", "line", "cli"),
-    ("regular", "expression", "regex"),
-    ("look", "up", "lookup"),
-    ("set", "up", "setup"),
-    ("shut", "down", "shutdown"),
-    ("memory", "map", "mmap"),
-    ("did", "mean", "suggest"),
-];
-
 /// Characters of a question read at most: the words after them are left out (and
 /// [`Query::left_out`] says how many), so that reading a question costs time in proportion to
 /// its length, whatever it holds.
@@ -263,24 +49,6 @@ pub struct QueryTerm {
     pub term: String,
     /// How much it counts.
     pub weight: f64,
-}
-
-/// The words of `text` (runs of letters, digits and `_`), each with its byte offset.
-fn word_spans(text: &str) -> Vec<(usize, &str)> {
-    let mut out = Vec::new();
-    let mut start: Option<usize> = None;
-    for (at, c) in text.char_indices().chain([(text.len(), ' ')]) {
-        let inside = c.is_alphanumeric() || c == '_';
-        match (inside, start) {
-            (true, None) => start = Some(at),
-            (false, Some(from)) => {
-                out.push((from, &text[from..at]));
-                start = None;
-            }
-            _ => {}
-        }
-    }
-    out
 }
 
 /// A question, read for the index.
@@ -332,12 +100,6 @@ fn cut_query(body: &str) -> (&str, &str) {
     let end = body[..at].trim_end_matches(word).len();
     let end = if end == 0 { at } else { end };
     body.split_at(end)
-}
-
-fn is_identifier(w: &str) -> bool {
-    w.chars().any(char::is_alphabetic)
-        && (w.trim_matches('_').contains('_')
-            || w.chars().skip(1).any(char::is_uppercase) && w.chars().any(char::is_lowercase))
 }
 
 /// Read a question with the default knobs (see [`parse_with`]).
@@ -409,7 +171,7 @@ impl TermSet {
 /// the code does.
 fn what_it_asks(body: &str) -> Query {
     let lower = body.to_lowercase();
-    let has = |w: &str| lower.split(|c: char| !c.is_alphanumeric()).any(|x| x == w);
+    let has = |w: &str| has_word(&lower, w);
     Query {
         wants_tests: ["test", "tests", "testing", "spec", "specs", "fixture"]
             .iter()
@@ -535,12 +297,8 @@ fn read_words(
             }
         } else {
             terms.add(q, index_stem(&lw), 1.0);
-            for (prefix, others) in ALIASES {
-                if lw.starts_with(prefix) {
-                    for o in *others {
-                        terms.add(q, index_stem(o), 0.5);
-                    }
-                }
+            for o in aliases(&[lw.as_str()]) {
+                terms.add(q, index_stem(o), 0.5);
             }
         }
     }
@@ -613,7 +371,7 @@ fn add_compounds(q: &mut Query, terms: &mut TermSet, body: &str, spans: &[(usize
 }
 
 fn parts_len(w: &str) -> usize {
-    super::text::split_words(w).len()
+    split_words(w).len()
 }
 
 /// A chunk that holds query terms: its file, its index, and (query term, count) pairs.

@@ -6,6 +6,8 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use super::words::{split_words, words};
+
 /// A fast hash for short keys the index interns by the million (the Fx hash rustc uses):
 /// not resistant to chosen collisions, which only slow a build down.
 #[derive(Default, Clone, Copy)]
@@ -40,87 +42,6 @@ pub(crate) type FxBuild = BuildHasherDefault<FxHasher>;
 
 /// Identifiers longer than this are cut (minified code, data blobs).
 const MAX_IDENT: usize = 64;
-
-/// Split a name into lowercase sub-words: `parseHTTPRequest_v2` → parse, http, request, v2.
-pub(crate) fn split_words(name: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for chunk in name.split(|c: char| !c.is_alphanumeric()) {
-        let chars: Vec<char> = chunk.chars().collect();
-        let mut cur = String::new();
-        for (i, &c) in chars.iter().enumerate() {
-            let prev = if i > 0 { Some(chars[i - 1]) } else { None };
-            let next = chars.get(i + 1).copied();
-            let boundary = match prev {
-                None => false,
-                Some(p) => {
-                    (c.is_uppercase() && p.is_lowercase())
-                        || (c.is_uppercase()
-                            && p.is_uppercase()
-                            && next.is_some_and(char::is_lowercase))
-                        || (c.is_alphabetic() && p.is_ascii_digit() && cur.len() > 1)
-                }
-            };
-            if boundary && !cur.is_empty() {
-                out.push(std::mem::take(&mut cur).to_lowercase());
-            }
-            cur.push(c);
-        }
-        if !cur.is_empty() {
-            out.push(cur.to_lowercase());
-        }
-    }
-    out
-}
-
-/// A light stem: what a word's inflections and derivations start with (`parsing` → `pars`,
-/// `proxies` → `prox`, `configuration` → `configur`, `router` → `rout`).
-pub(crate) fn stem(word: &str) -> String {
-    let w = word.to_lowercase();
-    let n = w.len();
-    if !w.is_ascii() || n <= 3 {
-        return w;
-    }
-    let cut = |k: usize| w[..n - k].to_string();
-    let s = if n > 7 && w.ends_with("ation") {
-        cut(5)
-    } else if n > 7 && w.ends_with("ment") {
-        return stem(&cut(4));
-    } else if n > 4 && w.ends_with("ies") {
-        cut(3)
-    } else if n > 5 && w.ends_with("ing") {
-        undouble(&cut(3))
-    } else if n > 4 && w.ends_with("ed") {
-        undouble(&cut(2))
-    } else if n > 4
-        && ["ches", "shes", "sses", "xes", "zes"]
-            .iter()
-            .any(|e| w.ends_with(e))
-    {
-        cut(2)
-    } else if n > 3 && w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") {
-        return stem(&cut(1));
-    } else if n > 5 && (w.ends_with("er") || w.ends_with("or")) {
-        cut(2)
-    } else if n > 4 && (w.ends_with('e') || w.ends_with('y')) {
-        cut(1)
-    } else {
-        w.clone()
-    };
-    if s.len() < 3 {
-        w
-    } else {
-        s
-    }
-}
-
-fn undouble(s: &str) -> String {
-    let b = s.as_bytes();
-    if b.len() >= 4 && b[b.len() - 1] == b[b.len() - 2] && !b"aeiouls".contains(&b[b.len() - 1]) {
-        s[..s.len() - 1].to_string()
-    } else {
-        s.to_string()
-    }
-}
 
 /// A word as the index keeps it: Snowball's English stem of the lowercase word.
 pub(crate) fn index_stem(word: &str) -> String {
@@ -168,8 +89,7 @@ pub(crate) fn ident_terms(ident: &str, out: &mut Vec<String>) {
 
 /// The identifier-like runs of a text (letters, digits, `_`), in order.
 pub(crate) fn idents(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| !w.is_empty() && w.chars().any(char::is_alphabetic))
+    words(text).filter(|w| w.chars().any(char::is_alphabetic))
 }
 
 /// Turns text into term ids, interning terms in its own vocabulary and remembering each

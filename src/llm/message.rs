@@ -42,6 +42,11 @@ pub enum Message {
         name: String,
         /// The serialised envelope.
         content: String,
+        /// What the result showed, as values kept beside `content` (never sent, never
+        /// serialised): what the scout reads back instead of parsing the text. None when the
+        /// message did not come from a tool run here, or its content was cut.
+        #[serde(skip)]
+        shown: Option<std::sync::Arc<crate::tools::shown::Shown>>,
     },
 }
 

@@ -323,6 +323,7 @@ mod tests {
                     tool_call_id: "c1".into(),
                     name: "Read".into(),
                     content: "é".into(),
+                    shown: None,
                 },
             ],
             tools: std::sync::Arc::new(vec![json!({"type": "function"})]),

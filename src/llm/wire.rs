@@ -100,7 +100,7 @@ impl ChatRequest {
                 "system" | "developer" => Message::System { content },
                 "user" => Message::User { content },
                 "assistant" => Message::Assistant { content, tool_calls: parse_tool_calls(m.get("tool_calls"))? },
-                "tool" => Message::Tool { tool_call_id: text(m, "tool_call_id"), name: text(m, "name"), content },
+                "tool" => Message::Tool { tool_call_id: text(m, "tool_call_id"), name: text(m, "name"), content, shown: None },
                 other => {
                     return Err(BadResponse(format!(
                         "request['messages'][{i}]['role'] must be system, user, assistant or tool, got {other:?}"
@@ -202,6 +202,7 @@ impl<'a> From<&'a Message> for WireMessage<'a> {
                 tool_call_id,
                 name,
                 content,
+                ..
             } => WireMessage::Tool {
                 role: "tool",
                 tool_call_id,
@@ -261,6 +262,7 @@ mod tests {
                     tool_call_id: "c1".into(),
                     name: "Read".into(),
                     content: "é".into(),
+                    shown: None,
                 },
             ],
             tools: std::sync::Arc::new(tools),

@@ -166,11 +166,7 @@ async fn parse_custom(
 /// "text": "..."}` is kept as `line: 5, text: ...`; an evidence item as `{"path": "a.py",
 /// "line": 5}` as `a.py:5`, checked like any other). None when anything else is wrong.
 fn leniently(text: &str, e: &ContractError) -> Option<(ParsedResult, Option<Repair>)> {
-    let fixable = |v: &crate::error::Violation| {
-        (v.kind == "status_invalid" && v.msg.starts_with("status is missing"))
-            || v.msg == "result list fields must be string arrays"
-    };
-    if e.violations.is_empty() || !e.violations.iter().all(fixable) {
+    if e.violations.is_empty() {
         return None;
     }
     let (Json::Object(mut items), repair) =
@@ -178,7 +174,14 @@ fn leniently(text: &str, e: &ContractError) -> Option<(ParsedResult, Option<Repa
     else {
         return None;
     };
-    let mut no_status = true;
+    // Judged by the violations' kinds and the answer itself, never by a message's wording.
+    let no_status = !items.iter().any(|(k, _)| k == "status");
+    let fixable = |v: &crate::error::Violation| {
+        v.kind == "string_array" || (v.kind == "status_invalid" && no_status)
+    };
+    if !e.violations.iter().all(fixable) {
+        return None;
+    }
     for (key, value) in &mut items {
         // One string where a list belongs: a list of that one string.
         if matches!(
@@ -190,7 +193,6 @@ fn leniently(text: &str, e: &ContractError) -> Option<(ParsedResult, Option<Repa
             }
         }
         match (key.as_str(), value) {
-            ("status", _) => no_status = false,
             ("findings" | "unresolved_questions", Json::Array(list)) => {
                 for item in list.iter_mut() {
                     if !matches!(item, Json::Str(_)) {

@@ -127,9 +127,11 @@ pub fn fit(
         if estimate(&out, schema_chars) <= budget {
             break;
         }
-        if let Message::Tool { content, .. } = &mut out[i] {
+        if let Message::Tool { content, shown, .. } = &mut out[i] {
             if content.chars().count() > KEEP_CHARS {
                 *content = head(content, KEEP_CHARS);
+                // The lines are no longer in the text: the values beside it go too.
+                *shown = None;
                 done.shortened += 1;
             }
         }
@@ -160,9 +162,10 @@ pub fn fit(
     while estimate(&out, schema_chars) > budget && keep >= 100 {
         let start = latest_turn(&out).unwrap_or(out.len());
         for m in out.iter_mut().skip(start) {
-            if let Message::Tool { content, .. } = m {
+            if let Message::Tool { content, shown, .. } = m {
                 if content.chars().count() > keep + 200 {
                     *content = head(content, keep);
+                    *shown = None;
                     done.shortened += 1;
                 }
             }
@@ -197,6 +200,7 @@ mod tests {
                 tool_call_id: format!("c{i}"),
                 name: "Read".into(),
                 content: "x".repeat(size),
+                shown: None,
             },
         ]
     }

@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
+use crate::tools::envelope::{ToolResult, ToolStatus};
+use crate::tools::shown::Shown;
 
 /// The most places kept for a partial answer built without the model.
 const MAX_HITS: usize = 64;
@@ -37,69 +38,47 @@ pub fn normalize(path: &str) -> String {
 }
 
 impl Observed {
-    /// Record what one tool result showed (as it went to the model, after output budgets).
-    pub fn record(&mut self, tool: &str, result: &Value) {
-        if result["status"].as_str() == Some("error") {
+    /// Record what one tool result showed (as it went to the model, after output budgets),
+    /// from the values kept beside its text: a Read window's lines, Grep's matches and their
+    /// context, the lines a Search showed of each place. An error or a result cut to fit
+    /// shows nothing.
+    pub fn record(&mut self, result: &ToolResult) {
+        if result.status == ToolStatus::Error {
             return;
         }
-        let data = &result["data"];
-        match tool {
-            "Read" => {
-                let Some(path) = result["context"]["path_resolved"].as_str() else {
-                    return;
-                };
-                let Some(content) = data["content"].as_str() else {
-                    return;
-                };
+        match &result.shown {
+            Shown::Lines { path, lines } => {
                 let path = normalize(path);
-                for line in content.lines() {
-                    if let Some((n, text)) = line
-                        .split_once(" | ")
-                        .and_then(|(n, t)| Some((n.trim().parse::<u64>().ok()?, t)))
-                    {
-                        self.add(&path, n, n);
+                for (n, text) in lines {
+                    self.add(&path, *n, *n);
+                    self.add_words(text);
+                }
+            }
+            Shown::Matches(matches) => {
+                for m in matches {
+                    let path = normalize(&m.file);
+                    let (before, after) = (m.before.len() as u64, m.after.len() as u64);
+                    self.add(&path, m.line.saturating_sub(before).max(1), m.line + after);
+                    for text in m.before.iter().chain(&m.after) {
+                        self.add_words(text);
+                    }
+                    self.add_words(&m.text);
+                    if self.hits.len() < MAX_HITS {
+                        let text = m.text.chars().take(200).collect();
+                        self.hits.push((path, m.line, text));
+                    }
+                }
+            }
+            Shown::Places(places) => {
+                for place in places {
+                    let path = normalize(&place.file);
+                    for (n, text) in &place.lines {
+                        self.add(&path, *n, *n);
                         self.add_words(text);
                     }
                 }
             }
-            "Grep" => {
-                for m in data["matches"].as_array().into_iter().flatten() {
-                    let (Some(file), Some(line)) = (m["file"].as_str(), m["line"].as_u64()) else {
-                        continue;
-                    };
-                    let path = normalize(file);
-                    let before = m["before"].as_array().map_or(0, Vec::len) as u64;
-                    let after = m["after"].as_array().map_or(0, Vec::len) as u64;
-                    self.add(&path, line.saturating_sub(before).max(1), line + after);
-                    for context in ["before", "after"] {
-                        for c in m[context].as_array().into_iter().flatten() {
-                            let text = c.as_str().or_else(|| c["text"].as_str());
-                            self.add_words(text.unwrap_or_default());
-                        }
-                    }
-                    self.add_words(m["text"].as_str().unwrap_or_default());
-                    if self.hits.len() < MAX_HITS {
-                        let text = m["text"].as_str().unwrap_or_default();
-                        self.hits
-                            .push((path, line, text.chars().take(200).collect()));
-                    }
-                }
-            }
-            "Search" => {
-                for h in data["hits"].as_array().into_iter().flatten() {
-                    let Some(file) = h["file"].as_str() else {
-                        continue;
-                    };
-                    let path = normalize(file);
-                    for l in h["lines"].as_array().into_iter().flatten() {
-                        if let Some(n) = l["line"].as_u64() {
-                            self.add(&path, n, n);
-                            self.add_words(l["text"].as_str().unwrap_or_default());
-                        }
-                    }
-                }
-            }
-            _ => {}
+            Shown::Paths(_) | Shown::Nothing => {}
         }
     }
 
@@ -212,31 +191,47 @@ impl Observed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::tools::shown::GrepMatch;
+
+    fn result(shown: Shown) -> ToolResult {
+        ToolResult::success(&serde_json::json!({}), serde_json::Map::new(), "", 1).with_shown(shown)
+    }
+
+    fn window(path: &str, lines: &[(u64, &str)]) -> Shown {
+        Shown::Lines {
+            path: path.into(),
+            lines: lines.iter().map(|(n, t)| (*n, (*t).to_string())).collect(),
+        }
+    }
 
     #[test]
     fn read_windows_and_grep_matches_with_context_are_seen() {
         let mut o = Observed::default();
-        o.record(
-            "Read",
-            &json!({"status": "success", "data": {"content": "  10 | a\n  11 | b\n  12 | c\n"},
-                    "context": {"path_resolved": "./src/lib.rs"}}),
+        o.record(&result(window(
+            "./src/lib.rs",
+            &[(10, "a"), (11, "b"), (12, "c")],
+        )));
+        o.record(&result(Shown::Matches(vec![GrepMatch {
+            file: "src/main.rs".into(),
+            line: 40,
+            text: "fn main() {".into(),
+            before: vec!["x".into(), "y".into()],
+            after: vec!["z".into()],
+        }])));
+        let mut failed = ToolResult::error(
+            &serde_json::json!({}),
+            crate::tools::envelope::ErrorCode::NotFound,
+            "gone",
+            0,
         );
-        o.record(
-            "Grep",
-            &json!({"status": "success", "data": {"matches": [
-                {"file": "src/main.rs", "line": 40, "text": "fn main() {", "before": ["x", "y"], "after": ["z"]}]}}),
-        );
-        o.record(
-            "Read",
-            &json!({"status": "error", "data": {"content": "   1 | secret\n"},
-                    "context": {"path_resolved": "src/err.rs"}}),
-        );
+        failed.shown = window("src/err.rs", &[(1, "secret")]);
+        o.record(&failed);
         assert!(o.saw("src/lib.rs", 11) && o.saw("./src//lib.rs", 12));
         assert!(!o.saw("src/lib.rs", 9) && !o.saw("src/lib.rs", 13));
         assert!(o.saw_range("src/main.rs", 38, 41));
         assert!(!o.saw_range("src/main.rs", 38, 42));
         assert!(!o.saw("src/err.rs", 1), "an error result shows nothing");
+        assert!(o.saw_word("main") && o.saw_word("z") && !o.saw_word("secret"));
         assert_eq!(
             o.hits(),
             [("src/main.rs".to_string(), 40, "fn main() {".to_string())]
@@ -249,6 +244,49 @@ mod tests {
                 ("src/main.rs".to_string(), 38)
             ]
         );
+    }
+
+    #[test]
+    fn what_the_tools_return_is_read_back_as_values_never_from_the_text() {
+        use crate::tools::context::ToolContext;
+        use crate::tools::permissions::PermissionContext;
+        use crate::tools::registry::ToolRegistry;
+        use crate::tools::workspace::Workspace;
+        let dir = tempfile::tempdir().unwrap();
+        // A line that looks like a Read line inside the file, and one over Read's line limit.
+        std::fs::write(
+            dir.path().join("a.py"),
+            "x = 1\n  99 | fake\ndef f():\n    return 2\n",
+        )
+        .unwrap();
+        let ctx = ToolContext::new(Workspace::new(dir.path()).unwrap());
+        let perms = PermissionContext::readonly_subagent();
+        let registry = ToolRegistry::readonly();
+        let mut o = Observed::default();
+        let read = registry.execute(
+            "Read",
+            r#"{"path": "a.py", "start_line": 2, "limit": 2}"#,
+            &ctx,
+            &perms,
+        );
+        assert_eq!(
+            read.shown,
+            window("a.py", &[(2, "  99 | fake"), (3, "def f():")])
+        );
+        o.record(&read);
+        assert!(o.saw("a.py", 2) && o.saw("a.py", 3) && !o.saw("a.py", 99) && !o.saw("a.py", 4));
+        let grep = registry.execute("Grep", r#"{"pattern": "return"}"#, &ctx, &perms);
+        o.record(&grep);
+        assert!(o.saw("a.py", 4));
+        // A result cut to fit the output budget shows nothing: the model saw only a preview.
+        let cut = crate::tools::budget::OutputBudget {
+            max_result_bytes: 10,
+            ..Default::default()
+        }
+        .apply("Read", read);
+        assert_eq!(cut.shown, Shown::Nothing);
+        let glob = registry.execute("Glob", r#"{"pattern": "*.py"}"#, &ctx, &perms);
+        assert_eq!(glob.shown, Shown::Paths(vec!["a.py".into()]));
     }
 
     #[test]

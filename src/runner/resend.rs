@@ -16,6 +16,8 @@ use serde_json::Value;
 use crate::llm::Message;
 use crate::profile::ToolResultFormat;
 use crate::runner::observed::normalize;
+use crate::tools::envelope::ToolResult;
+use crate::tools::shown::Shown;
 
 /// One Read result as it was shown: where in the history, which file, and its numbered lines.
 #[derive(Debug, Clone)]
@@ -33,26 +35,21 @@ pub(crate) struct ShownRead {
 }
 
 impl ShownRead {
-    /// The Read result `shown` (what went to the model) at history index `at`; None for an
-    /// error or a result without numbered lines.
-    pub(crate) fn of(at: usize, shown: &Value, compact_json: bool) -> Option<Self> {
-        if shown["status"].as_str() == Some("error") {
+    /// The Read result `result` (as it went to the model) at history index `at`, from the
+    /// lines it keeps beside its text; None for an error or a result without lines.
+    pub(crate) fn of(at: usize, result: &ToolResult, compact_json: bool) -> Option<Self> {
+        let Shown::Lines { path, lines } = &result.shown else {
             return None;
-        }
-        let path = normalize(shown["context"]["path_resolved"].as_str()?);
-        let lines: Vec<(u64, String)> = shown["data"]["content"]
-            .as_str()?
-            .lines()
-            .filter_map(|l| {
-                let (n, _) = l.split_once(" | ")?;
-                Some((n.trim().parse().ok()?, l.to_string()))
-            })
+        };
+        let lines: Vec<(u64, String)> = lines
+            .iter()
+            .map(|(n, text)| (*n, crate::tools::read::numbered(*n, text)))
             .collect();
         (!lines.is_empty()).then(|| Self {
             at,
-            path,
+            path: normalize(path),
             lines,
-            value: shown.clone(),
+            value: result.to_value(),
             compact_json,
         })
     }
@@ -170,12 +167,17 @@ mod tests {
     use crate::llm::ToolCall;
     use serde_json::json;
 
-    fn read_value(path: &str, from: u64, to: u64) -> Value {
+    fn read_value(path: &str, from: u64, to: u64) -> ToolResult {
         let content: String = (from..=to)
             .map(|n| format!("{n:>4} | line {n}\n"))
             .collect();
-        json!({"status": "success", "text": format!("Read {path}"),
-            "data": {"content": content}, "context": {"path_resolved": path}})
+        let data = json!({"content": content}).as_object().unwrap().clone();
+        ToolResult::success(&json!({}), data, format!("Read {path}"), 1)
+            .with_shown(Shown::Lines {
+                path: path.into(),
+                lines: (from..=to).map(|n| (n, format!("line {n}"))).collect(),
+            })
+            .with_path_resolved(path)
     }
 
     fn history(reads: &[(&str, u64, u64)], replies: &[&str]) -> (Vec<Message>, Vec<ShownRead>) {
@@ -197,11 +199,13 @@ mod tests {
                     arguments: "{}".into(),
                 }],
             });
-            let v = read_value(path, *a, *b);
-            shown.push(ShownRead::of(m.len(), &v, false).unwrap());
+            let r = read_value(path, *a, *b);
+            shown.push(ShownRead::of(m.len(), &r, false).unwrap());
+            let v = r.to_value();
             m.push(Message::Tool {
                 tool_call_id: format!("c{i}"),
                 name: "Read".into(),
+                shown: None,
                 content: format!(
                     "{}\n{}",
                     v["text"].as_str().unwrap(),

@@ -210,7 +210,7 @@ impl RuntimeRunner {
                 }
             } else {
                 st.successful_tools += 1;
-                st.observed.record(&call.name, &shown);
+                st.observed.record(result);
                 st.last_failure = None;
             }
             let content = crate::runner::render::tool_result(
@@ -222,9 +222,10 @@ impl RuntimeRunner {
             if call.name == "Read" {
                 let compact_json = !content.starts_with("{\n");
                 let at = st.messages.len();
-                st.reads.extend(ShownRead::of(at, &shown, compact_json));
+                st.reads.extend(ShownRead::of(at, result, compact_json));
             }
             st.messages.push(Message::Tool {
+                shown: Some(std::sync::Arc::new(result.shown.clone())),
                 tool_call_id: call.id.clone(),
                 name: call.name.clone(),
                 content,

@@ -236,6 +236,8 @@ pub(crate) fn truncate(
         context: result.context,
         error: result.error,
         compact: result.compact,
+        // The model sees a preview, not the lines: the result shows nothing to read back.
+        shown: super::shown::Shown::Nothing,
     }
 }
 

@@ -22,6 +22,8 @@ use std::time::Instant;
 
 use serde_json::{Map, Value};
 
+use super::shown::Shown;
+
 wire_enum! {
     /// How a tool call ended.
     pub enum ToolStatus {
@@ -92,6 +94,9 @@ pub struct ToolResult {
     /// The compact form (the Task tool's default for the parent): no `context` (so no echo of
     /// the arguments) and JSON without indentation.
     pub compact: bool,
+    /// What it showed, as values beside the text (never serialised): what the runtime reads
+    /// back instead of parsing the text.
+    pub(crate) shown: Shown,
 }
 
 /// Milliseconds since `started`, at least 1 (success and partial results never report 0).
@@ -187,6 +192,7 @@ impl ToolResult {
             context: base_context(params_input),
             error: None,
             compact: false,
+            shown: Shown::Nothing,
         }
     }
 
@@ -240,6 +246,7 @@ impl ToolResult {
                 details: Map::new(),
             }),
             compact: false,
+            shown: Shown::Nothing,
         }
     }
 
@@ -248,6 +255,12 @@ impl ToolResult {
     pub fn compacted(mut self) -> Self {
         self.context.clear();
         self.compact = true;
+        self
+    }
+
+    /// Keep `shown` beside the text: what the result showed, as values.
+    pub(crate) fn with_shown(mut self, shown: Shown) -> Self {
+        self.shown = shown;
         self
     }
 

@@ -259,7 +259,9 @@ fn glob(ctx: &ToolContext, params: &Value) -> ToolResult {
     } else {
         ToolResult::success(params, data, text, time_ms)
     };
+    let listed = paths.into_iter().map(|(p, _)| p).collect();
     result
+        .with_shown(super::shown::Shown::Paths(listed))
         .with_stat("matched", n)
         .with_stat("visited", total)
         .with_path_resolved(rel_root)

@@ -24,6 +24,7 @@ pub(crate) mod read;
 pub(crate) mod registry;
 pub(crate) mod run;
 pub(crate) mod search;
+pub(crate) mod shown;
 pub(crate) mod tool;
 pub(crate) mod walk;
 pub(crate) mod workspace;

@@ -164,6 +164,8 @@ impl<'a> ReadArgs<'a> {
 /// replaced.
 struct Shown {
     content: String,
+    /// The lines in `content`, with their numbers.
+    lines: Vec<(u64, String)>,
     /// Lines shown.
     n: u64,
     /// The last line shown.
@@ -197,14 +199,19 @@ fn read(ctx: &ToolContext, params: &Value) -> ToolResult {
             };
         }
     };
-    let shown = show(&window, args.start_line);
+    let mut shown = show(&window, args.start_line);
     // Only reads that showed content set the baseline, so a failed read never hides a change.
     let modified = ctx
         .read_memory
         .observe(&resolved.path, FileStamp::of(&meta));
     let time_ms = elapsed_ms(started);
     let text = summary(&args, &window, &shown, modified, time_ms);
+    let lines = std::mem::take(&mut shown.lines);
     envelope(params, &window, shown, modified, &meta, text, time_ms)
+        .with_shown(crate::tools::shown::Shown::Lines {
+            path: resolved.relative.clone(),
+            lines,
+        })
         .with_path_resolved(resolved.relative)
 }
 
@@ -325,20 +332,30 @@ fn window(
     Ok(window)
 }
 
+/// One line as Read shows it: its number right-aligned, ` | `, its text (`  12 | text`).
+pub(crate) fn numbered(n: u64, text: &str) -> String {
+    format!("{n:>4} | {text}")
+}
+
 /// The window's lines numbered from `start_line`.
 fn show(window: &Window, start_line: u64) -> Shown {
     let mut content = String::new();
+    let mut lines = Vec::with_capacity(window.lines.len());
     let mut replaced = window.invalid_utf8_line.is_some();
     for (i, raw) in window.lines.iter().enumerate() {
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
         let text = String::from_utf8_lossy(raw);
         replaced |= matches!(text, Cow::Owned(_));
-        content.push_str(&format!("{:>4} | {}\n", start_line + i as u64, text));
+        let n = start_line + i as u64;
+        content.push_str(&numbered(n, &text));
+        content.push('\n');
+        lines.push((n, text.into_owned()));
     }
     let n = window.lines.len() as u64;
     let end = start_line + n.saturating_sub(1);
     Shown {
         content,
+        lines,
         n,
         end,
         truncated: window.total_lines > 0 && end < window.total_lines,

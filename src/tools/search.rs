@@ -15,6 +15,7 @@ use serde_json::{json, Map, Value};
 use super::context::ToolContext;
 use super::envelope::{ErrorCode, ToolResult};
 use super::params;
+use super::shown::SearchPlace;
 use super::tool::Tool;
 use crate::index::{self, rank, text};
 
@@ -171,7 +172,7 @@ fn search(ctx: &ToolContext, args: &Value) -> ToolResult {
         return stopped("ranking the index");
     };
     let query_terms: Vec<String> = q.terms.iter().map(|t| t.term.clone()).collect();
-    let shown = show_hits(ctx, &index, &hits, &query_terms);
+    let (shown, places) = show_hits(ctx, &index, &hits, &query_terms);
     let cov = &index.coverage;
     let mut data = Map::new();
     let n = shown.len();
@@ -215,6 +216,7 @@ fn search(ctx: &ToolContext, args: &Value) -> ToolResult {
         ToolResult::partial(args, data, format!("{summary} Incomplete: {why}"), elapsed)
     };
     result
+        .with_shown(super::shown::Shown::Places(places))
         .with_stat("files_read", refresh.read as u64)
         .with_stat("index_ms", refresh.ms)
 }
@@ -226,8 +228,9 @@ fn show_hits(
     index: &index::Index,
     hits: &[rank::Hit],
     query_terms: &[String],
-) -> Vec<Value> {
+) -> (Vec<Value>, Vec<SearchPlace>) {
     let mut shown = Vec::new();
+    let mut places = Vec::new();
     // Each file is read once, through the workspace, however many of its places rank.
     let mut texts: HashMap<&str, Option<String>> = HashMap::new();
     for h in hits {
@@ -260,14 +263,22 @@ fn show_hits(
             "lines".into(),
             Value::Array(
                 picked
-                    .into_iter()
+                    .iter()
                     .map(|(n, t)| json!({"line": n, "text": t}))
                     .collect(),
             ),
         );
         shown.push(Value::Object(hit));
+        places.push(SearchPlace {
+            file: f.path.clone(),
+            start: u64::from(c.start),
+            end: u64::from(c.end),
+            kind: kind.to_string(),
+            name: (!name.is_empty()).then(|| name.to_string()),
+            lines: picked.into_iter().map(|(n, t)| (u64::from(n), t)).collect(),
+        });
     }
-    shown
+    (shown, places)
 }
 
 /// What a query too long to read whole says: where reading stopped and how much was left.

@@ -171,16 +171,19 @@ mod tests {
     use super::*;
 
     fn seen(lines: &[&str], path: &str) -> Observed {
-        let content: String = lines
-            .iter()
-            .enumerate()
-            .map(|(i, l)| format!("{:>4} | {l}\n", i + 1))
-            .collect();
+        let lines = (1..).zip(lines.iter().map(|l| (*l).to_string())).collect();
+        let read = crate::tools::envelope::ToolResult::success(
+            &serde_json::json!({}),
+            serde_json::Map::new(),
+            "",
+            1,
+        )
+        .with_shown(crate::tools::shown::Shown::Lines {
+            path: path.into(),
+            lines,
+        });
         let mut o = Observed::default();
-        o.record(
-            "Read",
-            &serde_json::json!({"status": "ok", "context": {"path_resolved": path}, "data": {"content": content}}),
-        );
+        o.record(&read);
         o
     }
 

@@ -377,15 +377,14 @@ impl ScoutSearch {
     fn run(self) -> Option<ScoutRun> {
         let mut observed = Observed::default();
         let mut tool_usage: BTreeMap<String, u64> = BTreeMap::new();
-        let mut execute = |name: &str, args: &str| -> String {
+        let mut execute = |name: &str, args: &str| -> crate::tools::envelope::ToolResult {
             *tool_usage.entry(name.to_string()).or_insert(0) += 1;
             let args = serde_json::from_str::<Value>(args).unwrap_or(Value::Null);
             let result = self
                 .registry
-                .execute(name, &args, &self.ctx, &self.permissions)
-                .to_value();
-            observed.record(name, &result);
-            result.to_string()
+                .execute(name, &args, &self.ctx, &self.permissions);
+            observed.record(&result);
+            result
         };
         let crate::llm::scout::Scouted { text, places } = crate::llm::scout::search_quietly(
             &self.task,

@@ -1,5 +1,6 @@
 //! Grep's result: the envelope the model reads, cut to the limits.
 
+use crate::tools::shown::{GrepMatch, Shown};
 use std::collections::HashSet;
 use std::time::Instant;
 
@@ -84,6 +85,8 @@ struct Listed {
     returned: usize,
     matched_lines: u64,
     summary: String,
+    /// The matches or files listed, as values.
+    shown: Shown,
 }
 
 /// The result envelope: matches, files or counts cut to the limit, with truncation reasons.
@@ -141,6 +144,7 @@ pub(crate) fn finish(
         ToolResult::success(params, data, text, time_ms)
     };
     let result = result
+        .with_shown(listed.shown)
         .with_stat("matched_lines", listed.matched_lines)
         .with_stat("searched_files", searched);
     let result = if req.mode == OutputMode::Content {
@@ -165,35 +169,43 @@ fn content(
     let more = total > req.limit || pool_cut;
     let shown = chosen(files, req.limit);
     let mut matches = Vec::new();
+    let mut typed = Vec::new();
     for (fi, f) in files.iter().enumerate() {
         for (hi, h) in f.hits.iter().enumerate() {
             if !shown.contains(&(fi, hi)) {
                 continue;
             }
             let mut m = Map::new();
+            let text = cut_line(h.text.clone(), reasons);
             m.insert("file".into(), Value::from(f.rel.clone()));
             m.insert("line".into(), Value::from(h.line));
-            m.insert(
-                "text".into(),
-                Value::from(cut_line(h.text.clone(), reasons)),
-            );
+            m.insert("text".into(), Value::from(text.clone()));
+            let mut before = Vec::new();
             if req.before > 0 {
-                let b: Vec<String> = h
+                before = h
                     .before
                     .iter()
                     .map(|t| cut_line(t.clone(), reasons))
                     .collect();
-                m.insert("before".into(), json!(b));
+                m.insert("before".into(), json!(before));
             }
+            let mut after = Vec::new();
             if req.after > 0 {
-                let a: Vec<String> = h
+                after = h
                     .after
                     .iter()
                     .map(|t| cut_line(t.clone(), reasons))
                     .collect();
-                m.insert("after".into(), json!(a));
+                m.insert("after".into(), json!(after));
             }
             matches.push(Value::Object(m));
+            typed.push(GrepMatch {
+                file: f.rel.clone(),
+                line: h.line,
+                text,
+                before,
+                after,
+            });
         }
     }
     if more {
@@ -211,6 +223,7 @@ fn content(
         ));
     }
     Listed {
+        shown: Shown::Matches(typed),
         returned: n,
         matched_lines: n as u64,
         summary,
@@ -234,8 +247,13 @@ fn files_with_matches(
         reasons.push("match_limit");
     }
     let n = names.len();
+    let paths = names
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect();
     data.insert("files".into(), Value::Array(names));
     Listed {
+        shown: Shown::Paths(paths),
         returned: n,
         matched_lines: n as u64,
         summary: format!("Found {n} file(s) with matches in '{rel_root}'."),
@@ -262,6 +280,7 @@ fn counts(
     let n = counts.len();
     data.insert("counts".into(), Value::Array(counts));
     Listed {
+        shown: Shown::Nothing,
         returned: n,
         matched_lines: lines,
         summary: format!("Found {lines} matching line(s) in {n} file(s) in '{rel_root}'."),
