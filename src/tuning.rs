@@ -62,10 +62,28 @@ pub struct Tuning {
     /// share of the tree ("bash" in a bash project) tells little about where to look. 1.4 is a
     /// name in a quarter of the files; one in every file counts nothing; 0 turns it off.
     pub rank_common_idf: f64,
+    /// BM25's term-frequency saturation (`k1`).
+    pub rank_bm25_k1: f64,
+    /// BM25's length normalisation (`b`, 0 to 1).
+    pub rank_bm25_b: f64,
+    /// A question word that is a definition's name (or one of its parts), per idf.
+    pub rank_name: f64,
+    /// The bonus of a definition named exactly as an identifier the question names.
+    pub rank_exact: f64,
+    /// A question word in the file's name, per idf.
+    pub rank_path_file: f64,
+    /// A question word in a folder of the path, per idf.
+    pub rank_path_dir: f64,
+    /// A question word in the name of the definition that encloses a chunk (its class), per idf.
+    pub rank_parent: f64,
+    /// The share of a file's next best chunks (up to three) its best chunk gains.
+    pub rank_file_share: f64,
+    /// Each further chunk of a file already ranked counts this much of the one before, so that a long file does not fill the list.
+    pub rank_same_file_decay: f64,
 }
 
 /// The knobs' names, in declaration order (the keys `tuning` takes).
-pub const TUNING_FIELDS: [&str; 12] = [
+pub const TUNING_FIELDS: [&str; 21] = [
     "leads",
     "fusion_k",
     "lead_read_lines",
@@ -78,6 +96,15 @@ pub const TUNING_FIELDS: [&str; 12] = [
     "rank_copy_weight",
     "rank_test_weight",
     "rank_common_idf",
+    "rank_bm25_k1",
+    "rank_bm25_b",
+    "rank_name",
+    "rank_exact",
+    "rank_path_file",
+    "rank_path_dir",
+    "rank_parent",
+    "rank_file_share",
+    "rank_same_file_decay",
 ];
 
 impl Default for Tuning {
@@ -95,6 +122,15 @@ impl Default for Tuning {
             rank_copy_weight: 0.4,
             rank_test_weight: 0.4,
             rank_common_idf: 1.4,
+            rank_bm25_k1: 1.2,
+            rank_bm25_b: 0.75,
+            rank_name: 2.0,
+            rank_exact: 6.0,
+            rank_path_file: 1.5,
+            rank_path_dir: 0.5,
+            rank_parent: 0.5,
+            rank_file_share: 0.25,
+            rank_same_file_decay: 0.55,
         }
     }
 }
@@ -131,6 +167,15 @@ impl Tuning {
                 "rank_copy_weight" => self.rank_copy_weight = number(0.0, 1.0)?,
                 "rank_test_weight" => self.rank_test_weight = number(0.0, 1.0)?,
                 "rank_common_idf" => self.rank_common_idf = number(0.0, 20.0)?,
+                "rank_bm25_k1" => self.rank_bm25_k1 = number(0.0, 10.0)?,
+                "rank_bm25_b" => self.rank_bm25_b = number(0.0, 1.0)?,
+                "rank_name" => self.rank_name = number(0.0, 100.0)?,
+                "rank_exact" => self.rank_exact = number(0.0, 100.0)?,
+                "rank_path_file" => self.rank_path_file = number(0.0, 100.0)?,
+                "rank_path_dir" => self.rank_path_dir = number(0.0, 100.0)?,
+                "rank_parent" => self.rank_parent = number(0.0, 100.0)?,
+                "rank_file_share" => self.rank_file_share = number(0.0, 1.0)?,
+                "rank_same_file_decay" => self.rank_same_file_decay = number(0.0, 1.0)?,
                 other => {
                     return Err(crate::args::unknown_option(field, other, &TUNING_FIELDS));
                 }
@@ -156,6 +201,15 @@ impl Tuning {
             number(self.rank_copy_weight),
             number(self.rank_test_weight),
             number(self.rank_common_idf),
+            number(self.rank_bm25_k1),
+            number(self.rank_bm25_b),
+            number(self.rank_name),
+            number(self.rank_exact),
+            number(self.rank_path_file),
+            number(self.rank_path_dir),
+            number(self.rank_parent),
+            number(self.rank_file_share),
+            number(self.rank_same_file_decay),
         ];
         let items: Vec<String> = TUNING_FIELDS
             .iter()
@@ -240,6 +294,15 @@ impl std::hash::Hash for Tuning {
             self.rank_copy_weight,
             self.rank_test_weight,
             self.rank_common_idf,
+            self.rank_bm25_k1,
+            self.rank_bm25_b,
+            self.rank_name,
+            self.rank_exact,
+            self.rank_path_file,
+            self.rank_path_dir,
+            self.rank_parent,
+            self.rank_file_share,
+            self.rank_same_file_decay,
         ] {
             x.to_bits().hash(h);
         }

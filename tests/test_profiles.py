@@ -272,6 +272,15 @@ def test_tuning_is_a_profile_field_that_changes_what_the_child_is_given(
         "rank_copy_weight": 0.4,
         "rank_test_weight": 0.4,
         "rank_common_idf": 1.4,
+        "rank_bm25_k1": 1.2,
+        "rank_bm25_b": 0.75,
+        "rank_name": 2.0,
+        "rank_exact": 6.0,
+        "rank_path_file": 1.5,
+        "rank_path_dir": 0.5,
+        "rank_parent": 0.5,
+        "rank_file_share": 0.25,
+        "rank_same_file_decay": 0.55,
     }
     tuned = EXPLORE_PROFILE.replace(tuning={"lead_read_lines": 7})
     assert tuned.tuning["lead_read_lines"] == 7 and tuned.tuning["leads"] == 3

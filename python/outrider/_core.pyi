@@ -171,7 +171,13 @@ class RuntimeProfile:
         ``rank_file_named`` (1/3 of the exact-name bonus, for a file named as the question's
         name), ``rank_copy_weight`` (0.4, vendored, legacy, compatibility and older ``vN/``
         copies), ``rank_test_weight`` (0.4, tests when the question does not ask for them) and
-        ``rank_common_idf`` (1.4, the idf over files under which a named word's bonuses fade).
+        ``rank_common_idf`` (1.4, the idf over files under which a named word's bonuses fade),
+        and the ranking's weights: ``rank_bm25_k1`` (1.2) and ``rank_bm25_b`` (0.75),
+        ``rank_name`` (2, a question word in a definition's name), ``rank_exact`` (6, the
+        exact identifier named), ``rank_path_file`` (1.5) and ``rank_path_dir`` (0.5, a word in
+        the file's name or a folder's), ``rank_parent`` (0.5, in the enclosing definition's
+        name), ``rank_file_share`` (0.25, what a file's best chunk gains of its next ones) and
+        ``rank_same_file_decay`` (0.55, each further chunk of a file ranked).
         Set some with ``replace(tuning={"leads": 5})``: for experiments; an unknown knob or an
         out-of-range value raises naming it."""
     def replace(self, **changes: Any) -> RuntimeProfile:

@@ -14,24 +14,6 @@ use super::words::{aliases, has_word, is_identifier, split_words, word_spans, PH
 use super::Index;
 use crate::tuning::Tuning;
 
-/// BM25 term-frequency saturation.
-const K1: f64 = 1.2;
-/// BM25 length normalisation.
-const B: f64 = 0.75;
-/// A query word that is a definition's name (or one of its parts), per idf.
-const W_NAME: f64 = 2.0;
-/// The exact identifier the question names is a definition's name.
-const W_EXACT: f64 = 6.0;
-/// A query word in the file's name, per idf.
-const W_FILE: f64 = 1.5;
-/// A query word in a directory of the path, per idf.
-const W_DIR: f64 = 0.5;
-/// A query word in the name of the definition that encloses a chunk (its class), per idf.
-const W_PARENT: f64 = 0.5;
-/// The share of a file's next best chunks its best chunk gains.
-const FILE_SHARE: f64 = 0.25;
-/// Each further chunk of a file already ranked counts this much less.
-const SAME_FILE_DECAY: f64 = 0.55;
 
 /// Characters of a question read at most: the words after them are left out (and
 /// [`Query::left_out`] says how many), so that reading a question costs time in proportion to
@@ -623,8 +605,8 @@ pub fn search_until(
         let mut covered: Vec<usize> = Vec::new();
         for &(qi, tf) in &matched {
             let tf = f64::from(tf);
-            score += q.terms[qi].weight * idf[qi] * tf * (K1 + 1.0)
-                / (tf + K1 * (1.0 - B + B * len / avg_len));
+            score += q.terms[qi].weight * idf[qi] * tf * (q.tuning.rank_bm25_k1 + 1.0)
+                / (tf + q.tuning.rank_bm25_k1 * (1.0 - q.tuning.rank_bm25_b + q.tuning.rank_bm25_b * len / avg_len));
             covered.push(qi);
         }
         score += name_bonus(c, q, &look, &idf_of, &mut covered);
@@ -661,8 +643,8 @@ pub fn search_until(
         scored.push(finish(f, ci, ps, phit, q, &idf_of, total_weight, fi));
     }
     weigh_older_versions(index, &mut scored, q.tuning.rank_copy_weight);
-    accumulate(&mut scored);
-    Some(diversify(scored, limit))
+    accumulate(&mut scored, q.tuning.rank_file_share);
+    Some(diversify(scored, limit, q.tuning.rank_same_file_decay))
 }
 
 /// The bonus of a file's path: the question's words in its name and folders (per idf), and a
@@ -681,7 +663,7 @@ fn path_bonus(
     in_path.dedup();
     let mut s = 0.0;
     for &qi in &in_path {
-        let w = if in_file.contains(&qi) { W_FILE } else { W_DIR };
+        let w = if in_file.contains(&qi) { q.tuning.rank_path_file } else { q.tuning.rank_path_dir };
         s += w * q.terms[qi].weight * idf_of(qi);
     }
     // A file named as the question's name (`changeset.ex` for "Changeset"). A module file
@@ -954,7 +936,7 @@ fn positions(at: &super::text::FxMap<&str, usize>, terms: &[String]) -> Vec<usiz
 
 /// Each file's best chunk gains a share of the file's next best ones: a file where several
 /// places match parts of the question beats a file where one place matches one striking word.
-fn accumulate(scored: &mut [Hit]) {
+fn accumulate(scored: &mut [Hit], file_share: f64) {
     let mut by_file: HashMap<usize, Vec<usize>> = HashMap::new();
     for (i, h) in scored.iter().enumerate() {
         by_file.entry(h.file).or_default().push(i);
@@ -970,7 +952,7 @@ fn accumulate(scored: &mut [Hit]) {
             .take(3)
             .map(|&i| scored[i].score)
             .sum::<f64>()
-            * FILE_SHARE;
+            * file_share;
         scored[order[0]].score += extra;
     }
 }
@@ -1006,7 +988,7 @@ fn name_bonus(
     let mut bonus = 0.0;
     let in_name = positions(at, &parts);
     for &qi in &in_name {
-        bonus += W_NAME * q.terms[qi].weight * idf_of(qi);
+        bonus += q.tuning.rank_name * q.terms[qi].weight * idf_of(qi);
         covered.push(qi);
     }
     if !c.parent.is_empty() {
@@ -1015,7 +997,7 @@ fn name_bonus(
         let mut parent_hit = false;
         for qi in positions(at, &outer) {
             if !in_name.contains(&qi) {
-                bonus += W_PARENT * q.terms[qi].weight * idf_of(qi);
+                bonus += q.tuning.rank_parent * q.terms[qi].weight * idf_of(qi);
                 covered.push(qi);
                 parent_hit = true;
             }
@@ -1024,7 +1006,7 @@ fn name_bonus(
         // "the context ... next"): as good as naming `Blueprint.register`.
         let member = matches!(c.kind_name(), "method" | "function" | "constructor");
         if parent_hit && whole_name && member && !look.named(&short) {
-            bonus += W_EXACT;
+            bonus += q.tuning.rank_exact;
         }
         let parent_short = c
             .parent
@@ -1033,7 +1015,7 @@ fn name_bonus(
             .unwrap_or(&c.parent)
             .to_lowercase();
         if look.named(&parent_short) {
-            bonus += W_EXACT / 3.0 * look.name_weight(&parent_short);
+            bonus += q.tuning.rank_exact / 3.0 * look.name_weight(&parent_short);
         }
     }
     let definition = c.kind != 1;
@@ -1113,7 +1095,7 @@ fn weigh_older_versions(index: &Index, scored: &mut [Hit], weight: f64) {
 
 /// The bonus of a definition whose name is the identifier the question names.
 fn exact_bonus(q: &Query) -> f64 {
-    W_EXACT + 2.0 * (1.0 + q.terms.len() as f64).ln()
+    q.tuning.rank_exact + 2.0 * (1.0 + q.terms.len() as f64).ln()
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1177,9 +1159,9 @@ fn finish(
     }
 }
 
-/// The best `limit` hits, a file's further chunks each counting [`SAME_FILE_DECAY`] less than
-/// the one before, so that a long file does not fill the list.
-fn diversify(mut scored: Vec<Hit>, limit: usize) -> Vec<Hit> {
+/// The best `limit` hits, a file's further chunks each counting `decay` times the one before
+/// (`Tuning::rank_same_file_decay`), so that a long file does not fill the list.
+fn diversify(mut scored: Vec<Hit>, limit: usize, decay: f64) -> Vec<Hit> {
     #[derive(PartialEq)]
     struct Entry(f64, usize, usize);
     impl Eq for Entry {}
@@ -1212,7 +1194,7 @@ fn diversify(mut scored: Vec<Hit>, limit: usize) -> Vec<Hit> {
         let count = per_file.get(&h.file).copied().unwrap_or(0);
         if count != seen {
             heap.push(Entry(
-                h.score * SAME_FILE_DECAY.powi(count as i32),
+                h.score * decay.powi(count as i32),
                 i,
                 count,
             ));

@@ -276,3 +276,27 @@ fn tests_beside_the_code_rank_below_it() {
     );
     assert_ne!(got, ["src/runner/gate.rs"]);
 }
+
+#[test]
+fn the_ranking_s_weights_are_the_profile_s_tuning() {
+    // One file with three places that match, one with the exact name once: the weights decide.
+    let (_d, index) = index_of(&[
+        (
+            "src/retry/policy.rs",
+            "pub struct RetryPolicy;\n\nimpl RetryPolicy {\n    pub fn backoff_delay(&self) -> u64 { 1 }\n}\n",
+        ),
+        (
+            "src/net/client.rs",
+            "/// backoff for a retry\npub fn send() {}\n\n/// retry with backoff\npub fn resend() {}\n\n/// retry backoff delay\npub fn again() {}\n",
+        ),
+    ]);
+    let q = "Where is `RetryPolicy` backoff computed for a retry?";
+    let d = Tuning::default();
+    assert_eq!(files(&index, q, &d, 1), ["src/retry/policy.rs"]);
+    let exact = |t: &Tuning| score(&index, q, t, "src/retry/policy.rs");
+    assert!(exact(&tuned(|t| t.rank_exact = 0.0)) < exact(&d));
+    assert!(exact(&tuned(|t| t.rank_name = 0.0)) < exact(&d));
+    let many = |t: &Tuning| score(&index, q, t, "src/net/client.rs");
+    assert!(many(&tuned(|t| t.rank_file_share = 0.0)) < many(&d));
+    assert!(many(&tuned(|t| t.rank_bm25_k1 = 0.0)) != many(&d));
+}
