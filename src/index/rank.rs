@@ -14,7 +14,6 @@ use super::words::{aliases, has_word, is_identifier, split_words, word_spans, PH
 use super::Index;
 use crate::tuning::Tuning;
 
-
 /// Characters of a question read at most: the words after them are left out (and
 /// [`Query::left_out`] says how many), so that reading a question costs time in proportion to
 /// its length, whatever it holds.
@@ -606,7 +605,9 @@ pub fn search_until(
         for &(qi, tf) in &matched {
             let tf = f64::from(tf);
             score += q.terms[qi].weight * idf[qi] * tf * (q.tuning.rank_bm25_k1 + 1.0)
-                / (tf + q.tuning.rank_bm25_k1 * (1.0 - q.tuning.rank_bm25_b + q.tuning.rank_bm25_b * len / avg_len));
+                / (tf
+                    + q.tuning.rank_bm25_k1
+                        * (1.0 - q.tuning.rank_bm25_b + q.tuning.rank_bm25_b * len / avg_len));
             covered.push(qi);
         }
         score += name_bonus(c, q, &look, &idf_of, &mut covered);
@@ -663,7 +664,11 @@ fn path_bonus(
     in_path.dedup();
     let mut s = 0.0;
     for &qi in &in_path {
-        let w = if in_file.contains(&qi) { q.tuning.rank_path_file } else { q.tuning.rank_path_dir };
+        let w = if in_file.contains(&qi) {
+            q.tuning.rank_path_file
+        } else {
+            q.tuning.rank_path_dir
+        };
         s += w * q.terms[qi].weight * idf_of(qi);
     }
     // A file named as the question's name (`changeset.ex` for "Changeset"). A module file
@@ -1193,11 +1198,7 @@ fn diversify(mut scored: Vec<Hit>, limit: usize, decay: f64) -> Vec<Hit> {
         let h = &scored[i];
         let count = per_file.get(&h.file).copied().unwrap_or(0);
         if count != seen {
-            heap.push(Entry(
-                h.score * decay.powi(count as i32),
-                i,
-                count,
-            ));
+            heap.push(Entry(h.score * decay.powi(count as i32), i, count));
             continue;
         }
         let _ = s;
