@@ -1327,7 +1327,7 @@ mod tests {
 mod quote_repair_tests {
     use super::*;
 
-    /// What a 1.5B model wrote ("Where are static files served from a directory?").
+    /// What a 1.5B model wrote (asked where static files are served).
     const STRAY: &str = "```json\n{\n  \"status\": \"completed\",\n  \"summary\": \"Served by `Static`.\",\n  \"findings\": [\"routergroup.go:196-203\"],\n  \"evidence\": [\n    \"routergroup.go:196-203: router.Static(\"/static\", \"/var/www\")\"\n  ],\n  \"unresolved_questions\": []\n}\n```";
 
     #[test]

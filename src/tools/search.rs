@@ -39,7 +39,7 @@ impl Tool for SearchTool {
 
     fn description(&self) -> Cow<'static, str> {
         "Ranked code search: give a question or a few words (identifiers work best as written, \
-         e.g. 'where is the session cookie signed', 'TypeAdapter getAdapter'). Returns the best \
+         e.g. 'where are failed requests retried with backoff', 'ConfigLoader load'). Returns the best \
          places in the project, definition-sized (a function, method, class, or a block of \
          lines), best first, each with its range, what it defines, and the lines that matched. \
          Definitions of a named identifier and files named after the query rank first; tests, \

@@ -371,7 +371,7 @@ async fn with_the_index_the_scout_cites_the_definition_it_read_and_every_sentenc
     let dir = tree(&files);
     let (out, r) = explore_indexed(
         &dir,
-        "Where is the session cookie signed and saved on the response?",
+        "Where is the signed session cookie saved into the response?",
     )
     .await;
     assert_eq!(out.terminal_reason, TerminalReason::Completed, "{r:?}");
@@ -472,7 +472,7 @@ async fn with_grep_alone_the_index_ranks_what_grep_returned() {
     // One ranker: the lines Grep returned are ranked by the index's scoring, so the scout
     // without Search cites the same definition as with it, its whole block from its Read.
     let dir = tree(&session_files());
-    let task = "Where is the session cookie signed and saved on the response?";
+    let task = "Where is the signed session cookie saved into the response?";
     let (out, r) = explore(&dir, task).await;
     assert_eq!(out.terminal_reason, TerminalReason::Completed, "{r:?}");
     assert!(
@@ -509,7 +509,7 @@ fn a_verification_run_searches_reads_and_says_it_does_not_judge() {
     };
     let mut calls: Vec<String> = Vec::new();
     let scouted = super::search_quietly(
-        "Where is the session cookie signed and saved on the response?",
+        "Where is the signed session cookie saved into the response?",
         "Verify the candidate.",
         run,
         Arc::new(registry.openai_tools()),
