@@ -80,6 +80,10 @@ def test_the_index_is_cached_outside_the_tree_and_updated_for_changed_files(
     tmp_path: pathlib.Path, cache: pathlib.Path
 ) -> None:
     root = make_tree(tmp_path / "repo", SOURCES)
+    # Files written long ago (a file written in the last seconds is read again by the next
+    # walk, in case it is rewritten within one tick of the filesystem's clock).
+    for p in root.rglob("*.*"):
+        os.utime(p, (time.time() - 3600, time.time() - 3600))
     before = digest(root)
     first = outrider.run_tool(root, "Search", {"query": "SessionStore"})
     assert first["stats"]["files_read"] == 4, first["stats"]
@@ -249,3 +253,23 @@ def test_a_cache_dir_spelled_into_the_tree_is_never_written(
     assert digest(root) == before
     assert not (root / ".cache").exists()
     assert not list(root.rglob("*.idx"))
+
+
+def test_a_same_size_rewrite_in_the_same_clock_tick_is_not_served_stale(
+    tmp_path: pathlib.Path, cache: pathlib.Path
+) -> None:
+    """A file rewritten with the same size and (as within one tick of the filesystem's clock)
+    the same mtime between two Searches: the second Search must see the new text."""
+    root = make_tree(tmp_path / "repo", {"a.py": "def alpha_function():\n    return 1\n"})
+    path = root / "a.py"
+    tick = time.time_ns()
+    os.utime(path, ns=(tick, tick))
+    first = outrider.run_tool(root, "Search", {"query": "alpha_function"})
+    assert first["data"]["hits"][0]["name"] == "alpha_function"
+    path.write_text("def gamma_function():\n    return 1\n")
+    os.utime(path, ns=(tick, tick))
+    again = outrider.run_tool(root, "Search", {"query": "gamma_function"})
+    hits = again["data"]["hits"]
+    assert hits and hits[0].get("name") == "gamma_function", again
+    gone = outrider.run_tool(root, "Search", {"query": "alpha_function"})
+    assert all(h.get("name") != "alpha_function" for h in gone["data"]["hits"]), gone

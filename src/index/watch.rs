@@ -8,7 +8,8 @@
 //! ignore file (`.gitignore`, `.ignore`, `.git/info/exclude`: their directories are watched)
 //! changed. Any reported change, and a lost event queue (`IN_Q_OVERFLOW`), makes the next
 //! Search walk the whole tree as before (re-reading only files whose size or modification time
-//! changed) and watch it anew. The kernel does not report writes through a shared memory map,
+//! changed, or whose modification time was too recent to trust when they were read) and watch
+//! it anew. The kernel does not report writes through a shared memory map,
 //! a write to a file through a hard link outside the tree, or changes made by another machine
 //! to a network file system: those are seen by the next walk, which is made at the latest
 //! [`MAX_TRUST`] after the last one. Where watches cannot be
