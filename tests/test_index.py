@@ -273,3 +273,36 @@ def test_a_same_size_rewrite_in_the_same_clock_tick_is_not_served_stale(
     assert hits and hits[0].get("name") == "gamma_function", again
     gone = outrider.run_tool(root, "Search", {"query": "alpha_function"})
     assert all(h.get("name") != "alpha_function" for h in gone["data"]["hits"]), gone
+
+
+@pytest.mark.parametrize("bad", ["abc", "0", "-1"])
+def test_a_bad_cache_bound_is_named_once_not_at_every_search(
+    tmp_path: pathlib.Path,
+    cache: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    bad: str,
+) -> None:
+    value = f"{bad} {tmp_path.name}"  # a value no earlier test set: its warning is not spent
+    monkeypatch.setenv("OUTRIDER_CACHE_MAX_MB", value)
+    caplog.set_level("WARNING", logger="outrider")
+    for i in range(3):
+        root = make_tree(tmp_path / f"repo{i}", SOURCES)
+        assert outrider.run_tool(root, "Search", {"query": "SessionStore"})["status"] == "success"
+    named = [r for r in caplog.records if "OUTRIDER_CACHE_MAX_MB" in r.getMessage()]
+    assert len(named) == 1, [r.getMessage() for r in named]
+    assert value in named[0].getMessage()
+
+
+def test_a_cache_bound_too_big_for_64_bits_is_no_bound_and_no_warning(
+    tmp_path: pathlib.Path,
+    cache: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setenv("OUTRIDER_CACHE_MAX_MB", "99999999999999999999999")
+    caplog.set_level("WARNING", logger="outrider")
+    root = make_tree(tmp_path / "repo", SOURCES)
+    assert outrider.run_tool(root, "Search", {"query": "SessionStore"})["status"] == "success"
+    assert list((cache / "index").glob("*.idx"))
+    assert not [r for r in caplog.records if "OUTRIDER_CACHE_MAX_MB" in r.getMessage()]
