@@ -306,3 +306,34 @@ def test_a_cache_bound_too_big_for_64_bits_is_no_bound_and_no_warning(
     assert outrider.run_tool(root, "Search", {"query": "SessionStore"})["status"] == "success"
     assert list((cache / "index").glob("*.idx"))
     assert not [r for r in caplog.records if "OUTRIDER_CACHE_MAX_MB" in r.getMessage()]
+
+
+def _inotify_watches() -> int:
+    n = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if "inotify" in os.readlink(f"/proc/self/fd/{fd}"):
+                with open(f"/proc/self/fdinfo/{fd}") as info:
+                    n += sum(1 for line in info if line.startswith("inotify wd:"))
+        except OSError:
+            pass
+    return n
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fdinfo"), reason="inotify is Linux's")
+def test_a_tree_of_very_many_directories_takes_no_watches_and_stays_fresh(
+    tmp_path: pathlib.Path, cache: pathlib.Path
+) -> None:
+    """Watches are the user's, shared with every program (8192 on older kernels): a tree with
+    more directories than one tree may watch (16,384) is walked at every Search instead."""
+    root = tmp_path / "repo"
+    for i in range(17_000):
+        (root / f"a{i // 200}" / f"b{i}").mkdir(parents=True)
+    (root / "a0/b0/x.py").write_text("def the_only_function():\n    pass\n")
+    before = _inotify_watches()
+    first = outrider.run_tool(root, "Search", {"query": "the_only_function"})
+    assert first["data"]["hits"][0]["name"] == "the_only_function"
+    assert _inotify_watches() <= before  # (an older warm tree may have been let go)
+    (root / "a0/b0/x.py").write_text("def the_other_function():\n    pass\n")
+    again = outrider.run_tool(root, "Search", {"query": "the_other_function"})
+    assert again["data"]["hits"][0]["name"] == "the_other_function"
