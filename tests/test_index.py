@@ -80,6 +80,10 @@ def test_the_index_is_cached_outside_the_tree_and_updated_for_changed_files(
     tmp_path: pathlib.Path, cache: pathlib.Path
 ) -> None:
     root = make_tree(tmp_path / "repo", SOURCES)
+    # Files written long ago (a file written in the last seconds is read again by the next
+    # walk, in case it is rewritten within one tick of the filesystem's clock).
+    for p in root.rglob("*.*"):
+        os.utime(p, (time.time() - 3600, time.time() - 3600))
     before = digest(root)
     first = outrider.run_tool(root, "Search", {"query": "SessionStore"})
     assert first["stats"]["files_read"] == 4, first["stats"]
@@ -249,3 +253,87 @@ def test_a_cache_dir_spelled_into_the_tree_is_never_written(
     assert digest(root) == before
     assert not (root / ".cache").exists()
     assert not list(root.rglob("*.idx"))
+
+
+def test_a_same_size_rewrite_in_the_same_clock_tick_is_not_served_stale(
+    tmp_path: pathlib.Path, cache: pathlib.Path
+) -> None:
+    """A file rewritten with the same size and (as within one tick of the filesystem's clock)
+    the same mtime between two Searches: the second Search must see the new text."""
+    root = make_tree(tmp_path / "repo", {"a.py": "def alpha_function():\n    return 1\n"})
+    path = root / "a.py"
+    tick = time.time_ns()
+    os.utime(path, ns=(tick, tick))
+    first = outrider.run_tool(root, "Search", {"query": "alpha_function"})
+    assert first["data"]["hits"][0]["name"] == "alpha_function"
+    path.write_text("def gamma_function():\n    return 1\n")
+    os.utime(path, ns=(tick, tick))
+    again = outrider.run_tool(root, "Search", {"query": "gamma_function"})
+    hits = again["data"]["hits"]
+    assert hits and hits[0].get("name") == "gamma_function", again
+    gone = outrider.run_tool(root, "Search", {"query": "alpha_function"})
+    assert all(h.get("name") != "alpha_function" for h in gone["data"]["hits"]), gone
+
+
+@pytest.mark.parametrize("bad", ["abc", "0", "-1"])
+def test_a_bad_cache_bound_is_named_once_not_at_every_search(
+    tmp_path: pathlib.Path,
+    cache: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    bad: str,
+) -> None:
+    value = f"{bad} {tmp_path.name}"  # a value no earlier test set: its warning is not spent
+    monkeypatch.setenv("OUTRIDER_CACHE_MAX_MB", value)
+    caplog.set_level("WARNING", logger="outrider")
+    for i in range(3):
+        root = make_tree(tmp_path / f"repo{i}", SOURCES)
+        assert outrider.run_tool(root, "Search", {"query": "SessionStore"})["status"] == "success"
+    named = [r for r in caplog.records if "OUTRIDER_CACHE_MAX_MB" in r.getMessage()]
+    assert len(named) == 1, [r.getMessage() for r in named]
+    assert value in named[0].getMessage()
+
+
+def test_a_cache_bound_too_big_for_64_bits_is_no_bound_and_no_warning(
+    tmp_path: pathlib.Path,
+    cache: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setenv("OUTRIDER_CACHE_MAX_MB", "99999999999999999999999")
+    caplog.set_level("WARNING", logger="outrider")
+    root = make_tree(tmp_path / "repo", SOURCES)
+    assert outrider.run_tool(root, "Search", {"query": "SessionStore"})["status"] == "success"
+    assert list((cache / "index").glob("*.idx"))
+    assert not [r for r in caplog.records if "OUTRIDER_CACHE_MAX_MB" in r.getMessage()]
+
+
+def _inotify_watches() -> int:
+    n = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if "inotify" in os.readlink(f"/proc/self/fd/{fd}"):
+                with open(f"/proc/self/fdinfo/{fd}") as info:
+                    n += sum(1 for line in info if line.startswith("inotify wd:"))
+        except OSError:
+            pass
+    return n
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fdinfo"), reason="inotify is Linux's")
+def test_a_tree_of_very_many_directories_takes_no_watches_and_stays_fresh(
+    tmp_path: pathlib.Path, cache: pathlib.Path
+) -> None:
+    """Watches are the user's, shared with every program (8192 on older kernels): a tree with
+    more directories than one tree may watch (16,384) is walked at every Search instead."""
+    root = tmp_path / "repo"
+    for i in range(17_000):
+        (root / f"a{i // 200}" / f"b{i}").mkdir(parents=True)
+    (root / "a0/b0/x.py").write_text("def the_only_function():\n    pass\n")
+    before = _inotify_watches()
+    first = outrider.run_tool(root, "Search", {"query": "the_only_function"})
+    assert first["data"]["hits"][0]["name"] == "the_only_function"
+    assert _inotify_watches() <= before  # (an older warm tree may have been let go)
+    (root / "a0/b0/x.py").write_text("def the_other_function():\n    pass\n")
+    again = outrider.run_tool(root, "Search", {"query": "the_other_function"})
+    assert again["data"]["hits"][0]["name"] == "the_other_function"

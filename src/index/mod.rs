@@ -238,6 +238,21 @@ pub(crate) struct Refresh {
     pub walk_cut: bool,
 }
 
+/// The mtime kept for a file whose own mtime was too recent to tell a later same-size write
+/// apart ("racily clean"): it equals no real mtime, so the next walk reads the file again.
+/// Without it, a file rewritten with the same size within one tick of the filesystem's clock
+/// (or given back its old mtime, as `tar`, `rsync -t` and `cp -p` do) would be served stale.
+const RACY: i128 = i128::MIN;
+/// How recent (before the walk began) an mtime is racy: a coarse filesystem clock ticks at
+/// most this slowly (2 s on FAT).
+const RACY_WINDOW_NS: i128 = 2_000_000_000;
+
+fn now_ns() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128)
+}
+
 /// A walked file: relative path, size, mtime.
 struct Listed {
     path: String,
@@ -353,6 +368,9 @@ impl Index {
         cancel: &AtomicBool,
     ) -> Refresh {
         let started = Instant::now();
+        // A file modified this recently may be written again within the same timestamp tick
+        // and keep its size: it is re-read at the next walk (see [`RACY`]).
+        let racy_after = now_ns() - RACY_WINDOW_NS;
         // Watched before the walk lists anything, so that no change made after a directory
         // was listed goes unreported.
         let watch = watch::Watch::start(ws);
@@ -389,7 +407,12 @@ impl Index {
         } else {
             (old.len(), 0)
         };
-        let (read, binary, pending) = self.read_files(ws, todo, deadline, cancel);
+        let (mut read, binary, pending) = self.read_files(ws, todo, deadline, cancel);
+        for f in &mut read {
+            if f.mtime >= racy_after {
+                f.mtime = RACY;
+            }
+        }
         let n_read = read.len();
         let changed = n_read > 0 || dropped + unreached > 0;
         keep.extend(read);

@@ -49,23 +49,30 @@ pub(crate) fn cache_dir() -> Option<PathBuf> {
 }
 
 /// The bound on the bytes the cached indexes take together: `OUTRIDER_CACHE_MAX_MB` (a whole
-/// number of MiB, at least 1) when set, else [`DEFAULT_MAX_TOTAL_BYTES`]. A value that is not
-/// such a number is reported (naming it) and the default used.
+/// number of MiB, at least 1; one too big for 64 bits is no bound) when set, else
+/// [`DEFAULT_MAX_TOTAL_BYTES`]. A value that is not such a number is reported (naming it), once
+/// per process and value rather than at every Search, and the default used.
 pub(crate) fn max_total_bytes() -> u64 {
-    match std::env::var("OUTRIDER_CACHE_MAX_MB") {
-        Err(std::env::VarError::NotPresent) => DEFAULT_MAX_TOTAL_BYTES,
-        Ok(v) if v.trim().parse::<u64>().is_ok_and(|mb| mb >= 1) => {
-            v.trim().parse::<u64>().unwrap_or(1).saturating_mul(1 << 20)
-        }
-        Ok(v) => {
-            tracing::warn!(value = %v, "OUTRIDER_CACHE_MAX_MB must be a whole number of MiB, at least 1; the default of {} MiB is used", DEFAULT_MAX_TOTAL_BYTES >> 20);
-            DEFAULT_MAX_TOTAL_BYTES
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "OUTRIDER_CACHE_MAX_MB must be a whole number of MiB, at least 1; the default of {} MiB is used", DEFAULT_MAX_TOTAL_BYTES >> 20);
-            DEFAULT_MAX_TOTAL_BYTES
-        }
+    let v = match std::env::var("OUTRIDER_CACHE_MAX_MB") {
+        Err(std::env::VarError::NotPresent) => return DEFAULT_MAX_TOTAL_BYTES,
+        Ok(v) => v,
+        Err(std::env::VarError::NotUnicode(v)) => v.to_string_lossy().into_owned(),
+    };
+    let t = v.trim();
+    match t.parse::<u64>() {
+        Ok(mb) if mb >= 1 => return mb.saturating_mul(1 << 20),
+        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => return u64::MAX,
+        _ => {}
     }
+    static WARNED: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+    let mut warned = WARNED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if warned.as_deref() != Some(v.as_str()) {
+        tracing::warn!(value = %v, "OUTRIDER_CACHE_MAX_MB must be a whole number of MiB, at least 1; the default of {} MiB is used", DEFAULT_MAX_TOTAL_BYTES >> 20);
+        *warned = Some(v);
+    }
+    DEFAULT_MAX_TOTAL_BYTES
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {

@@ -8,7 +8,15 @@ fn tree(files: &[(&str, &str)]) -> (tempfile::TempDir, Workspace) {
     for (path, text) in files {
         let p = dir.path().join(path);
         std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
-        std::fs::write(p, text).expect("write");
+        std::fs::write(&p, text).expect("write");
+        // Written long ago: a file written in the last seconds is read again by the next
+        // walk (it is racily clean), which would blur what these tests count.
+        let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        std::fs::File::options()
+            .write(true)
+            .open(&p)
+            .and_then(|f| f.set_modified(long_ago))
+            .expect("mtime");
     }
     let ws = Workspace::new(dir.path()).expect("workspace");
     (dir, ws)

@@ -8,7 +8,8 @@
 //! ignore file (`.gitignore`, `.ignore`, `.git/info/exclude`: their directories are watched)
 //! changed. Any reported change, and a lost event queue (`IN_Q_OVERFLOW`), makes the next
 //! Search walk the whole tree as before (re-reading only files whose size or modification time
-//! changed) and watch it anew. The kernel does not report writes through a shared memory map,
+//! changed, or whose modification time was too recent to trust when they were read) and watch
+//! it anew. The kernel does not report writes through a shared memory map,
 //! a write to a file through a hard link outside the tree, or changes made by another machine
 //! to a network file system: those are seen by the next walk, which is made at the latest
 //! [`MAX_TRUST`] after the last one. Where watches cannot be
@@ -27,6 +28,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 #[cfg(not(target_os = "linux"))]
 use crate::tools::workspace::Workspace;
 
+/// The most directories one tree's watches cover: each holds one of the user's inotify watches
+/// (`fs.inotify.max_user_watches`, shared with every other program of the user, 8192 on older
+/// kernels), so a bigger tree is walked at every Search instead of taking them all.
+pub(crate) const MAX_WATCHES: usize = 16_384;
+
 /// The longest a walk is trusted for when no change was reported.
 pub(crate) const MAX_TRUST: Duration = Duration::from_secs(30);
 
@@ -38,6 +44,9 @@ pub(crate) struct Watch {
     /// A directory could not be watched: changes in it would go unseen.
     #[cfg(target_os = "linux")]
     broken: AtomicBool,
+    /// Watches added (at most [`MAX_WATCHES`]).
+    #[cfg(target_os = "linux")]
+    count: std::sync::atomic::AtomicUsize,
     since: Instant,
 }
 
@@ -71,6 +80,7 @@ mod imp {
             let w = Watch {
                 fd,
                 broken: std::sync::atomic::AtomicBool::new(false),
+                count: std::sync::atomic::AtomicUsize::new(0),
                 since: std::time::Instant::now(),
             };
             let dir = OFlags::PATH | OFlags::DIRECTORY;
@@ -86,6 +96,13 @@ mod imp {
         }
 
         fn add_path<P: rustix::path::Arg>(&self, path: P, no_follow: bool) {
+            if self.broken.load(Ordering::Relaxed)
+                || self.count.fetch_add(1, Ordering::Relaxed) >= super::MAX_WATCHES
+            {
+                // Already incomplete, or too many: this walk's watches are let go after it.
+                self.broken.store(true, Ordering::Relaxed);
+                return;
+            }
             let mut f = flags();
             if no_follow {
                 f |= WatchFlags::DONT_FOLLOW;
