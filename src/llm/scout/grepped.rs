@@ -16,7 +16,7 @@ use crate::tools::shown::Shown;
 /// Source files, by extension: definitions and lines are searched only here unless the
 /// question asks about documentation (prose repeats the question's words without doing the
 /// thing).
-const CODE_GLOB: &str = "*.{py,pyi,rs,go,js,jsx,mjs,ts,tsx,java,kt,scala,c,h,cc,cpp,hpp,cs,rb,php,swift,m,lua,ex,exs,hs,ml,dart,zig,sh,vue,svelte}";
+const CODE_GLOB: &str = "*.{py,pyi,rs,go,js,jsx,mjs,ts,tsx,java,kt,kts,scala,sc,c,h,cc,cpp,hpp,cs,rb,php,swift,m,lua,ex,exs,hs,ml,dart,zig,sh,bash,vue,svelte}";
 
 /// Declaration modifiers that may precede a definition keyword.
 const MODS: &str =
