@@ -20,20 +20,24 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def tiny_model(request: dict[str, Any]) -> dict[str, Any]:
-    """Turn 1: Grep for the definition. Turn 2: answer with the first match as evidence."""
+    """Turn 1: Grep for the definition. Turn 2: Read the code around the first match (an
+    answer resting on a match line alone is partial: a match shows where a name is, not what
+    the code does). Turn 3: answer with that line as evidence."""
     tool_messages = [m for m in request["messages"] if m["role"] == "tool"]
     if not tool_messages:
         return {
             "content": "",
             "tool_calls": [{"name": "Grep", "arguments": {"pattern": "def launch"}}],
         }
-    envelope = json.loads(tool_messages[-1]["content"])
-    matches = envelope["data"]["matches"]
-    first = matches[0]
+    first_result = json.loads(tool_messages[0]["content"])
+    first = first_result["data"]["matches"][0]
+    if len(tool_messages) == 1:
+        window = {"path": first["file"], "start_line": max(1, first["line"] - 2), "limit": 20}
+        return {"content": "", "tool_calls": [{"name": "Read", "arguments": window}]}
     answer = {
         "status": "completed",
-        "summary": f"`launch` appears first in {first['file']}, line {first['line']}.",
-        "findings": [f"{m['file']}:{m['line']}: {m['text'].strip()}" for m in matches[:3]],
+        "summary": f"`launch` is defined in {first['file']}, line {first['line']}.",
+        "findings": [f"{first['file']}:{first['line']}: {first['text'].strip()}"],
         "evidence": [f"{first['file']}:{first['line']}"],
     }
     return {"content": json.dumps(answer)}

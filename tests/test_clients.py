@@ -55,7 +55,7 @@ def openai_turns() -> list[dict[str, Any]]:
     grep = {
         "id": "call_grep",
         "type": "function",
-        "function": {"name": "Grep", "arguments": json.dumps({"pattern": "def main"})},
+        "function": {"name": "Read", "arguments": json.dumps({"path": "app.py"})},
     }
     return [
         answer({"role": "assistant", "content": None, "tool_calls": [grep]}, "tool_calls"),
@@ -76,7 +76,7 @@ def anthropic_turns() -> list[dict[str, Any]]:
             "usage": {"input_tokens": 100, "output_tokens": 10},
         }
 
-    grep = {"type": "tool_use", "id": "toolu_grep", "name": "Grep", "input": {"pattern": "main"}}
+    grep = {"type": "tool_use", "id": "toolu_grep", "name": "Read", "input": {"path": "app.py"}}
     return [answer([grep], "tool_use"), answer([{"type": "text", "text": ANSWER}], "end_turn")]
 
 

@@ -39,7 +39,7 @@ def script_env() -> dict[str, str]:
     ("script", "expected"),
     [
         ("quickstart.py", "repaired (fence): Half done."),
-        ("plain_callable.py", "status: completed (completed), tools: {'Grep': 1}"),
+        ("plain_callable.py", "status: completed (completed), tools: {'Grep': 1, 'Read': 1}"),
         ("offline_scout.py", "status: partial, model: offline"),
         ("async_launch.py", "completed: The core starts in src/lib.rs.  ['src/lib.rs:1']"),
     ],

@@ -45,10 +45,10 @@ CHILD_IN, CHILD_OUT = 100 + 150, 20 + 30  # the child's prompt and answer tokens
 
 
 def child_script(first: Any = None) -> ScriptedLLM:
-    """A child that greps, then answers: 300 tokens as its provider reports them."""
+    """A child that reads, then answers: 300 tokens as its provider reports them."""
     return ScriptedLLM(
         [
-            with_usage(first or [call("Grep", pattern="def load_config")], 100, 20),
+            with_usage(first or [call("Read", path="config.py")], 100, 20),
             with_usage(final(**ANSWER), 150, 30),
         ]
     )
@@ -72,7 +72,7 @@ def expected_envelope(args: dict[str, Any] = ARGS) -> dict[str, Any]:
             "result": {
                 **ANSWER,
                 "evidence": ["config.py:1-2", "app.py:1"],
-                "tool_usage": {"Grep": 1},
+                "tool_usage": {"Read": 1},
                 "terminal_reason": "completed",
                 "evidence_sources": ["both", "index"],
             },

@@ -121,7 +121,7 @@ def test_task_validation_messages(
 
 
 def test_task_success_envelope_key_by_key(repo: pathlib.Path, traces: pathlib.Path) -> None:
-    llm = ScriptedLLM([[call("Grep", pattern="login")], FINAL])
+    llm = ScriptedLLM([[call("Read", path="src/auth.py")], FINAL])
     light = ScriptedLLM([])
     tool = TaskTool(SubagentLauncher(repo, llm, trace_dir=traces), reference_format=True)
     args = dict(TASK_ARGS, subagent_type=" EXPLORE ", model="MAIN")
@@ -139,7 +139,7 @@ def test_task_success_envelope_key_by_key(repo: pathlib.Path, traces: pathlib.Pa
         "findings": ["login()"],
         "evidence": ["src/auth.py:1-2"],  # line 1, in the index's place 1-2
         "unresolved_questions": [],
-        "tool_usage": {"Grep": 1},
+        "tool_usage": {"Read": 1},
         "terminal_reason": "completed",
         "evidence_sources": ["both"],
     }

@@ -325,7 +325,7 @@ def test_a_whole_launch_survives_a_fault_and_is_judged_resilient(
     }
     chaos.queue(
         fail(500),
-        reply(tool_calls=[{"name": "Grep", "arguments": {"pattern": "def handle_login"}}]),
+        reply(tool_calls=[{"name": "Read", "arguments": {"path": "src/auth.py"}}]),
         reply(json.dumps(final)),
     )
     launcher = outrider.SubagentLauncher(
@@ -343,7 +343,7 @@ def test_a_whole_launch_survives_a_fault_and_is_judged_resilient(
     assert d["result"] == {
         **final,
         "evidence": ["src/auth.py:3-4"],
-        "tool_usage": {"Grep": 1},
+        "tool_usage": {"Read": 1},
         "terminal_reason": "completed",
         "evidence_sources": ["both"],
     }

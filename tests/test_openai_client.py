@@ -27,7 +27,7 @@ KEY = "sk-loopback-5f1e2d3c4b5a69788796a5b4"
 MODEL = "loopback-model"
 # What outrider adds for a server on this machine when nothing is configured (LOCAL_MAX_TOKENS,
 # LOCAL_STOP and LOCAL_TEMPERATURE in src/llm/openai/client.rs).
-LOCAL_MAX_TOKENS = 1024
+LOCAL_MAX_TOKENS = 512
 LOCAL = {"max_tokens": LOCAL_MAX_TOKENS, "stop": ["\n\n\n\n"], "temperature": 0.0}
 TOOLS: list[dict[str, Any]] = [
     {
@@ -677,7 +677,7 @@ def test_a_launch_runs_through_the_http_client(
         Reply(
             body=completion(
                 None,
-                [("call_grep_1", "Grep", {"pattern": "def handle_login"})],
+                [("call_read_1", "Read", {"path": "src/auth.py"})],
                 finish_reason="tool_calls",
                 usage=(900, 40),
             )
@@ -700,12 +700,12 @@ def test_a_launch_runs_through_the_http_client(
         False,
         2,
     )
-    assert d["tool_usage"] == {"Grep": 1}
+    assert d["tool_usage"] == {"Read": 1}
     # The model's line 3 lies in the index's place (3-4): cited as that place, from both.
     assert d["result"] == {
         **FINAL,
         "evidence": ["src/auth.py:3-4"],
-        "tool_usage": {"Grep": 1},
+        "tool_usage": {"Read": 1},
         "terminal_reason": "completed",
         "evidence_sources": ["both"],
     }
@@ -723,12 +723,12 @@ def test_a_launch_runs_through_the_http_client(
     assistant, tool = second.body["messages"][2:]
     assert assistant["tool_calls"] == [
         {
-            "id": "call_grep_1",
+            "id": "call_read_1",
             "type": "function",
-            "function": {"name": "Grep", "arguments": '{"pattern": "def handle_login"}'},
+            "function": {"name": "Read", "arguments": '{"path": "src/auth.py"}'},
         }
     ]
-    assert (tool["tool_call_id"], tool["name"]) == ("call_grep_1", "Grep")
+    assert (tool["tool_call_id"], tool["name"]) == ("call_read_1", "Read")
     assert "src/auth.py" in tool["content"]
 
 

@@ -47,7 +47,7 @@ def test_a_launch_is_a_run_span_under_the_callers_span(
 ) -> None:
     tracer, exporter = spans
     seen: list[str] = []
-    llm = ScriptedLLM([[call("Grep", pattern="def login")], ANSWER])
+    llm = ScriptedLLM([[call("Read", path="auth.py")], ANSWER])
     launcher = outrider.SubagentLauncher(repo, llm, trace_dir=False)
     with tracer.start_as_current_span("caller") as caller:
         r = launcher.launch(
@@ -55,8 +55,8 @@ def test_a_launch_is_a_run_span_under_the_callers_span(
         )
     assert r.status == "completed" and seen[0] == "run_start"  # the user's on_event still runs
     by_name = {s.name: s for s in exporter.get_finished_spans()}
-    assert set(by_name) == {"caller", "outrider.run", "outrider.tool Grep"}
-    run, tool = by_name["outrider.run"], by_name["outrider.tool Grep"]
+    assert set(by_name) == {"caller", "outrider.run", "outrider.tool Read"}
+    run, tool = by_name["outrider.run"], by_name["outrider.tool Read"]
     assert run.parent is not None and run.parent.span_id == caller.get_span_context().span_id
     assert tool.parent is not None and tool.parent.span_id == run.context.span_id
     assert run.attributes is not None and tool.attributes is not None

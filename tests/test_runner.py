@@ -314,7 +314,7 @@ def test_raising_and_malformed_models_fail_with_a_named_error(
 
 
 def test_async_models(repo: pathlib.Path, traces: pathlib.Path) -> None:
-    llm = ScriptedLLM([[call("Grep", pattern="main")], delay(0.05, FINAL)], is_async=True)
+    llm = ScriptedLLM([[call("Read", path="src/app.py")], delay(0.05, FINAL)], is_async=True)
     assert launch(repo, traces, llm).status == "completed"
 
     async def model(request: dict[str, Any]) -> dict[str, Any]:

@@ -44,7 +44,7 @@ def test_routes_keep_each_launch_many_child_on_its_own_script(repo: pathlib.Path
     llm = ScriptedLLM.by_task(
         {
             "Find login": [
-                delay(0.2, [call("Grep", pattern="def login")]),
+                delay(0.2, READ_AUTH),
                 answer("login is in auth.py", "src/auth.py:1"),
             ],
             re.compile(r"^Find (the )?database"): [
@@ -64,10 +64,10 @@ def test_routes_keep_each_launch_many_child_on_its_own_script(repo: pathlib.Path
         ("completed", "login is in auth.py"),
     ]
     assert [r.tool_usage for r in results] == [
-        {"Grep": 1},
+        {"Read": 1},
         {"Read": 1, "Glob": 1},
         {"Read": 1, "Glob": 1},
-        {"Grep": 1},
+        {"Read": 1},
     ]
     assert llm.calls == 10 and llm.remaining == 0
     llm.assert_complete()

@@ -154,6 +154,10 @@ pub(crate) async fn check(
         .assists
         .answer_accepted(&result, seen.observed, seen.task)
     {
+        if !objection.ask_again {
+            let result = crate::runner::grounding::downgraded(result, false, Some(&objection.note));
+            return Gate::Accept(result, repair);
+        }
         return Gate::Reject {
             exploring: false,
             feedback: objection.feedback,

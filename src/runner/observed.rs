@@ -18,6 +18,9 @@ const MAX_WORDS: usize = 200_000;
 #[derive(Debug, Clone, Default)]
 pub struct Observed {
     lines: BTreeMap<String, Vec<(u64, u64)>>,
+    /// The lines a Read window or a Search place showed (a subset of `lines`): code read in
+    /// context, not only matched.
+    read: BTreeMap<String, Vec<(u64, u64)>>,
     hits: Vec<(String, u64, String)>,
     words: std::collections::HashSet<String>,
 }
@@ -53,6 +56,9 @@ impl Observed {
                     self.add(&path, *n, *n);
                     self.add_words(text);
                 }
+                if let (Some((first, _)), Some((last, _))) = (lines.first(), lines.last()) {
+                    merge_into(self.read.entry(path).or_default(), *first, *last);
+                }
             }
             Shown::Matches(matches) => {
                 for m in matches {
@@ -70,11 +76,18 @@ impl Observed {
                 }
             }
             Shown::Places(places) => {
+                // A place's lines are its code in context (a definition or a block), like a
+                // Read window's.
                 for place in places {
                     let path = normalize(&place.file);
                     for (n, text) in &place.lines {
                         self.add(&path, *n, *n);
                         self.add_words(text);
+                    }
+                    if let (Some((first, _)), Some((last, _))) =
+                        (place.lines.first(), place.lines.last())
+                    {
+                        merge_into(self.read.entry(path).or_default(), *first, *last);
                     }
                 }
             }
@@ -104,17 +117,15 @@ impl Observed {
     }
 
     fn add(&mut self, path: &str, start: u64, end: u64) {
-        let ranges = self.lines.entry(path.to_string()).or_default();
-        ranges.push((start, end));
-        ranges.sort_unstable();
-        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
-        for &(s, e) in ranges.iter() {
-            match merged.last_mut() {
-                Some(last) if s <= last.1.saturating_add(1) => last.1 = last.1.max(e),
-                _ => merged.push((s, e)),
-            }
-        }
-        *ranges = merged;
+        merge_into(self.lines.entry(path.to_string()).or_default(), start, end);
+    }
+
+    /// Whether a Read window or a Search place showed any line of `start..=end` of `path` (the
+    /// child read code there in context, not only Grep's matched lines).
+    pub fn read_any(&self, path: &str, start: u64, end: u64) -> bool {
+        self.read
+            .get(&normalize(path))
+            .is_some_and(|r| r.iter().any(|&(s, e)| s <= end && start <= e))
     }
 
     /// Whether the child saw line `line` of `path`.
@@ -188,6 +199,20 @@ impl Observed {
     }
 }
 
+/// Add `start..=end` to sorted, merged `ranges`, keeping them sorted and merged.
+fn merge_into(ranges: &mut Vec<(u64, u64)>, start: u64, end: u64) {
+    ranges.push((start, end));
+    ranges.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
+    for &(s, e) in ranges.iter() {
+        match merged.last_mut() {
+            Some(last) if s <= last.1.saturating_add(1) => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    *ranges = merged;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,6 +256,9 @@ mod tests {
         assert!(o.saw_range("src/main.rs", 38, 41));
         assert!(!o.saw_range("src/main.rs", 38, 42));
         assert!(!o.saw("src/err.rs", 1), "an error result shows nothing");
+        // Only a Read window counts as code read in context, not a match with its context.
+        assert!(o.read_any("./src/lib.rs", 12, 30) && !o.read_any("src/lib.rs", 13, 30));
+        assert!(!o.read_any("src/main.rs", 38, 41));
         assert!(o.saw_word("main") && o.saw_word("z") && !o.saw_word("secret"));
         assert_eq!(
             o.hits(),

@@ -1968,3 +1968,42 @@ async fn an_answer_that_only_restates_unread_leads_stands_as_partial_with_the_le
         Some("outrider: the child answered before searching enough, so this answer is partial")
     );
 }
+
+#[tokio::test]
+async fn a_completed_answer_resting_on_search_matches_alone_stands_as_partial() {
+    let dir = tree();
+    // Grep showed line 1; the answer cites it, but no Read showed the code around it.
+    let (out, model) = run(
+        &dir,
+        vec![
+            calls(&[("Grep", json!({"pattern": "def main"}))]),
+            say(FINAL),
+        ],
+        explore_profile(),
+    )
+    .await;
+    assert_eq!(out.terminal_reason, TerminalReason::Completed);
+    assert_eq!(model.requests().len(), 2, "no model call is spent on it");
+    let Some(ParsedResult::Explore(r)) = &out.result else {
+        panic!("{:?}", out.result)
+    };
+    assert_eq!(r.status, SubagentStatus::Partial);
+    assert!(
+        r.unresolved_questions
+            .iter()
+            .any(|q| q.contains("read none of the code it cites")),
+        "{:?}",
+        r.unresolved_questions
+    );
+    // The same answer after a Read of the lines it cites is completed.
+    let (out, _) = run(&dir, vec![read_app(), say(FINAL)], explore_profile()).await;
+    let Some(ParsedResult::Explore(r)) = &out.result else {
+        panic!("{:?}", out.result)
+    };
+    assert_eq!(
+        r.status,
+        SubagentStatus::Completed,
+        "{:?}",
+        r.unresolved_questions
+    );
+}

@@ -65,9 +65,12 @@ pub struct OpenAICompatible {
 /// The answer cap sent to a server on a loopback address when none is configured: local
 /// servers (llama.cpp, Ollama) generate until their context is full by default, and a small
 /// model that keeps writing newlines after its answer would hold a step for minutes. An explore
-/// answer is a few hundred tokens. Remote APIs get none (several reject `max_tokens` for some
-/// models), unless configured.
-pub const LOCAL_MAX_TOKENS: u64 = 1024;
+/// answer or a tool call is a few hundred tokens at most (with a real 1.5B model on 2 cores:
+/// 100-250); a small model that starts repeating a list wrote to the old cap of 1024 in 7 runs
+/// of 30, two to three minutes each, and the run's clock ran out before it could answer again;
+/// one cut at 512 is asked again, short, in half the time. Remote APIs get none (several reject
+/// `max_tokens` for some models), unless configured.
+pub const LOCAL_MAX_TOKENS: u64 = 512;
 
 /// The sampling temperature sent to a server on a loopback address when none is configured:
 /// local servers (llama.cpp, Ollama) sample at 0.8 by default, and a child's tool calls and

@@ -3,7 +3,13 @@
 //! saw in this run, or the answer is refused once with the names it has not seen, and stands as
 //! `partial` after that, listing them. A summary that rests on names the child never saw is the
 //! commonest way a small model is wrong while sure ("also used in reloader.rb").
+//!
+//! A `completed` answer must also rest on code the child read in context: at least one of its
+//! evidence items must overlap a Read window. Lines a search matched show that a name occurs
+//! there, not what the code around it does; an answer built on match lines alone stands as
+//! `partial` at once (asking again costs a small model a minute and it rarely reads then).
 
+use crate::contract::SubagentStatus;
 use crate::profile::RuntimeProfile;
 use crate::runner::assist::{Assist, Objection};
 use crate::runner::observed::{words, Observed};
@@ -44,11 +50,37 @@ impl Assist for Claims {
             .into_iter()
             .filter(|n| !named_in(n, task))
             .collect();
-        (!names.is_empty()).then(|| Objection {
-            feedback: feedback(&self.contract, &names),
-            note: note(&names),
-        })
+        if !names.is_empty() {
+            return Some(Objection {
+                feedback: feedback(&self.contract, &names),
+                note: note(&names),
+                ask_again: true,
+            });
+        }
+        if r.status == SubagentStatus::Completed {
+            return unread(&r.evidence, observed);
+        }
+        None
     }
+}
+
+/// The objection to a `completed` answer none of whose `evidence` items overlaps a Read
+/// window (it stands as partial at once), or None when one does (or when it cites nothing the
+/// gate could place).
+fn unread(evidence: &[String], observed: &Observed) -> Option<Objection> {
+    let cited: Vec<(String, u64, u64)> = evidence
+        .iter()
+        .filter_map(|e| crate::evidence::parse_citation(e))
+        .collect();
+    if cited.is_empty() || cited.iter().any(|(p, s, e)| observed.read_any(p, *s, *e)) {
+        return None;
+    }
+    let note = "outrider: the child read none of the code it cites (only lines a search matched), so the answer is partial";
+    Some(Objection {
+        feedback: note.into(),
+        note: note.into(),
+        ask_again: false,
+    })
 }
 
 /// The names `summary` uses as code that the child did not see (each once, in order), words of

@@ -12,6 +12,9 @@ pub(crate) struct Objection {
     pub(crate) feedback: String,
     /// What the answer says in its open questions if it stands (as `partial`) after all.
     pub(crate) note: String,
+    /// Refuse the answer (the model is told `feedback` and answers again); false: it stands
+    /// at once as `partial` with `note`, no model call spent.
+    pub(crate) ask_again: bool,
 }
 
 /// A small-model assist's hooks into the loop. Each has a default that changes nothing, so an
