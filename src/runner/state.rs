@@ -21,6 +21,9 @@ pub(crate) enum Stop {
     Refused(String),
 }
 
+/// The most successful calls a run remembers for spotting a repeat (a run makes a few dozen).
+pub(crate) const MAX_SUCCEEDED: usize = 256;
+
 /// What a run accumulates from step to step.
 pub(crate) struct State {
     /// The conversation so far.
@@ -47,6 +50,9 @@ pub(crate) struct State {
     pub(crate) successful_tools: u64,
     /// The last call that failed: (tool, arguments as canonical JSON, step, error message).
     pub(crate) last_failure: Option<(String, String, u64, String)>,
+    /// The calls that succeeded: (tool, arguments as canonical JSON, step), at most
+    /// [`MAX_SUCCEEDED`], so that the same search is not run (and its result sent) again.
+    pub(crate) succeeded: Vec<(String, String, u64)>,
     /// The run's small-model assists, hooked in at a few points (see `runner::assist`).
     pub(crate) assists: crate::runner::assist::Assists,
     /// The Read results in `messages`, which later requests shorten once used (see `resend`).
@@ -72,6 +78,7 @@ impl State {
             observed: crate::runner::observed::Observed::default(),
             successful_tools: 0,
             last_failure: None,
+            succeeded: Vec::new(),
             assists: crate::runner::assist::Assists::default(),
             reads: Vec::new(),
         }

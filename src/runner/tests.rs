@@ -2007,3 +2007,30 @@ async fn a_completed_answer_resting_on_search_matches_alone_stands_as_partial() 
         r.unresolved_questions
     );
 }
+
+#[tokio::test]
+async fn a_search_repeated_is_not_run_again_and_says_so_but_a_read_is() {
+    let dir = tree();
+    let grep = || calls(&[("Grep", json!({"pattern": "def main"}))]);
+    let (_, model) = run(
+        &dir,
+        vec![grep(), grep(), read_app(), read_app(), say(FINAL)],
+        explore_profile(),
+    )
+    .await;
+    let last_tool = |i: usize| {
+        let Some(Message::Tool { content, .. }) = model.requests()[i].messages.last().cloned()
+        else {
+            panic!()
+        };
+        serde_json::from_str::<Value>(&content).unwrap()
+    };
+    let again = last_tool(2);
+    let message = again["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("Same call as step 1, whose result is above"),
+        "{message}"
+    );
+    // A Read repeated runs: its earlier result may have been shortened since.
+    assert_eq!(last_tool(4)["status"], "success", "{}", last_tool(4));
+}

@@ -70,13 +70,24 @@ impl RuntimeRunner {
         for call in calls {
             *st.tool_usage.entry(call.name.clone()).or_insert(0) += 1;
             let args = CallArguments::parse(&call.arguments);
-            let repeated = st
-                .last_failure
-                .as_ref()
-                .and_then(|(name, canonical, at, error)| {
-                    (*name == call.name && *canonical == args.canonical)
-                        .then(|| (*at, error.clone()))
+            // A search repeated shows the same list; a Read may be repeated (its earlier result
+            // may have been shortened since).
+            let done = st
+                .succeeded
+                .iter()
+                .filter(|_| call.name != "Read")
+                .find(|(name, canonical, _)| *name == call.name && *canonical == args.canonical)
+                .map(|(_, _, at)| {
+                    format!("Same call as step {at}, whose result is above: running it again shows nothing new. Make a different call (another pattern, path or line range), or reply with the final JSON object.")
                 });
+            let repeated = done.or_else(|| {
+                st.last_failure
+                    .as_ref()
+                    .filter(|(name, canonical, _, _)| *name == call.name && *canonical == args.canonical)
+                    .map(|(_, _, at, error)| {
+                        format!("Same call as step {at}, which failed with: {error} Change the arguments or use another tool.")
+                    })
+            });
             self.trace.emit(
                 step,
                 &event::ToolCallEvent {
@@ -100,12 +111,13 @@ impl RuntimeRunner {
     }
 
     /// Start one tool call on the blocking pool, in its own span. A call that repeats the last
-    /// failed one (`repeated`: its step and error) is not run again: its result says so.
+    /// failed one, or a search that succeeded earlier in the run, is not run again: its result
+    /// is `repeated`, the message saying so.
     fn start_tool(
         &self,
         call: &ToolCall,
         args: CallArguments,
-        repeated: Option<(u64, String)>,
+        repeated: Option<String>,
         ctx: &ToolContext,
     ) -> tokio::task::JoinHandle<ToolResult> {
         let span = tracing::info_span!(target: crate::trace::SPAN_TARGET,
@@ -127,15 +139,11 @@ impl RuntimeRunner {
             let _entered = span.enter();
             let started = Instant::now();
             let result = match (repeated, &args.parsed) {
-                // The same call fails the same way: say so instead of running it again.
-                (Some((at, error)), _) => ToolResult::error(
-                    &args.echo,
-                    ErrorCode::InvalidParam,
-                    format!(
-                        "Same call as step {at}, which failed with: {error} Change the arguments or use another tool."
-                    ),
-                    0,
-                ),
+                // The same call would fail the same way, or show what it showed: say so instead
+                // of running it again.
+                (Some(message), _) => {
+                    ToolResult::error(&args.echo, ErrorCode::InvalidParam, message, 0)
+                }
                 (None, Ok(value)) => registry.execute_parsed(&name, value, &ctx, &perms),
                 (None, Err(e)) => unparsable_arguments(RawArguments::from(&args.raw), e),
             };
@@ -212,6 +220,9 @@ impl RuntimeRunner {
                 st.successful_tools += 1;
                 st.observed.record(result);
                 st.last_failure = None;
+                if st.succeeded.len() < crate::runner::state::MAX_SUCCEEDED {
+                    st.succeeded.push((call.name.clone(), args.clone(), step));
+                }
             }
             let content = crate::runner::render::tool_result(
                 self.profile.tool_result_format,
