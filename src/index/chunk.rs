@@ -153,7 +153,7 @@ pub(crate) fn chunk_file(
     path: &str,
     text: &str,
     parser: &mut Parser,
-    terms: &mut Terms,
+    terms: &mut Terms<'_>,
 ) -> FileChunks {
     let lines: Vec<&str> = text.lines().collect();
     let lang = Lang::of_file(path, text)
@@ -368,7 +368,7 @@ fn windows(loose: &[usize], lines: &[&str]) -> Vec<Pending> {
 
 /// Intern a pending chunk's words (its lines, and its name once more) and add it to `out`;
 /// a chunk with neither words nor name is dropped.
-fn add_chunk(out: &mut FileChunks, terms: &mut Terms, lines: &[&str], chunk: Pending) {
+fn add_chunk(out: &mut FileChunks, terms: &mut Terms<'_>, lines: &[&str], chunk: Pending) {
     let (start, end, kind, name, parent, depth, body) = chunk;
     let mut ids: Vec<u32> = Vec::new();
     for &l in &body {

@@ -12,6 +12,7 @@
 //! index sees exactly what Grep and Read may see.
 
 pub(crate) mod chunk;
+pub(crate) mod facts;
 pub(crate) mod lang;
 pub(crate) mod paths;
 pub(crate) mod rank;
@@ -41,6 +42,7 @@ pub(crate) const MAX_FILES: usize = 200_000;
 /// The most bytes of text one index reads (its memory grows with them); past this, files are
 /// left out as over the limit (and the result says so).
 pub(crate) const MAX_TOTAL_BYTES: u64 = 1 << 30;
+const _: () = assert!(MAX_TOTAL_BYTES < u32::MAX as u64);
 /// File names that are never worth searching (lock files, minified bundles, source maps).
 const NOISE_SUFFIXES: [&str; 12] = [
     ".lock",
@@ -68,6 +70,9 @@ pub(crate) struct IndexedFile {
     pub mtime: i128,
     /// Its chunks (term ids in the index's vocabulary).
     pub chunks: FileChunks,
+    /// What the ranking needs of it, worked out when it was read (or the index loaded).
+    #[serde(skip)]
+    pub facts: Option<facts::FileFacts>,
 }
 
 /// Why an index is not the whole tree.
@@ -103,7 +108,7 @@ pub(crate) struct Index {
     pub coverage: Coverage,
     /// Term → id (rebuilt from `vocab` after loading).
     #[serde(skip)]
-    ids: text::FxMap<String, u32>,
+    ids: text::TermIds,
     /// The chunks of every term (rebuilt from `files` after each refresh that changed them).
     #[serde(skip)]
     postings: Postings,
@@ -138,7 +143,8 @@ pub(crate) struct Postings {
 
 impl Postings {
     /// The postings of `files`, whose terms are ids below `vocab`; None when the index is too
-    /// big to number its chunks or postings in 32 bits (the ranking then reads every chunk).
+    /// big to number its chunks or postings in 32 bits, which [`MAX_TOTAL_BYTES`] rules out
+    /// (every chunk and every posting takes at least a byte of text).
     fn build(files: &[IndexedFile], vocab: usize) -> Option<Postings> {
         let mut first_chunk = Vec::with_capacity(files.len() + 1);
         let mut n_chunks = 0u64;
@@ -205,10 +211,9 @@ impl Postings {
         }
     }
 
-    /// The file and the chunk in it of chunk number `number`.
-    pub(crate) fn locate(&self, number: u32) -> (usize, usize) {
-        let fi = self.first_chunk.partition_point(|&c| c <= number) - 1;
-        (fi, (number - self.first_chunk[fi]) as usize)
+    /// The number of file `fi`'s first chunk (of every chunk when `fi` is the number of files).
+    pub(crate) fn first_chunk(&self, fi: usize) -> u32 {
+        self.first_chunk[fi]
     }
 
     /// Every chunk of the index.
@@ -268,27 +273,16 @@ fn is_noise(path: &str) -> bool {
 impl Index {
     /// The id of a term, if the index has it.
     pub(crate) fn term_id(&self, term: &str) -> Option<u32> {
-        self.ids.get(term).copied()
+        self.ids.get(&self.vocab, term)
     }
 
     /// Rebuild the term → id map (after loading).
     pub(crate) fn rebuild_ids(&mut self) {
-        self.ids = self
-            .vocab
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.clone(), i as u32))
-            .collect();
-    }
-
-    fn intern(&mut self, term: &str) -> u32 {
-        if let Some(&id) = self.ids.get(term) {
-            return id;
+        let mut ids = text::TermIds::default();
+        for id in 0..self.vocab.len() {
+            ids.insert(&self.vocab, id as u32);
         }
-        let id = self.vocab.len() as u32;
-        self.vocab.push(term.to_string());
-        self.ids.insert(term.to_string(), id);
-        id
+        self.ids = ids;
     }
 
     /// Why this index (just loaded from the disk cache) cannot be what the index wrote, if so:
@@ -351,8 +345,10 @@ impl Index {
         })
     }
 
-    /// Rebuild what is derived from the files, after they changed.
-    fn derive(&mut self) {
+    /// Rebuild what is derived from the files, after they changed: the postings, and the
+    /// ranking's facts of files that have none yet (those loaded from the disk cache).
+    pub(crate) fn derive(&mut self) {
+        fill_facts(&mut self.files);
         self.postings = Postings::build(&self.files, self.vocab.len()).unwrap_or_default();
         self.path_terms = OnceLock::new();
     }
@@ -458,13 +454,18 @@ impl Index {
         let next = AtomicUsize::new(0);
         let stop = AtomicBool::new(false);
         let todo = &todo;
-        let results: Vec<(Vec<IndexedFile>, Terms, usize)> = std::thread::scope(|scope| {
+        // One vocabulary for every thread: the index's own, handed back after.
+        let shared: text::Shared = Mutex::new((
+            std::mem::take(&mut self.vocab),
+            std::mem::take(&mut self.ids),
+        ));
+        let results: Vec<(Vec<IndexedFile>, usize)> = std::thread::scope(|scope| {
             let workers: Vec<_> = (0..threads)
                 .map(|_| {
-                    let (next, stop) = (&next, &stop);
+                    let (next, stop, shared) = (&next, &stop, &shared);
                     scope.spawn(move || {
                         let mut parser = tree_sitter::Parser::new();
-                        let mut terms = Terms::default();
+                        let mut terms = Terms::sharing(shared);
                         let mut out = Vec::new();
                         let mut unusable = 0usize;
                         loop {
@@ -481,17 +482,20 @@ impl Index {
                                 Some(text) => {
                                     let chunks =
                                         chunk::chunk_file(&l.path, &text, &mut parser, &mut terms);
+                                    drop(text);
+                                    let facts = facts::FileFacts::of(&l.path, &chunks);
                                     out.push(IndexedFile {
                                         path: l.path.clone(),
                                         size: l.size,
                                         mtime: l.mtime,
                                         chunks,
+                                        facts: Some(facts),
                                     });
                                 }
                                 None => unusable += 1,
                             }
                         }
-                        (out, terms, unusable)
+                        (out, unusable)
                     })
                 })
                 .collect();
@@ -500,22 +504,42 @@ impl Index {
                 .map(|w| w.join().unwrap_or_default())
                 .collect()
         });
+        (self.vocab, self.ids) = shared
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut all = Vec::new();
         let mut unusable = 0;
-        for (files, terms, bad) in results {
+        for (files, bad) in results {
             unusable += bad;
-            let map: Vec<u32> = terms.vocab.iter().map(|t| self.intern(t)).collect();
-            for mut f in files {
-                for packed in &mut f.chunks.terms {
-                    let local = (*packed >> 8) as usize;
-                    *packed = (map[local] << 8) | (*packed & 0xff);
-                }
-                all.push(f);
-            }
+            all.extend(files);
         }
         let pending = todo.len().saturating_sub(all.len() + unusable);
         (all, unusable, pending)
     }
+}
+
+/// Work out the ranking's facts of every file in `files` that has none, in a few threads when
+/// there are many (after a load from the disk cache, which does not store them).
+fn fill_facts(files: &mut [IndexedFile]) {
+    let missing = files.iter().filter(|f| f.facts.is_none()).count();
+    let fill = |files: &mut [IndexedFile]| {
+        for f in files.iter_mut().filter(|f| f.facts.is_none()) {
+            f.facts = Some(facts::FileFacts::of(&f.path, &f.chunks));
+        }
+    };
+    if missing < 2_000 {
+        fill(files);
+        return;
+    }
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(1, 8);
+    let per = files.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        for part in files.chunks_mut(per) {
+            scope.spawn(move || fill(part));
+        }
+    });
 }
 
 /// The files of the tree, by the confined walk with the default rules (no hidden files, ignore
@@ -741,6 +765,8 @@ fn up_to_date(
     refresh
 }
 
+#[cfg(test)]
+mod rank_reference;
 #[cfg(test)]
 mod rank_tests;
 #[cfg(test)]

@@ -6,9 +6,9 @@
 
 use std::collections::{BinaryHeap, HashMap};
 
-pub use super::paths::is_test_path;
-use super::paths::{is_copy_path, version_key};
-use super::paths::{BENCH_DIRS, EXAMPLE_DIRS};
+use super::facts::{file_stem, is_module_file, joined_name, path_terms};
+use super::facts::{FileFacts, KeySet, PathClass};
+use super::paths::version_key;
 use super::text::{ident_terms, index_stem};
 use super::words::{aliases, has_word, is_identifier, split_words, word_spans, PHRASES, STOPWORDS};
 use super::Index;
@@ -289,15 +289,6 @@ fn read_words(
 /// Words at most in one identifier compound read from adjacent words of a question.
 const MAX_COMPOUND_WORDS: usize = 3;
 
-/// A name as compared across spellings: lowercase, without `_` and `-` (`JsonObject`,
-/// `json_object` and `json-object` are one name).
-pub(crate) fn joined_name(name: &str) -> String {
-    name.chars()
-        .filter(|c| *c != '_' && *c != '-')
-        .flat_map(char::to_lowercase)
-        .collect()
-}
-
 /// Adjacent words of the question (two or three, nothing but spaces or a hyphen between them,
 /// none a framing word or a name already in parts) also read as the one identifier code would
 /// spell them with: `jsonobject` (`JsonObject`, `jsonobject`) and `json_object` as terms at
@@ -355,9 +346,6 @@ fn parts_len(w: &str) -> usize {
     split_words(w).len()
 }
 
-/// A chunk that holds query terms: its file, its index, and (query term, count) pairs.
-type Found = (usize, usize, Vec<(usize, u32)>);
-
 /// One ranked chunk.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hit {
@@ -373,159 +361,45 @@ pub struct Hit {
 
 /// How a file's path weighs: tests, docs, examples, benchmarks, vendored and generated code
 /// sink unless the question asks for them.
+#[cfg(test)]
 pub fn path_prior(path: &str, q: &Query) -> f64 {
-    let lower = path.to_ascii_lowercase();
-    let name = lower.rsplit('/').next().unwrap_or(&lower);
-    let dirs: Vec<&str> = lower.split('/').collect();
-    let dirs = &dirs[..dirs.len().saturating_sub(1)];
-    let in_dir = |names: &[&str]| dirs.iter().any(|d| names.contains(d));
-    let ext = name.rsplit_once('.').map_or("", |(_, e)| e);
-    let stem_name = name.split('.').next().unwrap_or(name);
-    // The project's history and notes (`CHANGELOG.md`, `CHANGES`, `release-notes.txt`), not a
-    // source file whose name starts alike (`changeset.ex`, `history.py`).
-    let lead: &str = stem_name
-        .split(|c: char| !c.is_ascii_alphabetic())
-        .next()
-        .unwrap_or(stem_name);
-    if !is_code_name(name, ext)
-        && [
-            "changelog",
-            "changes",
-            "history",
-            "news",
-            "release",
-            "releases",
-            "authors",
-            "contributing",
-        ]
-        .contains(&lead)
-    {
+    class_prior(PathClass::of(path), q)
+}
+
+/// [`path_prior`] of a path of class `c`.
+pub(crate) fn class_prior(c: PathClass, q: &Query) -> f64 {
+    if c.has(PathClass::NOTES) {
         return if q.wants_docs { 1.0 } else { 0.15 };
     }
     let mut prior = 1.0f64;
-    if is_test_path(path) && !q.wants_tests {
+    if c.has(PathClass::TEST) && !q.wants_tests {
         prior *= q.tuning.rank_test_weight;
     }
-    let doc = ["md", "rst", "txt", "adoc", "markdown", "html", "tex"].contains(&ext)
-        || in_dir(&["docs", "doc", "documentation", "site"]);
-    if doc && !q.wants_docs {
+    if c.has(PathClass::DOC) && !q.wants_docs {
         prior *= 0.35;
     }
-    if in_dir(EXAMPLE_DIRS) && !q.wants_examples {
+    if c.has(PathClass::EXAMPLE) && !q.wants_examples {
         prior *= 0.5;
     }
-    if in_dir(BENCH_DIRS) && !q.wants_bench {
+    if c.has(PathClass::BENCH) && !q.wants_bench {
         prior *= 0.5;
     }
-    if is_copy_path(path) {
+    if c.has(PathClass::COPY) {
         prior *= q.tuning.rank_copy_weight;
     }
     // Declarations only (`typings/index.d.ts`, `mod.pyi`): their doc comments repeat the
     // question's words, but what the code does ("where does ... read ...") is in the
     // implementation they declare.
-    let declarations = [".d.ts", ".d.mts", ".d.cts"]
-        .iter()
-        .any(|d| name.ends_with(d))
-        || ext == "pyi";
-    if declarations && q.asks_how {
+    if c.has(PathClass::DECLARATIONS) && q.asks_how {
         prior *= 0.5;
     }
-    if [
-        "json", "yaml", "yml", "toml", "xml", "csv", "lock", "cfg", "ini",
-    ]
-    .contains(&ext)
-    {
+    if c.has(PathClass::DATA) {
         prior *= 0.6;
-    } else if !doc && !is_code_name(name, ext) && !is_script_name(name, ext) {
+    } else if c.has(PathClass::NOT_CODE) {
         // Man pages, prebuilt output, data: text, but not the code.
         prior *= 0.5;
     }
     prior
-}
-
-/// Whether a file name without an extension is likely a script (`libexec/tool-rehash`,
-/// `bin/deploy`): not one of the usual extension-less notes of a project.
-fn is_script_name(name: &str, ext: &str) -> bool {
-    const NOTES: &[&str] = &[
-        "readme",
-        "license",
-        "licence",
-        "copying",
-        "notice",
-        "authors",
-        "contributors",
-        "install",
-        "version",
-        "todo",
-        "changelog",
-        "changes",
-        "news",
-        "codeowners",
-    ];
-    ext.is_empty() && !name.starts_with('.') && !NOTES.contains(&name)
-}
-
-/// Whether a file name is source code of some language (parsed or not).
-fn is_code_name(name: &str, ext: &str) -> bool {
-    const CODE: &[&str] = &[
-        "py", "pyi", "rs", "go", "js", "mjs", "cjs", "jsx", "ts", "mts", "cts", "tsx", "java", "c",
-        "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx", "rb", "rake", "gemspec", "php", "cs", "kt",
-        "kts", "swift", "scala", "sh", "bash", "zsh", "fish", "ps1", "lua", "ex", "exs", "erl",
-        "hrl", "hs", "ml", "mli", "clj", "cljs", "m", "mm", "r", "jl", "dart", "zig", "nim", "sql",
-        "y", "l", "yy", "ll", "jq", "proto", "vue", "svelte", "pl", "pm", "groovy", "gradle",
-        "cmake", "mk", "el", "vim", "v", "sv", "vhd", "asm", "s", "f90", "pas", "ada", "cr", "elm",
-        "fs", "fsx", "gleam", "odin", "sol", "tf", "nix", "hcl", "graphql", "gql", "wat",
-    ];
-    CODE.contains(&ext)
-        || matches!(
-            name,
-            "makefile" | "dockerfile" | "rakefile" | "gemfile" | "justfile"
-        )
-}
-
-/// Files that stand for their folder: a module's re-exports and docs (`extract/mod.rs`,
-/// `pkg/__init__.py`, `lib/index.ts`, `plugin/init.lua`).
-const MODULE_FILES: &[&str] = &["mod", "__init__", "index", "init"];
-
-/// Whether a path is a module file ([`MODULE_FILES`]) inside a folder.
-fn is_module_file(path: &str) -> bool {
-    let mut parts = path.rsplit('/');
-    let name = parts.next().unwrap_or(path);
-    let stem = name.split('.').next().unwrap_or(name);
-    MODULE_FILES.contains(&stem) && parts.next().is_some_and(|d| !d.is_empty())
-}
-
-/// A file's name as it names what it holds: the identifier it starts with (`Formatter` for
-/// ``Formatter`1.cs`` or `Formatter.generated.cs`), or its folder's name for a module file
-/// ([`MODULE_FILES`]).
-fn file_stem(path: &str) -> &str {
-    let mut parts = path.rsplit('/');
-    let name = parts.next().unwrap_or(path);
-    let end = name
-        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
-        .unwrap_or(name.len());
-    let stem = &name[..end];
-    match parts.next() {
-        Some(dir) if MODULE_FILES.contains(&stem) && !dir.is_empty() => dir,
-        _ => stem,
-    }
-}
-
-/// The terms of a path's file name (a module file's: its folder's) and of its directories.
-fn path_terms(path: &str) -> (Vec<String>, Vec<String>) {
-    let mut parts = path.split('/').collect::<Vec<_>>();
-    parts.pop();
-    let stem_name = file_stem(path);
-    let mut file = Vec::new();
-    ident_terms(stem_name, &mut file);
-    if !file.contains(&stem_name.to_lowercase()) {
-        file.push(stem_name.to_lowercase());
-    }
-    let mut dirs = Vec::new();
-    for d in parts {
-        ident_terms(d, &mut dirs);
-    }
-    (file, dirs)
 }
 
 /// The `limit` best chunks for `q`, only in files under `under` when given (a relative
@@ -536,10 +410,23 @@ pub fn search(index: &Index, q: &Query, limit: usize, under: Option<&str>) -> Ve
 }
 
 /// Chunks looked at between two looks at the clock.
-const CLOCK_EVERY: usize = 4096;
+pub(crate) const CLOCK_EVERY: usize = 4096;
 
-/// [`search`], given up (None) once `deadline` passes: its cost is one pass over the index and a
-/// few hash lookups per matching chunk, whatever the question's length.
+/// A chunk scored, before the best are picked: its file, its chunk, its score, and where the
+/// query terms it covers lie in the search's list of them.
+#[derive(Debug, Clone, Copy)]
+struct Scored {
+    file: u32,
+    chunk: u32,
+    score: f64,
+    covered: (u32, u32),
+}
+
+/// [`search`], given up (None) once `deadline` passes. Only the chunks holding a word of the
+/// question are touched (read from the index's postings), and each costs a few multiplications
+/// and hash probes: what a file's path and a chunk's name are (their class, the hashes of their
+/// words) was worked out when the file was read ([`FileFacts`]), and a name or path bonus is
+/// worked out from strings only for a chunk or file whose hashes meet the question's.
 pub fn search_until(
     index: &Index,
     q: &Query,
@@ -552,21 +439,28 @@ pub fn search_until(
     if ids.iter().all(Option::is_none) && q.names.is_empty() {
         return Some(Vec::new());
     }
+    // Every refresh builds the postings; an index put together otherwise gets them now (an
+    // index too big to number in 32 bits would have none, which the bound on its bytes rules
+    // out).
+    let built;
+    let postings = match index.postings() {
+        Some(p) => p,
+        None => match super::Postings::build(&index.files, index.vocab.len()) {
+            Some(p) => {
+                built = p;
+                &built
+            }
+            None => return Some(Vec::new()),
+        },
+    };
     let mut look = Lookup::of(q);
     let in_scope = |path: &str| is_under(path, under);
-    let Pass {
-        df,
-        total_len,
-        n_chunks,
-        found,
-    } = match index.postings() {
-        Some(postings) => postings_pass(index, postings, &ids, &in_scope),
-        None => one_pass(index, q.terms.len(), &ids, &in_scope, &late)?,
-    };
-    let n = n_chunks.max(1) as f64;
-    let avg_len = (total_len as f64 / n).max(1.0);
+    let found = gather(index, postings, &ids, &in_scope, &late)?;
+    let n = postings.n_chunks().max(1) as f64;
+    let avg_len = (postings.total_len() as f64 / n).max(1.0);
     // A term no chunk holds still counts as rare when it names a file.
-    let idf: Vec<f64> = df
+    let idf: Vec<f64> = found
+        .df
         .iter()
         .map(|&d| match d {
             0 => (1.0 + n).ln(),
@@ -574,49 +468,52 @@ pub fn search_until(
         })
         .collect();
     let idf_of = |qi: usize| idf[qi];
-    let total_weight: f64 = q
-        .terms
-        .iter()
-        .enumerate()
-        .map(|(i, t)| t.weight * idf_of(i))
-        .sum::<f64>()
-        .max(1e-9);
     look.weigh_names(q, &file_idf(&found, q.terms.len(), index.files.len()));
     let look = look;
-    let mut path_cache: HashMap<usize, (f64, Vec<usize>)> = HashMap::new();
-    let mut path_score = |fi: usize| -> (f64, Vec<usize>) {
-        path_cache
-            .entry(fi)
-            .or_insert_with(|| path_bonus(&index.files[fi].path, q, &look, &idf_of))
-            .clone()
+    let mut s = Scoring {
+        index,
+        q,
+        keys: KeySet::of(
+            q.terms
+                .iter()
+                .map(|t| t.term.as_str())
+                .chain(q.names.iter().map(String::as_str))
+                .chain(look.joined.keys().map(String::as_str)),
+        ),
+        look: &look,
+        idf_of: &idf_of,
+        total_weight: q
+            .terms
+            .iter()
+            .enumerate()
+            .map(|(i, t)| t.weight * idf_of(i))
+            .sum::<f64>()
+            .max(1e-9),
+        kinds: std::array::from_fn(|k| kind_weight(super::chunk::KINDS[k], q)),
+        covered: Vec::new(),
+        kept: Vec::new(),
+        scored: Vec::with_capacity(found.chunks.len()),
     };
-    let mut scored: Vec<Hit> = Vec::with_capacity(found.len());
     let mut seen_files: Vec<bool> = vec![false; index.files.len()];
-    for (n, (fi, ci, matched)) in found.into_iter().enumerate() {
+    let mut path = (0.0, Vec::new());
+    let mut last_file = usize::MAX;
+    for (n, &(fi, ci, at)) in found.chunks.iter().enumerate() {
         if n % CLOCK_EVERY == CLOCK_EVERY - 1 && late() {
             return None;
         }
-        seen_files[fi] = true;
-        let f = &index.files[fi];
-        let c = &f.chunks.chunks[ci];
-        let len = f64::from(c.len.max(1));
-        let mut score = 0.0;
-        let mut covered: Vec<usize> = Vec::new();
-        for &(qi, tf) in &matched {
-            let tf = f64::from(tf);
-            score += q.terms[qi].weight * idf[qi] * tf * (q.tuning.rank_bm25_k1 + 1.0)
-                / (tf
-                    + q.tuning.rank_bm25_k1
-                        * (1.0 - q.tuning.rank_bm25_b + q.tuning.rank_bm25_b * len / avg_len));
-            covered.push(qi);
+        let (fi, ci) = (fi as usize, ci as usize);
+        if fi != last_file {
+            // A file's chunks come one after another: its path is weighed once.
+            last_file = fi;
+            seen_files[fi] = true;
+            path = s.path_bonus(fi);
         }
-        score += name_bonus(c, q, &look, &idf_of, &mut covered);
-        let (ps, phit) = path_score(fi);
-        score += ps;
-        covered.extend(phit);
-        covered.sort_unstable();
-        covered.dedup();
-        scored.push(finish(f, ci, score, covered, q, &idf_of, total_weight, fi));
+        let to = found
+            .chunks
+            .get(n + 1)
+            .map_or(found.pairs.len(), |c| c.2 as usize);
+        let matched = &found.pairs[at as usize..to];
+        s.chunk(fi, ci, matched, avg_len, &path);
     }
     // Files named after the question whose chunks hold none of its words: the files whose
     // path holds a term of the question (the others score nothing by their path).
@@ -627,7 +524,7 @@ pub fn search_until(
         if seen_files[fi] || !in_scope(&index.files[fi].path) {
             continue;
         }
-        let (ps, phit) = path_score(fi);
+        let (ps, phit) = s.path_bonus(fi);
         if ps <= 0.0 {
             continue;
         }
@@ -641,16 +538,448 @@ pub fn search_until(
         else {
             continue;
         };
-        scored.push(finish(f, ci, ps, phit, q, &idf_of, total_weight, fi));
+        s.covered.clear();
+        s.covered.extend_from_slice(&phit);
+        s.finish(fi, ci, ps);
     }
+    let Scoring { scored, kept, .. } = s;
+    Some(best_hits(index, q, scored, &kept, limit))
+}
+
+/// The best `limit` of the chunks `scored` (their covered terms in `kept`): older versions
+/// weighed down, each file's best raised by its next ones, a file's further chunks decayed.
+fn best_hits(
+    index: &Index,
+    q: &Query,
+    mut scored: Vec<Scored>,
+    kept: &[usize],
+    limit: usize,
+) -> Vec<Hit> {
     weigh_older_versions(index, &mut scored, q.tuning.rank_copy_weight);
     accumulate(&mut scored, q.tuning.rank_file_share);
-    Some(diversify(scored, limit, q.tuning.rank_same_file_decay))
+    let best = diversify(&scored, limit, q.tuning.rank_same_file_decay);
+    best.into_iter()
+        .map(|(i, score)| {
+            let h = &scored[i];
+            let (a, b) = h.covered;
+            Hit {
+                file: h.file as usize,
+                chunk: h.chunk as usize,
+                score,
+                matched: kept[a as usize..b as usize].to_vec(),
+            }
+        })
+        .collect()
+}
+
+/// What a search scores chunks with, and the chunks scored so far.
+struct Scoring<'a, 'q> {
+    index: &'a Index,
+    q: &'q Query,
+    /// The hashes of the question's terms, names and joined names.
+    keys: KeySet,
+    look: &'a Lookup<'q>,
+    idf_of: &'a dyn Fn(usize) -> f64,
+    /// The question's terms' weights times their idf, summed.
+    total_weight: f64,
+    /// The weight of each chunk kind ([`kind_weight`]).
+    kinds: [f64; super::chunk::KINDS.len()],
+    /// The query terms the chunk being scored covers.
+    covered: Vec<usize>,
+    /// The query terms each scored chunk covers, chunk after chunk ([`Scored::covered`]).
+    kept: Vec<usize>,
+    /// The chunks scored.
+    scored: Vec<Scored>,
+}
+
+impl Scoring<'_, '_> {
+    /// The facts of file `fi` (worked out now for an index put together without them).
+    fn facts(&self, fi: usize) -> std::borrow::Cow<'_, FileFacts> {
+        let f = &self.index.files[fi];
+        match &f.facts {
+            Some(facts) => std::borrow::Cow::Borrowed(facts),
+            None => std::borrow::Cow::Owned(FileFacts::of(&f.path, &f.chunks)),
+        }
+    }
+
+    /// [`path_bonus`] of file `fi`, worked out only when its path's words meet the question's.
+    fn path_bonus(&self, fi: usize) -> (f64, Vec<usize>) {
+        if self.keys.meets(&self.facts(fi).path_keys) {
+            path_bonus(&self.index.files[fi].path, self.q, self.look, self.idf_of)
+        } else {
+            (0.0, Vec::new())
+        }
+    }
+
+    /// Score chunk `ci` of file `fi`, which holds the query terms `matched` (query position,
+    /// count; in the order of their ids) and whose file's path bonus is `path`.
+    fn chunk(
+        &mut self,
+        fi: usize,
+        ci: usize,
+        matched: &[(u32, u32)],
+        avg_len: f64,
+        path: &(f64, Vec<usize>),
+    ) {
+        let (q, idf_of) = (self.q, self.idf_of);
+        let f = &self.index.files[fi];
+        let c = &f.chunks.chunks[ci];
+        let len = f64::from(c.len.max(1));
+        let (k1, b) = (q.tuning.rank_bm25_k1, q.tuning.rank_bm25_b);
+        let mut score = 0.0;
+        self.covered.clear();
+        for &(qi, tf) in matched {
+            let (qi, tf) = (qi as usize, f64::from(tf));
+            score += q.terms[qi].weight * idf_of(qi) * tf * (k1 + 1.0)
+                / (tf + k1 * (1.0 - b + b * len / avg_len));
+            self.covered.push(qi);
+        }
+        let named = match &f.facts {
+            Some(facts) => self.keys.meets(facts.name_keys(ci)),
+            None => true,
+        };
+        if named {
+            score += name_bonus(c, q, self.look, idf_of, &mut self.covered);
+        }
+        score += path.0;
+        self.covered.extend_from_slice(&path.1);
+        self.covered.sort_unstable();
+        self.covered.dedup();
+        self.finish(fi, ci, score);
+    }
+
+    /// Weigh the chunk's `score` by how much of the question it covers ([`Scoring::covered`]),
+    /// its kind, its path and whether it is in a test module, and keep it.
+    fn finish(&mut self, fi: usize, ci: usize, score: f64) {
+        let (q, idf_of) = (self.q, self.idf_of);
+        let f = &self.index.files[fi];
+        let c = &f.chunks.chunks[ci];
+        let got: f64 = self
+            .covered
+            .iter()
+            .map(|&qi| q.terms[qi].weight * idf_of(qi))
+            .sum();
+        // Chunks that hold more of the question count more than ones that repeat one word.
+        let coverage = 0.4 + 0.6 * (got / self.total_weight).min(1.0);
+        let kind = self.kinds[usize::from(c.kind).min(self.kinds.len() - 1)];
+        let (prior, test_module) = {
+            let facts = self.facts(fi);
+            let in_tests = !q.wants_tests && facts.in_test_module.get(ci) == Some(&true);
+            (
+                class_prior(facts.class, q),
+                if in_tests {
+                    q.tuning.rank_test_weight
+                } else {
+                    1.0
+                },
+            )
+        };
+        let score = score * coverage * kind * prior * test_module;
+        let at = self.kept.len() as u32;
+        self.kept.extend_from_slice(&self.covered);
+        self.scored.push(Scored {
+            file: fi as u32,
+            chunk: ci as u32,
+            score,
+            covered: (at, self.kept.len() as u32),
+        });
+    }
+}
+
+/// The chunks in scope that hold query terms, in the order of their numbers (so a file's
+/// chunks come one after another), with the query terms each holds.
+struct Found {
+    /// (file, chunk in it, where its (query term, count) pairs start in `pairs`).
+    chunks: Vec<(u32, u32, u32)>,
+    /// (query term, count), chunk after chunk, each chunk's in the order of the terms' ids.
+    pairs: Vec<(u32, u32)>,
+    /// Per query term, the chunks of the whole index that hold it.
+    df: Vec<u64>,
+}
+
+/// The chunks holding the terms of `ids` (the question's terms' ids in the index), merged from
+/// the terms' postings; None once `late`. A term listed twice in the query counts at its last
+/// position.
+fn gather(
+    index: &Index,
+    postings: &super::Postings,
+    ids: &[Option<u32>],
+    in_scope: &dyn Fn(&str) -> bool,
+    late: &dyn Fn() -> bool,
+) -> Option<Found> {
+    use std::cmp::Reverse;
+    let mut df = vec![0u64; ids.len()];
+    // (term id, query position, its postings) of each term the index has.
+    let mut lists: Vec<(u32, u32, &[u32], &[u8])> = Vec::new();
+    for (qi, id) in ids.iter().enumerate() {
+        let Some(id) = id.filter(|id| qi < u8::MAX as usize && !ids[qi + 1..].contains(&Some(*id)))
+        else {
+            continue;
+        };
+        let (chunks, counts) = postings.of(id);
+        df[qi] = chunks.len() as u64;
+        if !chunks.is_empty() {
+            lists.push((id, qi as u32, chunks, counts));
+        }
+    }
+    // The lists merged by (chunk, term id): the smallest next posting first.
+    let mut heap: BinaryHeap<Reverse<(u32, u32, usize)>> = lists
+        .iter()
+        .enumerate()
+        .map(|(l, &(id, _, chunks, _))| Reverse((chunks[0], id, l)))
+        .collect();
+    let mut at = vec![0usize; lists.len()];
+    let mut found = Found {
+        chunks: Vec::new(),
+        pairs: Vec::new(),
+        df,
+    };
+    // The file of the chunk at hand (chunk numbers only grow), and whether it is in scope.
+    let (mut fi, mut inside) = (usize::MAX, false);
+    let mut next_file_at = 0u32;
+    let mut n = 0usize;
+    while let Some(Reverse((chunk, _, _))) = heap.peek().copied() {
+        n += 1;
+        if n.is_multiple_of(CLOCK_EVERY) && late() {
+            return None;
+        }
+        if fi == usize::MAX || chunk >= next_file_at {
+            fi = if fi == usize::MAX { 0 } else { fi };
+            while postings.first_chunk(fi + 1) <= chunk {
+                fi += 1;
+            }
+            next_file_at = postings.first_chunk(fi + 1);
+            inside = in_scope(&index.files[fi].path);
+        }
+        if inside {
+            let first = postings.first_chunk(fi);
+            found
+                .chunks
+                .push((fi as u32, chunk - first, found.pairs.len() as u32));
+        }
+        while let Some(mut top) = heap.peek_mut() {
+            let Reverse((c, _, l)) = *top;
+            if c != chunk {
+                break;
+            }
+            let (_, qi, chunks, counts) = lists[l];
+            if inside {
+                found.pairs.push((qi, u32::from(counts[at[l]])));
+            }
+            at[l] += 1;
+            match chunks.get(at[l]) {
+                Some(&next) => *top = Reverse((next, lists[l].0, l)),
+                None => {
+                    std::collections::binary_heap::PeekMut::pop(top);
+                }
+            }
+        }
+    }
+    Some(found)
+}
+
+/// Per query term, `ln(files / files holding it)` over the chunks found (infinite for a term
+/// no file holds): how rare it is among files, not chunks, so that a word in every file of the
+/// tree ("bash" in a bash project) is told from a word in one long file's every chunk.
+fn file_idf(found: &Found, n_terms: usize, n_files: usize) -> Vec<f64> {
+    let mut files = vec![0u64; n_terms];
+    let mut last = vec![u32::MAX; n_terms];
+    for (i, &(fi, _, at)) in found.chunks.iter().enumerate() {
+        let to = found
+            .chunks
+            .get(i + 1)
+            .map_or(found.pairs.len(), |c| c.2 as usize);
+        for &(qi, _) in &found.pairs[at as usize..to] {
+            let qi = qi as usize;
+            if last[qi] != fi {
+                last[qi] = fi;
+                files[qi] += 1;
+            }
+        }
+    }
+    let n = n_files.max(1) as f64;
+    files
+        .iter()
+        .map(|&d| {
+            if d == 0 {
+                f64::INFINITY
+            } else {
+                (n / d as f64).ln()
+            }
+        })
+        .collect()
+}
+
+/// How a chunk of kind `k` weighs for `q`: windows and parts less than definitions, a type or
+/// a function more when the question asks for one, a type less when it asks what code does.
+pub(crate) fn kind_weight(k: &str, q: &Query) -> f64 {
+    match k {
+        "lines" => 0.7,
+        "part" => 0.85,
+        k if q.wants_type
+            && [
+                "class",
+                "struct",
+                "enum",
+                "trait",
+                "interface",
+                "type",
+                "record",
+            ]
+            .contains(&k) =>
+        {
+            1.15
+        }
+        k if q.wants_function && ["function", "method", "constructor"].contains(&k) => 1.15,
+        k if q.asks_how
+            && !q.wants_type
+            && [
+                "class",
+                "struct",
+                "interface",
+                "type",
+                "record",
+                "trait",
+                "enum",
+            ]
+            .contains(&k) =>
+        {
+            0.8
+        }
+        _ => 1.0,
+    }
+}
+
+/// Hits in an older version of a file that also has a newer one among the hits (`api/v1/x.go`
+/// beside `api/v2/x.go`) weigh `weight`: the old copy holds the same words as the live code.
+fn weigh_older_versions(index: &Index, scored: &mut [Scored], weight: f64) {
+    let mut keys: HashMap<u32, (std::borrow::Cow<'_, str>, u32)> = HashMap::new();
+    for h in scored.iter() {
+        if keys.contains_key(&h.file) {
+            continue;
+        }
+        let f = &index.files[h.file as usize];
+        let version = match &f.facts {
+            Some(facts) => facts
+                .version
+                .as_ref()
+                .map(|(k, v)| (std::borrow::Cow::Borrowed(&**k), *v)),
+            None => match version_key(&f.path) {
+                (key, Some(v)) => Some((std::borrow::Cow::Owned(key), v)),
+                (_, None) => None,
+            },
+        };
+        if let Some(kv) = version {
+            keys.insert(h.file, kv);
+        }
+    }
+    if keys.len() < 2 {
+        return;
+    }
+    let mut newest: HashMap<&str, u32> = HashMap::new();
+    for (key, v) in keys.values() {
+        let slot = newest.entry(&**key).or_insert(0);
+        *slot = (*slot).max(*v);
+    }
+    for h in scored.iter_mut() {
+        if let Some((key, v)) = keys.get(&h.file) {
+            if newest.get(&**key).is_some_and(|n| n > v) {
+                h.score *= weight;
+            }
+        }
+    }
+}
+
+/// Each file's best chunk gains a share of the file's next best ones: a file where several
+/// places match parts of the question beats a file where one place matches one striking word.
+/// A file's chunks lie one after another in `scored`.
+fn accumulate(scored: &mut [Scored], file_share: f64) {
+    let mut order: Vec<usize> = Vec::new();
+    let mut start = 0;
+    while start < scored.len() {
+        let file = scored[start].file;
+        let end = start
+            + scored[start..]
+                .iter()
+                .position(|h| h.file != file)
+                .unwrap_or(scored.len() - start);
+        if end - start >= 2 {
+            order.clear();
+            order.extend(start..end);
+            order.sort_by(|&a, &b| scored[b].score.total_cmp(&scored[a].score));
+            let extra: f64 = order[1..]
+                .iter()
+                .take(3)
+                .map(|&i| scored[i].score)
+                .sum::<f64>()
+                * file_share;
+            scored[order[0]].score += extra;
+        }
+        start = end;
+    }
+}
+
+/// The best `limit` of `scored` (by position, with the score each is shown with), a file's
+/// further chunks each counting `decay` times the one before (`Tuning::rank_same_file_decay`),
+/// so that a long file does not fill the list. Only the best `20 * limit` (at least 200) by
+/// score are candidates; equal scores keep their order in `scored`.
+fn diversify(scored: &[Scored], limit: usize, decay: f64) -> Vec<(usize, f64)> {
+    #[derive(PartialEq)]
+    struct Entry(f64, usize, usize);
+    impl Eq for Entry {}
+    impl PartialOrd for Entry {
+        fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+            Some(self.cmp(other))
+        }
+    }
+    impl Ord for Entry {
+        fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+            self.0
+                .total_cmp(&other.0)
+                .then_with(|| other.1.cmp(&self.1))
+        }
+    }
+    // Best first, an earlier one first among equals: a stable sort's order, found by a
+    // selection of the candidates rather than a sort of every chunk.
+    let better = |&a: &usize, &b: &usize| {
+        scored[b]
+            .score
+            .total_cmp(&scored[a].score)
+            .then_with(|| a.cmp(&b))
+    };
+    let keep = limit.saturating_mul(20).max(200);
+    let mut order: Vec<usize> = (0..scored.len()).collect();
+    if order.len() > keep {
+        order.select_nth_unstable_by(keep - 1, better);
+        order.truncate(keep);
+    }
+    order.sort_unstable_by(better);
+    let mut heap: BinaryHeap<Entry> = order
+        .iter()
+        .enumerate()
+        .map(|(rank, &i)| Entry(scored[i].score, rank, 0))
+        .collect();
+    let mut per_file: HashMap<u32, usize> = HashMap::new();
+    let mut out = Vec::new();
+    while let Some(Entry(s, rank, seen)) = heap.pop() {
+        if out.len() >= limit {
+            break;
+        }
+        let h = &scored[order[rank]];
+        let count = per_file.get(&h.file).copied().unwrap_or(0);
+        if count != seen {
+            heap.push(Entry(h.score * decay.powi(count as i32), rank, count));
+            continue;
+        }
+        *per_file.entry(h.file).or_insert(0) += 1;
+        out.push((order[rank], s));
+    }
+    out
 }
 
 /// The bonus of a file's path: the question's words in its name and folders (per idf), and a
 /// name of the question that is the file's name; with the query terms it covers.
-fn path_bonus(
+pub(crate) fn path_bonus(
     path: &str,
     q: &Query,
     look: &Lookup<'_>,
@@ -684,7 +1013,7 @@ fn path_bonus(
 }
 
 /// The files (ascending) whose path holds a term of `q`: the only ones a path can score.
-fn files_named(index: &Index, q: &Query) -> Vec<usize> {
+pub(crate) fn files_named(index: &Index, q: &Query) -> Vec<usize> {
     let by_path = index.files_by_path_term(&|path| {
         let (mut file, dirs) = path_terms(path);
         file.extend(dirs);
@@ -703,7 +1032,7 @@ fn files_named(index: &Index, q: &Query) -> Vec<usize> {
 }
 
 /// Whether `path` lies in the directory `under` (anywhere when None, `""` or `.`).
-fn is_under(path: &str, under: Option<&str>) -> bool {
+pub(crate) fn is_under(path: &str, under: Option<&str>) -> bool {
     match under {
         None | Some("" | ".") => true,
         Some(dir) => {
@@ -713,148 +1042,9 @@ fn is_under(path: &str, under: Option<&str>) -> bool {
     }
 }
 
-/// What one pass over every chunk found.
-struct Pass {
-    /// Per query term, the chunks that hold it.
-    df: Vec<u64>,
-    /// The words of every chunk.
-    total_len: u64,
-    /// Every chunk.
-    n_chunks: u64,
-    /// The chunks in scope that hold query terms.
-    found: Vec<Found>,
-}
-
-/// One pass over every chunk of `index`: which of the `n_terms` query terms (by their ids in
-/// the index, `ids`) each holds, and the document frequencies; None once `late`.
-fn one_pass(
-    index: &Index,
-    n_terms: usize,
-    ids: &[Option<u32>],
-    in_scope: &dyn Fn(&str) -> bool,
-    late: &dyn Fn() -> bool,
-) -> Option<Pass> {
-    // Each term id's position in the query (one byte: the query keeps fewer terms than that).
-    let mut slot = vec![u8::MAX; index.vocab.len()];
-    for (qi, id) in ids.iter().enumerate() {
-        if let (Some(id), true) = (id, qi < u8::MAX as usize) {
-            if let Some(s) = slot.get_mut(*id as usize) {
-                *s = qi as u8;
-            }
-        }
-    }
-    let mut pass = Pass {
-        df: vec![0u64; n_terms],
-        total_len: 0,
-        n_chunks: 0,
-        found: Vec::new(),
-    };
-    for (fi, f) in index.files.iter().enumerate() {
-        for ci in 0..f.chunks.chunks.len() {
-            pass.n_chunks += 1;
-            if pass.n_chunks.is_multiple_of(CLOCK_EVERY as u64) && late() {
-                return None;
-            }
-            pass.total_len += u64::from(f.chunks.chunks[ci].len);
-            let mut matched: Vec<(usize, u32)> = Vec::new();
-            for &packed in f.chunks.chunk_terms(ci) {
-                let s = slot.get((packed >> 8) as usize).copied().unwrap_or(u8::MAX);
-                if s != u8::MAX {
-                    matched.push((s as usize, packed & 0xff));
-                }
-            }
-            if matched.is_empty() {
-                continue;
-            }
-            for &(qi, _) in &matched {
-                pass.df[qi] += 1;
-            }
-            if in_scope(&f.path) {
-                pass.found.push((fi, ci, matched));
-            }
-        }
-    }
-    Some(pass)
-}
-
-/// Per query term, `ln(files / files holding it)` over the chunks found (infinite for a term
-/// no file holds): how rare it is among files, not chunks, so that a word in every file of the
-/// tree ("bash" in a bash project) is told from a word in one long file's every chunk.
-fn file_idf(found: &[Found], n_terms: usize, n_files: usize) -> Vec<f64> {
-    let mut files = vec![0u64; n_terms];
-    let mut last = vec![usize::MAX; n_terms];
-    for (fi, _, matched) in found {
-        for &(qi, _) in matched {
-            if last[qi] != *fi {
-                last[qi] = *fi;
-                files[qi] += 1;
-            }
-        }
-    }
-    let n = n_files.max(1) as f64;
-    files
-        .iter()
-        .map(|&d| {
-            if d == 0 {
-                f64::INFINITY
-            } else {
-                (n / d as f64).ln()
-            }
-        })
-        .collect()
-}
-
-/// [`one_pass`] read from the index's postings: only the chunks that hold a query term are
-/// touched (in the same order, each one's terms in id order, as the pass over every chunk).
-fn postings_pass(
-    index: &Index,
-    postings: &super::Postings,
-    ids: &[Option<u32>],
-    in_scope: &dyn Fn(&str) -> bool,
-) -> Pass {
-    let mut df = vec![0u64; ids.len()];
-    // (chunk number, term id, query position, count) of every posting of a query term.
-    let mut hits: Vec<(u32, u32, usize, u32)> = Vec::new();
-    for (qi, id) in ids.iter().enumerate() {
-        // A term listed twice in the query counts at its last position, as in `one_pass`.
-        let Some(id) = id.filter(|id| qi < u8::MAX as usize && !ids[qi + 1..].contains(&Some(*id)))
-        else {
-            continue;
-        };
-        let (chunks, counts) = postings.of(id);
-        df[qi] = chunks.len() as u64;
-        hits.extend(
-            chunks
-                .iter()
-                .zip(counts)
-                .map(|(&c, &n)| (c, id, qi, u32::from(n))),
-        );
-    }
-    hits.sort_unstable_by_key(|&(c, id, _, _)| (c, id));
-    let mut found: Vec<Found> = Vec::new();
-    let mut scope: Option<(usize, bool)> = None;
-    for group in hits.chunk_by(|a, b| a.0 == b.0) {
-        let (fi, ci) = postings.locate(group[0].0);
-        let inside = match scope {
-            Some((f, inside)) if f == fi => inside,
-            _ => in_scope(&index.files[fi].path),
-        };
-        scope = Some((fi, inside));
-        if inside {
-            found.push((fi, ci, group.iter().map(|&(_, _, qi, n)| (qi, n)).collect()));
-        }
-    }
-    Pass {
-        df,
-        total_len: postings.total_len(),
-        n_chunks: postings.n_chunks(),
-        found,
-    }
-}
-
 /// A question's terms and names by their text, so that a chunk's bonuses cost a few lookups
 /// however long the question is.
-struct Lookup<'q> {
+pub(crate) struct Lookup<'q> {
     /// Term → its position in [`Query::terms`].
     at: super::text::FxMap<&'q str, usize>,
     /// The names of [`Query::names`].
@@ -866,7 +1056,7 @@ struct Lookup<'q> {
 }
 
 impl<'q> Lookup<'q> {
-    fn of(q: &'q Query) -> Self {
+    pub(crate) fn of(q: &'q Query) -> Self {
         Lookup {
             at: q
                 .terms
@@ -881,7 +1071,7 @@ impl<'q> Lookup<'q> {
 
     /// Fill [`Lookup::joined`]: a name counts in proportion to its rarest term's idf over
     /// files (`file_idf`) below [`Tuning::rank_common_idf`].
-    fn weigh_names(&mut self, q: &Query, file_idf: &[f64]) {
+    pub(crate) fn weigh_names(&mut self, q: &Query, file_idf: &[f64]) {
         let common = q.tuning.rank_common_idf;
         let compound = q.tuning.rank_compound;
         let names = q.names.iter().map(|n| (n, 1.0));
@@ -940,31 +1130,9 @@ fn positions(at: &super::text::FxMap<&str, usize>, terms: &[String]) -> Vec<usiz
 }
 
 /// Each file's best chunk gains a share of the file's next best ones: a file where several
-/// places match parts of the question beats a file where one place matches one striking word.
-fn accumulate(scored: &mut [Hit], file_share: f64) {
-    let mut by_file: HashMap<usize, Vec<usize>> = HashMap::new();
-    for (i, h) in scored.iter().enumerate() {
-        by_file.entry(h.file).or_default().push(i);
-    }
-    for idx in by_file.values() {
-        if idx.len() < 2 {
-            continue;
-        }
-        let mut order = idx.clone();
-        order.sort_by(|&a, &b| scored[b].score.total_cmp(&scored[a].score));
-        let extra: f64 = order[1..]
-            .iter()
-            .take(3)
-            .map(|&i| scored[i].score)
-            .sum::<f64>()
-            * file_share;
-        scored[order[0]].score += extra;
-    }
-}
-
 /// The name bonus of a chunk: its definition's name holds query words, or is the identifier
 /// the question names.
-fn name_bonus(
+pub(crate) fn name_bonus(
     c: &super::chunk::Chunk,
     q: &Query,
     look: &Lookup<'_>,
@@ -1045,169 +1213,9 @@ fn name_bonus(
     bonus
 }
 
-/// The weight of a chunk inside a test module of a source file (Rust's `#[cfg(test)] mod tests
-/// { ... }`): [`Tuning::rank_test_weight`] unless the question asks about tests, else 1.
-fn in_test_module(f: &super::IndexedFile, ci: usize, q: &Query) -> f64 {
-    let rust = std::path::Path::new(&f.path)
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("rs"));
-    if q.wants_tests || !rust || is_test_path(&f.path) {
-        return 1.0;
-    }
-    let c = &f.chunks.chunks[ci];
-    let inside = matches!(c.parent.as_str(), "tests" | "test")
-        || f.chunks.chunks.iter().any(|m| {
-            m.kind_name() == "module"
-                && matches!(m.name.as_str(), "tests" | "test")
-                && m.start <= c.start
-                && c.end <= m.end
-        });
-    if inside {
-        q.tuning.rank_test_weight
-    } else {
-        1.0
-    }
-}
-
-/// Hits in an older version of a file that also has a newer one among the hits (`api/v1/x.go`
-/// beside `api/v2/x.go`) weigh `weight`: the old copy holds the same words as the live code.
-fn weigh_older_versions(index: &Index, scored: &mut [Hit], weight: f64) {
-    let mut keys: HashMap<usize, (String, u32)> = HashMap::new();
-    for h in scored.iter() {
-        if keys.contains_key(&h.file) {
-            continue;
-        }
-        if let (key, Some(v)) = version_key(&index.files[h.file].path) {
-            keys.insert(h.file, (key, v));
-        }
-    }
-    if keys.len() < 2 {
-        return;
-    }
-    let mut newest: HashMap<&str, u32> = HashMap::new();
-    for (key, v) in keys.values() {
-        let slot = newest.entry(key.as_str()).or_insert(0);
-        *slot = (*slot).max(*v);
-    }
-    for h in scored.iter_mut() {
-        if let Some((key, v)) = keys.get(&h.file) {
-            if newest.get(key.as_str()).is_some_and(|n| n > v) {
-                h.score *= weight;
-            }
-        }
-    }
-}
-
 /// The bonus of a definition whose name is the identifier the question names.
-fn exact_bonus(q: &Query) -> f64 {
+pub(crate) fn exact_bonus(q: &Query) -> f64 {
     q.tuning.rank_exact + 2.0 * (1.0 + q.terms.len() as f64).ln()
-}
-
-#[allow(clippy::too_many_arguments)]
-fn finish(
-    f: &super::IndexedFile,
-    ci: usize,
-    score: f64,
-    covered: Vec<usize>,
-    q: &Query,
-    idf_of: &dyn Fn(usize) -> f64,
-    total_weight: f64,
-    fi: usize,
-) -> Hit {
-    let c = &f.chunks.chunks[ci];
-    let got: f64 = covered
-        .iter()
-        .map(|&qi| q.terms[qi].weight * idf_of(qi))
-        .sum();
-    // Chunks that hold more of the question count more than ones that repeat one word.
-    let coverage = 0.4 + 0.6 * (got / total_weight).min(1.0);
-    let kind = match c.kind_name() {
-        "lines" => 0.7,
-        "part" => 0.85,
-        k if q.wants_type
-            && [
-                "class",
-                "struct",
-                "enum",
-                "trait",
-                "interface",
-                "type",
-                "record",
-            ]
-            .contains(&k) =>
-        {
-            1.15
-        }
-        k if q.wants_function && ["function", "method", "constructor"].contains(&k) => 1.15,
-        k if q.asks_how
-            && !q.wants_type
-            && [
-                "class",
-                "struct",
-                "interface",
-                "type",
-                "record",
-                "trait",
-                "enum",
-            ]
-            .contains(&k) =>
-        {
-            0.8
-        }
-        _ => 1.0,
-    };
-    Hit {
-        file: fi,
-        chunk: ci,
-        score: score * coverage * kind * path_prior(&f.path, q) * in_test_module(f, ci, q),
-        matched: covered,
-    }
-}
-
-/// The best `limit` hits, a file's further chunks each counting `decay` times the one before
-/// (`Tuning::rank_same_file_decay`), so that a long file does not fill the list.
-fn diversify(mut scored: Vec<Hit>, limit: usize, decay: f64) -> Vec<Hit> {
-    #[derive(PartialEq)]
-    struct Entry(f64, usize, usize);
-    impl Eq for Entry {}
-    impl PartialOrd for Entry {
-        fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-            Some(self.cmp(other))
-        }
-    }
-    impl Ord for Entry {
-        fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-            self.0
-                .total_cmp(&other.0)
-                .then_with(|| other.1.cmp(&self.1))
-        }
-    }
-    scored.sort_by(|a, b| b.score.total_cmp(&a.score));
-    scored.truncate(limit.saturating_mul(20).max(200));
-    let mut heap: BinaryHeap<Entry> = scored
-        .iter()
-        .enumerate()
-        .map(|(i, h)| Entry(h.score, i, 0))
-        .collect();
-    let mut per_file: HashMap<usize, usize> = HashMap::new();
-    let mut out = Vec::new();
-    while let Some(Entry(s, i, seen)) = heap.pop() {
-        if out.len() >= limit {
-            break;
-        }
-        let h = &scored[i];
-        let count = per_file.get(&h.file).copied().unwrap_or(0);
-        if count != seen {
-            heap.push(Entry(h.score * decay.powi(count as i32), i, count));
-            continue;
-        }
-        let _ = s;
-        *per_file.entry(h.file).or_insert(0) += 1;
-        let mut hit = h.clone();
-        hit.score = s;
-        out.push(hit);
-    }
-    out
 }
 
 #[cfg(test)]

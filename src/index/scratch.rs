@@ -34,6 +34,7 @@ pub(crate) fn of_texts(texts: &[(String, String)]) -> Index {
             size: text.len() as u64,
             mtime: 0,
             chunks: chunk_file(path, &closed(text), &mut parser, &mut terms),
+            facts: None,
         })
         .collect();
     files.sort_by(|a, b| a.path.cmp(&b.path));
@@ -44,6 +45,7 @@ pub(crate) fn of_texts(texts: &[(String, String)]) -> Index {
         ..Index::default()
     };
     index.rebuild_ids();
+    index.derive();
     index.coverage.files = index.files.len();
     index
 }

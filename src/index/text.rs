@@ -43,18 +43,33 @@ pub(crate) type FxBuild = BuildHasherDefault<FxHasher>;
 /// Identifiers longer than this are cut (minified code, data blobs).
 const MAX_IDENT: usize = 64;
 
+/// Words whose stems a thread remembers, at most (the words of code repeat: `init`, `reg`).
+const MAX_STEMS_KEPT: usize = 50_000;
+
+thread_local! {
+    /// Word → its stem, as [`index_stem`] made it on this thread.
+    static STEMS: std::cell::RefCell<FxMap<String, String>> =
+        std::cell::RefCell::new(FxMap::default());
+}
+
 /// A word as the index keeps it: Snowball's English stem of the lowercase word.
 pub(crate) fn index_stem(word: &str) -> String {
     static STEMMER: std::sync::OnceLock<rust_stemmers::Stemmer> = std::sync::OnceLock::new();
+    if let Some(stem) = STEMS.with(|s| s.borrow().get(word).cloned()) {
+        return stem;
+    }
     let stemmer =
         STEMMER.get_or_init(|| rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English));
     let lower = word.to_lowercase();
     let s = stemmer.stem(&lower);
-    if s.len() < 2 {
-        lower
-    } else {
-        s.into_owned()
-    }
+    let stem = if s.len() < 2 { lower } else { s.into_owned() };
+    STEMS.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.len() < MAX_STEMS_KEPT {
+            s.insert(word.to_string(), stem.clone());
+        }
+    });
+    stem
 }
 
 /// The index terms of one identifier-like run: its parts stemmed and, when it has several
@@ -92,28 +107,87 @@ pub(crate) fn idents(text: &str) -> impl Iterator<Item = &str> {
     words(text).filter(|w| w.chars().any(char::is_alphabetic))
 }
 
-/// Turns text into term ids, interning terms in its own vocabulary and remembering each
-/// identifier's terms (identifiers repeat: most are looked up, not split again).
+/// A vocabulary the threads reading one index's files intern their terms in together (id →
+/// term, term → id): each term is kept once for the whole build, not once per thread and then
+/// again in the index.
+pub(crate) type Shared = std::sync::Mutex<(Vec<String>, TermIds)>;
+
+fn hash_term(term: &str) -> u64 {
+    let mut h = FxHasher::default();
+    h.write(term.as_bytes());
+    h.finish()
+}
+
+/// Term → id over a vocabulary (id → term): the table holds ids only and finds a term by
+/// comparing the vocabulary's text, so that each term's text is kept once.
 #[derive(Debug, Default)]
-pub(crate) struct Terms {
+pub(crate) struct TermIds(hashbrown::HashTable<u32>);
+
+impl TermIds {
+    /// The id of `term` in `vocab`, if it has one.
+    pub(crate) fn get(&self, vocab: &[String], term: &str) -> Option<u32> {
+        self.0
+            .find(hash_term(term), |&id| vocab[id as usize] == term)
+            .copied()
+    }
+
+    /// Take `vocab`'s term `id` in; false (and left out) when the term is there already.
+    pub(crate) fn insert(&mut self, vocab: &[String], id: u32) -> bool {
+        let term = vocab[id as usize].as_str();
+        if self.get(vocab, term).is_some() {
+            return false;
+        }
+        self.0.insert_unique(hash_term(term), id, |&other| {
+            hash_term(&vocab[other as usize])
+        });
+        true
+    }
+
+    /// The terms it holds.
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// The id of `term` in the vocabulary `vocab` (id → term) with `ids` (term → id), added when
+/// new.
+pub(crate) fn intern_in(vocab: &mut Vec<String>, ids: &mut TermIds, term: &str) -> u32 {
+    if let Some(id) = ids.get(vocab, term) {
+        return id;
+    }
+    let id = vocab.len() as u32;
+    vocab.push(term.to_string());
+    ids.insert(vocab, id);
+    id
+}
+
+/// Turns text into term ids, interning terms in its own vocabulary (or a [`Shared`] one) and
+/// remembering each identifier's terms (identifiers repeat: most are looked up, not split
+/// again).
+#[derive(Debug, Default)]
+pub(crate) struct Terms<'v> {
     /// Term text → id.
-    ids: FxMap<String, u32>,
-    /// Id → term text.
+    ids: TermIds,
+    /// Id → term text (empty when the vocabulary is shared).
     pub vocab: Vec<String>,
     /// Identifier → its term ids.
     seen: FxMap<String, Vec<u32>>,
+    /// The vocabulary shared with other threads, if any: terms are interned there.
+    shared: Option<&'v Shared>,
 }
 
-impl Terms {
+impl<'v> Terms<'v> {
+    /// Terms interned in `shared`.
+    pub(crate) fn sharing(shared: &'v Shared) -> Terms<'v> {
+        Terms {
+            shared: Some(shared),
+            ..Terms::default()
+        }
+    }
+
     /// The id of `term`, added when new.
     pub(crate) fn id(&mut self, term: &str) -> u32 {
-        if let Some(&id) = self.ids.get(term) {
-            return id;
-        }
-        let id = self.vocab.len() as u32;
-        self.vocab.push(term.to_string());
-        self.ids.insert(term.to_string(), id);
-        id
+        intern_in(&mut self.vocab, &mut self.ids, term)
     }
 
     /// Add the term ids of every identifier in `text` to `out` (repeats included: they are
@@ -127,7 +201,16 @@ impl Terms {
             }
             buf.clear();
             ident_terms(word, &mut buf);
-            let ids: Vec<u32> = buf.iter().map(|t| self.id(t)).collect();
+            let ids: Vec<u32> = match self.shared {
+                Some(shared) => {
+                    let mut guard = shared
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let (vocab, ids) = &mut *guard;
+                    buf.iter().map(|t| intern_in(vocab, ids, t)).collect()
+                }
+                None => buf.iter().map(|t| self.id(t)).collect(),
+            };
             out.extend_from_slice(&ids);
             if self.seen.len() < 100_000 {
                 self.seen.insert(word.to_string(), ids);

@@ -1,5 +1,5 @@
-//! The warm index: postings rank as the pass over every chunk did, an unchanged tree is not
-//! walked again, and every change to it is seen by the next search.
+//! The warm index: an unchanged tree is not walked again, and every change to it is seen by the
+//! next search (that postings rank as the pass over every chunk did: `rank_reference`).
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -26,51 +26,6 @@ fn paths_for(index: &Index, question: &str) -> Vec<String> {
     out.sort();
     out.dedup();
     out
-}
-
-#[test]
-fn postings_rank_exactly_as_the_pass_over_every_chunk() {
-    // This crate's own source: hundreds of chunks, many shared words.
-    let ws = Workspace::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("src")).expect("ws");
-    let mut index = Index::default();
-    index.refresh(&ws, None, &AtomicBool::new(false));
-    assert!(index.postings().is_some());
-    let questions = [
-        "Where is the completion gate feedback built?",
-        "how does the workspace confine symlinks",
-        "`Index::refresh` deadline pending",
-        "parse tree sitter chunk definitions",
-        "cache directory prune",
-        "zzqqxx nothing matches this",
-        "Workspace",
-    ];
-    for question in questions {
-        let q = rank::parse(question);
-        for under in [None, Some("index"), Some("tools")] {
-            let with = rank::search(&index, &q, 30, under);
-            let postings = std::mem::take(&mut index.postings);
-            assert!(index.postings().is_none());
-            let without = rank::search(&index, &q, 30, under);
-            index.postings = postings;
-            // The same places, matched terms and scores (up to the order a sum was made in).
-            let places = |hits: &[rank::Hit]| -> Vec<(usize, usize, Vec<usize>)> {
-                hits.iter()
-                    .map(|h| (h.file, h.chunk, h.matched.clone()))
-                    .collect()
-            };
-            assert_eq!(
-                places(&with),
-                places(&without),
-                "{question:?} under {under:?}"
-            );
-            for (a, b) in with.iter().zip(&without) {
-                assert!(
-                    (a.score - b.score).abs() <= 1e-9 * a.score.abs(),
-                    "{question:?}"
-                );
-            }
-        }
-    }
 }
 
 #[cfg(target_os = "linux")]
