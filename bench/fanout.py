@@ -1,6 +1,6 @@
 """Parallel children: wall time of 16 and 64 children whose model call takes 0.3 s.
 
-    python bench/fanout.py [--latency 0.3] [--quick]
+    python bench/fanout.py [--latency 0.3] [--hint] [--quick]
 
 Three kinds of model, each answering one final ExploreResult (`partial`, no evidence) after
 `--latency` seconds: a sync
@@ -16,8 +16,10 @@ What is measured is how children overlap, so each child makes exactly one model 
 explore profile runs with `min_tool_calls=0` (its default of 1 would refuse an answer given
 before any tool call and ask again, two more calls of `--latency` each) and the repo-map hint off
 (its checks of places an answer left out would be more calls). Every child must end as scripted
-(its answer accepted after that one call). `--quick`: 0.02 s latency, 4 and 8 children;
-figures not judged.
+(its answer accepted after that one call). `--hint`: the repo-map hint on (explore's
+default), over `loop.py`'s 20-file tree with where-is tasks, so that each child's offline scout
+searches the tree before its one model call (what the hint costs a batch of children).
+`--quick`: 0.02 s latency, 4 and 8 children; figures not judged.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import argparse
 import asyncio
 import json
 import pathlib
+import sys
 import tempfile
 import threading
 import time
@@ -33,6 +36,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import outrider
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+from loop import make_tree
 
 # A `partial` answer: the child searched nothing, and a `completed` one must cite lines it saw.
 ANSWER = json.dumps(
@@ -110,12 +116,16 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--latency", type=float, default=0.3)
+    ap.add_argument("--hint", action="store_true", help="the repo-map hint on, on a 20-file tree")
     ap.add_argument("--quick", action="store_true", help="0.02 s latency, 4 and 8 children")
     opts = ap.parse_args()
     latency = 0.02 if opts.quick else opts.latency
     small, big = (4, 8) if opts.quick else (16, 64)
-    # One model call per child: no tool call required before the answer, no hint checks.
-    profile = outrider.EXPLORE_PROFILE.replace(min_tool_calls=0, repo_map_hint=False)
+    # One model call per child: no tool call required before the answer.
+    profile = outrider.EXPLORE_PROFILE.replace(min_tool_calls=0, repo_map_hint=opts.hint)
+
+    def task(i: int) -> str:
+        return f"Where is f{i % 33} defined?" if opts.hint else f"t{i}"
 
     flight = InFlight()
 
@@ -141,8 +151,10 @@ def main() -> int:
         ("async callable", async_model),
         ("OpenAICompatible", http),
     ]
+    hint = "on (the scout searches 20 files first)" if opts.hint else "off"
     print(
-        f"outrider {outrider.__version__}: children answering after {latency:.2f}s (one model call each)"
+        f"outrider {outrider.__version__}: children answering after {latency:.2f}s "
+        f"(one model call each), repo-map hint {hint}"
     )
     print(
         f"{'model':<18}{'1 child':>9}{f'{small} children':>13}{'ratio':>7}{f'serial {small}':>11}"
@@ -151,12 +163,15 @@ def main() -> int:
     worst = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         root = pathlib.Path(tmp) / "repo"
-        root.mkdir()
-        (root / "a.py").write_text("x = 1\n")
+        if opts.hint:
+            make_tree(root)
+        else:
+            root.mkdir()
+            (root / "a.py").write_text("x = 1\n")
         for name, model in models:
             # No launcher-wide limit: each launch_many call's max_concurrency governs.
             launcher = outrider.SubagentLauncher(root, model, trace_dir=False, profiles=[profile])
-            one_req = outrider.SubagentRequest(task="t")
+            one_req = outrider.SubagentRequest(task=task(1))
             launcher.launch(one_req)  # warm up
             t0 = time.perf_counter()
             r = launcher.launch(one_req)
@@ -167,7 +182,7 @@ def main() -> int:
                 flight.reset()
                 t0 = time.perf_counter()
                 results = launcher.launch_many(
-                    [outrider.SubagentRequest(task=f"t{i}") for i in range(n)], max_concurrency=n
+                    [outrider.SubagentRequest(task=task(i)) for i in range(n)], max_concurrency=n
                 )
                 times[n] = time.perf_counter() - t0
                 peaks[n] = flight.peak

@@ -99,9 +99,10 @@ impl RuntimeRunner {
     /// model gives no verified, completed one.
     pub async fn run(&self, task: &str) -> RunOutcome {
         let scout = self.scout_first(task).await;
-        let out = self.run_model(task, self.assists(scout.as_ref())).await;
-        match scout {
-            Some(scout) => self.with_scout_fallback(out, scout),
+        let (leads, fallback) = scout.map_or((Vec::new(), None), |s| (s.leads, s.fallback));
+        let out = self.run_model(task, self.assists(leads)).await;
+        match fallback {
+            Some(answer) => self.with_scout_fallback(out, answer),
             None => out,
         }
     }

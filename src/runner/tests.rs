@@ -2034,3 +2034,85 @@ async fn a_search_repeated_is_not_run_again_and_says_so_but_a_read_is() {
     // A Read repeated runs: its earlier result may have been shortened since.
     assert_eq!(last_tool(4)["status"], "success", "{}", last_tool(4));
 }
+
+#[tokio::test]
+async fn a_child_with_the_hint_alone_keeps_the_scouts_leads_and_not_its_whole_answer() {
+    let dir = tree();
+    let task = "Where is the `main` function defined?";
+    let hinted = runner(&dir, Scripted::new(vec![]), explore_profile());
+    let scout = hinted
+        .scout_first(task)
+        .await
+        .expect("the scout finds main");
+    assert_eq!(
+        scout.leads.first().map(|l| l.path.as_str()),
+        Some("src/app.py")
+    );
+    // Its text, answer and tool results were dropped once the leads were taken.
+    assert!(scout.fallback.is_none());
+    // The fallback keeps the answer it may return.
+    let fallback = RuntimeProfile {
+        scout_fallback: true,
+        repo_map_hint: false,
+        ..explore_profile()
+    };
+    let scout = runner(&dir, Scripted::new(vec![]), fallback)
+        .scout_first(task)
+        .await
+        .expect("the scout finds main");
+    assert!(scout.fallback.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn children_on_one_tree_take_turns_for_the_scout_and_each_still_gets_its_leads() {
+    use crate::runner::assist::hint::{scouts_per_tree, tests::Searching};
+    let dir = tree();
+    let task = "Where is the `main` function defined?";
+    let ws = Workspace::new(dir.path()).unwrap();
+    // The tree's index, held by a thread of the test's: each scout's Search waits for it.
+    let (index, _) =
+        crate::index::open(&ws, None, &std::sync::atomic::AtomicBool::new(false)).unwrap();
+    let (locked, release) = (std::sync::mpsc::channel(), std::sync::mpsc::channel::<()>());
+    let holder = std::thread::spawn(move || {
+        let _held = index.lock().unwrap();
+        locked.0.send(()).unwrap();
+        release.1.recv().ok();
+    });
+    locked.1.recv().unwrap();
+    // More children than scouts may search at once.
+    let models: Vec<Arc<Scripted>> = (0..scouts_per_tree() + 6)
+        .map(|_| Scripted::new(vec![read_app(), say(FINAL)]))
+        .collect();
+    let runs: Vec<_> = models
+        .iter()
+        .map(|m| {
+            let child = runner(&dir, m.clone(), explore_profile());
+            tokio::spawn(async move { child.run(task).await })
+        })
+        .collect();
+    // The scouts allowed have reached the index; the others had time to as well, but wait for
+    // a turn as tasks, not each on a thread of its own blocked on the index.
+    let waiting = Instant::now();
+    while Searching::most(ws.root()) < scouts_per_tree() && waiting.elapsed().as_secs() < 10 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let at_once = Searching::most(ws.root());
+    release.0.send(()).unwrap();
+    holder.join().unwrap();
+    for run in runs {
+        assert_eq!(
+            run.await.unwrap().terminal_reason,
+            TerminalReason::Completed
+        );
+    }
+    assert_eq!(at_once, scouts_per_tree());
+    assert_eq!(Searching::most(ws.root()), scouts_per_tree());
+    for m in &models {
+        assert!(
+            last_user(m, 0).contains("1. src/app.py:1-2"),
+            "{}",
+            last_user(m, 0)
+        );
+    }
+}

@@ -159,6 +159,8 @@ fn search(ctx: &ToolContext, args: &Value) -> ToolResult {
         let elapsed = started.elapsed().as_millis() as u64;
         ToolResult::error(args, ErrorCode::Timeout, msg, elapsed)
     };
+    // The query is read before the index is held.
+    let q = rank::parse_with(&req.query, &ctx.tuning);
     let busy = "waiting for the index (another search of this project held it)";
     let Some((handle, refresh)) = index::open(ws, ctx.deadline, &ctx.cancel) else {
         return stopped(busy);
@@ -166,19 +168,29 @@ fn search(ctx: &ToolContext, args: &Value) -> ToolResult {
     let Some(index) = index::lock_until(&handle, ctx.deadline, &ctx.cancel) else {
         return stopped(busy);
     };
-    let q = rank::parse_with(&req.query, &ctx.tuning);
     let Some(hits) = rank::search_until(&index, &q, req.limit, under.as_deref(), ctx.deadline)
     else {
         return stopped("ranking the index");
     };
     let query_terms: Vec<String> = q.terms.iter().map(|t| t.term.clone()).collect();
-    let (shown, places) = show_hits(ctx, &index, &hits, &query_terms);
-    let cov = &index.coverage;
+    // What the places need of the index is copied out, and the index let go before their
+    // files are read: another search of this tree need not wait for those reads.
+    let ranked: Vec<Ranked> = hits
+        .iter()
+        .map(|h| Ranked {
+            path: index.files[h.file].path.clone(),
+            chunk: index.files[h.file].chunks.chunks[h.chunk].clone(),
+            score: h.score,
+        })
+        .collect();
+    let (cov, chunks) = (index.coverage.clone(), index.chunk_count());
+    drop(index);
+    let (shown, places) = show_hits(ctx, &ranked, &query_terms);
     let mut data = Map::new();
     let n = shown.len();
     data.insert("hits".into(), Value::Array(shown));
     data.insert("files_indexed".into(), json!(cov.files));
-    data.insert("chunks".into(), json!(index.chunk_count()));
+    data.insert("chunks".into(), json!(chunks));
     data.insert("complete".into(), json!(cov.complete()));
     if !cov.complete() {
         data.insert("files_pending".into(), json!(cov.pending));
@@ -221,12 +233,18 @@ fn search(ctx: &ToolContext, args: &Value) -> ToolResult {
         .with_stat("index_ms", refresh.ms)
 }
 
+/// A ranked place as the index holds it: its file, its chunk and its score.
+struct Ranked {
+    path: String,
+    chunk: index::chunk::Chunk,
+    score: f64,
+}
+
 /// Each ranked place as the model sees it: its range, what it defines, and its definition line
 /// and best-matching lines, read from the file now (a place whose lines are gone is left out).
 fn show_hits(
     ctx: &ToolContext,
-    index: &index::Index,
-    hits: &[rank::Hit],
+    hits: &[Ranked],
     query_terms: &[String],
 ) -> (Vec<Value>, Vec<SearchPlace>) {
     let mut shown = Vec::new();
@@ -234,11 +252,10 @@ fn show_hits(
     // Each file is read once, through the workspace, however many of its places rank.
     let mut texts: HashMap<&str, Option<String>> = HashMap::new();
     for h in hits {
-        let f = &index.files[h.file];
-        let c = &f.chunks.chunks[h.chunk];
+        let (path, c) = (&h.path, &h.chunk);
         let text = texts
-            .entry(f.path.as_str())
-            .or_insert_with(|| index::read_text(&ctx.workspace, &f.path));
+            .entry(path.as_str())
+            .or_insert_with(|| index::read_text(&ctx.workspace, path));
         let Some(lines) = text.as_deref().and_then(|t| file_lines(t, c.start, c.end)) else {
             continue;
         };
@@ -251,7 +268,7 @@ fn show_hits(
         };
         let picked = pick_lines(&lines, c.start, c.is_definition(), query_terms);
         let mut hit = Map::new();
-        hit.insert("file".into(), json!(f.path));
+        hit.insert("file".into(), json!(path));
         hit.insert("start".into(), json!(c.start));
         hit.insert("end".into(), json!(c.end));
         hit.insert("kind".into(), json!(kind));
@@ -270,7 +287,7 @@ fn show_hits(
         );
         shown.push(Value::Object(hit));
         places.push(SearchPlace {
-            file: f.path.clone(),
+            file: path.clone(),
             start: u64::from(c.start),
             end: u64::from(c.end),
             kind: kind.to_string(),

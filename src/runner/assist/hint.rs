@@ -8,9 +8,12 @@
 //! a tool call of its own (it did so in every run tried), while one shown only where to look
 //! reads there first (`min_tool_calls`), and what it then cites it has seen.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Instant;
+
+use tokio::sync::Semaphore;
 
 use serde_json::Value;
 
@@ -28,16 +31,24 @@ use crate::tools::context::ToolContext;
 use crate::tools::permissions::PermissionContext;
 use crate::tools::registry::ToolRegistry;
 
-/// The offline scout's search made before the model's first call.
+/// The offline scout's search made before the model's first call: what the child keeps of it
+/// while it runs.
 pub(crate) struct ScoutRun {
+    /// The places it cites, best first.
+    pub(crate) leads: Vec<Lead>,
+    /// Its whole answer, kept only for a profile with `scout_fallback` (the one use of it): a
+    /// child with the hint alone holds its leads and nothing more.
+    pub(crate) fallback: Option<ScoutAnswer>,
+}
+
+/// The scout's whole answer, for [`RuntimeRunner::with_scout_fallback`].
+pub(crate) struct ScoutAnswer {
     /// Its final text.
     text: String,
     /// Its answer (every cited line one it saw).
     answer: ExploreResult,
     /// Its tool calls by name.
     tool_usage: BTreeMap<String, u64>,
-    /// The places it cites, best first.
-    pub(crate) leads: Vec<Lead>,
 }
 
 /// The hint of one run: its leads, best first, and the knobs it was given.
@@ -242,6 +253,43 @@ struct ScoutSearch {
     system: String,
     run: crate::llm::request::RunFacts,
     tools: Arc<Vec<Value>>,
+    /// Whether the child may need the scout's whole answer (`scout_fallback`); without it only
+    /// the leads leave the search.
+    keep_answer: bool,
+}
+
+/// The most scouts of one tree that search at once, whatever the cores.
+const MAX_SCOUTS_PER_TREE: usize = 4;
+
+/// Scouts of one tree that search at once: one a core, at most [`MAX_SCOUTS_PER_TREE`]. A
+/// scout's search is work for a core, and the index ranks for one search of a tree at a time
+/// (its lock), so more scouts of the same tree would only hold a blocking thread each (its
+/// stack and its allocator's pages) while they waited: with many children in flight on one
+/// tree, that was most of what each child held. The others wait for their turn as tasks, in
+/// the order they came, within their own deadline.
+pub(crate) fn scouts_per_tree() -> usize {
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *N.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, MAX_SCOUTS_PER_TREE)
+    })
+}
+
+/// The turns of the scouts of the tree at `root`, shared by every child on it while any of
+/// them holds or waits for one.
+fn scout_turns(root: &Path) -> Arc<Semaphore> {
+    static TURNS: Mutex<Option<HashMap<PathBuf, Weak<Semaphore>>>> = Mutex::new(None);
+    let mut turns = TURNS.lock().unwrap_or_else(PoisonError::into_inner);
+    let turns = turns.get_or_insert_with(HashMap::new);
+    // Trees no child waits on any more.
+    turns.retain(|_, t| t.strong_count() > 0);
+    if let Some(t) = turns.get(root).and_then(Weak::upgrade) {
+        return t;
+    }
+    let t = Arc::new(Semaphore::new(scouts_per_tree()));
+    turns.insert(root.to_path_buf(), Arc::downgrade(&t));
+    t
 }
 
 impl RuntimeRunner {
@@ -268,10 +316,37 @@ impl RuntimeRunner {
             self.profile.timeout_seconds * tuning.scout_time_share,
         );
         let deadline = Instant::now() + share.min(tuning.scout_time_cap());
+        // A few scouts of this tree search at a time (see [`scouts_per_tree`]); waiting for a
+        // turn counts against the scout's time, and a cancel ends the wait. What the search
+        // needs (its tools' schemas, the prompt) is made once the turn comes, so that a child
+        // waiting for one holds nothing of it.
+        let turns = scout_turns(self.workspace.root());
+        let searching = async {
+            let turn = tokio::select! {
+                turn = turns.acquire_owned() => turn.ok()?,
+                () = self.cancel.cancelled() => return None,
+            };
+            let search = self.scout_search(task, deadline);
+            let work = crate::exec::inherit_caller_sync(move || search.run());
+            let found = crate::exec::spin_first(tokio::task::spawn_blocking(work)).await;
+            // The turn ends once the search's thread is done with it, so that the next scout
+            // finds it idle rather than starting another thread.
+            drop(turn);
+            found.ok().flatten()
+        };
+        tokio::time::timeout_at(deadline.into(), searching)
+            .await
+            .ok()
+            .flatten()
+    }
+
+    /// What the scout's search on `task` needs, its tools bound by `deadline`.
+    fn scout_search(&self, task: &str, deadline: Instant) -> ScoutSearch {
+        let tuning = &self.profile.tuning;
         // The scout searches the code index (Search), which reads no more than Grep may.
         let registry = Arc::new(self.registry.with_search());
         let tools = Arc::new(registry.openai_tools());
-        let search = ScoutSearch {
+        ScoutSearch {
             registry,
             permissions: self.permissions.clone(),
             ctx: ToolContext::new(self.workspace.clone())
@@ -282,23 +357,19 @@ impl RuntimeRunner {
             system: self.profile.rendered_system_prompt(),
             run: crate::llm::request::RunFacts::of(&self.profile),
             tools,
-        };
-        let searching =
-            tokio::task::spawn_blocking(crate::exec::inherit_caller_sync(move || search.run()));
-        tokio::time::timeout_at(deadline.into(), crate::exec::spin_first(searching))
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .flatten()
+            keep_answer: self.profile.scout_fallback,
+        }
     }
 
     /// The hint this child gets: the scout's first places as leads (`repo_map_hint`,
     /// `tuning.leads` of them); none without it, or without a place.
-    pub(crate) fn hint(&self, scout: Option<&ScoutRun>) -> Option<Hint> {
-        let scout = scout.filter(|_| self.profile.repo_map_hint)?;
+    pub(crate) fn hint(&self, mut leads: Vec<Lead>) -> Option<Hint> {
+        if !self.profile.repo_map_hint {
+            return None;
+        }
         let tuning = self.profile.tuning.clone();
-        let take = usize::try_from(tuning.leads).unwrap_or(usize::MAX);
-        let leads: Vec<Lead> = scout.leads.iter().take(take).cloned().collect();
+        leads.truncate(usize::try_from(tuning.leads).unwrap_or(usize::MAX));
+        leads.shrink_to_fit();
         (!leads.is_empty()).then_some(Hint { leads, tuning })
     }
 
@@ -307,7 +378,7 @@ impl RuntimeRunner {
     /// in place of any other; a partial one in place of none, an unverified one, or one without
     /// evidence). The summary says so; the counts stay the model's, the scout's tool calls
     /// added.
-    pub(crate) fn with_scout_fallback(&self, out: RunOutcome, found: ScoutRun) -> RunOutcome {
+    pub(crate) fn with_scout_fallback(&self, out: RunOutcome, found: ScoutAnswer) -> RunOutcome {
         let model_answer = match &out.result {
             Some(ParsedResult::Explore(r)) if out.ungrounded_evidence.is_empty() => Some(r),
             _ => None,
@@ -375,6 +446,8 @@ impl ScoutSearch {
     /// The scout's search on the blocking pool: its answer, kept only when every place it
     /// cites is one it saw, and the places it cites as leads.
     fn run(self) -> Option<ScoutRun> {
+        #[cfg(test)]
+        let _searching = tests::Searching::enter(self.ctx.workspace.root());
         let mut observed = Observed::default();
         let mut tool_usage: BTreeMap<String, u64> = BTreeMap::new();
         let mut execute = |name: &str, args: &str| -> crate::tools::envelope::ToolResult {
@@ -426,18 +499,56 @@ impl ScoutSearch {
         {
             return None;
         }
-        Some(ScoutRun {
+        // The rest of the search (its text, answer, tool results) is freed here, on the
+        // thread that made it, unless the fallback may need the answer.
+        let fallback = self.keep_answer.then_some(ScoutAnswer {
             text,
             answer,
             tool_usage,
-            leads,
-        })
+        });
+        Some(ScoutRun { leads, fallback })
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// Scouts in [`ScoutSearch::run`] now, and the most at once, by tree.
+    static SEARCHING: Mutex<Option<HashMap<PathBuf, (usize, usize)>>> = Mutex::new(None);
+
+    /// One scout searching a tree, until dropped.
+    pub(crate) struct Searching(PathBuf);
+
+    impl Searching {
+        pub(crate) fn enter(root: &Path) -> Searching {
+            let mut all = SEARCHING.lock().unwrap_or_else(PoisonError::into_inner);
+            let (now, most) = all
+                .get_or_insert_with(HashMap::new)
+                .entry(root.to_path_buf())
+                .or_default();
+            *now += 1;
+            *most = (*most).max(*now);
+            Searching(root.to_path_buf())
+        }
+
+        /// The most scouts of the tree at `root` that searched at once.
+        pub(crate) fn most(root: &Path) -> usize {
+            let all = SEARCHING.lock().unwrap_or_else(PoisonError::into_inner);
+            all.as_ref()
+                .and_then(|a| a.get(root))
+                .map_or(0, |&(_, most)| most)
+        }
+    }
+
+    impl Drop for Searching {
+        fn drop(&mut self) {
+            let mut all = SEARCHING.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some((now, _)) = all.as_mut().and_then(|a| a.get_mut(&self.0)) {
+                *now -= 1;
+            }
+        }
+    }
 
     fn lead(path: &str, start: u64, end: u64) -> Lead {
         Lead {

@@ -36,7 +36,7 @@ use crate::contract::ExploreResult;
 use crate::evidence::EvidenceCheck;
 use crate::llm::ToolCall;
 use crate::profile::ResultContract;
-use crate::runner::assist::hint::ScoutRun;
+use crate::runner::assist::lead::Lead;
 use crate::runner::observed::Observed;
 use crate::runner::outcome::{ParsedResult, TerminalReason};
 use crate::runner::RuntimeRunner;
@@ -49,15 +49,15 @@ pub(crate) struct Assists {
 
 impl RuntimeRunner {
     /// The assists this run's profile chooses: text tool calls and the summary's claims
-    /// always; the hint with the scout's places (`repo_map_hint`); for an explore answer in
-    /// ExploreResult's shape, the places the child saw when it ends without an answer (after
-    /// the hint's leads).
-    pub(crate) fn assists(&self, scout: Option<&ScoutRun>) -> Assists {
+    /// always; the hint with the scout's places, `leads` (`repo_map_hint`); for an explore
+    /// answer in ExploreResult's shape, the places the child saw when it ends without an answer
+    /// (after the hint's leads).
+    pub(crate) fn assists(&self, leads: Vec<Lead>) -> Assists {
         let mut list: Vec<Box<dyn Assist>> = vec![
             Box::new(text_calls::TextCalls),
             Box::new(claims::Claims::new(&self.profile)),
         ];
-        if let Some(hint) = self.hint(scout) {
+        if let Some(hint) = self.hint(leads) {
             list.push(Box::new(hint));
         }
         if self.profile.result_contract == Some(ResultContract::Explore)
