@@ -372,11 +372,11 @@ fn only_a_local_server_gets_a_default_answer_cap() {
     let body = |base: &str, max: Option<u64>| body_for(base, |c| c.max_tokens = max);
     assert_eq!(
         body("http://127.0.0.1:8080/v1", None)["max_tokens"],
-        json!(1024)
+        json!(512)
     );
     assert_eq!(
         body("http://localhost:11434/v1", None)["max_tokens"],
-        json!(1024)
+        json!(512)
     );
     assert_eq!(
         body("http://127.0.0.1:8080/v1", Some(50))["max_tokens"],
